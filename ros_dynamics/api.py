@@ -1,0 +1,277 @@
+"""Public functions (CONVENTIONS.md): validate inputs, call the compiled kernels.
+
+Every function takes a :class:`~ros_dynamics.model.Model` and 1-D float arrays of length
+``model.nq`` (q) or ``model.nv`` (v, a, tau).  Wrong shapes, non-numeric or non-finite values
+and (floating base) a quaternion that is not unit length raise ``ValueError`` before anything
+is computed.  Results are new arrays owned by the caller.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, prange
+
+from . import christoffel as _christoffel
+from . import coriolis as _coriolis
+from . import crba as _crba
+from . import forward_dynamics as _fd
+from . import jacobian as _jac
+from . import momentum as _momentum
+from . import rnea as _rnea
+from .kinematics import kernel_arrays
+from .spatial import _JIT
+
+Dynamics = namedtuple('Dynamics', 'M C Mdot g')
+Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
+
+_FACTORIZATIONS = {'eq10': _coriolis.EQ10, 'christoffel': _coriolis.EQ10, 'eq9': _coriolis.EQ9}
+QUATERNION_TOLERANCE = 1e-3
+
+
+@njit(**_JIT)
+def _all_finite(a):
+    for x in a.flat:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+def _arrays(model):
+    arrays = model.__dict__.get('_kernel_arrays')
+    if arrays is None:
+        arrays = kernel_arrays(model)
+        model.__dict__['_kernel_arrays'] = arrays
+    return arrays
+
+
+def _vector(x, n, name):
+    try:
+        a = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name} must be a numeric array of length {n}') from None
+    if a.shape != (n,):
+        raise ValueError(f'{name} must have shape ({n},), got {a.shape}')
+    if not _all_finite(a):
+        raise ValueError(f'{name} contains NaN or inf')
+    return a
+
+
+def _configuration(model, q):
+    q = _vector(q, model.nq, 'q')
+    if model.floating_base:
+        n2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]
+        if abs(n2 - 1.0) > QUATERNION_TOLERANCE:
+            raise ValueError(f'q[3:7] must be a unit quaternion (x, y, z, w), its norm is {np.sqrt(n2):.6g}')
+    return q
+
+
+def _factorization(name):
+    try:
+        return _FACTORIZATIONS[name]
+    except KeyError:
+        raise ValueError(f'factorization must be one of {sorted(_FACTORIZATIONS)}, got {name!r}') from None
+
+
+# -- mass matrix, gravity, inverse and forward dynamics -------------------------------------------
+
+def mass_matrix(model, q):
+    """M(q), (nv, nv), by the CRBA."""
+    q = _configuration(model, q)
+    topo, geom, dofs = _arrays(model)
+    M = np.zeros((model.nv, model.nv))
+    _crba.crba(topo, geom, dofs, q, M)
+    return M
+
+
+def gravity(model, q):
+    """g(q), (nv,): the joint torques that hold the robot still against gravity."""
+    q = _configuration(model, q)
+    topo, geom, dofs = _arrays(model)
+    g = np.empty(model.nv)
+    _rnea.generalized_gravity(topo, geom, dofs, model.gravity, q, g)
+    return g
+
+
+def inverse_dynamics(model, q, v, a):
+    """tau = M(q) a + C(q, v) v + g(q), by the RNEA."""
+    q = _configuration(model, q)
+    v, a = _vector(v, model.nv, 'v'), _vector(a, model.nv, 'a')
+    topo, geom, dofs = _arrays(model)
+    tau = np.empty(model.nv)
+    _rnea.rnea(topo, geom, dofs, model.gravity, q, v, a, tau)
+    return tau
+
+
+def forward_dynamics(model, q, v, tau):
+    """Joint accelerations a with M a + C v + g = tau (CRBA + sparse LTDL, seed 003)."""
+    q = _configuration(model, q)
+    v, tau = _vector(v, model.nv, 'v'), _vector(tau, model.nv, 'tau')
+    topo, geom, dofs = _arrays(model)
+    a = np.empty(model.nv)
+    if not _fd.forward_dynamics(topo, geom, dofs, model.gravity, q, v, tau, a):
+        raise ValueError('the mass matrix is not positive definite at this configuration')
+    return a
+
+
+# -- Coriolis (Algorithm 1) and Christoffel symbols (Algorithm 2) ---------------------------------
+
+def dynamics(model, q, v, factorization='eq10'):
+    """M, C, dM/dt and g in one pass (seed 000, Algorithm 1).
+
+    ``factorization='eq10'`` (default) gives the Christoffel-consistent C; ``'eq9'`` the
+    admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g).
+    """
+    q = _configuration(model, q)
+    v = _vector(v, model.nv, 'v')
+    fact = _factorization(factorization)
+    topo, geom, dofs = _arrays(model)
+    n = model.nv
+    M, C, Mdot, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
+    _coriolis.coriolis(topo, geom, dofs, model.gravity, q, v, M, C, Mdot, g, fact)
+    return Dynamics(M, C, Mdot, g)
+
+
+def coriolis_matrix(model, q, v, factorization='eq10'):
+    """C(q, v), (nv, nv): Christoffel-consistent by default (C v = RNEA(q, v, 0) - g)."""
+    return dynamics(model, q, v, factorization).C
+
+
+def mass_matrix_derivative(model, q, v):
+    """dM/dt along v, (nv, nv) (= C + C^T)."""
+    return dynamics(model, q, v).Mdot
+
+
+def christoffel(model, q):
+    """Christoffel symbols of the first kind, Gamma[i, j, k], (nv, nv, nv) (seed 000, Algorithm 2).
+
+    C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
+    """
+    q = _configuration(model, q)
+    topo, geom, dofs = _arrays(model)
+    n = model.nv
+    Gamma = np.zeros((n, n, n))
+    _christoffel.christoffel(topo, geom, dofs, q, Gamma)
+    return Gamma
+
+
+# -- O(N) products for the momentum observer ------------------------------------------------------
+
+def observer_terms(model, q, v):
+    """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
+    q = _configuration(model, q)
+    v = _vector(v, model.nv, 'v')
+    topo, geom, dofs = _arrays(model)
+    n = model.nv
+    p, ctv, g = np.empty(n), np.empty(n), np.empty(n)
+    _momentum.momentum_terms(topo, geom, dofs, model.gravity, q, v, p, ctv, g)
+    return p, ctv, g
+
+
+def momentum(model, q, v):
+    """Generalized momentum p = M(q) v, (nv,), in O(N)."""
+    return observer_terms(model, q, v)[0]
+
+
+def coriolis_transpose_times_v(model, q, v):
+    """C(q, v)^T v, (nv,), in O(N) (Christoffel-consistent C)."""
+    return observer_terms(model, q, v)[1]
+
+
+# -- frames and Jacobians -------------------------------------------------------------------------
+
+def _link(model, link):
+    if link not in model.link_frames:
+        raise ValueError(f'unknown link {link!r}')
+    return model.link_frames[link]
+
+
+def _placements(model, q):
+    topo, geom, dofs = _arrays(model)
+    N = model.nbodies
+    R, p, Phi = np.empty((N, 3, 3)), np.empty((N, 3)), np.empty((model.nv, 6))
+    _jac.body_placements(topo, geom, dofs, q, R, p, Phi)
+    return R, p, Phi
+
+
+def link_placement(model, q, link):
+    """(R, p): rotation and origin of ``link`` in the world frame at q."""
+    q = _configuration(model, q)
+    body, Rl, pl = _link(model, link)
+    if body < 0:
+        return Rl.copy(), pl.copy()
+    R, p, _ = _placements(model, q)
+    return R[body] @ Rl, R[body] @ pl + p[body]
+
+
+def link_jacobian(model, q, link, point=None):
+    """(6, nv) Jacobian of ``link`` at ``point`` (link frame, default its origin).
+
+    Rows: linear velocity of the point, then angular velocity, both in the world frame
+    (v_point = J[:3] v, omega = J[3:] v).
+    """
+    q = _configuration(model, q)
+    body, Rl, pl = _link(model, link)
+    J = np.zeros((6, model.nv))
+    if body < 0:
+        return J
+    local = np.zeros(3) if point is None else _vector(point, 3, 'point')
+    topo, _, dofs = _arrays(model)
+    R, p, Phi = _placements(model, q)
+    world_point = R[body] @ (Rl @ local + pl) + p[body]
+    _jac.point_jacobian(topo, dofs, Phi, body, world_point, J)
+    return J
+
+
+# -- batches --------------------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def _dynamics_batch(topo, geom, dofs, gravity, Q, V, M, C, Mdot, g, fact):
+    for k in prange(Q.shape[0]):
+        _coriolis.coriolis(topo, geom, dofs, gravity, Q[k], V[k], M[k], C[k], Mdot[k], g[k], fact)
+
+
+@njit(parallel=True, cache=True)
+def _christoffel_batch(topo, geom, dofs, Q, Gamma):
+    for k in prange(Q.shape[0]):
+        _christoffel.christoffel(topo, geom, dofs, Q[k], Gamma[k])
+
+
+def _batch(X, n, name):
+    try:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name} must be a numeric (K, {n}) array') from None
+    if X.ndim != 2 or X.shape[1] != n:
+        raise ValueError(f'{name} must have shape (K, {n}), got {X.shape}')
+    if not _all_finite(X):
+        raise ValueError(f'{name} contains NaN or inf')
+    return X
+
+
+def dynamics_batch(model, Q, V, factorization='eq10'):
+    """:func:`dynamics` for K states at once, on all cores: Q (K, nq), V (K, nv) ->
+    Dynamics with M, C, Mdot (K, nv, nv) and g (K, nv)."""
+    Q, V = _batch(Q, model.nq, 'Q'), _batch(V, model.nv, 'V')
+    if Q.shape[0] != V.shape[0]:
+        raise ValueError(f'Q and V must have the same number of rows ({Q.shape[0]} != {V.shape[0]})')
+    if model.floating_base:
+        for q in Q:
+            _configuration(model, q)
+    fact = _factorization(factorization)
+    topo, geom, dofs = _arrays(model)
+    K, n = Q.shape[0], model.nv
+    M, C, Mdot, g = np.zeros((K, n, n)), np.zeros((K, n, n)), np.empty((K, n, n)), np.empty((K, n))
+    _dynamics_batch(topo, geom, dofs, model.gravity, Q, V, M, C, Mdot, g, fact)
+    return Dynamics(M, C, Mdot, g)
+
+
+def christoffel_batch(model, Q):
+    """:func:`christoffel` for K configurations at once: Q (K, nq) -> (K, nv, nv, nv)."""
+    Q = _batch(Q, model.nq, 'Q')
+    if model.floating_base:
+        for q in Q:
+            _configuration(model, q)
+    topo, geom, dofs = _arrays(model)
+    Gamma = np.zeros((Q.shape[0],) + (model.nv,) * 3)
+    _christoffel_batch(topo, geom, dofs, Q, Gamma)
+    return Gamma

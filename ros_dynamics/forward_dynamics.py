@@ -1,0 +1,72 @@
+"""Forward dynamics by CRBA + sparse L^T D L factorization (Featherstone, seed 003).
+
+qdd = M^-1 (tau - b) with b = RNEA(q, qd, 0) the bias force (Coriolis + gravity).  M is
+factorized in place as L^T D L with the LTDL algorithm, whose inner loops visit only the DoF
+ancestors (branch-induced sparsity, O(n d^2)), then solved with the matching back- and
+forward-substitutions.
+"""
+
+import numpy as np
+from numba import njit
+
+from .crba import crba
+from .rnea import rnea
+from .spatial import _JIT
+
+
+@njit(**_JIT)
+def ltdl(H, parent):
+    """In-place L^T D L factorization of H; ``parent`` is the DoF tree lambda (-1 = none).
+
+    On return D is on the diagonal and L_ki (i an ancestor of k) below it (seed 003, LTDL).
+    Returns False if a pivot is not positive (H not positive definite).
+    """
+    n = H.shape[0]
+    for k in range(n - 1, -1, -1):
+        if not H[k, k] > 0.0:
+            return False
+        i = parent[k]
+        while i >= 0:
+            a = H[k, i] / H[k, k]
+            j = i
+            while j >= 0:
+                H[i, j] -= H[k, j] * a
+                j = parent[j]
+            H[k, i] = a
+            i = parent[i]
+    return True
+
+
+@njit(**_JIT)
+def ltdl_solve(H, parent, x):
+    """Solve (L^T D L) y = x in place, H as left by ``ltdl``."""
+    n = H.shape[0]
+    for i in range(n - 1, -1, -1):         # L^-T
+        j = parent[i]
+        while j >= 0:
+            x[j] -= H[i, j] * x[i]
+            j = parent[j]
+    for i in range(n):                      # D^-1
+        x[i] /= H[i, i]
+    for i in range(n):                      # L^-1
+        j = parent[i]
+        while j >= 0:
+            x[i] -= H[i, j] * x[j]
+            j = parent[j]
+
+
+@njit(**_JIT)
+def forward_dynamics(topo, geom, dofs, gravity, q, qd, tau, qdd):
+    """qdd such that M qdd + C qd + g = tau.  Returns False if M is not positive definite."""
+    nv = dofs.shape[0]
+    H = np.zeros((nv, nv))
+    crba(topo, geom, dofs, q, H)
+    zero = np.zeros(nv)
+    rnea(topo, geom, dofs, gravity, q, qd, zero, qdd)     # qdd <- bias b
+    for s in range(nv):
+        qdd[s] = tau[s] - qdd[s]
+    parent = dofs[:, 1].copy()
+    if not ltdl(H, parent):
+        return False
+    ltdl_solve(H, parent, qdd)
+    return True

@@ -1,0 +1,32 @@
+"""Link Jacobians and placements (world frame), for contact force estimation and tests."""
+
+import numpy as np
+from numba import njit
+
+from .kinematics import placements
+from .spatial import _JIT
+
+
+@njit(**_JIT)
+def body_placements(topo, geom, dofs, q, R, p, Phi):
+    placements(topo, geom, q, R, p, Phi)
+
+
+@njit(**_JIT)
+def point_jacobian(topo, dofs, Phi, body, point, Jac):
+    """Jac (6 x nv, zeroed by the caller) of the body-fixed point at world position ``point``.
+
+    Rows: linear velocity of the point, then angular velocity (world frame).  Column s is
+    Phi_s = [a; l] moved from the world origin to the point: [l + a x point; a] (linear first).
+    """
+    s = topo[body, 3]
+    while s < dofs.shape[0] and dofs[s, 0] == body:    # the body's own DoFs ...
+        s += 1
+    s -= 1
+    while s >= 0:                                         # ... and all DoF ancestors
+        a0, a1, a2 = Phi[s, 0], Phi[s, 1], Phi[s, 2]
+        Jac[0, s] = Phi[s, 3] + a1 * point[2] - a2 * point[1]
+        Jac[1, s] = Phi[s, 4] + a2 * point[0] - a0 * point[2]
+        Jac[2, s] = Phi[s, 5] + a0 * point[1] - a1 * point[0]
+        Jac[3, s], Jac[4, s], Jac[5, s] = a0, a1, a2
+        s = dofs[s, 1]

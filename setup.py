@@ -1,0 +1,33 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'ros_dynamics'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(include=[package_name, package_name + '.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml')),
+        ('share/' + package_name + '/urdf', glob('urdf/*.urdf') + glob('urdf/*.xacro')),
+    ],
+    install_requires=['setuptools', 'numpy', 'numba', 'urdf-parser-py', 'xacro', 'pyyaml'],
+    extras_require={
+        'test': ['pytest', 'pin', 'example-robot-data', 'matplotlib'],
+    },
+    zip_safe=False,
+    maintainer='ros_dynamics maintainers',
+    maintainer_email='maintainers@ros-dynamics.invalid',
+    description='Mass matrix, Coriolis matrix, dM/dt, gravity and Christoffel symbols for ROS 2.',
+    license='BSD-3-Clause',
+    entry_points={
+        'console_scripts': [
+            'dynamics_node = ros_dynamics.node:main',
+            'sim = ros_dynamics.sim_node:main',
+        ],
+    },
+)
