@@ -1,0 +1,80 @@
+"""Bad input gets a clear ValueError naming the problem, and computes nothing."""
+
+import numpy as np
+import pytest
+
+import ros_dynamics as rd
+from test_urdf import TWO_LINK, joint, link, robot
+
+
+@pytest.fixture(scope='module')
+def arm():
+    return rd.load_urdf(rd.bundled_urdf('arm7'))
+
+
+@pytest.mark.parametrize('source, message', [
+    ('<robot name="x"><link name="a"></robot>', 'malformed URDF'),
+    ('/no/such/file.urdf', 'not found'),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', jtype='planar')), "joint 'j'.*planar"),
+    (robot(link('base'), link('l1'), link('l2'), joint('j', 'base', 'l1'), joint('f', 'l1', 'l2', jtype='floating')),
+     "joint 'f'.*floating"),
+    (robot(link('base'), '<link name="empty"/>', joint('j', 'base', 'empty')), "link 'empty'.*mass"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'nope')), "unknown link 'nope'"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', axis='0 0 0')), "joint 'j' has an invalid axis"),
+    (robot(link('a'), link('b')), 'exactly one root'),
+    (robot(link('base'), link('l1', m=-1.0), joint('j', 'base', 'l1')), "link 'l1' has negative mass"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', jtype='fixed')), 'no moving joint'),
+    (robot(link('base'), link('a'), joint('ja', 'base', 'a', extra='<mimic joint="ghost"/>')), 'mimics unknown'),
+    (42, 'XML string or a file path'),
+])
+def test_bad_urdf(source, message):
+    with pytest.raises(ValueError, match=message):
+        rd.load_urdf(source)
+
+
+@pytest.mark.parametrize('bad, message', [
+    (np.zeros(6), r'q must have shape \(7,\)'),
+    (np.zeros((7, 1)), r'q must have shape'),
+    (np.array([0, 0, np.nan, 0, 0, 0, 0]), 'q contains NaN or inf'),
+    (np.array([0, 0, np.inf, 0, 0, 0, 0]), 'q contains NaN or inf'),
+    (['a'] * 7, 'q must be a numeric array'),
+    (None, 'q must be a numeric array|q must have shape'),
+])
+def test_bad_configuration(arm, bad, message):
+    with pytest.raises(ValueError, match=message):
+        rd.dynamics(arm, bad, np.zeros(7))
+    with pytest.raises(ValueError, match=message):
+        rd.christoffel(arm, bad)
+
+
+def test_bad_velocity_and_torque(arm):
+    q = np.zeros(7)
+    with pytest.raises(ValueError, match='v must have shape'):
+        rd.coriolis_matrix(arm, q, np.zeros(8))
+    with pytest.raises(ValueError, match='v contains NaN'):
+        rd.dynamics(arm, q, np.full(7, np.nan))
+    with pytest.raises(ValueError, match='a must have shape'):
+        rd.inverse_dynamics(arm, q, np.zeros(7), np.zeros(3))
+    with pytest.raises(ValueError, match='tau contains NaN'):
+        rd.forward_dynamics(arm, q, np.zeros(7), np.array([np.nan] * 7))
+    with pytest.raises(ValueError, match='factorization must be one of'):
+        rd.dynamics(arm, q, np.zeros(7), factorization='eq11')
+    with pytest.raises(ValueError, match=r'Q must have shape \(K, 7\)'):
+        rd.dynamics_batch(arm, np.zeros((3, 6)), np.zeros((3, 7)))
+
+
+def test_non_unit_quaternion():
+    m = rd.load_urdf(TWO_LINK, floating_base=True)
+    q = m.neutral()
+    q[3:7] = [0.0, 0.0, 0.0, 2.0]
+    with pytest.raises(ValueError, match='unit quaternion'):
+        rd.mass_matrix(m, q)
+
+
+def test_input_arrays_are_not_modified(arm):
+    q, v = np.linspace(0, 1, 7), np.linspace(1, 2, 7)
+    q0, v0 = q.copy(), v.copy()
+    rd.dynamics(arm, q, v)
+    rd.christoffel(arm, q)
+    rd.forward_dynamics(arm, q, v, v)
+    assert np.array_equal(q, q0) and np.array_equal(v, v0)
