@@ -31,3 +31,6 @@ except ImportError:  # pragma: no cover
     pass
 
 __version__ = '0.1.0'
+
+from .coordinates import MimicCoordinates, transform_christoffel, transform_dynamics  # noqa: E402
+__all__ += ['MimicCoordinates', 'transform_christoffel', 'transform_dynamics']
