@@ -24,11 +24,10 @@ __all__ = [
     'load_urdf', 'mass_matrix', 'mass_matrix_derivative', 'momentum', 'observer_terms',
 ]
 
-try:  # the contact observer (separate module, optional while it is being developed)
-    from .observer import ContactDetector, MomentumObserver, estimate_contact_wrench  # noqa: F401
-    __all__ += ['ContactDetector', 'MomentumObserver', 'estimate_contact_wrench']
-except ImportError:  # pragma: no cover
-    pass
+from .observer import (ContactDetector, ContactState, MomentumObserver,  # noqa: E402
+                       calibrate_thresholds, estimate_contact_wrench, friction_torque)
+__all__ += ['ContactDetector', 'ContactState', 'MomentumObserver', 'calibrate_thresholds',
+            'estimate_contact_wrench', 'friction_torque']
 
 __version__ = '0.1.0'
 

@@ -1,0 +1,211 @@
+"""``sim`` executable: the simulator of :mod:`ros_dynamics.sim` as a ROS 2 node.
+
+Publishes at ``rate`` Hz (default 1000, paced by the wall clock; if a step takes longer the
+simulation runs as fast as it can and the stamps stay those of simulated time, so consumers
+always see the exact sample period):
+
+* ``joint_states`` (sensor_msgs/JointState): position, velocity, effort = the commanded motor
+  torque that acted during the period ending at the stamp (with the configured noise).
+* ``~/external_torque_truth`` (sensor_msgs/JointState, effort): true external joint torque over
+  the same period, same stamp.
+* ``~/contact_truth`` (std_msgs/Bool): true contact flag, every sample.
+* ``~/contact_link_truth`` (std_msgs/String, on change, transient local): the link(s) in
+  contact, comma separated, '' when free.
+* ``robot_description`` (std_msgs/String, transient local) when ``publish_robot_description``.
+
+Parameters: ``robot_description`` (URDF XML; empty: ``urdf_path``; empty: bundled arm7),
+``urdf_path``, ``scenario`` (wall | push | mixed | none), ``rate`` [Hz], ``duration`` [s]
+(0 = forever; the node exits after it), ``noise_position`` [rad], ``noise_velocity`` [rad/s],
+``noise_effort`` [N m], ``seed``, ``friction_viscous``, ``friction_coulomb`` (true joint
+friction of the plant), ``payload_mass`` [kg] / ``payload_link`` (a payload the plant carries,
+unknown to the observer unless configured there too), ``inertia_error`` (relative random
+error of the plant's link inertias w.r.t. the published URDF), ``wall_stiffness``,
+``wall_damping``, ``push_force``, ``start_delay`` [s], ``wait_for_subscribers`` (number of
+``joint_states`` subscribers to wait for before the clock starts, with ``wait_timeout`` [s]),
+``publish_robot_description``.
+"""
+
+import sys
+import threading
+import time
+
+
+def _bootstrap():
+    try:
+        from . import ros_compat
+        ros_compat.reexec_if_needed()
+    except ImportError:
+        pass
+
+
+def main(args=None):
+    _bootstrap()
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool, String
+
+    import ros_dynamics as rd
+    from ros_dynamics import sim as simlib
+
+    class SimNode(Node):
+        def __init__(self):
+            super().__init__('sim')
+            p = self.declare_parameter
+            p('robot_description', '')
+            p('urdf_path', '')
+            p('scenario', 'mixed')
+            p('rate', 1000.0)
+            p('duration', 0.0)
+            p('noise_position', 0.0)
+            p('noise_velocity', 0.0)
+            p('noise_effort', 0.0)
+            p('seed', 0)
+            p('friction_viscous', 0.0)
+            p('friction_coulomb', 0.0)
+            p('payload_mass', 0.0)
+            p('payload_link', '')
+            p('inertia_error', 0.0)
+            p('wall_stiffness', 5000.0)
+            p('wall_damping', 50.0)
+            p('push_force', 30.0)
+            p('start_delay', 0.0)
+            p('wait_for_subscribers', 0)
+            p('wait_timeout', 30.0)
+            p('publish_robot_description', True)
+            g = lambda n: self.get_parameter(n).value  # noqa: E731
+
+            xml = g('robot_description')
+            if not xml:
+                path = g('urdf_path') or simlib.bundled_urdf('arm7')
+                with open(path) as f:
+                    xml = f.read()
+            self.urdf = xml
+            model = rd.load_urdf(xml)
+            plant_xml = xml
+            if g('inertia_error') > 0:
+                plant_xml = simlib.perturb_urdf_inertia(xml, g('inertia_error'), g('seed'))
+            plant = rd.load_urdf(plant_xml)
+            if g('payload_mass') != 0.0:
+                link = g('payload_link') or simlib._deepest_links(plant)[0]
+                plant = rd.attach_payload(plant, link, g('payload_mass'))
+            rate = float(g('rate'))
+            if not rate > 0:
+                raise ValueError('rate must be > 0')
+            self.dt = 1.0 / rate
+            self.sim, self.desc = simlib.make_scenario(
+                plant, g('scenario'), dt=self.dt, noise_position=g('noise_position'),
+                noise_velocity=g('noise_velocity'), noise_effort=g('noise_effort'),
+                seed=g('seed'), friction_viscous=g('friction_viscous'),
+                friction_coulomb=g('friction_coulomb'), wall_stiffness=g('wall_stiffness'),
+                wall_damping=g('wall_damping'), push_force=g('push_force'),
+                controller_model=model)
+            self.names = list(model.joint_names)
+            self.nbq = int(model.nq) - len(self.names)
+            self.nbv = int(model.nv) - len(self.names)
+            self.duration = float(g('duration'))
+            self.start_delay = float(g('start_delay'))
+            self.wait_subs = int(g('wait_for_subscribers'))
+            self.wait_timeout = float(g('wait_timeout'))
+
+            reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.pub_js = self.create_publisher(JointState, 'joint_states', reliable)
+            self.pub_truth = self.create_publisher(JointState, '~/external_torque_truth', reliable)
+            self.pub_contact = self.create_publisher(Bool, '~/contact_truth', reliable)
+            self.pub_link = self.create_publisher(String, '~/contact_link_truth', latched)
+            if g('publish_robot_description'):
+                self.pub_rd = self.create_publisher(String, 'robot_description', latched)
+                self.pub_rd.publish(String(data=self.urdf))
+            self._last_links = None
+            self.done = threading.Event()
+            self.get_logger().info(
+                f'sim: {model.name!r} ({len(self.names)} joints), scenario '
+                f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
+                f'{rate:g} Hz')
+
+        def _publish(self, s, stamp_ns):
+            from builtin_interfaces.msg import Time
+            stamp = Time(sec=int(stamp_ns // 1_000_000_000), nanosec=int(stamp_ns % 1_000_000_000))
+            js = JointState()
+            js.header.stamp = stamp
+            js.name = self.names
+            js.position = [float(x) for x in s.q[self.nbq:]]
+            js.velocity = [float(x) for x in s.v[self.nbv:]]
+            js.effort = [float(x) for x in s.tau[self.nbv:]]
+            self.pub_js.publish(js)
+            tr = JointState()
+            tr.header.stamp = stamp
+            tr.name = self.names
+            tr.effort = [float(x) for x in s.tau_ext[self.nbv:]]
+            self.pub_truth.publish(tr)
+            self.pub_contact.publish(Bool(data=bool(s.contact)))
+            links = ','.join(dict.fromkeys(s.contact_links))
+            if links != self._last_links:
+                self._last_links = links
+                self.pub_link.publish(String(data=links))
+
+        def loop(self):
+            try:
+                t_wait = time.monotonic()
+                while (self.wait_subs > 0 and rclpy.ok()
+                       and self.pub_js.get_subscription_count() < self.wait_subs
+                       and time.monotonic() - t_wait < self.wait_timeout):
+                    time.sleep(0.01)
+                if self.start_delay > 0:
+                    time.sleep(self.start_delay)
+                t0_ns = self.get_clock().now().nanoseconds
+                t0 = time.monotonic()
+                behind_warned = False
+                dt_ns = int(round(self.dt * 1e9))
+                self._publish(self.sim.initial_sample(), t0_ns)
+                k = 0
+                while rclpy.ok() and not self.done.is_set():
+                    s = self.sim.step()
+                    k += 1
+                    self._publish(s, t0_ns + k * dt_ns)
+                    if self.duration > 0 and s.t >= self.duration - 1e-12:
+                        break
+                    lag = time.monotonic() - t0 - k * self.dt
+                    if lag < 0:
+                        time.sleep(-lag)
+                    elif lag > 0.25:
+                        if not behind_warned:
+                            self.get_logger().warn(
+                                f'simulation slower than real time at {1 / self.dt:g} Hz; '
+                                'running as fast as possible (stamps stay simulated time)')
+                            behind_warned = True
+                        t0 += lag   # do not try to catch up a large backlog
+            except Exception as exc:  # noqa: BLE001
+                self.get_logger().error(f'simulation stopped: {exc!r}')
+            finally:
+                self.done.set()
+
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SimNode()
+        th = threading.Thread(target=node.loop, daemon=True)
+        th.start()
+        from rclpy.executors import SingleThreadedExecutor
+        ex = SingleThreadedExecutor()
+        ex.add_node(node)
+        while rclpy.ok() and not node.done.is_set():
+            ex.spin_once(timeout_sec=0.1)
+        node.done.set()
+        th.join(timeout=2.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node is not None:
+            node.done.set()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
