@@ -4,6 +4,11 @@ Every function takes a :class:`~ros_dynamics.model.Model` and 1-D float arrays o
 ``model.nq`` (q) or ``model.nv`` (v, a, tau).  Wrong shapes, non-numeric or non-finite values
 and (floating base) a quaternion that is not unit length raise ``ValueError`` before anything
 is computed.  Results are new arrays owned by the caller.
+
+Speed: a call costs one compiled-kernel dispatch.  Python converts and shape-checks the inputs
+(``_shaped``); the finiteness and quaternion tests run inside the same compiled call as the
+algorithm (``_valid``), which reports failure before computing anything.  Only then does
+Python redo the checks one by one to raise the error that names the problem (``_explain``).
 """
 
 from collections import namedtuple
@@ -19,16 +24,21 @@ from . import jacobian as _jac
 from . import momentum as _momentum
 from . import rnea as _rnea
 from .kinematics import kernel_arrays
-from .spatial import _JIT
+from .model import FREE
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
 Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
+_new_tuple = tuple.__new__     # Dynamics(M, C, Mdot, g) without the Python-level __new__
 
 _FACTORIZATIONS = {'eq10': _coriolis.EQ10, 'christoffel': _coriolis.EQ10, 'eq9': _coriolis.EQ9}
 QUATERNION_TOLERANCE = 1e-3
 
+# The input checks are compiled without fastmath (which would fold isfinite to True); the
+# algorithms they call keep their own fastmath flags.
+_CHECK = dict(cache=True, nogil=True)
 
-@njit(**_JIT)
+
+@njit(**_CHECK)
 def _all_finite(a):
     for x in a.flat:
         if not np.isfinite(x):
@@ -36,21 +46,41 @@ def _all_finite(a):
     return True
 
 
+@njit(**_CHECK)
+def _valid(topo, q, v):
+    """q and v (None: not used) finite, the free joint's quaternion of unit length."""
+    if not _all_finite(q):
+        return False
+    if v is not None and not _all_finite(v):
+        return False
+    if topo[0, 1] == FREE:
+        n2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]
+        if abs(n2 - 1.0) > QUATERNION_TOLERANCE:
+            return False
+    return True
+
+
 def _arrays(model):
-    arrays = model.__dict__.get('_kernel_arrays')
-    if arrays is None:
-        arrays = kernel_arrays(model)
-        model.__dict__['_kernel_arrays'] = arrays
-    return arrays
+    try:
+        return model._kernel_arrays
+    except AttributeError:
+        arrays = model._kernel_arrays = kernel_arrays(model)
+        return arrays
 
 
-def _vector(x, n, name):
+def _shaped(x, n, name):
+    """x as a float64 C-contiguous array of shape (n,) (finiteness is checked by the kernels)."""
     try:
         a = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f'{name} must be a numeric array of length {n}') from None
     if a.shape != (n,):
         raise ValueError(f'{name} must have shape ({n},), got {a.shape}')
+    return a
+
+
+def _vector(x, n, name):
+    a = _shaped(x, n, name)
     if not _all_finite(a):
         raise ValueError(f'{name} contains NaN or inf')
     return a
@@ -65,6 +95,14 @@ def _configuration(model, q):
     return q
 
 
+def _explain(model, q, **vectors):
+    """Raise the ValueError for the invalid input a fused kernel reported."""
+    _configuration(model, q)
+    for name, x in vectors.items():
+        _vector(x, len(x), name)
+    raise ValueError('invalid input')   # not reached: one of the checks above fails
+
+
 def _factorization(name):
     try:
         return _FACTORIZATIONS[name]
@@ -72,43 +110,107 @@ def _factorization(name):
         raise ValueError(f'factorization must be one of {sorted(_FACTORIZATIONS)}, got {name!r}') from None
 
 
+# -- fused kernels: input check + algorithm in one compiled call -----------------------------------
+
+@njit(**_CHECK)
+def _mass_matrix(topo, geom, dofs, q, M):
+    if not _valid(topo, q, None):
+        return False
+    _crba.crba(topo, geom, dofs, q, M)
+    return True
+
+
+@njit(**_CHECK)
+def _gravity(topo, geom, dofs, gravity, q, g):
+    if not _valid(topo, q, None):
+        return False
+    _rnea.generalized_gravity(topo, geom, dofs, gravity, q, g)
+    return True
+
+
+@njit(**_CHECK)
+def _inverse_dynamics(topo, geom, dofs, gravity, q, v, a, tau):
+    if not (_valid(topo, q, v) and _all_finite(a)):
+        return False
+    _rnea.rnea(topo, geom, dofs, gravity, q, v, a, tau)
+    return True
+
+
+@njit(**_CHECK)
+def _forward_dynamics(topo, geom, dofs, gravity, q, v, tau, a):
+    """0: done, 1: invalid input, 2: M not positive definite."""
+    if not (_valid(topo, q, v) and _all_finite(tau)):
+        return 1
+    return 0 if _fd.forward_dynamics(topo, geom, dofs, gravity, q, v, tau, a) else 2
+
+
+@njit(**_CHECK)
+def _dynamics(topo, geom, dofs, gravity, q, v, M, C, Mdot, g, fact):
+    if not _valid(topo, q, v):
+        return False
+    _coriolis.coriolis(topo, geom, dofs, gravity, q, v, M, C, Mdot, g, fact)
+    return True
+
+
+@njit(**_CHECK)
+def _christoffel_symbols(topo, geom, dofs, q, Gamma):
+    if not _valid(topo, q, None):
+        return False
+    _christoffel.christoffel(topo, geom, dofs, q, Gamma)
+    return True
+
+
+@njit(**_CHECK)
+def _observer_terms(topo, geom, dofs, gravity, q, v, p, ctv, g):
+    if not _valid(topo, q, v):
+        return False
+    _momentum.momentum_terms(topo, geom, dofs, gravity, q, v, p, ctv, g)
+    return True
+
+
 # -- mass matrix, gravity, inverse and forward dynamics -------------------------------------------
 
 def mass_matrix(model, q):
     """M(q), (nv, nv), by the CRBA."""
-    q = _configuration(model, q)
+    q = _shaped(q, model.nq, 'q')
     topo, geom, dofs = _arrays(model)
-    M = np.zeros((model.nv, model.nv))
-    _crba.crba(topo, geom, dofs, q, M)
+    M = np.empty((model.nv, model.nv))
+    if not _mass_matrix(topo, geom, dofs, q, M):
+        _explain(model, q)
     return M
 
 
 def gravity(model, q):
     """g(q), (nv,): the joint torques that hold the robot still against gravity."""
-    q = _configuration(model, q)
+    q = _shaped(q, model.nq, 'q')
     topo, geom, dofs = _arrays(model)
     g = np.empty(model.nv)
-    _rnea.generalized_gravity(topo, geom, dofs, model.gravity, q, g)
+    if not _gravity(topo, geom, dofs, model.gravity, q, g):
+        _explain(model, q)
     return g
 
 
 def inverse_dynamics(model, q, v, a):
     """tau = M(q) a + C(q, v) v + g(q), by the RNEA."""
-    q = _configuration(model, q)
-    v, a = _vector(v, model.nv, 'v'), _vector(a, model.nv, 'a')
+    n = model.nv
+    q, v, a = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v'), _shaped(a, n, 'a')
     topo, geom, dofs = _arrays(model)
-    tau = np.empty(model.nv)
-    _rnea.rnea(topo, geom, dofs, model.gravity, q, v, a, tau)
+    tau = np.empty(n)
+    if not _inverse_dynamics(topo, geom, dofs, model.gravity, q, v, a, tau):
+        _explain(model, q, v=v, a=a)
     return tau
 
 
 def forward_dynamics(model, q, v, tau):
     """Joint accelerations a with M a + C v + g = tau (CRBA + sparse LTDL, seed 003)."""
-    q = _configuration(model, q)
-    v, tau = _vector(v, model.nv, 'v'), _vector(tau, model.nv, 'tau')
+    n = model.nv
+    q, v, tau = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v'), _shaped(tau, n, 'tau')
     topo, geom, dofs = _arrays(model)
-    a = np.empty(model.nv)
-    if not _fd.forward_dynamics(topo, geom, dofs, model.gravity, q, v, tau, a):
+    a = np.empty(n)
+    status = _forward_dynamics(topo, geom, dofs, model.gravity, q, v, tau, a)
+    if status == 1:
+        _explain(model, q, v=v, tau=tau)
+    if status == 2:
         raise ValueError('the mass matrix is not positive definite at this configuration')
     return a
 
@@ -121,14 +223,14 @@ def dynamics(model, q, v, factorization='eq10'):
     ``factorization='eq10'`` (default) gives the Christoffel-consistent C; ``'eq9'`` the
     admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g).
     """
-    q = _configuration(model, q)
-    v = _vector(v, model.nv, 'v')
+    n = model.nv
+    q, v = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v')
     fact = _factorization(factorization)
     topo, geom, dofs = _arrays(model)
-    n = model.nv
-    M, C, Mdot, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
-    _coriolis.coriolis(topo, geom, dofs, model.gravity, q, v, M, C, Mdot, g, fact)
-    return Dynamics(M, C, Mdot, g)
+    M, C, Mdot, g = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)
+    if not _dynamics(topo, geom, dofs, model.gravity, q, v, M, C, Mdot, g, fact):
+        _explain(model, q, v=v)
+    return _new_tuple(Dynamics, (M, C, Mdot, g))
 
 
 def coriolis_matrix(model, q, v, factorization='eq10'):
@@ -146,11 +248,12 @@ def christoffel(model, q):
 
     C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
     """
-    q = _configuration(model, q)
+    q = _shaped(q, model.nq, 'q')
     topo, geom, dofs = _arrays(model)
     n = model.nv
     Gamma = np.zeros((n, n, n))
-    _christoffel.christoffel(topo, geom, dofs, q, Gamma)
+    if not _christoffel_symbols(topo, geom, dofs, q, Gamma):
+        _explain(model, q)
     return Gamma
 
 
@@ -158,12 +261,12 @@ def christoffel(model, q):
 
 def observer_terms(model, q, v):
     """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
-    q = _configuration(model, q)
-    v = _vector(v, model.nv, 'v')
-    topo, geom, dofs = _arrays(model)
     n = model.nv
+    q, v = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v')
+    topo, geom, dofs = _arrays(model)
     p, ctv, g = np.empty(n), np.empty(n), np.empty(n)
-    _momentum.momentum_terms(topo, geom, dofs, model.gravity, q, v, p, ctv, g)
+    if not _observer_terms(topo, geom, dofs, model.gravity, q, v, p, ctv, g):
+        _explain(model, q, v=v)
     return p, ctv, g
 
 
@@ -260,7 +363,7 @@ def dynamics_batch(model, Q, V, factorization='eq10'):
     fact = _factorization(factorization)
     topo, geom, dofs = _arrays(model)
     K, n = Q.shape[0], model.nv
-    M, C, Mdot, g = np.zeros((K, n, n)), np.zeros((K, n, n)), np.empty((K, n, n)), np.empty((K, n))
+    M, C, Mdot, g = np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n))
     _dynamics_batch(topo, geom, dofs, model.gravity, Q, V, M, C, Mdot, g, fact)
     return Dynamics(M, C, Mdot, g)
 

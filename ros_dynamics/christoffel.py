@@ -18,61 +18,59 @@ when both are free-joint DoFs.  Differentiating C (eq. (18)) gives for that bloc
 which the kernel writes after the sweep (the other entries keep the symmetric formula).
 """
 
-import numpy as np
 from numba import njit
 
-from .kinematics import add_inertia, placements, world_inertias
+from .kinematics import placements, workspace, world_inertias
 from .model import FREE
-from .spatial import _JIT, body_factorization, dot6, force_cross_add, inertia_times, mat6_times, mat6T_times
+from .spatial import (_JIT, add_row, body_factorization, dot6, factor_T_times, factor_times,
+                      force_cross, inertia_times, row6)
 
 
 @njit(**_JIT)
 def christoffel(topo, geom, dofs, q, Gamma):
     """Fill Gamma (nv x nv x nv, zeroed by the caller) at configuration q."""
     N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi = np.empty((N, 3, 3)), np.empty((N, 3)), np.empty((nv, 6))
-    m, h, J = np.empty(N), np.empty((N, 3)), np.empty((N, 3, 3))
-    Bt, ICPhik = np.empty((6, 6)), np.empty(6)
-    F1, F2, F3 = np.empty(6), np.empty(6), np.empty(6)
+    R, p, Phi, _, I, _, W = workspace(N, nv)
+    Bt = W.reshape((N, 6, 6))                              # only Bt[0] is used
     placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, m, h, J)                    # lines 1-3: I^C_i = I_i
+    world_inertias(geom, R, p, I)                          # lines 1-3: I^C_i = I_i
     k = nv - 1
     for b in range(N - 1, -1, -1):                         # line 4 (I^C_b is complete here)
         while k >= 0 and dofs[k, 0] == b:
-            body_factorization(Phi[k], m[b], h[b], J[b], Bt)     # line 5
-            inertia_times(m[b], h[b], J[b], Phi[k], ICPhik)
+            phik = row6(Phi, k)
+            body_factorization(phik, I, b, Bt, 0)          # line 5
+            ICPhik = inertia_times(I, b, phik)
             j = k
             while j >= 0:                                  # line 8
-                mat6_times(Bt, Phi[j], F1, 3)              # line 9
-                mat6T_times(Bt, Phi[j], F2, 3)
-                for r in range(6):
-                    F3[r] = -F1[r]
-                force_cross_add(Phi[j], ICPhik, F3, 1.0)   # D Phi_j (line 6)
+                phij = row6(Phi, j)
+                F1 = factor_times(Bt, 0, phij, 3)          # line 9
+                F2 = factor_T_times(Bt, 0, phij, 3)
+                D = force_cross(phij, ICPhik)              # D Phi_j (line 6)
+                F3 = (D[0] - F1[0], D[1] - F1[1], D[2] - F1[2], D[3] - F1[3], D[4] - F1[4], D[5] - F1[5])
                 i = j
                 while i >= 0:                              # line 11
-                    a = dot6(Phi[i], F1)                   # line 12
+                    a = dot6(Phi, i, F1)                   # line 12
                     Gamma[i, j, k] = a
                     Gamma[i, k, j] = a
-                    a = dot6(Phi[i], F2)                   # line 13
+                    a = dot6(Phi, i, F2)                   # line 13
                     Gamma[j, i, k] = a
                     Gamma[j, k, i] = a
-                    a = dot6(Phi[i], F3)                   # line 14
+                    a = dot6(Phi, i, F3)                   # line 14
                     Gamma[k, i, j] = a
                     Gamma[k, j, i] = a
                     i = dofs[i, 1]                         # line 16
                 j = dofs[j, 1]                             # line 20
             k -= 1
         if topo[b, 0] >= 0:
-            add_inertia(m, h, J, b, topo[b, 0])            # line 22
+            add_row(I, b, topo[b, 0])                      # line 22
 
     if topo[0, 1] == FREE:                                 # free-joint block, see module doc
-        By, w = np.empty((6, 6)), np.empty(6)
         for b in range(N):
             for y in range(6):
-                body_factorization(Phi[y], m[b], h[b], J[b], By)
+                body_factorization(row6(Phi, y), I, b, Bt, 0)
                 for z in range(6):
-                    mat6_times(By, Phi[z], w, 3)
+                    w = factor_times(Bt, 0, row6(Phi, z), 3)
                     x = topo[b, 3]
                     while x < nv and dofs[x, 0] == b:
-                        Gamma[x, y, z] = dot6(Phi[x], w)
+                        Gamma[x, y, z] = dot6(Phi, x, w)
                         x += 1

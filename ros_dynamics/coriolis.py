@@ -8,17 +8,18 @@ transforms (footnote 2): the composite terms are plain sums I^C_p(j) += I^C_j, B
 Per DoF j (body b) the backward sweep forms (lines 9-11)
     F1 = I^C_b Phid_j + B^C_b Phi_j,   F2 = I^C_b Phi_j,   F3 = (B^C_b)^T Phi_j
 and for every DoF ancestor i of j (same-joint DoFs included) writes (lines 12-22)
-    C_ij = Phi_i . F1,   C_ji = Phid_i . F2 + Phi_i . F3,   M_ij = M_ji = Phi_i . F2.
-dM/dt = C + C^T (Prop. 1) is formed at the end; g_j = Phi_j . I^C_b a_0 (a_0 = -gravity).
+    C_ij = Phi_i . F1,   C_ji = Phid_i . F2 + Phi_i . F3,   M_ij = M_ji = Phi_i . F2,
+and dM/dt_ij = dM/dt_ji = C_ij + C_ji (Prop. 1, lines 14 and 22); g_j = Phi_j . I^C_b a_0
+(a_0 = -gravity).  For eq. (10) B has zero right column blocks (see
+``spatial.body_factorization``): only its left three columns are stored, summed and
+multiplied, and F3 has a zero linear part.
 """
 
-import numpy as np
 from numba import njit
 
-from .kinematics import add_inertia, placements, velocities, world_inertias
-from .rnea import gravity_force
-from .spatial import (_JIT, body_factorization, body_factorization_eq9, dot6, inertia_times,
-                      mat6_times, mat6T_times)
+from .kinematics import placements, velocities, workspace, world_inertias
+from .spatial import (_JIT, add6, add_row, body_factorization, body_factorization_eq9, dot6,
+                      factor_T_times, factor_times, gravity_force, inertia_times, row6)
 
 EQ10 = 10   # Niemeyer-Slotine factorization, Christoffel-consistent C (default)
 EQ9 = 9     # B = (v x*) I
@@ -26,50 +27,50 @@ EQ9 = 9     # B = (v x*) I
 
 @njit(**_JIT)
 def coriolis(topo, geom, dofs, gravity, q, qd, M, C, Mdot, g, factorization):
-    """Fill M, C, Mdot (nv x nv, zeroed by the caller) and g (nv) at (q, qd)."""
+    """Fill M, C, Mdot (nv x nv) and g (nv) at (q, qd)."""
     N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, Phid = np.empty((N, 3, 3)), np.empty((N, 3)), np.empty((nv, 6)), np.empty((nv, 6))
-    m, h, J = np.empty(N), np.empty((N, 3)), np.empty((N, 3, 3))
-    vel, B = np.empty((N, 6)), np.empty((N, 6, 6))
-    F1, F2, F3, tmp, fg = np.empty(6), np.empty(6), np.empty(6), np.empty(12), np.empty(6)
+    R, p, Phi, Phid, I, vel, W = workspace(N, nv)
+    B = W.reshape((N, 6, 6))
     placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, m, h, J)                   # line 5: I^C_i = I_i
+    world_inertias(geom, R, p, I)                         # line 5: I^C_i = I_i
     velocities(topo, dofs, Phi, qd, vel, Phid)            # lines 3-4
-    nb = 3 if factorization == EQ10 else 6                # B^C has zero right columns for eq. (10)
+    nb = 3 if factorization == EQ10 else 6                # columns of B^C that can be nonzero
     for i in range(N):                                    # line 6: B^C_i = B(v_i, I_i)
         if factorization == EQ10:
-            body_factorization(vel[i], m[i], h[i], J[i], B[i])
+            body_factorization(row6(vel, i), I, i, B, i)
         else:
-            body_factorization_eq9(vel[i], m[i], h[i], J[i], B[i], tmp)
+            body_factorization_eq9(row6(vel, i), I, i, B, i)
+    for i in range(nv):                                   # pairs that are not related stay 0
+        for j in range(nv):
+            M[i, j] = 0.0
+            C[i, j] = 0.0
+            Mdot[i, j] = 0.0
 
     s = nv - 1
     for b in range(N - 1, -1, -1):                        # line 8
-        gravity_force(m[b], h[b], gravity, fg)
+        fg = gravity_force(I, b, gravity)
         while s >= 0 and dofs[s, 0] == b:
-            inertia_times(m[b], h[b], J[b], Phid[s], F1)  # line 9:  F1 = I^C Phid + B^C Phi
-            mat6_times(B[b], Phi[s], F3, nb)
-            for r in range(6):
-                F1[r] += F3[r]
-            inertia_times(m[b], h[b], J[b], Phi[s], F2)   # line 10: F2 = I^C Phi
-            mat6T_times(B[b], Phi[s], F3, nb)             # line 11: F3 = B^C^T Phi
-            C[s, s] = dot6(Phi[s], F1)                    # line 12
-            M[s, s] = dot6(Phi[s], F2)                    # line 13
-            g[s] = dot6(Phi[s], fg)
+            phi = row6(Phi, s)
+            F1 = add6(inertia_times(I, b, row6(Phid, s)), factor_times(B, b, phi, nb))   # line 9
+            F2 = inertia_times(I, b, phi)                 # line 10
+            F3 = factor_T_times(B, b, phi, nb)            # line 11
+            C[s, s] = dot6(Phi, s, F1)                    # line 12
+            M[s, s] = dot6(Phi, s, F2)                    # line 13
+            Mdot[s, s] = 2.0 * C[s, s]                    # line 14
+            g[s] = dot6(Phi, s, fg)
             t = dofs[s, 1]
             while t >= 0:                                 # lines 16-23 over DoF ancestors t
-                C[t, s] = dot6(Phi[t], F1)                              # line 19
-                C[s, t] = dot6(Phid[t], F2) + dot6(Phi[t], F3)          # line 20
-                M[t, s] = dot6(Phi[t], F2)                              # line 21
-                M[s, t] = M[t, s]
+                cts = dot6(Phi, t, F1)                                  # line 19
+                cst = dot6(Phid, t, F2) + dot6(Phi, t, F3)              # line 20
+                mts = dot6(Phi, t, F2)                                  # line 21
+                C[t, s], C[s, t] = cts, cst
+                M[t, s], M[s, t] = mts, mts
+                Mdot[t, s], Mdot[s, t] = cts + cst, cts + cst           # line 22
                 t = dofs[t, 1]
             s -= 1
         parent = topo[b, 0]
         if parent >= 0:                                   # lines 24-25
-            add_inertia(m, h, J, b, parent)
+            add_row(I, b, parent)
             for r in range(6):
                 for c in range(nb):
                     B[parent, r, c] += B[b, r, c]
-    for i in range(nv):                                   # lines 14, 22 via Prop. 1: Mdot = C + C^T
-        for j in range(i, nv):
-            Mdot[i, j] = C[i, j] + C[j, i]
-            Mdot[j, i] = Mdot[i, j]

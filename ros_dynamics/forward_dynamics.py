@@ -9,8 +9,9 @@ forward-substitutions.
 import numpy as np
 from numba import njit
 
-from .crba import crba
-from .rnea import rnea
+from .crba import composite_mass_matrix
+from .kinematics import placements, velocities, workspace, world_inertias
+from .rnea import newton_euler
 from .spatial import _JIT
 
 
@@ -58,14 +59,18 @@ def ltdl_solve(H, parent, x):
 @njit(**_JIT)
 def forward_dynamics(topo, geom, dofs, gravity, q, qd, tau, qdd):
     """qdd such that M qdd + C qd + g = tau.  Returns False if M is not positive definite."""
-    nv = dofs.shape[0]
-    H = np.zeros((nv, nv))
-    crba(topo, geom, dofs, q, H)
+    N, nv = topo.shape[0], dofs.shape[0]
+    R, p, Phi, Phid, I, vel, W = workspace(N, nv)
+    placements(topo, geom, q, R, p, Phi)                 # kinematics shared by RNEA and CRBA
+    world_inertias(geom, R, p, I)
+    velocities(topo, dofs, Phi, qd, vel, Phid)
     zero = np.zeros(nv)
-    rnea(topo, geom, dofs, gravity, q, qd, zero, qdd)     # qdd <- bias b
+    newton_euler(topo, dofs, gravity, Phi, Phid, I, vel, qd, zero, W[0], W[1], qdd)  # qdd <- bias b
     for s in range(nv):
         qdd[s] = tau[s] - qdd[s]
-    parent = dofs[:, 1].copy()
+    H = np.empty((nv, nv))
+    composite_mass_matrix(topo, dofs, Phi, I, H)         # (sums I in place: after the RNEA)
+    parent = dofs[:, 1]
     if not ltdl(H, parent):
         return False
     ltdl_solve(H, parent, qdd)

@@ -9,36 +9,33 @@ admissible B (eq. (11): B^T v = Idot v - B v = (v x* I v - I (v x v)) - v x* I v
 For the Christoffel-consistent C this is the familiar C^T v = dT/dq.  g comes from the same sweep.
 """
 
-import numpy as np
 from numba import njit
 
-from .kinematics import placements, velocities, world_inertias
-from .rnea import gravity_force
-from .spatial import _JIT, dot6, inertia_times
+from .kinematics import placements, set6, velocities, workspace, world_inertias
+from .spatial import _JIT, add_row, dot6, gravity_force, inertia_times, row6
 
 
 @njit(**_JIT)
 def momentum_terms(topo, geom, dofs, gravity, q, qd, p_out, ctv_out, g_out):
     """p = M(q) qd, C(q, qd)^T qd and g(q), each (nv,)."""
     N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, Phid = np.empty((N, 3, 3)), np.empty((N, 3)), np.empty((nv, 6)), np.empty((nv, 6))
-    m, h, J = np.empty(N), np.empty((N, 3)), np.empty((N, 3, 3))
-    vel, hC, fg = np.empty((N, 6)), np.empty((N, 6)), np.empty(6)
+    R, p, Phi, Phid, I, vel, W = workspace(N, nv)
+    hC = W[0]
     placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, m, h, J)
+    world_inertias(geom, R, p, I)
     velocities(topo, dofs, Phi, qd, vel, Phid)
     for i in range(N):
-        inertia_times(m[i], h[i], J[i], vel[i], hC[i])      # I_i v_i
+        set6(hC, i, inertia_times(I, i, row6(vel, i)))   # I_i v_i
     s = nv - 1
     for b in range(N - 1, -1, -1):
-        gravity_force(m[b], h[b], gravity, fg)
+        fg = gravity_force(I, b, gravity)
+        h = row6(hC, b)
         while s >= 0 and dofs[s, 0] == b:
-            p_out[s] = dot6(Phi[s], hC[b])
-            ctv_out[s] = dot6(Phid[s], hC[b])
-            g_out[s] = dot6(Phi[s], fg)
+            p_out[s] = dot6(Phi, s, h)
+            ctv_out[s] = dot6(Phid, s, h)
+            g_out[s] = dot6(Phi, s, fg)
             s -= 1
         parent = topo[b, 0]
         if parent >= 0:
-            hC[parent] += hC[b]
-            m[parent] += m[b]
-            h[parent] += h[b]
+            add_row(hC, b, parent)
+            add_row(I, b, parent)
