@@ -14,7 +14,8 @@ always see the exact sample period):
 * ``robot_description`` (std_msgs/String, transient local) when ``publish_robot_description``.
 
 Parameters: ``robot_description`` (URDF XML; empty: ``urdf_path``; empty: bundled arm7),
-``urdf_path``, ``scenario`` (wall | push | mixed | none), ``rate`` [Hz], ``duration`` [s]
+``urdf_path``, ``scenario`` (wall | push | mixed | none), ``rate`` [Hz], ``real_time_factor``
+(simulated seconds per wall-clock second; stamps stay simulated time), ``duration`` [s]
 (0 = forever; the node exits after it), ``noise_position`` [rad], ``noise_velocity`` [rad/s],
 ``noise_effort`` [N m], ``seed``, ``friction_viscous``, ``friction_coulomb`` (true joint
 friction of the plant), ``payload_mass`` [kg] / ``payload_link`` (a payload the plant carries,
@@ -57,6 +58,7 @@ def main(args=None):
             p('urdf_path', '')
             p('scenario', 'mixed')
             p('rate', 1000.0)
+            p('real_time_factor', 1.0)
             p('duration', 0.0)
             p('noise_position', 0.0)
             p('noise_velocity', 0.0)
@@ -94,6 +96,9 @@ def main(args=None):
             if not rate > 0:
                 raise ValueError('rate must be > 0')
             self.dt = 1.0 / rate
+            self.rtf = float(g('real_time_factor'))
+            if not self.rtf > 0:
+                raise ValueError('real_time_factor must be > 0')
             self.sim, self.desc = simlib.make_scenario(
                 plant, g('scenario'), dt=self.dt, noise_position=g('noise_position'),
                 noise_velocity=g('noise_velocity'), noise_effort=g('noise_effort'),
@@ -168,7 +173,7 @@ def main(args=None):
                     self._publish(s, t0_ns + k * dt_ns)
                     if self.duration > 0 and s.t >= self.duration - 1e-12:
                         break
-                    lag = time.monotonic() - t0 - k * self.dt
+                    lag = time.monotonic() - t0 - k * self.dt / self.rtf
                     if lag < 0:
                         time.sleep(-lag)
                     elif lag > 0.25:

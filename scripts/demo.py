@@ -64,6 +64,8 @@ def _parse():
     ap.add_argument('--duration', type=float, default=9.0, help='simulated seconds (default 9)')
     ap.add_argument('--gain', type=float, default=50.0, help='observer gain K [1/s]')
     ap.add_argument('--rate', type=float, default=1000.0, help='joint_states rate [Hz]')
+    ap.add_argument('--real-time-factor', type=float, default=1.0,
+                    help='simulated seconds per wall-clock second (stamps stay simulated time)')
     ap.add_argument('--noise', type=float, default=1.0,
                     help='sensor noise scale (1: 1e-5 rad, 2e-3 rad/s, 0.05 N m; 0: none)')
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'demo_observer.png'))
@@ -128,7 +130,7 @@ def main():
     sim_yaml, node_yaml = os.path.join(tmp, 'sim.yaml'), os.path.join(tmp, 'node.yaml')
     _write_params(sim_yaml, 'sim', dict(
         robot_description=xml, scenario=args.scenario, rate=args.rate,
-        duration=args.duration, wait_for_subscribers=2, wait_timeout=40.0, start_delay=0.5,
+        real_time_factor=args.real_time_factor, duration=args.duration, wait_for_subscribers=2, wait_timeout=40.0, start_delay=0.5,
         publish_robot_description=False, seed=7, **noise))
     _write_params(node_yaml, 'dynamics', dict(
         robot_description=xml, observer_gain=[args.gain], contact_threshold=thr.tolist(),

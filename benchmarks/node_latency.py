@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Latency and throughput of dynamics_node over loopback DDS, plus a per-cycle profile.
+
+For each model (bundled 7-DoF arm, 30-DoF serial chain) this
+
+1. profiles one node cycle in-process (no DDS peers): core compute (rd.dynamics,
+   rd.christoffel, observer), copying into the preallocated messages and publishing, and the
+   rclpy deserialization of the incoming JointState;
+2. starts dynamics_node as a separate process, publishes sensor_msgs/JointState at --rate Hz
+   (default 1 kHz) for --duration s (default 10 s; stamp = wall-clock publish time, efforts
+   filled so the observer runs), and receives the last output of every cycle
+   (~/external_torque, stamped) in this process. It reports the fraction of joint states
+   answered and the p50/p99/max latency from joint-state publish to reception of that output.
+
+The ROS environment is set here (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, a random
+ROS_DOMAIN_ID, the library path of the pip ROS wheels). Run:
+
+    .venv/bin/python benchmarks/node_latency.py [--duration 10] [--rate 1000]
+        [--models arm7 chain30] [--christoffel-decimation N | --no-christoffel]
+        [--json out.json]
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from ros_dynamics import ros_compat  # noqa: E402
+
+DOMAIN_ID = int(os.environ.get('ROS_DYNAMICS_BENCH_DOMAIN_ID') or random.randint(1, 100))
+os.environ.update(ros_compat.ros_environment(domain_id=DOMAIN_ID, localhost_only=True))
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+import ros_dynamics as rd  # noqa: E402
+
+
+def model_source(name):
+    if name == 'arm7':
+        with open(os.path.join(REPO_ROOT, 'urdf', 'arm7.urdf')) as f:
+            return f.read()
+    if name.startswith('chain'):
+        n = int(name[len('chain'):])
+        try:
+            from ros_dynamics.models import chain
+            return chain(n)
+        except ImportError:
+            return _tiny_chain(n)
+    raise SystemExit(f'unknown model {name!r} (arm7 or chainN)')
+
+
+def _tiny_chain(n):
+    """Fallback serial chain of n revolute joints (if ros_dynamics.models is missing)."""
+    parts = ['<?xml version="1.0"?>', f'<robot name="chain_{n}">']
+    inertial = ('<inertial><origin xyz="0.05 0.01 0.1"/><mass value="1.0"/>'
+                '<inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.01"/>'
+                '</inertial>')
+    parts.append(f'<link name="base">{inertial}</link>')
+    axes = ('1 0 0', '0 1 0', '0 0 1')
+    for i in range(n):
+        parent = 'base' if i == 0 else f'link_{i - 1}'
+        parts.append(f'<link name="link_{i}">{inertial}</link>')
+        parts.append(f'<joint name="joint_{i}" type="revolute"><parent link="{parent}"/>'
+                     f'<child link="link_{i}"/><origin xyz="0.02 0.0 0.2" rpy="0.1 0 0"/>'
+                     f'<axis xyz="{axes[i % 3]}"/>'
+                     '<limit lower="-3" upper="3" effort="100" velocity="10"/></joint>')
+    parts.append('</robot>')
+    return '\n'.join(parts)
+
+
+def percentile_ms(values, p):
+    return float(np.percentile(values, p)) * 1e-6 if len(values) else float('nan')
+
+
+# --------------------------------------------------------------------------------------------
+# 1. in-process profile of one cycle
+
+def profile(name, xml, extra_params, cycles=3000):
+    import rclpy
+    from rclpy.parameter import Parameter
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import JointState
+
+    from ros_dynamics.node import DynamicsNode
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    overrides = [Parameter('robot_description', value=xml)] + [
+        Parameter(k, value=v) for k, v in extra_params.items()]
+    node = DynamicsNode(context=ctx, parameter_overrides=overrides,
+                        namespace=f'/profile_{os.getpid()}')
+    eng = node.engine
+    model = eng.model
+    n = eng.nj
+    rng = np.random.default_rng(0)
+    msgs = []
+    for k in range(cycles):
+        m = JointState()
+        m.header.stamp.sec, m.header.stamp.nanosec = 1000, k * 100_000
+        m.name = list(eng.joint_names)
+        m.position = rng.uniform(-1, 1, n).tolist()
+        m.velocity = rng.uniform(-1, 1, n).tolist()
+        m.effort = rng.uniform(-1, 1, n).tolist()
+        msgs.append(m)
+    wire = [serialize_message(m) for m in msgs]
+    res = {}
+
+    def timeit(label, fn):
+        fn(0)
+        t = time.perf_counter()
+        for k in range(1, cycles):
+            fn(k)
+        res[label] = (time.perf_counter() - t) / (cycles - 1) * 1e6
+
+    q = np.asarray(msgs[0].position)
+    v = np.asarray(msgs[0].velocity)
+    timeit('rd.dynamics', lambda k: rd.dynamics(model, q, v))
+    timeit('rd.christoffel', lambda k: rd.christoffel(model, q))
+    if hasattr(rd, 'MomentumObserver'):
+        obs = rd.MomentumObserver(model, gain=50.0)
+        obs.reset(q, v)
+        timeit('observer.update', lambda k: obs.update(q, v, v, 1e-3))
+    if hasattr(rd, 'ContactDetector'):
+        det = rd.ContactDetector(model, threshold=5.0)
+        r = np.linspace(-8, 8, model.nv)
+        timeit('contact detector update', lambda k: det.update(r))
+    timeit('deserialize JointState', lambda k: deserialize_message(wire[k], JointState))
+    timeit('copy into messages', lambda k: (np.copyto(eng.M_view, eng.M_view),
+                                            np.copyto(eng.C_view, eng.C_view),
+                                            np.copyto(eng.Mdot_view, eng.Mdot_view),
+                                            np.copyto(eng.G_view, eng.G_view)))
+    timeit('publish M (n*n)', lambda k: node._pub_M.publish(eng.M_msg))
+    timeit('publish Gamma (n^3)', lambda k: node._pub_G.publish(eng.G_msg))
+    timeit('publish JointState', lambda k: node._pub_g.publish(eng.g_msg))
+    node._last_stamp_ns = None
+    timeit('node callback total', lambda k: node._on_joint_state(msgs[k]))
+    assert node.stats['rejected'] == 0, node.stats
+    node.destroy_node()
+    ctx.try_shutdown()
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# 2. latency over DDS against a node process
+
+def run_latency(name, xml, extra_params, duration, rate):
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+
+    ns = f'bench_{name}'
+    params = {'robot_description': xml, 'log_throttle_sec': 5.0,
+              'observer_max_dt': 1.0, **extra_params}
+    tmp = tempfile.mkdtemp(prefix='rd_bench_')
+    pfile = os.path.join(tmp, 'params.yaml')
+    with open(pfile, 'w') as f:
+        yaml.safe_dump({f'/{ns}/dynamics': {'ros__parameters': params}}, f)
+    env = ros_compat.ros_environment(domain_id=DOMAIN_ID, localhost_only=True)
+    env['PYTHONPATH'] = os.pathsep.join([REPO_ROOT, env.get('PYTHONPATH', '')])
+    log = open(os.path.join(tmp, 'node.log'), 'w')
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.node', '--ros-args',
+                             '-r', f'__ns:=/{ns}', '--params-file', pfile],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('bench_client', context=ctx)
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    pub = node.create_publisher(JointState, f'/{ns}/joint_states', qos)
+    latencies = {}
+
+    def on_ext(msg):
+        now = time.time_ns()
+        s = msg.header.stamp
+        latencies.setdefault(s.sec * 1_000_000_000 + s.nanosec, now)
+
+    node.create_subscription(JointState, f'/{ns}/dynamics/external_torque', on_ext, qos)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and not (
+                pub.get_subscription_count() and
+                node.count_publishers(f'/{ns}/dynamics/external_torque')):
+            executor.spin_once(timeout_sec=0.05)
+            if proc.poll() is not None:
+                raise RuntimeError('node died: ' + open(log.name).read())
+        for _ in range(50):
+            executor.spin_once(timeout_sec=0.01)
+
+        model = rd.load_urdf(xml)
+        names = list(model.joint_names)
+        n = len(names)
+        amp = np.linspace(0.3, 0.8, n)
+        sent = []
+        stop = threading.Event()
+
+        def publisher():
+            msg = JointState()
+            msg.name = names
+            period = 1.0 / rate
+            t0 = time.monotonic()
+            k = 0
+            while not stop.is_set():
+                t = k * period
+                if t >= duration:
+                    break
+                delay = t0 + t - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                w = 2 * np.pi * 0.5
+                msg.position = (amp * np.sin(w * t)).tolist()
+                msg.velocity = (amp * w * np.cos(w * t)).tolist()
+                msg.effort = (5.0 * np.sin(w * t + amp)).tolist()
+                stamp = time.time_ns()
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+                pub.publish(msg)
+                sent.append(stamp)
+                k += 1
+
+        th = threading.Thread(target=publisher, daemon=True)
+        t_start = time.monotonic()
+        th.start()
+        while th.is_alive():
+            executor.spin_once(timeout_sec=0.01)
+        drain_end = time.monotonic() + 1.0
+        while time.monotonic() < drain_end:
+            executor.spin_once(timeout_sec=0.01)
+        elapsed = time.monotonic() - t_start
+    finally:
+        stop.set()
+        executor.shutdown()
+        node.destroy_node()
+        ctx.try_shutdown()
+        proc.send_signal(2)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+    lat = np.array([latencies[s] - s for s in sent if s in latencies], dtype=float)
+    # the first sample only initializes the observer (no external torque): exclude it
+    answered = len(lat) / max(1, len(sent) - 1)
+    return {'model': name, 'sent': len(sent), 'send_rate_hz': len(sent) / min(elapsed, duration),
+            'answered_fraction': min(1.0, answered),
+            'p50_ms': percentile_ms(lat, 50), 'p99_ms': percentile_ms(lat, 99),
+            'max_ms': float(lat.max()) * 1e-6 if len(lat) else float('nan')}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--duration', type=float, default=10.0)
+    ap.add_argument('--rate', type=float, default=1000.0)
+    ap.add_argument('--models', nargs='+', default=['arm7', 'chain30'])
+    ap.add_argument('--christoffel-decimation', type=int, default=1)
+    ap.add_argument('--no-christoffel', action='store_true')
+    ap.add_argument('--skip-profile', action='store_true')
+    ap.add_argument('--json', help='write the results to this file')
+    args = ap.parse_args()
+    extra = {'christoffel_stream': not args.no_christoffel,
+             'christoffel_decimation': args.christoffel_decimation}
+    stream = 'off' if args.no_christoffel else f'every {args.christoffel_decimation}'
+    print(f'ROS_DOMAIN_ID={DOMAIN_ID}, localhost only; christoffel stream {stream}')
+    results = []
+    for name in args.models:
+        xml = model_source(name)
+        entry = {'model': name}
+        if not args.skip_profile:
+            prof = profile(name, xml, extra)
+            entry['profile_us'] = prof
+            print(f'\n[{name}] per-cycle profile (in-process, no subscribers), microseconds:')
+            for k, v in prof.items():
+                print(f'  {k:28s} {v:9.1f}')
+        res = run_latency(name, xml, extra, args.duration, args.rate)
+        entry.update(res)
+        results.append(entry)
+        print(f'[{name}] sent {res["sent"]} joint states at {res["send_rate_hz"]:.0f} Hz; '
+              f'answered {100 * res["answered_fraction"]:.2f}%; latency p50 '
+              f'{res["p50_ms"]:.3f} ms, p99 {res["p99_ms"]:.3f} ms, max {res["max_ms"]:.3f} ms')
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == '__main__':
+    main()

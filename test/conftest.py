@@ -1,0 +1,52 @@
+"""Shared pytest setup for ros_dynamics.
+
+ROS isolation (applies to the whole session, before any test module imports rclpy):
+
+* ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a random ``ROS_DOMAIN_ID`` (1..100; override
+  with ``ROS_DYNAMICS_TEST_DOMAIN_ID``) are put in ``os.environ``, so every DDS participant of
+  the tests (this process and the node processes it starts) stays on loopback and in its own
+  domain. A ``ROS_DOMAIN_ID`` already in the environment is deliberately *not* reused.
+* With the pip ROS wheels, their library directories are added to ``LD_LIBRARY_PATH`` (for the
+  child processes and for the libraries that rcutils/rmw look up at run time; the wheels'
+  extension modules find their own libraries through their RPATH, so the pytest process itself
+  needs no re-exec).
+
+Fixtures: ``ros_env`` (environment for child processes that use ROS), ``rclpy_context`` (a
+session-wide initialized rclpy context; tests are skipped if rclpy is not importable).
+Nothing ROS-specific is imported at collection time, so the core tests run without ROS.
+"""
+import os
+import random
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+from ros_dynamics import ros_compat  # noqa: E402
+
+TEST_DOMAIN_ID = int(os.environ.get('ROS_DYNAMICS_TEST_DOMAIN_ID')
+                     or random.SystemRandom().randint(1, 100))
+os.environ.update(ros_compat.ros_environment(domain_id=TEST_DOMAIN_ID, localhost_only=True))
+
+
+@pytest.fixture(scope='session')
+def ros_env():
+    """Environment for a child process that uses ROS (isolated domain, loopback, libraries)."""
+    env = ros_compat.ros_environment(domain_id=TEST_DOMAIN_ID, localhost_only=True)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [REPO_ROOT] + [p for p in env.get('PYTHONPATH', '').split(os.pathsep) if p])
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+@pytest.fixture(scope='session')
+def rclpy_context():
+    """An initialized rclpy context for the whole session (skips if rclpy is unavailable)."""
+    rclpy = pytest.importorskip('rclpy')
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    context.try_shutdown()

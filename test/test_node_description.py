@@ -1,0 +1,119 @@
+"""dynamics_node without a robot_description parameter: the model comes from the topic, is
+rebuilt when a new description arrives, and a bad description keeps the old model."""
+import itertools
+
+import numpy as np
+import pytest
+
+from test_node_support import ARM7, QUADRUPED, NodeProcess, Probe, assert_matrix_msg, read
+
+rd = pytest.importorskip('ros_dynamics')
+models = pytest.importorskip('ros_dynamics.models')
+
+_stamps = itertools.count(3_000_000_000_000, 1_000_000)
+
+
+@pytest.fixture(scope='module')
+def desc(rclpy_context, ros_env, tmp_path_factory):
+    tmp = str(tmp_path_factory.mktemp('desc'))
+    proc = NodeProcess(ros_env, tmp, 'desc', {'log_throttle_sec': 0.0})
+    probe = Probe(rclpy_context, 'desc')
+    try:
+        probe.wait_connected(proc)
+        yield proc, probe
+    finally:
+        probe.destroy()
+        rc = proc.stop()
+        print(proc.log())
+        assert rc == 0, f'node exited with {rc}'
+
+
+def string_msg(text):
+    from std_msgs.msg import String
+    return String(data=text)
+
+
+def send_until_answered(probe, names, q, v, e, tries=30):
+    """Send joint states until one is answered (the model swap happens asynchronously)."""
+    for _ in range(tries):
+        g_msg = probe.send_and_wait(probe.joint_state(names, q, v, e, next(_stamps)),
+                                    timeout=0.5)
+        if g_msg is not None and list(g_msg.name) == list(names):
+            return g_msg
+    return None
+
+
+def check_model(probe, model, seed):
+    rng = np.random.default_rng(seed)
+    n = model.nv
+    q, v, e = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+    g_msg = send_until_answered(probe, model.joint_names, q, v, e)
+    assert g_msg is not None
+    before = len(probe.received['mass_matrix'])
+    s = next(_stamps)
+    g_msg = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, e, s))
+    assert g_msg is not None
+    assert probe.wait_counts({'mass_matrix': before + 1, 'coriolis_matrix': 1})
+    probe.spin_for(0.05)
+    d = rd.dynamics(model, q, v)
+    np.testing.assert_allclose(np.asarray(g_msg.effort), d.g, rtol=0, atol=1e-12)
+    assert_matrix_msg(probe.received['mass_matrix'][-1], d.M)
+    assert_matrix_msg(probe.received['coriolis_matrix'][-1], d.C)
+
+
+def test_description_from_topic_and_changes(desc):
+    proc, probe = desc
+    arm = rd.load_urdf(ARM7)
+    # no model yet: joint states are ignored
+    probe.js_pub.publish(probe.joint_state(arm.joint_names, np.zeros(7), np.zeros(7), None,
+                                           next(_stamps)))
+    probe.spin_for(0.3)
+    assert probe.counts()['gravity_torque'] == 0
+    assert 'no robot model yet' in proc.log()
+
+    probe.desc_pub.publish(string_msg(read(ARM7)))
+    check_model(probe, arm, 1)
+
+    # a broken description is logged and the arm model is kept
+    probe.desc_pub.publish(string_msg('<robot name="broken"><link name="a"/><joint '))
+    probe.spin_for(0.5)
+    assert proc.alive()
+    check_model(probe, arm, 2)
+    assert 'rejected, keeping the previous model' in proc.log()
+
+    # a new description is picked up
+    chain_xml = models.chain(5, seed=3)
+    probe.desc_pub.publish(string_msg(chain_xml))
+    chain = rd.load_urdf(chain_xml)
+    check_model(probe, chain, 3)
+    # arm joint states are now an error (missing joints) and answered by nothing
+    before = probe.counts()['gravity_torque']
+    probe.js_pub.publish(probe.joint_state(arm.joint_names, np.zeros(7), np.zeros(7), None,
+                                           next(_stamps)))
+    probe.spin_for(0.3)
+    assert probe.counts()['gravity_torque'] == before
+
+
+def test_description_parameter_overrides_topic(desc):
+    proc, probe = desc
+    res = probe.set_params(robot_description=read(QUADRUPED))
+    assert res.successful, res.reason
+    quad = rd.load_urdf(QUADRUPED)
+    check_model(probe, quad, 4)
+    # while the parameter is set, the topic is ignored
+    probe.desc_pub.publish(string_msg(read(ARM7)))
+    probe.spin_for(0.5)
+    check_model(probe, quad, 5)
+    # floating_base change rebuilds the model (then nothing is published without odom)
+    res = probe.set_params(floating_base=True)
+    assert res.successful, res.reason
+    probe.spin_for(0.2)
+    before = probe.counts()['gravity_torque']
+    probe.js_pub.publish(probe.joint_state(quad.joint_names, np.zeros(quad.nv),
+                                           np.zeros(quad.nv), None, next(_stamps)))
+    probe.spin_for(0.3)
+    assert probe.counts()['gravity_torque'] == before
+    assert probe.set_params(floating_base=False).successful
+    # clearing the parameter goes back to the latest description on the topic (the arm)
+    assert probe.set_params(robot_description='').successful
+    check_model(probe, rd.load_urdf(ARM7), 6)
