@@ -40,7 +40,8 @@ _CHILD_FLAG = '_ROS_DYNAMICS_DEMO_ENV'
 
 
 def _setup_environment():
-    """Re-execute once with LOCALHOST discovery, a random domain and the ROS wheels' libraries."""
+    """Re-execute once with LOCALHOST discovery, a domain (the given one, else random) and the
+    ROS wheels' libraries."""
     if os.environ.get(_CHILD_FLAG):
         return
     env = dict(os.environ)
@@ -50,7 +51,7 @@ def _setup_environment():
     except ImportError:
         pass
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    env['ROS_DOMAIN_ID'] = str(random.SystemRandom().randint(1, 100))
+    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
     env.pop('ROS_LOCALHOST_ONLY', None)
     env[_CHILD_FLAG] = '1'
     env['PYTHONPATH'] = ROOT + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
