@@ -58,6 +58,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_contact_wrench',
            'friction_torque', 'joint_child_links', 'calibrate_thresholds']
@@ -71,15 +72,19 @@ def _rd():
 
 
 def _vec(x, n, name):
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f'{name} must be an array of floats') from exc
-    if a.ndim != 1 or (n is not None and a.shape[0] != n):
-        raise ValueError(f'{name} must be a 1-D array of length {n}, got shape {np.shape(x)}')
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f'{name} must be finite')
-    return a
+    """1-D float array of length n, finite (the core library's validation, same messages)."""
+    from .api import _vector
+    return _vector(x, n, name)
+
+
+@njit(cache=True, nogil=True)
+def _residual_step(r, gain, dt, p0, p1, beta0, beta1, tau):
+    """One exact zero-order-hold step of the residual filter, in place (module docstring):
+    r <- e^{-K dt} r + (1 - e^{-K dt}) w,  w = (p1 - p0)/dt - tau - (beta0 + beta1)/2."""
+    for i in range(r.shape[0]):
+        a = math.exp(-gain[i] * dt)
+        w = (p1[i] - p0[i]) / dt - tau[i] - 0.5 * (beta0[i] + beta1[i])
+        r[i] = a * r[i] + (1.0 - a) * w
 
 
 def _per_joint(x, n, name, positive=False, nonneg=False):
@@ -144,6 +149,7 @@ class MomentumObserver:
         self.friction_coulomb = _per_joint(friction_coulomb, self.nv, 'friction_coulomb', nonneg=True)
         self.friction_velocity_eps = float(friction_velocity_eps)
         self.tau_average = bool(tau_average)
+        self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
         self._r = np.zeros(self.nv)
         self._p = None        # p at the last sample
         self._beta = None     # β at the last sample
@@ -167,6 +173,7 @@ class MomentumObserver:
             self.friction_viscous = _per_joint(viscous, self.nv, 'friction_viscous', nonneg=True)
         if coulomb is not None:
             self.friction_coulomb = _per_joint(coulomb, self.nv, 'friction_coulomb', nonneg=True)
+        self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
         if self._q is not None:
             self._beta = self._terms(self._q, self._v)[1]
 
@@ -192,24 +199,14 @@ class MomentumObserver:
     def initialized(self):
         return self._p is not None
 
-    def _friction(self, v):
-        if np.any(self.friction_viscous) or np.any(self.friction_coulomb):
-            return friction_torque(v, self.friction_viscous, self.friction_coulomb,
-                                   self.friction_velocity_eps)
-        return 0.0
-
     def _terms(self, q, v):
-        """(p, β) at (q, v): one fused O(N) pass when the core offers it."""
-        rd = _rd()
-        fused = getattr(rd, 'observer_terms', None)
-        if fused is not None:
-            p, ctv, g = fused(self.model, q, v)
-        else:
-            p = rd.momentum(self.model, q, v)
-            ctv = rd.coriolis_transpose_times_v(self.model, q, v)
-            g = rd.gravity(self.model, q)
-        p = np.array(p, dtype=float)
-        return p, np.asarray(ctv, dtype=float) - np.asarray(g, dtype=float) - self._friction(v)
+        """(p, β) at (q, v) from one fused O(N) pass: β = Cᵀv − g − τ_f(v)."""
+        p, beta, g = _rd().observer_terms(self.model, q, v)
+        beta -= g
+        if self._friction_on:
+            beta -= friction_torque(v, self.friction_viscous, self.friction_coulomb,
+                                    self.friction_velocity_eps)
+        return p, beta
 
     def reset(self, q, v, tau=None):
         """Start over at this state: ``p(0) = M(q) v``, residual zero."""
@@ -241,9 +238,7 @@ class MomentumObserver:
         tau_eff = tau
         if self.tau_average and self._tau is not None:
             tau_eff = 0.5 * (tau + self._tau)
-        w = (p1 - self._p) / dt - tau_eff - 0.5 * (self._beta + beta1)
-        a = np.exp(-self._gain * dt)
-        self._r = a * self._r + (1.0 - a) * w
+        _residual_step(self._r, self._gain, dt, self._p, p1, self._beta, beta1, tau_eff)
         self._p, self._beta, self._tau = p1, beta1, tau.copy()
         self._q, self._v = q.copy(), v.copy()
         self.samples += 1
@@ -342,6 +337,12 @@ class ContactDetector:
         r = _vec(r, self.nv, 'r')
         mag = np.abs(r)
         above = mag > self.threshold
+        if not (self._in_contact or above.any() or self._active.any()):
+            # the usual case, free motion: nothing active, nothing to isolate
+            self._above_count = 0
+            self.state = ContactState(False, None, np.zeros(self.nv, dtype=bool), None, [],
+                                      False, False)
+            return self.state
         self._active = above | (self._active & (mag >= self.release_ratio * self.threshold))
         self._above_count = self._above_count + 1 if above.any() else 0
         was = self._in_contact
