@@ -1,0 +1,304 @@
+"""ros_dynamics vs Pinocchio, same quantities, same process (issue #3: "C++ speed from Python").
+
+    python benchmarks/bench_dynamics.py            # full run (~1-2 min), writes results/dynamics.md
+    python benchmarks/bench_dynamics.py --quick    # fewer repeats, no 40-DoF chain (~30 s)
+
+For each robot (7/20/40-DoF random chains, a 20-DoF binary tree, the Franka Panda of
+example-robot-data with its two finger joints) it first checks that both libraries agree
+(max |ours - Pinocchio| over a few random states, joints matched by name), then times, at the
+Python-call level for both libraries:
+
+* dynamics:    rd.dynamics (M, C, dM/dt, g)  vs  pin.crba + pin.computeCoriolisMatrix
+               + pin.computeGeneralizedGravity
+* christoffel: rd.christoffel (Gamma)        vs  nv calls pin.computeCoriolisMatrix(q, e_k)
+* M:           rd.mass_matrix                vs  pin.crba
+* g:           rd.gravity                    vs  pin.computeGeneralizedGravity
+* rnea:        rd.inverse_dynamics           vs  pin.rnea
+* fd:          rd.forward_dynamics           vs  pin.aba
+
+plus the throughput of rd.dynamics_batch (K = 1000 states, all cores) against a Python loop of
+single rd.dynamics calls and against the same batch on one thread, a comparison with the seed
+paper's Table 1, and a breakdown of where the time of one rd.dynamics call goes (chain-20).
+Progress goes to stderr; the tables go to stdout and to results/dynamics.md.
+"""
+
+import argparse
+import importlib
+import os
+import sys
+import time
+
+import numpy as np
+
+from common import RESULTS, Pair, interleaved, log, machine_info, robot_sources, us
+
+import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
+
+# Seed 000 (Echeandia & Wensing), Table 1, microseconds (their i7 3.2 GHz)
+PAPER = {'chain-20': (18.0, 122.0), 'tree-20': (10.0, 33.0)}
+
+
+def check(pair, nstates=4):
+    """Max |ours - Pinocchio| for each quantity over a few random states."""
+    import pinocchio as pin
+    pm, pd, ix, perm = pair.pmodel, pair.pdata, pair.ix, pair.perm
+    n = pair.nv
+    Qp, Vp, Ap, Q, V, A = pair.states(nstates, seed=123)
+    err = dict.fromkeys(['M', 'C', 'g', 'Mdot', 'Gamma', 'rnea', 'fd'], 0.0)
+    scale = dict.fromkeys(err, 0.0)
+
+    def upd(key, ours, ref):
+        err[key] = max(err[key], float(np.max(np.abs(ours - ref))))
+        scale[key] = max(scale[key], float(np.max(np.abs(ref))))
+
+    E = np.eye(n)
+    for qp, vp, ap, q, v, a in zip(Qp, Vp, Ap, Q, V, A):
+        d = rd.dynamics(pair.model, q, v)
+        Mp = pin.crba(pm, pd, qp).copy()
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        Cp = pin.computeCoriolisMatrix(pm, pd, qp, vp).copy()
+        upd('M', d.M[ix], Mp)
+        upd('C', d.C[ix], Cp)
+        upd('g', d.g[perm], pin.computeGeneralizedGravity(pm, pd, qp))
+        upd('Mdot', d.Mdot[ix], Cp + Cp.T)
+        G = rd.christoffel(pair.model, q)
+        Gp = np.stack([pin.computeCoriolisMatrix(pm, pd, qp, E[k]).copy() for k in range(n)], axis=2)
+        upd('Gamma', G[np.ix_(perm, perm, perm)], Gp)
+        tau = pin.rnea(pm, pd, qp, vp, ap).copy()
+        upd('rnea', rd.inverse_dynamics(pair.model, q, v, a)[perm], tau)
+        upd('fd', rd.forward_dynamics(pair.model, q, v, pair.to_ours(tau)[0])[perm],
+            pin.aba(pm, pd, qp, vp, tau))
+    return err, {k: err[k] / max(scale[k], 1.0) for k in err}
+
+
+def time_pair(pair, blocks, block_s):
+    """{quantity: (ours_s, pin_s)} per call, interleaved."""
+    import pinocchio as pin
+    pm, pd, m = pair.pmodel, pair.pdata, pair.model
+    n = pair.nv
+    Qp, Vp, Ap, Q, V, A = pair.states(1, seed=7)
+    qp, vp, ap, q, v, a = Qp[0], Vp[0], Ap[0], Q[0], V[0], A[0]
+    taup = pin.rnea(pm, pd, qp, vp, ap).copy()
+    tau = pair.to_ours(taup)[0]
+    E = [np.ascontiguousarray(e) for e in np.eye(n)]
+
+    def pin_dyn():
+        pin.crba(pm, pd, qp)
+        pin.computeCoriolisMatrix(pm, pd, qp, vp)
+        pin.computeGeneralizedGravity(pm, pd, qp)
+
+    def pin_gamma():
+        for e in E:
+            pin.computeCoriolisMatrix(pm, pd, qp, e)
+
+    groups = {
+        'dynamics': (lambda: rd.dynamics(m, q, v), pin_dyn),
+        'christoffel': (lambda: rd.christoffel(m, q), pin_gamma),
+        'M (crba)': (lambda: rd.mass_matrix(m, q), lambda: pin.crba(pm, pd, qp)),
+        'g': (lambda: rd.gravity(m, q), lambda: pin.computeGeneralizedGravity(pm, pd, qp)),
+        'rnea': (lambda: rd.inverse_dynamics(m, q, v, a), lambda: pin.rnea(pm, pd, qp, vp, ap)),
+        'fd (aba)': (lambda: rd.forward_dynamics(m, q, v, tau), lambda: pin.aba(pm, pd, qp, vp, taup)),
+    }
+    out = {}
+    for name, (ours, theirs) in groups.items():
+        r = interleaved({'ours': ours, 'pin': theirs}, blocks=blocks, block_s=block_s)
+        out[name] = (r['ours'], r['pin'])
+        log(f'    {name:12s} ours {us(r["ours"]):>8s} us   pinocchio {us(r["pin"]):>8s} us   '
+            f'ratio {r["ours"] / r["pin"]:.2f}')
+    return out
+
+
+def time_kernels(pair, blocks, block_s):
+    """Raw compiled kernels with preallocated outputs (no validation, no allocation)."""
+    from ros_dynamics import api, coriolis as co
+    ch = importlib.import_module('ros_dynamics.christoffel')  # the package attribute is the function
+    m, n = pair.model, pair.nv
+    _, _, _, Q, V, _ = pair.states(1, seed=7)
+    q, v = Q[0], V[0]
+    topo, geom, dofs = api._arrays(m)
+    M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
+    G = np.zeros((n, n, n))
+    r = interleaved({
+        'C': lambda: co.coriolis(topo, geom, dofs, m.gravity, q, v, M, C, Md, g, co.EQ10),
+        'Gamma': lambda: ch.christoffel(topo, geom, dofs, q, G),
+    }, blocks=blocks, block_s=block_s)
+    return r['C'], r['Gamma']
+
+
+def time_batch(pair, K, repeats):
+    """(batch states/s on all cores, API single-call states/s, batch states/s on 1 thread)."""
+    import numba
+    m = pair.model
+    _, _, _, Q, V, _ = pair.states(K, seed=11)
+    rows = list(zip(Q, V))
+
+    def single():
+        for q, v in rows:
+            rd.dynamics(m, q, v)
+
+    nthreads = numba.get_num_threads()
+
+    def batch1():
+        numba.set_num_threads(1)
+        try:
+            rd.dynamics_batch(m, Q, V)
+        finally:
+            numba.set_num_threads(nthreads)
+
+    r = interleaved({'batch': lambda: rd.dynamics_batch(m, Q, V), 'single': single, 'batch1': batch1},
+                    blocks=repeats, block_s=0.0, warmup=2)
+    return K / r['batch'], K / r['single'], K / r['batch1'], nthreads
+
+
+def profile(pair, blocks, block_s):
+    """Where one rd.dynamics call goes (per-call seconds of each piece)."""
+    from numba import njit
+    from ros_dynamics import api
+    from ros_dynamics import coriolis as co
+    m, n = pair.model, pair.nv
+    _, _, _, Q, V, _ = pair.states(1, seed=7)
+    q, v = Q[0], V[0]
+    topo, geom, dofs = api._arrays(m)
+    grav = m.gravity
+    M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
+    R = 200
+
+    @njit(cache=False)
+    def loop(R, topo, geom, dofs, grav, q, v, M, C, Md, g):
+        for _ in range(R):
+            co.coriolis(topo, geom, dofs, grav, q, v, M, C, Md, g, 10)
+
+    loop(1, topo, geom, dofs, grav, q, v, M, C, Md, g)
+    r = interleaved({
+        'api': lambda: rd.dynamics(m, q, v),
+        'kernel': lambda: co.coriolis(topo, geom, dofs, grav, q, v, M, C, Md, g, co.EQ10),
+        'body': lambda: loop(R, topo, geom, dofs, grav, q, v, M, C, Md, g),
+        'validate': lambda: (api._configuration(m, q), api._vector(v, n, 'v')),
+        'alloc': lambda: (np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)),
+    }, blocks=blocks, block_s=block_s)
+    r['body'] /= R
+    return r
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--quick', action='store_true', help='fewer repeats, skip the 40-DoF chain')
+    ap.add_argument('--out', default=os.path.join(RESULTS, 'dynamics.md'), help='markdown output')
+    args = ap.parse_args(argv)
+    blocks, block_s, reps = (11, 0.005, 5) if args.quick else (31, 0.01, 15)
+    K = 1000
+
+    t_start = time.perf_counter()
+    log(f'machine: {machine_info()}')
+    log('warming up the JIT caches ...')
+    for label, kind, src in robot_sources(quick=True)[:1]:
+        p = Pair(label, src)
+        q = np.zeros(p.nv)
+        rd.dynamics(p.model, q, q), rd.christoffel(p.model, q), rd.dynamics_batch(p.model, q[None], q[None])
+
+    results, errors, relerr, kernels, batches, nvs = {}, {}, {}, {}, {}, {}
+    sources = robot_sources(quick=args.quick)
+    prof = prof_label = None
+    for i, (label, kind, src) in enumerate(sources):
+        log(f'[{i + 1}/{len(sources)}] {label}')
+        pair = Pair(label, src)
+        nvs[label] = pair.nv
+        err, rel = check(pair)
+        errors[label] = err
+        log('    max |ours - pinocchio|: ' + ', '.join(f'{k} {v:.1e}' for k, v in err.items()))
+        log('    relative to max |pinocchio|: ' + ', '.join(f'{k} {v:.1e}' for k, v in rel.items()))
+        relerr[label] = rel
+        if max(rel.values()) > 1e-9:
+            log(f'    WARNING: {label} disagrees with Pinocchio; timings are not comparable')
+        results[label] = time_pair(pair, blocks, block_s)
+        kernels[label] = time_kernels(pair, blocks, block_s)
+        batches[label] = time_batch(pair, K, reps)
+        b = batches[label]
+        log(f'    batch K={K}: {b[0]:,.0f} states/s ({b[3]} threads), single calls {b[1]:,.0f}/s, '
+            f'batch on 1 thread {b[2]:,.0f}/s')
+        if label == 'chain-20':
+            log('    profiling rd.dynamics ...')
+            prof = profile(pair, blocks, block_s)
+            prof_label = label
+
+    lines = []
+    w = lines.append
+    w('# ros_dynamics vs Pinocchio: dynamics terms from Python')
+    w('')
+    w(f'Machine: {machine_info()}.  ')
+    w(f'Mode: {"--quick" if args.quick else "full"}; per-call times are medians of {blocks} interleaved '
+      'blocks (ours and Pinocchio alternate), both called from Python with NumPy arrays.  '
+      'Ratio = ours / Pinocchio (< 1: ours faster).  Shared 2-core machine: expect +-10-20 % noise.')
+    w('')
+    w('## Per-call time (us)')
+    w('')
+    w('| robot | nv | quantity | ours | Pinocchio | ratio | max abs diff | rel. diff |')
+    w('|---|---:|---|---:|---:|---:|---:|---:|')
+    errkey = {'dynamics': ('M', 'C', 'g', 'Mdot'), 'christoffel': ('Gamma',), 'M (crba)': ('M',),
+              'g': ('g',), 'rnea': ('rnea',), 'fd (aba)': ('fd',)}
+    for label in results:
+        for j, (name, (o, p)) in enumerate(results[label].items()):
+            e = max(errors[label][k] for k in errkey[name])
+            er = max(relerr[label][k] for k in errkey[name])
+            first = j == 0
+            w(f'| {label if first else ""} | {nvs[label] if first else ""} | {name} | {us(o)} | '
+              f'{us(p)} | {o / p:.2f} | {e:.1e} | {er:.1e} |')
+    w('')
+    w('Pinocchio side: `dynamics` = `crba` + `computeCoriolisMatrix` + `computeGeneralizedGravity` '
+      '(ours also returns dM/dt); `christoffel` = nv calls of `computeCoriolisMatrix(q, e_k)` '
+      '(Gamma[:, :, k] = C(q, e_k)).')
+    w('')
+    w(f'## Batched throughput, rd.dynamics_batch, K = {K} states')
+    w('')
+    w('| robot | batch, all cores (states/s) | single rd.dynamics calls (states/s) | batch / single | '
+      'batch, 1 thread (states/s) | parallel speed-up |')
+    w('|---|---:|---:|---:|---:|---:|')
+    for label in batches:
+        b, s, b1, nt = batches[label]
+        w(f'| {label} | {b:,.0f} | {s:,.0f} | {b / s:.2f} | {b1:,.0f} | {b / b1:.2f} ({nt} threads) |')
+    w('')
+    w('Target (issue #3): batch / single >= 1.8 on 2 cores.')
+    w('')
+    w('## Seed paper Table 1 (Echeandia & Wensing, i7 3.2 GHz) vs this machine (us)')
+    w('')
+    w('| robot | C: paper | C: rd.dynamics (API) | C: kernel only | C: Pinocchio | '
+      'Gamma: paper | Gamma: rd.christoffel (API) | Gamma: kernel only | Gamma: Pinocchio |')
+    w('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for label, (pc, pg) in PAPER.items():
+        if label not in results:
+            continue
+        (do, dp), (go, gp) = results[label]['dynamics'], results[label]['christoffel']
+        kc, kg = kernels[label]
+        w(f'| {label} | {pc:.0f} | {us(do)} | {us(kc)} | {us(dp)} | {pg:.0f} | {us(go)} | {us(kg)} | {us(gp)} |')
+    w('')
+    w('Ours computes M, C, dM/dt and g in the one call; Pinocchio column = crba + C + g as above. '
+      '"Kernel only" = the compiled kernel called directly with preallocated outputs.')
+    if prof is not None:
+        api_t = prof['api']
+        w('')
+        w(f'## Where the time of one rd.dynamics call goes ({prof_label})')
+        w('')
+        w('| piece | us | share of API call |')
+        w('|---|---:|---:|')
+        parts = [('input validation (_configuration + _vector)', prof['validate']),
+                 ('output allocation (2x zeros, 2x empty)', prof['alloc']),
+                 ('numba dispatch of the 11-argument kernel', prof['kernel'] - prof['body']),
+                 ('kernel body (compiled, incl. its scratch allocations)', prof['body'])]
+        for name, t in parts:
+            w(f'| {name} | {us(t)} | {100 * t / api_t:.0f} % |')
+        rest = api_t - sum(t for _, t in parts)
+        w(f'| rest (namedtuple, _arrays lookup, call overhead) | {us(rest)} | {100 * rest / api_t:.0f} % |')
+        w(f'| **rd.dynamics total** | **{us(api_t)}** | 100 % |')
+    w('')
+    w(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')
+    text = '\n'.join(lines) + '\n'
+    print(text)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as fh:
+        fh.write(text)
+    log(f'wrote {args.out}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

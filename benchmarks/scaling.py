@@ -1,0 +1,155 @@
+"""Run time vs number of bodies N for serial chains and binary trees (seed 000, Figs. 2-3).
+
+    python benchmarks/scaling.py            # N = 5, 10, 20, ..., 100  (~1 min)
+    python benchmarks/scaling.py --quick    # N = 5, 10, 20, 40, 60, 100, fewer repeats
+
+Times Algorithm 1 (rd.dynamics: M, C, dM/dt, g) and Algorithm 2 (rd.christoffel: Gamma) on
+random revolute chains (models.chain) and binary trees (models.binary_tree), both
+
+* "kernel": the compiled kernel with preallocated outputs (the algorithm itself), and
+* "API":    the public call (validation + allocating and zeroing the outputs + kernel).
+
+Writes results/scaling_chain.png, results/scaling_tree.png (log-log, fitted slopes of the
+kernel times over N >= 20 in the legends, dashed reference curves N^2, N^3 for chains and
+N log N, N log^2 N for trees) and results/scaling.csv.  The seed paper predicts O(N^2) / O(N^3)
+for chains and O(N log N) / O(N log^2 N) for binary trees (depth ~ log2 N).
+"""
+
+import argparse
+import csv
+import importlib
+import os
+import sys
+import time
+
+import numpy as np
+
+from common import RESULTS, interleaved, log, machine_info
+
+import ros_dynamics as rd  # noqa: E402
+from ros_dynamics import api, models  # noqa: E402
+from ros_dynamics import coriolis as co  # noqa: E402
+
+ch = importlib.import_module('ros_dynamics.christoffel')  # rd.christoffel is the function
+
+FIT_FROM = 20
+
+
+def time_model(xml, blocks, block_s, seed=0):
+    m = rd.load_urdf(xml)
+    n = m.nv
+    rng = np.random.default_rng(seed)
+    q, v = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
+    topo, geom, dofs = api._arrays(m)
+    M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
+    G = np.zeros((n, n, n))
+    return interleaved({
+        'dyn_kernel': lambda: co.coriolis(topo, geom, dofs, m.gravity, q, v, M, C, Md, g, co.EQ10),
+        'dyn_api': lambda: rd.dynamics(m, q, v),
+        'gam_kernel': lambda: ch.christoffel(topo, geom, dofs, q, G),
+        'gam_api': lambda: rd.christoffel(m, q),
+    }, blocks=blocks, block_s=block_s)
+
+
+def slope(N, t):
+    N, t = np.asarray(N, float), np.asarray(t, float)
+    sel = N >= FIT_FROM
+    return float(np.polyfit(np.log(N[sel]), np.log(t[sel]), 1)[0])
+
+
+def plot(kind, N, rows, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    N = np.asarray(N, float)
+    fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
+    if kind == 'chain':
+        refs = {'dyn': (N ** 2, r'$N^2$'), 'gam': (N ** 3, r'$N^3$')}
+    else:
+        refs = {'dyn': (N * np.log2(N), r'$N\log N$'), 'gam': (N * np.log2(N) ** 2, r'$N\log^2 N$')}
+    styles = {'dyn': ('C0', 'o', 'Alg. 1: M, C, dM/dt, g'), 'gam': ('C3', 's', r'Alg. 2: $\Gamma$')}
+    for key, (color, marker, label) in styles.items():
+        tk = np.array([r[f'{key}_kernel'] for r in rows]) * 1e6
+        ta = np.array([r[f'{key}_api'] for r in rows]) * 1e6
+        ref, rlabel = refs[key]
+        sk, sa, sr = slope(N, tk), slope(N, ta), slope(N, ref)
+        ax.loglog(N, tk, marker=marker, color=color, label=f'{label}, kernel (slope {sk:.2f})')
+        ax.loglog(N, ta, marker=marker, color=color, ls=':', mfc='none', alpha=0.7,
+                  label=f'{label}, API call (slope {sa:.2f})')
+        ax.loglog(N, ref * tk[-1] / ref[-1], color='gray', ls='--', lw=1,
+                  label=f'{rlabel} (slope {sr:.2f} here)')
+    ax.set_xlabel('number of bodies / DoF N')
+    ax.set_ylabel('time per call (us)')
+    ax.set_title(f'{"Serial chains" if kind == "chain" else "Binary trees"} (revolute): '
+                 f'Echeandia & Wensing Algs. 1-2')
+    ax.grid(True, which='both', alpha=0.3)
+    ax.legend(fontsize=7.5, loc='upper left')
+    fig.text(0.99, 0.01, f'slopes fitted for N >= {FIT_FROM}', ha='right', fontsize=7, color='gray')
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--outdir', default=RESULTS)
+    args = ap.parse_args(argv)
+    Ns = [5, 10, 20, 40, 60, 100] if args.quick else [5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    blocks, block_s = (9, 0.005) if args.quick else (21, 0.01)
+    os.makedirs(args.outdir, exist_ok=True)
+    t0 = time.perf_counter()
+    log(f'machine: {machine_info()}')
+    m = rd.load_urdf(models.chain(3))
+    rd.dynamics(m, np.zeros(3), np.zeros(3)), rd.christoffel(m, np.zeros(3))  # load the JIT cache
+
+    table = []
+    slopes = {}
+    for kind, gen in (('chain', models.chain), ('tree', models.binary_tree)):
+        rows = []
+        for i, n in enumerate(Ns):
+            r = time_model(gen(n, seed=0), blocks, block_s)
+            rows.append(r)
+            log(f'[{kind} {i + 1}/{len(Ns)}] N={n:3d}  dynamics kernel {r["dyn_kernel"] * 1e6:9.2f} us '
+                f'(API {r["dyn_api"] * 1e6:9.2f})   christoffel kernel {r["gam_kernel"] * 1e6:9.2f} us '
+                f'(API {r["gam_api"] * 1e6:9.2f})')
+            table.append((kind, n, r['dyn_kernel'], r['dyn_api'], r['gam_kernel'], r['gam_api']))
+        path = os.path.join(args.outdir, f'scaling_{kind}.png')
+        plot(kind, Ns, rows, path)
+        log(f'wrote {path}')
+        for key in ('dyn_kernel', 'dyn_api', 'gam_kernel', 'gam_api'):
+            slopes[kind, key] = slope(Ns, [r[key] for r in rows])
+
+    csv_path = os.path.join(args.outdir, 'scaling.csv')
+    with open(csv_path, 'w', newline='') as fh:
+        w = csv.writer(fh)
+        w.writerow(['topology', 'N', 'dynamics_kernel_us', 'dynamics_api_us', 'christoffel_kernel_us',
+                    'christoffel_api_us'])
+        for kind, n, *ts in table:
+            w.writerow([kind, n] + [f'{t * 1e6:.3f}' for t in ts])
+    log(f'wrote {csv_path}')
+
+    Nf = np.array(Ns, float)
+    ref = {('chain', 'dyn'): slope(Nf, Nf ** 2), ('chain', 'gam'): slope(Nf, Nf ** 3),
+           ('tree', 'dyn'): slope(Nf, Nf * np.log2(Nf)), ('tree', 'gam'): slope(Nf, Nf * np.log2(Nf) ** 2)}
+    print(f'# Scaling (N = {Ns[0]}..{Ns[-1]}; log-log slopes fitted over N >= {FIT_FROM})')
+    print()
+    print('| topology | algorithm | slope, kernel | slope, API call | expected | expected slope on this range |')
+    print('|---|---|---:|---:|---|---:|')
+    exp = {('chain', 'dyn'): 'O(N^2)', ('chain', 'gam'): 'O(N^3)',
+           ('tree', 'dyn'): 'O(N log N)', ('tree', 'gam'): 'O(N log^2 N)'}
+    for kind in ('chain', 'tree'):
+        for key, name in (('dyn', 'Alg. 1 dynamics'), ('gam', 'Alg. 2 christoffel')):
+            print(f'| {kind} | {name} | {slopes[kind, key + "_kernel"]:.2f} | {slopes[kind, key + "_api"]:.2f} | '
+                  f'{exp[kind, key]} | {ref[kind, key]:.2f} |')
+    print()
+    print('| topology | N | dynamics kernel (us) | dynamics API (us) | christoffel kernel (us) | christoffel API (us) |')
+    print('|---|---:|---:|---:|---:|---:|')
+    for kind, n, *ts in table:
+        print(f'| {kind} | {n} | ' + ' | '.join(f'{t * 1e6:.1f}' for t in ts) + ' |')
+    log(f'done in {time.perf_counter() - t0:.0f} s')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
