@@ -126,7 +126,8 @@ def time_kernels(pair, blocks, block_s):
 
 
 def time_batch(pair, K, repeats):
-    """(batch states/s on all cores, API single-call states/s, batch states/s on 1 thread)."""
+    """(batch states/s on all cores, API single-call states/s, batch states/s on 1 thread,
+    batch states/s on all cores into a reused output buffer, threads)."""
     import numba
     m = pair.model
     _, _, _, Q, V, _ = pair.states(K, seed=11)
@@ -145,9 +146,11 @@ def time_batch(pair, K, repeats):
         finally:
             numba.set_num_threads(nthreads)
 
-    r = interleaved({'batch': lambda: rd.dynamics_batch(m, Q, V), 'single': single, 'batch1': batch1},
+    out = rd.dynamics_batch(m, Q, V)
+    r = interleaved({'batch': lambda: rd.dynamics_batch(m, Q, V), 'single': single, 'batch1': batch1,
+                     'batch_out': lambda: rd.dynamics_batch(m, Q, V, out=out)},
                     blocks=repeats, block_s=0.0, warmup=2)
-    return K / r['batch'], K / r['single'], K / r['batch1'], nthreads
+    return K / r['batch'], K / r['single'], K / r['batch1'], K / r['batch_out'], nthreads
 
 
 def profile(pair, blocks, block_s):
@@ -214,8 +217,8 @@ def main(argv=None):
         kernels[label] = time_kernels(pair, blocks, block_s)
         batches[label] = time_batch(pair, K, reps)
         b = batches[label]
-        log(f'    batch K={K}: {b[0]:,.0f} states/s ({b[3]} threads), single calls {b[1]:,.0f}/s, '
-            f'batch on 1 thread {b[2]:,.0f}/s')
+        log(f'    batch K={K}: {b[0]:,.0f} states/s ({b[4]} threads), single calls {b[1]:,.0f}/s, '
+            f'batch on 1 thread {b[2]:,.0f}/s, into a reused buffer {b[3]:,.0f}/s')
         if label == 'chain-20':
             log('    profiling rd.dynamics ...')
             prof = profile(pair, blocks, block_s)
@@ -251,11 +254,13 @@ def main(argv=None):
     w(f'## Batched throughput, rd.dynamics_batch, K = {K} states')
     w('')
     w('| robot | batch, all cores (states/s) | single rd.dynamics calls (states/s) | batch / single | '
-      'batch, 1 thread (states/s) | parallel speed-up |')
-    w('|---|---:|---:|---:|---:|---:|')
+      'batch, 1 thread (states/s) | parallel speed-up | batch into reused `out` (states/s) | '
+      '`out` batch / single |')
+    w('|---|---:|---:|---:|---:|---:|---:|---:|')
     for label in batches:
-        b, s, b1, nt = batches[label]
-        w(f'| {label} | {b:,.0f} | {s:,.0f} | {b / s:.2f} | {b1:,.0f} | {b / b1:.2f} ({nt} threads) |')
+        b, s, b1, bo, nt = batches[label]
+        w(f'| {label} | {b:,.0f} | {s:,.0f} | {b / s:.2f} | {b1:,.0f} | {b / b1:.2f} ({nt} threads) '
+          f'| {bo:,.0f} | {bo / s:.2f} |')
     w('')
     w('Target (issue #3): batch / single >= 1.8 on 2 cores.')
     w('')

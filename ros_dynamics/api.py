@@ -351,9 +351,21 @@ def _batch(X, n, name):
     return X
 
 
-def dynamics_batch(model, Q, V, factorization='eq10'):
+def _out_array(out, name, shape):
+    a = getattr(out, name)
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape
+            and a.flags.c_contiguous and a.flags.writeable):
+        raise ValueError(f'out.{name} must be a writeable C-contiguous float64 array of shape {shape}')
+    return a
+
+
+def dynamics_batch(model, Q, V, factorization='eq10', out=None):
     """:func:`dynamics` for K states at once, on all cores: Q (K, nq), V (K, nv) ->
-    Dynamics with M, C, Mdot (K, nv, nv) and g (K, nv)."""
+    Dynamics with M, C, Mdot (K, nv, nv) and g (K, nv).
+
+    ``out``: a :class:`Dynamics` of preallocated arrays to fill and return (reusing buffers
+    across calls avoids the page faults of fresh multi-megabyte outputs).
+    """
     Q, V = _batch(Q, model.nq, 'Q'), _batch(V, model.nv, 'V')
     if Q.shape[0] != V.shape[0]:
         raise ValueError(f'Q and V must have the same number of rows ({Q.shape[0]} != {V.shape[0]})')
@@ -363,7 +375,10 @@ def dynamics_batch(model, Q, V, factorization='eq10'):
     fact = _factorization(factorization)
     topo, geom, dofs = _arrays(model)
     K, n = Q.shape[0], model.nv
-    M, C, Mdot, g = np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n))
+    if out is None:
+        out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
+    M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
+    g = _out_array(out, 'g', (K, n))
     _dynamics_batch(topo, geom, dofs, model.gravity, Q, V, M, C, Mdot, g, fact)
     return Dynamics(M, C, Mdot, g)
 

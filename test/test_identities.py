@@ -179,3 +179,16 @@ def test_floating_base_free_fall_has_no_joint_gravity(floating_model):
     R, _ = rd.link_placement(model, q, model.link_names[0])
     assert rel_err(R @ a[:3], model.gravity) < 1e-10                 # base linear accel = gravity
     assert np.abs(a[3:]).max() < 1e-9                                  # no rotation, joints still
+
+
+def test_batch_into_preallocated_output(model):
+    rng = np.random.default_rng(12)
+    Q = np.array([random_state(model, rng)[0] for _ in range(3)])
+    V = rng.uniform(-1, 1, (3, model.nv))
+    n = model.nv
+    out = rd.Dynamics(np.full((3, n, n), np.nan), np.full((3, n, n), np.nan), np.full((3, n, n), np.nan),
+                      np.full((3, n), np.nan))
+    res = rd.dynamics_batch(model, Q, V, out=out)
+    assert res.M is out.M and np.array_equal(out.C, rd.dynamics_batch(model, Q, V).C)
+    with pytest.raises(ValueError, match='out.g must be'):
+        rd.dynamics_batch(model, Q, V, out=out._replace(g=np.zeros((2, n))))
