@@ -1,6 +1,5 @@
 """Link Jacobians and placements (world frame), for contact force estimation and tests."""
 
-import numpy as np
 from numba import njit
 
 from .kinematics import placements

@@ -33,7 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
+if ROOT not in sys.path:          # run from a source checkout without installing
     sys.path.insert(0, ROOT)
 
 _CHILD_FLAG = '_ROS_DYNAMICS_DEMO_ENV'
@@ -44,14 +44,9 @@ def _setup_environment():
     ROS wheels' libraries."""
     if os.environ.get(_CHILD_FLAG):
         return
-    env = dict(os.environ)
-    try:
-        from ros_dynamics import ros_compat
-        env = ros_compat.ros_environment(env)
-    except ImportError:
-        pass
-    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    env.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
+    from ros_dynamics import ros_compat
+    domain = os.environ.get('ROS_DOMAIN_ID') or random.SystemRandom().randint(1, 100)
+    env = ros_compat.ros_environment(domain_id=domain, localhost_only=True)
     env.pop('ROS_LOCALHOST_ONLY', None)
     env[_CHILD_FLAG] = '1'
     env['PYTHONPATH'] = ROOT + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
@@ -185,7 +180,6 @@ def main():
         settle_ns = int(5.0 / args.gain * 1e9)
         events = []
         t0_ns = None
-        in_contact = False
         true_on_ns = None
         onset_ns = None
         last_rx = time.monotonic()
@@ -250,7 +244,6 @@ def main():
                     onset_ns = None
                     say(f'[demo] t = {t_s:6.3f} s  contact released')
                     events.append({'t': t_s, 'kind': 'release'})
-                in_contact = st.in_contact
                 if t_s >= args.duration - 1e-6:
                     done = True
             if got_any and now - last_rx > 3.0:

@@ -19,14 +19,9 @@ DEMO = os.path.join(ROOT, 'scripts', 'demo.py')
 
 
 def _ros_env():
-    env = dict(os.environ)
-    try:
-        from ros_dynamics import ros_compat
-        env = ros_compat.ros_environment(env)
-    except ImportError:
-        pass
-    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    env['ROS_DOMAIN_ID'] = str(random.SystemRandom().randint(1, 100))
+    from ros_dynamics import ros_compat
+    env = ros_compat.ros_environment(domain_id=random.SystemRandom().randint(1, 100),
+                                     localhost_only=True)
     env['PYTHONPATH'] = ROOT + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
     return env
 

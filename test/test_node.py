@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from test_node_support import ARM7, Probe, NodeProcess, assert_matrix_msg, flat, read
+from test_node_support import ARM7, Probe, assert_matrix_msg, flat, read, running_node
 
 rd = pytest.importorskip('ros_dynamics')
 
@@ -28,16 +28,8 @@ def arm(rclpy_context, ros_env, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp('arm'))
     params = {'robot_description': read(ARM7), 'observer_gain': GAIN,
               'contact_threshold': THRESHOLD, 'log_throttle_sec': 0.0}
-    proc = NodeProcess(ros_env, tmp, 'arm', params)
-    probe = Probe(rclpy_context, 'arm')
-    try:
-        probe.wait_connected(proc)
+    with running_node(rclpy_context, ros_env, tmp, 'arm', params) as (proc, probe):
         yield proc, probe
-    finally:
-        probe.destroy()
-        rc = proc.stop()
-        print(proc.log())
-        assert rc == 0, f'node exited with {rc}'
 
 
 @pytest.fixture(scope='module')

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from test_node_support import ARM7, QUADRUPED, NodeProcess, Probe, assert_matrix_msg, read
+from test_node_support import ARM7, QUADRUPED, assert_matrix_msg, read, running_node
 
 rd = pytest.importorskip('ros_dynamics')
 models = pytest.importorskip('ros_dynamics.models')
@@ -16,16 +16,8 @@ _stamps = itertools.count(3_000_000_000_000, 1_000_000)
 @pytest.fixture(scope='module')
 def desc(rclpy_context, ros_env, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp('desc'))
-    proc = NodeProcess(ros_env, tmp, 'desc', {'log_throttle_sec': 0.0})
-    probe = Probe(rclpy_context, 'desc')
-    try:
-        probe.wait_connected(proc)
+    with running_node(rclpy_context, ros_env, tmp, 'desc', {'log_throttle_sec': 0.0}) as (proc, probe):
         yield proc, probe
-    finally:
-        probe.destroy()
-        rc = proc.stop()
-        print(proc.log())
-        assert rc == 0, f'node exited with {rc}'
 
 
 def string_msg(text):

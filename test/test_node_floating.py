@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from test_node_support import QUADRUPED, NodeProcess, Probe, assert_matrix_msg, read
+from test_node_support import QUADRUPED, assert_matrix_msg, read, running_node
 
 rd = pytest.importorskip('ros_dynamics')
 
@@ -18,17 +18,9 @@ def quad(rclpy_context, ros_env, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp('quad'))
     params = {'robot_description': read(QUADRUPED), 'floating_base': True,
               'observer_gain': [GAIN], 'log_throttle_sec': 0.0}
-    proc = NodeProcess(ros_env, tmp, 'quad', params)
-    probe = Probe(rclpy_context, 'quad')
-    try:
-        probe.wait_connected(proc)
+    with running_node(rclpy_context, ros_env, tmp, 'quad', params) as (proc, probe):
         assert probe.spin_until(lambda: probe.odom_pub.get_subscription_count() >= 1)
         yield proc, probe
-    finally:
-        probe.destroy()
-        rc = proc.stop()
-        print(proc.log())
-        assert rc == 0, f'node exited with {rc}'
 
 
 @pytest.fixture(scope='module')

@@ -4,6 +4,7 @@ talk to it over loopback DDS from an rclpy node in the test process.
 The environment (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE, LD_LIBRARY_PATH) is set by
 conftest.py; ``ros_env`` is passed to the child process.
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -217,3 +218,19 @@ def assert_matrix_msg(msg, expected, atol=1e-12):
     data = flat(msg)
     assert data.size == expected.size
     np.testing.assert_allclose(data.reshape(expected.shape), expected, rtol=0, atol=atol)
+
+
+@contextlib.contextmanager
+def running_node(rclpy_context, ros_env, tmp, name, params):
+    """A dynamics_node process plus a connected probe; on exit both are torn down and the node
+    must have exited cleanly (its log is printed for the test report)."""
+    proc = NodeProcess(ros_env, tmp, name, params)
+    probe = Probe(rclpy_context, name)
+    try:
+        probe.wait_connected(proc)
+        yield proc, probe
+    finally:
+        probe.destroy()
+        rc = proc.stop()
+        print(proc.log())
+        assert rc == 0, f'node exited with {rc}'
