@@ -8,7 +8,8 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
   observer effort source ``commanded_torque``);
 * publishes ``~/mass_matrix``, ``~/coriolis_matrix``, ``~/mass_matrix_dot``, ``~/christoffel``
   (std_msgs/Float64MultiArray), ``~/gravity_torque``, ``~/external_torque``
-  (sensor_msgs/JointState), ``~/contact`` (std_msgs/Bool);
+  (sensor_msgs/JointState), ``~/contact`` (std_msgs/Bool), ``~/contact_link`` (std_msgs/String,
+  isolated link) and, while in contact, ``~/contact_wrench`` (geometry_msgs/WrenchStamped);
 * services ``~/compute_christoffel`` and ``~/reset_observer`` (std_srvs/Trigger).
 
 Input policy (each rejected message is logged, throttled, and produces no output at all):
@@ -19,7 +20,7 @@ Input policy (each rejected message is logged, throttled, and produces no output
   effort of a required joint, empty ``velocity`` (unless ``allow_missing_velocity``: then the
   velocities are taken as zero), floating base without a valid odometry message yet.
 * empty ``effort`` (effort source ``joint_state``): the dynamics terms are published, the
-  observer is not updated and ``~/external_torque`` / ``~/contact`` are not published.
+  observer is not updated and ``~/external_torque`` / ``~/contact*`` are not published.
 
 Design for speed: one preallocated output message per topic whose ``data``/``effort`` field is
 an ``array.array('d')`` shared with a numpy view, so a cycle is: map names (cached index array),
@@ -54,6 +55,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E40
                        ReliabilityPolicy)
 from nav_msgs.msg import Odometry  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -65,7 +67,8 @@ BASE_DOF_NAMES = ('floating_base/force_x', 'floating_base/force_y', 'floating_ba
                   'floating_base/torque_x', 'floating_base/torque_y', 'floating_base/torque_z')
 
 OUTPUT_FLAGS = ('publish_mass_matrix', 'publish_coriolis_matrix', 'publish_mass_matrix_dot',
-                'publish_gravity_torque', 'publish_external_torque', 'publish_contact')
+                'publish_gravity_torque', 'publish_external_torque', 'publish_contact',
+                'publish_contact_link', 'publish_contact_wrench')
 
 #: parameters that change the model (a change rebuilds it, or is rejected if that fails)
 MODEL_PARAMS = ('robot_description', 'floating_base', 'gravity')
@@ -89,6 +92,18 @@ _PARAMS = (
     ('publish_gravity_torque', True, 'Publish ~/gravity_torque.', {}),
     ('publish_external_torque', True, 'Publish ~/external_torque (observer residual).', {}),
     ('publish_contact', True, 'Publish ~/contact (observer detection).', {}),
+    ('publish_contact_link', True,
+     'Publish ~/contact_link (isolated contact link, empty string when free).', {}),
+    ('publish_contact_wrench', True,
+     'Publish ~/contact_wrench (least-squares contact force estimate) while in contact.', {}),
+    ('contact_wrench_link', '',
+     'Link at which ~/contact_wrench is estimated; empty: the isolated contact link.', {}),
+    ('contact_wrench_point', [0.0, 0.0, 0.0],
+     'Contact point in the frame of that link (m): where the force is assumed to act.',
+     {'dynamic_typing': True}),
+    ('contact_wrench_force_only', True,
+     'Estimate a pure force at the point (J_lin^T f = r, needs >= 3 joints up to the link); '
+     'False: a minimum-norm 6-D wrench.', {}),
     ('christoffel_stream', True,
      'Publish ~/christoffel with the other terms (every christoffel_decimation-th accepted '
      'joint state). False: only on the ~/compute_christoffel service.', {}),
@@ -183,6 +198,8 @@ class _Config:
         for name in ('qos_reliability', 'input_qos_reliability'):
             if getattr(self, name) not in RELIABILITIES:
                 raise ValueError(f'{name} must be one of {tuple(RELIABILITIES)}')
+        self.contact_wrench_point = self._floats('contact_wrench_point', self.contact_wrench_point,
+                                                 (3,))
         if int(self.christoffel_decimation) < 1:
             raise ValueError('christoffel_decimation must be >= 1')
         self.christoffel_decimation = int(self.christoffel_decimation)
@@ -310,6 +327,10 @@ class _Engine:
         self.g_msg, self.g_view = torque()
         self.ext_msg, self.ext_view = torque()
         self.contact_msg = Bool()
+        self.link_msg = String()
+        self.wrench_msg = WrenchStamped()
+        # the Jacobian, hence the force, is in the world frame: the URDF root for a fixed base
+        self.wrench_msg.header.frame_id = 'world' if self.floating else (model.root_link or 'world')
         self.js_map = None       # _NameMap cache for joint_states
         self.cmd_map = None      # _NameMap cache for ~/commanded_torque
         self.tau = np.zeros(self.nv)  # observer input (base entries stay zero)
@@ -413,6 +434,8 @@ class DynamicsNode(Node):
         self._pub_g = self.create_publisher(JointState, '~/gravity_torque', out_qos)
         self._pub_ext = self.create_publisher(JointState, '~/external_torque', out_qos)
         self._pub_contact = self.create_publisher(Bool, '~/contact', out_qos)
+        self._pub_link = self.create_publisher(String, '~/contact_link', out_qos)
+        self._pub_wrench = self.create_publisher(WrenchStamped, '~/contact_wrench', out_qos)
         self._pub_G = self.create_publisher(Float64MultiArray, '~/christoffel', latched)
 
         if cfg.robot_description:
@@ -658,9 +681,8 @@ class DynamicsNode(Node):
         if gamma is not None:
             np.copyto(eng.G_view, gamma)
             self._pub_G.publish(eng.G_msg)
-        if contact is not None and cfg.publish_contact:
-            eng.contact_msg.data = contact
-            self._pub_contact.publish(eng.contact_msg)
+        if contact is not None:
+            self._publish_contact(eng, cfg, q, residual, contact, stamp)
         if cfg.publish_gravity_torque:
             np.copyto(eng.g_view, d.g)
             eng.g_msg.header.stamp = stamp
@@ -670,8 +692,32 @@ class DynamicsNode(Node):
             eng.ext_msg.header.stamp = stamp
             self._pub_ext.publish(eng.ext_msg)
 
+    def _publish_contact(self, eng, cfg, q, residual, state, stamp):
+        """~/contact, ~/contact_link and (while in contact) ~/contact_wrench."""
+        if cfg.publish_contact:
+            eng.contact_msg.data = bool(state.in_contact)
+            self._pub_contact.publish(eng.contact_msg)
+        if cfg.publish_contact_link:
+            eng.link_msg.data = (state.link or '') if state.in_contact else ''
+            self._pub_link.publish(eng.link_msg)
+        link = cfg.contact_wrench_link or state.link
+        if not (cfg.publish_contact_wrench and state.in_contact and link):
+            return
+        try:
+            F = rd.estimate_contact_wrench(eng.model, q, residual, link, cfg.contact_wrench_point,
+                                           force_only=cfg.contact_wrench_force_only)
+        except ValueError as exc:
+            self._log.warning(f'contact wrench not estimated: {exc}',
+                              throttle_duration_sec=self._throttle)
+            return
+        w = eng.wrench_msg
+        w.header.stamp = stamp
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in F[:3])
+        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(x) for x in F[3:])
+        self._pub_wrench.publish(w)
+
     def _observe(self, eng, cfg, q, v, ej, stamp_ns):
-        """Update the observer; returns (residual or None, contact bool or None)."""
+        """Update the observer; returns (residual or None, ContactState or None)."""
         ob = self._observer
         if ob is None:
             return None, None
@@ -713,7 +759,7 @@ class DynamicsNode(Node):
             ob.last_ns = t_ns
             contact = None
             if ob.det is not None:
-                contact = bool(ob.det.update(r).in_contact)
+                contact = ob.det.update(r)
             return r, contact
         except Exception as exc:  # noqa: BLE001
             self._log.error(f'observer failed, it will be re-initialized: {exc}',

@@ -356,6 +356,16 @@ def test_reset_observer_and_contact(arm, model):
     np.testing.assert_allclose(np.delete(r, 1), 0.0, atol=1e-9)
     assert probe.wait_counts({'contact': 1})
     assert probe.received['contact'][-1].data is True
+    # isolation: a torque on joint 2 only -> deepest active joint 2 -> its child link
+    assert probe.spin_until(lambda: any(m.data == 'arm_link_2' for m in probe.received['contact_link']))
+    # force estimate at the isolated link: the core library's least squares for the same residual
+    assert probe.spin_until(lambda: probe.find_stamped('contact_wrench', stamps[-1]) is not None)
+    w = probe.find_stamped('contact_wrench', stamps[-1])
+    assert w.header.frame_id == 'base'
+    F = rd.estimate_contact_wrench(model, q, r, 'arm_link_2', [0.0, 0.0, 0.0], force_only=True)
+    got = [w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+           w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z]
+    np.testing.assert_allclose(got, F, rtol=0, atol=1e-9)
 
 
 def test_reset_observer_clears_stamp_history(arm, model):

@@ -72,7 +72,7 @@ class Probe:
     """A test-side rclpy node: publishers for the node's inputs, subscribers on its outputs."""
 
     OUTPUTS = ('mass_matrix', 'coriolis_matrix', 'mass_matrix_dot', 'christoffel',
-               'gravity_torque', 'external_torque', 'contact')
+               'gravity_torque', 'external_torque', 'contact', 'contact_link', 'contact_wrench')
 
     def __init__(self, context, ns, node_name='dynamics'):
         import rclpy
@@ -80,6 +80,7 @@ class Probe:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from nav_msgs.msg import Odometry
+        from geometry_msgs.msg import WrenchStamped
         from std_msgs.msg import Bool, Float64MultiArray, String
 
         self.rclpy = rclpy
@@ -93,7 +94,8 @@ class Probe:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.received = {k: [] for k in self.OUTPUTS}
         types = {'christoffel': Float64MultiArray, 'gravity_torque': JointState,
-                 'external_torque': JointState, 'contact': Bool}
+                 'external_torque': JointState, 'contact': Bool, 'contact_link': String,
+                 'contact_wrench': WrenchStamped}
         for name in self.OUTPUTS:
             qos = latched if name == 'christoffel' else reliable
             self.node.create_subscription(types.get(name, Float64MultiArray),
