@@ -93,14 +93,19 @@ def placements(topo, geom, q, R, p, Phi):
         a1 = R[i, 1, 0] * x0 + R[i, 1, 1] * x1 + R[i, 1, 2] * x2
         a2 = R[i, 2, 0] * x0 + R[i, 2, 1] * x1 + R[i, 2, 2] * x2
         if jtype == REVOLUTE:
-            # R_i = R_J Rot(axis, q) = Rot(a, q) R_J: rotate each column of R_J about a (Rodrigues)
+            # R_i = R_J Rot(x, q) with the exactly-unit local axis x (Rodrigues).  Rotating R_J
+            # about the world axis a = R_J x instead would feed R_J's rounding error back
+            # through |a| != 1, doubling the orthogonality error at every link of a chain.
             cq, sq = np.cos(q[qi]), np.sin(q[qi])
-            for c in range(3):
-                y0, y1, y2 = R[i, 0, c], R[i, 1, c], R[i, 2, c]
-                ad = (1.0 - cq) * (a0 * y0 + a1 * y1 + a2 * y2)
-                R[i, 0, c] = cq * y0 + sq * (a1 * y2 - a2 * y1) + ad * a0
-                R[i, 1, c] = cq * y1 + sq * (a2 * y0 - a0 * y2) + ad * a1
-                R[i, 2, c] = cq * y2 + sq * (a0 * y1 - a1 * y0) + ad * a2
+            t = 1.0 - cq
+            k00, k01, k02 = cq + t * x0 * x0, t * x0 * x1 - sq * x2, t * x0 * x2 + sq * x1
+            k10, k11, k12 = t * x0 * x1 + sq * x2, cq + t * x1 * x1, t * x1 * x2 - sq * x0
+            k20, k21, k22 = t * x0 * x2 - sq * x1, t * x1 * x2 + sq * x0, cq + t * x2 * x2
+            for r in range(3):
+                y0, y1, y2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
+                R[i, r, 0] = y0 * k00 + y1 * k10 + y2 * k20
+                R[i, r, 1] = y0 * k01 + y1 * k11 + y2 * k21
+                R[i, r, 2] = y0 * k02 + y1 * k12 + y2 * k22
             # Phi = [a; p x a]: rotation about the line through p_i along a
             p0, p1, p2 = p[i, 0], p[i, 1], p[i, 2]
             set6(Phi, s, (a0, a1, a2, p1 * a2 - p2 * a1, p2 * a0 - p0 * a2, p0 * a1 - p1 * a0))

@@ -64,3 +64,25 @@ def test_print_worst_disagreement():
     """Summary for the issue note (run with -s to see it)."""
     for (name, quantity), err in sorted(WORST.items()):
         print(f'worst relative disagreement {name:20s} {quantity:18s} {err:.2e}')
+
+
+@pytest.mark.parametrize('n', [40, 100])
+def test_long_chains_stay_accurate(n):
+    """Rounding must not compound along a deep chain (it once doubled per link: NaN at N = 70).
+
+    Pinocchio is the reference; the last link's rotation must stay orthonormal."""
+    from ros_dynamics import models
+    import pinocchio as pin
+    xml = models.chain(n, seed=0)
+    model = rd.load_urdf(xml)
+    pm = pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    q = np.random.default_rng(3).uniform(-np.pi, np.pi, model.nq)
+    v = np.random.default_rng(4).uniform(-1, 1, model.nv)
+    R, _ = rd.link_placement(model, q, model.link_names[-1])
+    assert np.abs(R.T @ R - np.eye(3)).max() < 1e-13
+    M = pin.crba(pm, pd, q)
+    d = rd.dynamics(model, q, v)
+    assert rel_err(d.M, np.triu(M) + np.triu(M, 1).T) < TOL
+    assert rel_err(d.C, pin.computeCoriolisMatrix(pm, pd, q, v)) < TOL
+    assert rel_err(d.g, pin.computeGeneralizedGravity(pm, pd, q)) < TOL
