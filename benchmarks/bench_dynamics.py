@@ -154,7 +154,11 @@ def time_batch(pair, K, repeats):
 
 
 def profile(pair, blocks, block_s):
-    """Where one rd.dynamics call goes (per-call seconds of each piece)."""
+    """Where one rd.dynamics call goes: per-call seconds of each piece (see the table in main).
+
+    Mirrors api.dynamics as of this writing: _shaped(q), _shaped(v) (shape/dtype only), four
+    np.empty outputs, one call of the fused compiled api._dynamics (finiteness check + kernel).
+    """
     from numba import njit
     from ros_dynamics import api
     from ros_dynamics import coriolis as co
@@ -163,24 +167,53 @@ def profile(pair, blocks, block_s):
     q, v = Q[0], V[0]
     topo, geom, dofs = api._arrays(m)
     grav = m.gravity
-    M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
+    M, C, Md, g = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)
+    fused = getattr(api, '_dynamics', None)   # validate + kernel in one compiled call
     R = 200
 
     @njit(cache=False)
-    def loop(R, topo, geom, dofs, grav, q, v, M, C, Md, g):
+    def body(R, topo, geom, dofs, grav, q, v, M, C, Md, g):
         for _ in range(R):
             co.coriolis(topo, geom, dofs, grav, q, v, M, C, Md, g, 10)
 
-    loop(1, topo, geom, dofs, grav, q, v, M, C, Md, g)
-    r = interleaved({
+    funcs = {
         'api': lambda: rd.dynamics(m, q, v),
+        'body': lambda: body(R, topo, geom, dofs, grav, q, v, M, C, Md, g),
         'kernel': lambda: co.coriolis(topo, geom, dofs, grav, q, v, M, C, Md, g, co.EQ10),
-        'body': lambda: loop(R, topo, geom, dofs, grav, q, v, M, C, Md, g),
-        'validate': lambda: (api._configuration(m, q), api._vector(v, n, 'v')),
-        'alloc': lambda: (np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)),
-    }, blocks=blocks, block_s=block_s)
+        'alloc': lambda: (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)),
+    }
+    if hasattr(api, '_shaped'):
+        funcs['shape'] = lambda: (api._shaped(q, m.nq, 'q'), api._shaped(v, n, 'v'))
+    if fused is not None:
+        @njit(cache=False)
+        def fused_body(R, topo, geom, dofs, grav, q, v, M, C, Md, g):
+            for _ in range(R):
+                fused(topo, geom, dofs, grav, q, v, M, C, Md, g, 10)
+        funcs['fused'] = lambda: fused(topo, geom, dofs, grav, q, v, M, C, Md, g, co.EQ10)
+        funcs['fused_body'] = lambda: fused_body(R, topo, geom, dofs, grav, q, v, M, C, Md, g)
+    for f in funcs.values():
+        f()
+    r = interleaved(funcs, blocks=blocks, block_s=block_s)
     r['body'] /= R
+    if 'fused_body' in r:
+        r['fused_body'] /= R
     return r
+
+
+def profile_rows(prof):
+    """(piece, seconds) rows that add up to the API call."""
+    rows = []
+    if 'shape' in prof:
+        rows.append(('input conversion/shape checks (2x api._shaped)', prof['shape']))
+    rows.append(('output allocation (4x np.empty)', prof['alloc']))
+    if 'fused' in prof:
+        rows.append(('numba dispatch + unboxing of the 11 arguments (Python -> compiled)', prof['fused'] - prof['fused_body']))
+        rows.append(('finiteness check inside the compiled entry', prof['fused_body'] - prof['body']))
+    else:
+        rows.append(('numba dispatch of the 11-argument kernel', prof['kernel'] - prof['body']))
+    rows.append(('kernel body, Algorithm 1 (compiled, incl. its scratch allocation)', prof['body']))
+    rows.append(('rest (Python call, _arrays lookup, result tuple)', prof['api'] - sum(t for _, t in rows)))
+    return rows
 
 
 def main(argv=None):
@@ -192,6 +225,7 @@ def main(argv=None):
     K = 1000
 
     t_start = time.perf_counter()
+    load_start = os.getloadavg()[0]
     log(f'machine: {machine_info()}')
     log('warming up the JIT caches ...')
     for label, kind, src in robot_sources(quick=True)[:1]:
@@ -228,7 +262,9 @@ def main(argv=None):
     w = lines.append
     w('# ros_dynamics vs Pinocchio: dynamics terms from Python')
     w('')
-    w(f'Machine: {machine_info()}.  ')
+    w(f'Machine: {machine_info()}; 1-min load average {load_start:.2f} at the start, '
+      f'{os.getloadavg()[0]:.2f} at the end (this benchmark alone adds ~1; above ~1.5 another process '
+      'competes for the second core and the batch / parallel numbers drop).  ')
     w(f'Mode: {"--quick" if args.quick else "full"}; per-call times are medians of {blocks} interleaved '
       'blocks (ours and Pinocchio alternate), both called from Python with NumPy arrays.  '
       'Ratio = ours / Pinocchio (< 1: ours faster).  Shared 2-core machine: expect +-10-20 % noise.')
@@ -247,6 +283,12 @@ def main(argv=None):
             w(f'| {label if first else ""} | {nvs[label] if first else ""} | {name} | {us(o)} | '
               f'{us(p)} | {o / p:.2f} | {e:.1e} | {er:.1e} |')
     w('')
+    bad = [f'{label} (rel. diff {max(relerr[label].values()):.1e})' for label in results
+           if not max(relerr[label].values()) <= 1e-9]
+    if bad:
+        w(f'**Warning: ours disagrees with Pinocchio beyond 1e-9 (relative to max |Pinocchio|, >= 1) for '
+          f'{", ".join(bad)}: those timings do not describe a correct result.**')
+        w('')
     w('Pinocchio side: `dynamics` = `crba` + `computeCoriolisMatrix` + `computeGeneralizedGravity` '
       '(ours also returns dM/dt); `christoffel` = nv calls of `computeCoriolisMatrix(q, e_k)` '
       '(Gamma[:, :, k] = C(q, e_k)).')
@@ -285,14 +327,8 @@ def main(argv=None):
         w('')
         w('| piece | us | share of API call |')
         w('|---|---:|---:|')
-        parts = [('input validation (_configuration + _vector)', prof['validate']),
-                 ('output allocation (2x zeros, 2x empty)', prof['alloc']),
-                 ('numba dispatch of the 11-argument kernel', prof['kernel'] - prof['body']),
-                 ('kernel body (compiled, incl. its scratch allocations)', prof['body'])]
-        for name, t in parts:
+        for name, t in profile_rows(prof):
             w(f'| {name} | {us(t)} | {100 * t / api_t:.0f} % |')
-        rest = api_t - sum(t for _, t in parts)
-        w(f'| rest (namedtuple, _arrays lookup, call overhead) | {us(rest)} | {100 * rest / api_t:.0f} % |')
         w(f'| **rd.dynamics total** | **{us(api_t)}** | 100 % |')
     w('')
     w(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')

@@ -7,7 +7,9 @@ Times Algorithm 1 (rd.dynamics: M, C, dM/dt, g) and Algorithm 2 (rd.christoffel:
 random revolute chains (models.chain) and binary trees (models.binary_tree), both
 
 * "kernel": the compiled kernel with preallocated outputs (the algorithm itself), and
-* "API":    the public call (validation + allocating and zeroing the outputs + kernel).
+* "API":    the public call (validation + allocating and zeroing the outputs + kernel),
+
+after checking the results against Pinocchio (M, C, g and Gamma; "rel. diff" column).
 
 Writes results/scaling_chain.png, results/scaling_tree.png (log-log, fitted slopes of the
 kernel times over N >= 20 in the legends, dashed reference curves N^2, N^3 for chains and
@@ -35,26 +37,56 @@ ch = importlib.import_module('ros_dynamics.christoffel')  # rd.christoffel is th
 FIT_FROM = 20
 
 
+def accuracy(xml, m, q, v):
+    """Max relative difference |ours - Pinocchio| / max(1, |Pinocchio|) over M, C, g and Gamma
+    (None without Pinocchio), so that a fast but wrong kernel cannot look good."""
+    try:
+        import pinocchio as pin
+    except ImportError:  # pragma: no cover
+        return None
+    pm = pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    perm = np.array([m.joint_v_index(pm.names[j]) for j in range(1, pm.njoints)])
+    qp, vp = q[perm], v[perm]
+    ix = np.ix_(perm, perm)
+    d = rd.dynamics(m, q, v)
+    G = rd.christoffel(m, q)[np.ix_(perm, perm, perm)]
+    E = np.eye(m.nv)
+    Gp = np.stack([pin.computeCoriolisMatrix(pm, pd, qp, E[k]).copy() for k in range(m.nv)], axis=2)
+    pairs = [(d.M[ix], pin.crba(pm, pd, qp)), (d.C[ix], pin.computeCoriolisMatrix(pm, pd, qp, vp)),
+             (d.g[perm], pin.computeGeneralizedGravity(pm, pd, qp)), (G, Gp)]
+    rel = [np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b))) for a, b in pairs]
+    return float(np.nanmax(rel)) if np.all(np.isfinite(rel)) else float('nan')
+
+
 def time_model(xml, blocks, block_s, seed=0):
     m = rd.load_urdf(xml)
     n = m.nv
     rng = np.random.default_rng(seed)
     q, v = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
+    err = accuracy(xml, m, q, v)
     topo, geom, dofs = api._arrays(m)
     M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
     G = np.zeros((n, n, n))
-    return interleaved({
+    r = interleaved({
         'dyn_kernel': lambda: co.coriolis(topo, geom, dofs, m.gravity, q, v, M, C, Md, g, co.EQ10),
         'dyn_api': lambda: rd.dynamics(m, q, v),
         'gam_kernel': lambda: ch.christoffel(topo, geom, dofs, q, G),
         'gam_api': lambda: rd.christoffel(m, q),
     }, blocks=blocks, block_s=block_s)
+    r['rel_diff'] = err
+    return r
 
 
 def slope(N, t):
     N, t = np.asarray(N, float), np.asarray(t, float)
     sel = N >= FIT_FROM
     return float(np.polyfit(np.log(N[sel]), np.log(t[sel]), 1)[0])
+
+
+def local_slope(N, t):
+    """Log-log slope between the two largest N (closest to the asymptotic order)."""
+    return float(np.log(t[-1] / t[-2]) / np.log(N[-1] / N[-2]))
 
 
 def plot(kind, N, rows, path):
@@ -112,21 +144,26 @@ def main(argv=None):
             rows.append(r)
             log(f'[{kind} {i + 1}/{len(Ns)}] N={n:3d}  dynamics kernel {r["dyn_kernel"] * 1e6:9.2f} us '
                 f'(API {r["dyn_api"] * 1e6:9.2f})   christoffel kernel {r["gam_kernel"] * 1e6:9.2f} us '
-                f'(API {r["gam_api"] * 1e6:9.2f})')
-            table.append((kind, n, r['dyn_kernel'], r['dyn_api'], r['gam_kernel'], r['gam_api']))
+                f'(API {r["gam_api"] * 1e6:9.2f})   rel. diff vs Pinocchio {r["rel_diff"]:.1e}')
+            if not r['rel_diff'] <= 1e-9:
+                log(f'    WARNING: {kind} N={n} disagrees with Pinocchio (rel. diff {r["rel_diff"]:.1e})')
+            table.append((kind, n, r['dyn_kernel'], r['dyn_api'], r['gam_kernel'], r['gam_api'], r['rel_diff']))
         path = os.path.join(args.outdir, f'scaling_{kind}.png')
         plot(kind, Ns, rows, path)
         log(f'wrote {path}')
         for key in ('dyn_kernel', 'dyn_api', 'gam_kernel', 'gam_api'):
             slopes[kind, key] = slope(Ns, [r[key] for r in rows])
+        for key in ('dyn', 'gam'):
+            tk = np.array([r[key + '_kernel'] for r in rows])
+            slopes[kind, key + '_local'] = local_slope(np.array(Ns, float), tk)
 
     csv_path = os.path.join(args.outdir, 'scaling.csv')
     with open(csv_path, 'w', newline='') as fh:
         w = csv.writer(fh)
         w.writerow(['topology', 'N', 'dynamics_kernel_us', 'dynamics_api_us', 'christoffel_kernel_us',
-                    'christoffel_api_us'])
-        for kind, n, *ts in table:
-            w.writerow([kind, n] + [f'{t * 1e6:.3f}' for t in ts])
+                    'christoffel_api_us', 'max_rel_diff_vs_pinocchio'])
+        for kind, n, *ts, e in table:
+            w.writerow([kind, n] + [f'{t * 1e6:.3f}' for t in ts] + [f'{e:.1e}'])
     log(f'wrote {csv_path}')
 
     Nf = np.array(Ns, float)
@@ -134,19 +171,29 @@ def main(argv=None):
            ('tree', 'dyn'): slope(Nf, Nf * np.log2(Nf)), ('tree', 'gam'): slope(Nf, Nf * np.log2(Nf) ** 2)}
     print(f'# Scaling (N = {Ns[0]}..{Ns[-1]}; log-log slopes fitted over N >= {FIT_FROM})')
     print()
-    print('| topology | algorithm | slope, kernel | slope, API call | expected | expected slope on this range |')
-    print('|---|---|---:|---:|---|---:|')
+    print('| topology | algorithm | slope, kernel | slope, API call | expected | expected slope on this range | '
+          f'local kernel slope, N={Ns[-2]}..{Ns[-1]} |')
+    print('|---|---|---:|---:|---|---:|---:|')
     exp = {('chain', 'dyn'): 'O(N^2)', ('chain', 'gam'): 'O(N^3)',
            ('tree', 'dyn'): 'O(N log N)', ('tree', 'gam'): 'O(N log^2 N)'}
     for kind in ('chain', 'tree'):
         for key, name in (('dyn', 'Alg. 1 dynamics'), ('gam', 'Alg. 2 christoffel')):
             print(f'| {kind} | {name} | {slopes[kind, key + "_kernel"]:.2f} | {slopes[kind, key + "_api"]:.2f} | '
-                  f'{exp[kind, key]} | {ref[kind, key]:.2f} |')
+                  f'{exp[kind, key]} | {ref[kind, key]:.2f} | {slopes[kind, key + "_local"]:.2f} |')
     print()
-    print('| topology | N | dynamics kernel (us) | dynamics API (us) | christoffel kernel (us) | christoffel API (us) |')
-    print('|---|---:|---:|---:|---:|---:|')
-    for kind, n, *ts in table:
-        print(f'| {kind} | {n} | ' + ' | '.join(f'{t * 1e6:.1f}' for t in ts) + ' |')
+    print('| topology | N | dynamics kernel (us) | dynamics API (us) | christoffel kernel (us) | christoffel API (us) '
+          '| max rel. diff vs Pinocchio (M, C, g, Gamma) |')
+    print('|---|---:|---:|---:|---:|---:|---:|')
+    bad = []
+    for kind, n, *ts, e in table:
+        flag = '' if e <= 1e-9 else ' **(wrong)**'
+        if flag:
+            bad.append(f'{kind} N={n}')
+        print(f'| {kind} | {n} | ' + ' | '.join(f'{t * 1e6:.1f}' for t in ts) + f' | {e:.1e}{flag} |')
+    if bad:
+        print()
+        print(f'**Warning:** results disagree with Pinocchio (rel. diff > 1e-9) for {", ".join(bad)}; '
+              'their timings do not describe a correct computation.')
     log(f'done in {time.perf_counter() - t0:.0f} s')
     return 0
 
