@@ -303,6 +303,12 @@ class _Engine:
             raise ValueError(f'core returned g of shape {np.shape(d.g)}')
         if np.shape(rd.christoffel(model, self.q)) != (n, n, n):
             raise ValueError('core returned Gamma of the wrong shape')
+        # ... and the observer's compiled step, so the first joint states are not delayed by
+        # a compile (which would overflow a publisher's history at 1 kHz).
+        warm = rd.MomentumObserver(model)
+        warm.reset(self.q, self.v)
+        warm.update(self.q, self.v, np.zeros(n), 1e-3)
+        rd.ContactDetector(model).update(warm.residual)
 
         def matrix(label0='rows', label1='cols'):
             msg = Float64MultiArray()

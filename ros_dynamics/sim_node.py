@@ -114,7 +114,10 @@ def main(args=None):
             self.wait_subs = int(g('wait_for_subscribers'))
             self.wait_timeout = float(g('wait_timeout'))
 
-            reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
+            # 2 s of samples: a reliable KEEP_LAST writer drops what a stalled reader has not
+            # acknowledged once its history is full, and a loaded machine can stall for ~1 s.
+            reliable = QoSProfile(depth=max(200, int(2.0 * rate)),
+                                  reliability=ReliabilityPolicy.RELIABLE)
             latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                                  durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.pub_js = self.create_publisher(JointState, 'joint_states', reliable)
