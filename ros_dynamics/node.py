@@ -590,6 +590,11 @@ class DynamicsNode(Node):
             return
         self._cmd = (eng, tau, time.monotonic_ns())
 
+    def _reject(self, reason):
+        """Count a rejected joint state and log why (throttled); nothing is published for it."""
+        self.stats['rejected'] += 1
+        self._log.warning(reason, throttle_duration_sec=self._throttle)
+
     def _on_joint_state(self, msg):
         eng = self._engine
         if eng is None:
@@ -600,38 +605,27 @@ class DynamicsNode(Node):
         stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
         last = self._last_stamp_ns
         if last is not None and stamp_ns < last:
-            self.stats['rejected'] += 1
-            self._log.warning(f'joint_states rejected: stamp {stamp.sec}.{stamp.nanosec:09d} is '
-                              f'earlier than the last accepted one ({last * 1e-9:.9f})',
-                              throttle_duration_sec=self._throttle)
+            self._reject(f'joint_states rejected: stamp {stamp.sec}.{stamp.nanosec:09d} is '
+                         f'earlier than the last accepted one ({last * 1e-9:.9f})')
             return
         names = msg.name
         nmap = eng.name_map('js_map', names)
         if nmap.error is not None:
-            self.stats['rejected'] += 1
-            self._log.warning(f'joint_states rejected: {nmap.error}',
-                              throttle_duration_sec=self._throttle)
+            self._reject(f'joint_states rejected: {nmap.error}')
             return
         n = len(names)
         cfg = self._cfg
         pos, vel, eff = msg.position, msg.velocity, msg.effort
         if len(pos) != n:
-            self.stats['rejected'] += 1
-            self._log.warning(f'joint_states rejected: {len(pos)} positions for {n} names',
-                              throttle_duration_sec=self._throttle)
+            self._reject(f'joint_states rejected: {len(pos)} positions for {n} names')
             return
         if len(vel) != n:
             if len(vel) or not cfg.allow_missing_velocity:
-                self.stats['rejected'] += 1
-                self._log.warning(
-                    f'joint_states rejected: {len(vel)} velocities for {n} names'
-                    + ('' if len(vel) else ' (set allow_missing_velocity to use zero velocity)'),
-                    throttle_duration_sec=self._throttle)
+                hint = '' if len(vel) else ' (set allow_missing_velocity to use zero velocity)'
+                self._reject(f'joint_states rejected: {len(vel)} velocities for {n} names{hint}')
                 return
         if len(eff) not in (0, n):
-            self.stats['rejected'] += 1
-            self._log.warning(f'joint_states rejected: {len(eff)} efforts for {n} names',
-                              throttle_duration_sec=self._throttle)
+            self._reject(f'joint_states rejected: {len(eff)} efforts for {n} names')
             return
         idx = nmap.index
         qj = _as_f64(pos)[idx]
@@ -639,9 +633,8 @@ class DynamicsNode(Node):
         ej = _as_f64(eff)[idx] if len(eff) else None
         if not (np.isfinite(qj).all() and (vj is None or np.isfinite(vj).all())
                 and (ej is None or np.isfinite(ej).all())):
-            self.stats['rejected'] += 1
-            self._log.warning('joint_states rejected: NaN or inf in position, velocity or effort '
-                              'of a required joint', throttle_duration_sec=self._throttle)
+            self._reject('joint_states rejected: NaN or inf in position, velocity or effort '
+                         'of a required joint')
             return
         q, v = eng.q, eng.v
         if eng.floating:
