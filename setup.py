@@ -26,8 +26,8 @@ setup(
     license='BSD-3-Clause',
     entry_points={
         'console_scripts': [
-            'dynamics_node = ros_dynamics.node:main',
-            'sim = ros_dynamics.sim_node:main',
+            'dynamics_node = ros_dynamics.ros.dynamics_node:main',
+            'sim = ros_dynamics.ros.sim_node:main',
         ],
     },
 )

@@ -110,7 +110,7 @@ def time_pair(pair, blocks, block_s):
 
 def time_kernels(pair, blocks, block_s):
     """Raw compiled kernels with preallocated outputs (no validation, no allocation)."""
-    from ros_dynamics import api, coriolis as co
+    from ros_dynamics.core import api, coriolis as co
     ch = importlib.import_module('ros_dynamics.christoffel')  # the package attribute is the function
     m, n = pair.model, pair.nv
     _, _, _, Q, V, _ = pair.states(1, seed=7)
@@ -160,8 +160,8 @@ def profile(pair, blocks, block_s):
     np.empty outputs, one call of the fused compiled api._dynamics (finiteness check + kernel).
     """
     from numba import njit
-    from ros_dynamics import api
-    from ros_dynamics import coriolis as co
+    from ros_dynamics.core import api
+    from ros_dynamics.core import coriolis as co
     m, n = pair.model, pair.nv
     _, _, _, Q, V, _ = pair.states(1, seed=7)
     q, v = Q[0], V[0]

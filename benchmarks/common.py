@@ -19,7 +19,7 @@ RESULTS = os.path.join(HERE, 'results')
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics import models  # noqa: E402
+from ros_dynamics import testing as models  # noqa: E402
 
 
 def log(*args):

@@ -32,7 +32,7 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from ros_dynamics import ros_compat  # noqa: E402
+from ros_dynamics.ros import compat as ros_compat  # noqa: E402
 
 DOMAIN_ID = int(os.environ.get('ROS_DYNAMICS_BENCH_DOMAIN_ID') or random.randint(1, 100))
 os.environ.update(ros_compat.ros_environment(domain_id=DOMAIN_ID, localhost_only=True))
@@ -50,7 +50,7 @@ def model_source(name):
     if name.startswith('chain'):
         n = int(name[len('chain'):])
         try:
-            from ros_dynamics.models import chain
+            from ros_dynamics.testing import chain
             return chain(n)
         except ImportError:
             return _tiny_chain(n)
@@ -58,7 +58,7 @@ def model_source(name):
 
 
 def _tiny_chain(n):
-    """Fallback serial chain of n revolute joints (if ros_dynamics.models is missing)."""
+    """Fallback serial chain of n revolute joints (if ros_dynamics.testing is missing)."""
     parts = ['<?xml version="1.0"?>', f'<robot name="chain_{n}">']
     inertial = ('<inertial><origin xyz="0.05 0.01 0.1"/><mass value="1.0"/>'
                 '<inertia ixx="0.02" ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.01"/>'
@@ -89,7 +89,7 @@ def profile(name, xml, extra_params, cycles=3000):
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.node import DynamicsNode
+    from ros_dynamics.ros.dynamics_node import DynamicsNode
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
@@ -167,7 +167,7 @@ def run_latency(name, xml, extra_params, duration, rate):
     env = ros_compat.ros_environment(domain_id=DOMAIN_ID, localhost_only=True)
     env['PYTHONPATH'] = os.pathsep.join([REPO_ROOT, env.get('PYTHONPATH', '')])
     log = open(os.path.join(tmp, 'node.log'), 'w')
-    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.node', '--ros-args',
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
                              '-r', f'__ns:=/{ns}', '--params-file', pfile],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     ctx = rclpy.Context()

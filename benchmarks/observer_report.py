@@ -28,8 +28,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics import sim as S  # noqa: E402
-from ros_dynamics.observer import (ContactDetector, MomentumObserver,  # noqa: E402
+from ros_dynamics.simulation import simulator as S  # noqa: E402
+from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver,  # noqa: E402
                                    calibrate_thresholds)
 
 NOISE = dict(noise_position=1e-5, noise_velocity=2e-3, noise_effort=0.05)

@@ -29,8 +29,9 @@ import numpy as np
 from common import RESULTS, interleaved, log, machine_info
 
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics import api, models  # noqa: E402
-from ros_dynamics import coriolis as co  # noqa: E402
+from ros_dynamics import testing as models
+from ros_dynamics.core import api  # noqa: E402
+from ros_dynamics.core import coriolis as co  # noqa: E402
 
 ch = importlib.import_module('ros_dynamics.christoffel')  # rd.christoffel is the function
 

@@ -6,17 +6,17 @@ detects it.
 
 Two real ROS 2 processes on the bundled ``arm7``:
 
-* ``sim`` (``python -m ros_dynamics.sim_node``): the arm under PD + gravity compensation
+* ``sim`` (``python -m ros_dynamics.ros.sim_node``): the arm under PD + gravity compensation
   moves its tool into a wall (contact on ``arm_link_7``), backs off, and is later pushed on
   ``arm_link_4``; it publishes ``joint_states`` at 1 kHz (with sensor noise) and the ground
   truth on ``/sim/external_torque_truth`` and ``/sim/contact_truth``;
-* ``dynamics_node`` (``python -m ros_dynamics.node``): its momentum observer publishes
+* ``dynamics_node`` (``python -m ros_dynamics.ros.dynamics_node``): its momentum observer publishes
   ``/dynamics/external_torque`` and ``/dynamics/contact``.
 
 This script listens to both, prints every detection as it happens (time, isolated link,
 estimated vs. true external torque, delay), and saves the residual vs. the ground truth per
 joint.  The detection thresholds are calibrated first, offline, on the simulator's free motion
-(``ros_dynamics.observer.calibrate_thresholds``), as one would on a real robot.
+(``ros_dynamics.estimation.observer.calibrate_thresholds``), as one would on a real robot.
 
 Isolation in the network: the script sets ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a random
 ROS_DOMAIN_ID for itself and its children, and stops the children when it ends.
@@ -44,7 +44,7 @@ def _setup_environment():
     ROS wheels' libraries."""
     if os.environ.get(_CHILD_FLAG):
         return
-    from ros_dynamics import ros_compat
+    from ros_dynamics.ros import compat as ros_compat
     domain = os.environ.get('ROS_DOMAIN_ID') or random.SystemRandom().randint(1, 100)
     env = ros_compat.ros_environment(domain_id=domain, localhost_only=True)
     env.pop('ROS_LOCALHOST_ONLY', None)
@@ -73,8 +73,8 @@ def _parse():
 
 def _calibrate(model, gain, noise, rate):
     """Thresholds from 10 s of contact-free simulated motion (margin 2, floor 0.2 N m)."""
-    from ros_dynamics import sim as S
-    from ros_dynamics.observer import MomentumObserver, calibrate_thresholds
+    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics.estimation.observer import MomentumObserver, calibrate_thresholds
     sim, _ = S.make_scenario(model, 'none', dt=1.0 / rate, seed=1234, **noise)
     res = S.simulate_observer(sim, MomentumObserver(model, gain), None, 10.0)
     return calibrate_thresholds(res['r'], margin=2.0, floor=0.2)
@@ -105,8 +105,8 @@ def main():
     import numpy as np
 
     import ros_dynamics as rd
-    from ros_dynamics import sim as S
-    from ros_dynamics.observer import ContactDetector, estimate_contact_wrench
+    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics.estimation.observer import ContactDetector, estimate_contact_wrench
 
     with open(rd.bundled_urdf('arm7')) as f:
         xml = f.read()
@@ -174,8 +174,8 @@ def main():
         (max(data['truth']) if data['truth'] else 0, m.data)), latched)
 
     try:
-        start('dynamics_node', 'ros_dynamics.node', node_yaml)
-        start('sim', 'ros_dynamics.sim_node', sim_yaml)
+        start('dynamics_node', 'ros_dynamics.ros.dynamics_node', node_yaml)
+        start('sim', 'ros_dynamics.ros.sim_node', sim_yaml)
         det = ContactDetector(model, threshold=thr, release_ratio=0.5)
         settle_ns = int(5.0 / args.gain * 1e9)
         events = []
@@ -192,7 +192,7 @@ def main():
                 say('[demo] time limit reached')
                 break
             for p in procs:
-                if p.poll() is not None and p.args[2] == 'ros_dynamics.node':
+                if p.poll() is not None and p.args[2] == 'ros_dynamics.ros.dynamics_node':
                     raise RuntimeError('dynamics_node exited early; see ' +
                                        os.path.join(log_dir, 'dynamics_node.log'))
             while pending:

@@ -26,7 +26,7 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
-from ros_dynamics import ros_compat  # noqa: E402
+from ros_dynamics.ros import compat as ros_compat  # noqa: E402
 
 
 def parse_args():
@@ -73,7 +73,7 @@ def main():
     log_path = os.path.join(tmp, 'node.log')
     log = open(log_path, 'w')
     print(f'ROS_DOMAIN_ID={domain} (localhost only); node log: {log_path}')
-    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.node', '--ros-args',
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
                              '-r', '__ns:=/demo', '--params-file', pfile],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
 

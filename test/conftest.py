@@ -25,7 +25,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from ros_dynamics import ros_compat  # noqa: E402
+from ros_dynamics.ros import compat as ros_compat  # noqa: E402
 
 TEST_DOMAIN_ID = int(os.environ.get('ROS_DYNAMICS_TEST_DOMAIN_ID')
                      or random.SystemRandom().randint(1, 100))

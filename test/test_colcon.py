@@ -48,7 +48,7 @@ def test_install_layout(workspace):
                 'lib/ros_dynamics/dynamics_node'):
         assert (pkg / rel).is_file(), rel
     assert os.access(pkg / 'lib/ros_dynamics/dynamics_node', os.X_OK)
-    site = list(pkg.glob('lib/python3*/site-packages/ros_dynamics/node.py'))
+    site = list(pkg.glob('lib/python3*/site-packages/ros_dynamics/ros/dynamics_node.py'))
     assert site, 'ros_dynamics package not installed'
     # the source tree is left alone by the build (nothing written into src/)
     assert not list((workspace / 'src' / 'ros_dynamics').glob('build'))

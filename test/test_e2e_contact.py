@@ -1,7 +1,7 @@
 """End to end over real rclpy processes: sim node -> dynamics node (observer) -> listener.
 
-Runs ``scripts/demo.py`` (which starts ``python -m ros_dynamics.sim_node`` and
-``python -m ros_dynamics.node``, LOCALHOST discovery, random domain) and checks its JSON:
+Runs ``scripts/demo.py`` (which starts ``python -m ros_dynamics.ros.sim_node`` and
+``python -m ros_dynamics.ros.dynamics_node``, LOCALHOST discovery, random domain) and checks its JSON:
 both scripted contacts (wall on arm_link_7, push on arm_link_4) are detected on the right link,
 with the delay expected from K/(s+K) of the true torque, and nothing else is detected.
 """
@@ -19,7 +19,7 @@ DEMO = os.path.join(ROOT, 'scripts', 'demo.py')
 
 
 def _ros_env():
-    from ros_dynamics import ros_compat
+    from ros_dynamics.ros import compat as ros_compat
     env = ros_compat.ros_environment(domain_id=random.SystemRandom().randint(1, 100),
                                      localhost_only=True)
     env['PYTHONPATH'] = ROOT + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
@@ -27,8 +27,8 @@ def _ros_env():
 
 
 def _skip_reason():
-    if importlib.util.find_spec('ros_dynamics.node') is None:
-        return 'ros_dynamics.node (the dynamics node) does not exist yet'
+    if importlib.util.find_spec('ros_dynamics.ros.dynamics_node') is None:
+        return 'ros_dynamics.ros.dynamics_node (the dynamics node) does not exist yet'
     probe = subprocess.run([sys.executable, '-c', 'import rclpy, sensor_msgs.msg, std_msgs.msg'],
                            env=_ros_env(), capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:

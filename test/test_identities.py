@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics import models
+from ros_dynamics import testing as models
 from _oracle import random_state, rel_err
 
 CASES = {

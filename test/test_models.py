@@ -1,4 +1,4 @@
-"""Tests for the URDF generators in ros_dynamics.models and the bundled robots in urdf/.
+"""Tests for the URDF generators in ros_dynamics.testing and the bundled robots in urdf/.
 
 Every URDF is parsed by urdf_parser_py and by Pinocchio (an independent URDF reader that also
 merges fixed joints), and its counts, masses and inertias are checked against what the
@@ -12,7 +12,7 @@ import pinocchio as pin
 import pytest
 from urdf_parser_py.urdf import URDF
 
-from ros_dynamics import models
+from ros_dynamics import testing as models
 
 URDF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'urdf')
 ARM7 = os.path.join(URDF_DIR, 'arm7.urdf')

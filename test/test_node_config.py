@@ -11,7 +11,7 @@ CONFIG = os.path.join(REPO_ROOT, 'config', 'dynamics.yaml')
 
 def test_config_matches_declared_parameters():
     pytest.importorskip('rclpy')
-    from ros_dynamics import node
+    from ros_dynamics.ros import dynamics_node as node
     with open(CONFIG) as f:
         data = yaml.safe_load(f)
     params = data['/**']['ros__parameters']
@@ -24,7 +24,7 @@ def test_config_matches_declared_parameters():
 
 def test_config_validates():
     pytest.importorskip('rclpy')
-    from ros_dynamics import node
+    from ros_dynamics.ros import dynamics_node as node
     with open(CONFIG) as f:
         params = yaml.safe_load(f)['/**']['ros__parameters']
     node._Config(dict(params))

@@ -8,7 +8,7 @@ import pytest
 from test_node_support import ARM7, QUADRUPED, assert_matrix_msg, read, running_node
 
 rd = pytest.importorskip('ros_dynamics')
-models = pytest.importorskip('ros_dynamics.models')
+models = pytest.importorskip('ros_dynamics.testing')
 
 _stamps = itertools.count(3_000_000_000_000, 1_000_000)
 

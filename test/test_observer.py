@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics import sim as S
-from ros_dynamics.observer import (ContactDetector, MomentumObserver, calibrate_thresholds,
+from ros_dynamics.simulation import simulator as S
+from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver, calibrate_thresholds,
                                    estimate_contact_wrench, friction_torque, joint_child_links)
 
 ARM = rd.bundled_urdf('arm7')

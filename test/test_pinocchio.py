@@ -71,7 +71,7 @@ def test_long_chains_stay_accurate(n):
     """Rounding must not compound along a deep chain (it once doubled per link: NaN at N = 70).
 
     Pinocchio is the reference; the last link's rotation must stay orthonormal."""
-    from ros_dynamics import models
+    from ros_dynamics import testing as models
     import pinocchio as pin
     xml = models.chain(n, seed=0)
     model = rd.load_urdf(xml)

@@ -1,9 +1,9 @@
-"""The simulator (ros_dynamics.sim): kinematics, integration, contacts, scenarios."""
+"""The simulator (ros_dynamics.simulation.simulator): kinematics, integration, contacts, scenarios."""
 import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics import sim as S
+from ros_dynamics.simulation import simulator as S
 
 ARM = rd.bundled_urdf('arm7')
 MODEL = rd.load_urdf(ARM)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics import models
+from ros_dynamics import testing as models
 
 LINK = '<link name="{name}"><inertial><origin xyz="{com}" rpy="0 0 0"/><mass value="{m}"/>' \
        '<inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial></link>'

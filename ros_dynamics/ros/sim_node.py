@@ -1,4 +1,4 @@
-"""``sim`` executable: the simulator of :mod:`ros_dynamics.sim` as a ROS 2 node.
+"""``sim`` executable: the simulator of :mod:`ros_dynamics.simulation.simulator` as a ROS 2 node.
 
 Publishes at ``rate`` Hz (default 1000, paced by the wall clock; if a step takes longer the
 simulation runs as fast as it can and the stamps stay those of simulated time, so consumers
@@ -33,7 +33,7 @@ import time
 
 def _bootstrap():
     try:
-        from . import ros_compat
+        from . import compat as ros_compat
         ros_compat.reexec_if_needed()
     except ImportError:
         pass
@@ -48,7 +48,7 @@ def main(args=None):
     from std_msgs.msg import Bool, String
 
     import ros_dynamics as rd
-    from ros_dynamics import sim as simlib
+    from ros_dynamics.simulation import simulator as simlib
 
     class SimNode(Node):
         def __init__(self):

@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from ros_dynamics import ros_compat
+from ros_dynamics.ros import compat as ros_compat
 
 if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'dynamics_node':
     # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.

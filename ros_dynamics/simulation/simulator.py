@@ -2,7 +2,7 @@
 
 * Plant: ``M(q) v̇ + C v + g = τ_cmd − τ_f(v) + τ_ext`` with ``rd.forward_dynamics``
   (CRBA + sparse LTDL), optional joint friction ``τ_f`` (viscous + smoothed Coulomb, the same
-  model as :func:`ros_dynamics.observer.friction_torque`).
+  model as :func:`ros_dynamics.estimation.observer.friction_torque`).
 * Integrator: semi-implicit (symplectic) Euler at ``dt`` (default 1 ms = 1 kHz):
   ``v_{k+1} = v_k + Δt a_k``, ``q_{k+1} = q_k ⊕ Δt v_{k+1}`` (quaternion exponential for a
   floating base).  It is stable for the contact stiffnesses used here (``ω Δt ≪ 2``) and costs one
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .observer import friction_torque
+from ..estimation.observer import friction_torque
 
 __all__ = ['Simulator', 'PDGravityController', 'MinJerkTrajectory', 'SineTrajectory',
            'WrenchContact', 'WallContact', 'Sample', 'make_scenario', 'link_point_position',
@@ -84,7 +84,7 @@ def _quat_matrix(qx, qy, qz, qw):
 
 
 def _body_poses(model, q):
-    from .model import FREE, PRISMATIC
+    from ..core.model import FREE, PRISMATIC
     N = model.nbodies
     Rs = np.empty((N, 3, 3))
     ps = np.empty((N, 3))
@@ -600,7 +600,7 @@ def simulate_observer(sim, observer, detector=None, duration=10.0, estimate_forc
     true contact link or None), and with ``estimate_force`` ``force_err`` (relative error of the
     force-only estimate at the true link and point, NaN when not applicable).
     """
-    from .observer import estimate_contact_wrench
+    from ..estimation.observer import estimate_contact_wrench
     n = int(round(duration / sim.dt))
     nv = int(sim.model.nv)
     res = {'t': np.empty(n + 1), 'r': np.zeros((n + 1, nv)), 'tau_ext': np.zeros((n + 1, nv)),

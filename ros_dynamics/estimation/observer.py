@@ -73,7 +73,7 @@ def _rd():
 
 def _vec(x, n, name):
     """1-D float array of length n, finite (the core library's validation, same messages)."""
-    from .api import _vector
+    from ..core.api import _vector
     return _vector(x, n, name)
 
 

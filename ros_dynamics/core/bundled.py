@@ -8,7 +8,7 @@ BUNDLED = ('arm7.urdf', 'quadruped.urdf')
 
 def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(os.path.dirname(here), 'urdf')                  # source tree / editable
+    yield os.path.join(os.path.dirname(os.path.dirname(here)), 'urdf')                  # source tree / editable
     yield os.path.join(sys.prefix, 'share', 'ros_dynamics', 'urdf')    # pip data_files
     try:                                                               # ament (colcon install)
         from ament_index_python.packages import get_package_share_directory
