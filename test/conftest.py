@@ -50,3 +50,10 @@ def rclpy_context():
     rclpy.init(context=context)
     yield context
     context.try_shutdown()
+
+
+def pytest_configure(config):
+    for name, text in (('core', 'fast, pure Python, no ROS'),
+                       ('ros', 'real ROS processes over loopback DDS'),
+                       ('system', 'colcon build / end-to-end')):
+        config.addinivalue_line('markers', f'{name}: {text}')
