@@ -11,7 +11,8 @@ For each model (bundled 7-DoF arm, 30-DoF serial chain) and each rclpy executor 
    rclpy node with the default SingleThreadedExecutor, as a user would write it), publishes
    sensor_msgs/JointState at --rate Hz (default 1 kHz) for --duration s (default 10 s; stamp =
    wall-clock publish time, efforts filled so the observer runs) from this process, and reports
-   the fraction of joint states answered on ~/dynamics, the p50/p99/max latency from
+   the fraction of joint states answered on ~/dynamics (free motion: the efforts are the inverse
+  dynamics of the joint trajectory), the p50/p99/max latency from
    joint-state publish to ~/dynamics received in the subscriber process, and the node's CPU use
    over the publishing window from /proc/<pid>/stat (utime + stime, all threads; 100 % = one
    core).
@@ -203,6 +204,24 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
+def thread_cpu(pid):
+    """{thread name: CPU seconds} of a process's threads (/proc/<pid>/task/*/stat), the main
+    thread as 'main (Python)'; Fast DDS names its threads dds.udp.*, dds.shm.*, dds.ev.*, ..."""
+    out = {}
+    tick = os.sysconf('SC_CLK_TCK')
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                head, rest = f.read().rsplit(')', 1)
+        except OSError:
+            continue
+        name = 'main (Python)' if int(tid) == pid else head.split('(', 1)[1]
+        name = name.rstrip('0123456789.')  # dds.udp.7411 -> dds.udp
+        fields = rest.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def run_latency(name, xml, extra_params, duration, rate, executor):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -244,32 +263,36 @@ def run_latency(name, xml, extra_params, duration, rate, executor):
         model = rd.load_urdf(xml)
         names = list(model.joint_names)
         n = len(names)
+        # a smooth trajectory with the efforts that produce it (inverse dynamics): free motion,
+        # so the observer runs but no contact wrench is estimated
         amp = np.linspace(0.3, 0.8, n)
+        w = 2 * np.pi * 0.5
+        steps = int(round(duration * rate))
+        T = np.arange(steps)[:, None] / rate
+        Q, V, A = amp * np.sin(w * T), amp * w * np.cos(w * T), -amp * w * w * np.sin(w * T)
+        E = np.array([rd.inverse_dynamics(model, Q[k], V[k], A[k]) for k in range(steps)])
+        Q, V, E = Q.tolist(), V.tolist(), E.tolist()
         sent = []
         msg = JointState()
         msg.name = names
         period = 1.0 / rate
         cpu0 = cpu_seconds(proc.pid)
+        threads0 = thread_cpu(proc.pid)
         t0 = time.monotonic()
-        k = 0
-        while k * period < duration:
-            t = k * period
-            delay = t0 + t - time.monotonic()
+        for k in range(steps):
+            delay = t0 + k * period - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            w = 2 * np.pi * 0.5
-            msg.position = (amp * np.sin(w * t)).tolist()
-            msg.velocity = (amp * w * np.cos(w * t)).tolist()
-            msg.effort = (5.0 * np.sin(w * t + amp)).tolist()
+            msg.position, msg.velocity, msg.effort = Q[k], V[k], E[k]
             stamp = time.time_ns()
             msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
             pub.publish(msg)
             sent.append(stamp)
-            k += 1
         elapsed = time.monotonic() - t0
         cpu1 = cpu_seconds(proc.pid)
         time.sleep(0.3)  # the tail of the queue
         cpu_tail = cpu_seconds(proc.pid)
+        threads1 = thread_cpu(proc.pid)
         sub.wait(timeout=duration + 120)
     finally:
         executor_.shutdown()
@@ -294,6 +317,9 @@ def run_latency(name, xml, extra_params, duration, rate, executor):
             'node_cpu_percent': 100.0 * (cpu1 - cpu0) / elapsed,
             'node_cpu_percent_incl_tail': 100.0 * (cpu_tail - cpu0) / elapsed,
             'node_cpu_us_per_cycle': 1e6 * (cpu_tail - cpu0) / len(sent),
+            'node_cpu_us_per_cycle_by_thread': {
+                k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / len(sent), 1)
+                for k in sorted(threads1) if threads1[k] - threads0.get(k, 0.0) > 0},
             'loadavg_1min': load}
 
 
@@ -331,6 +357,8 @@ def main():
                   f'node CPU {res["node_cpu_percent"]:.1f} % of a core '
                   f'({res["node_cpu_us_per_cycle"]:.0f} us per joint state); '
                   f'load {res["loadavg_1min"]:.1f}', flush=True)
+            print('    node CPU per joint state by thread [us]: ' + ', '.join(
+                f'{k} {v:.0f}' for k, v in res['node_cpu_us_per_cycle_by_thread'].items()))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(results, f, indent=2)

@@ -407,6 +407,19 @@ def test_reset_observer_and_contact(arm, model):
     w = ce.wrench
     got = [w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z]
     np.testing.assert_allclose(got, F, rtol=0, atol=1e-9)
+    # the push ends: the residual decays, the release is announced once, then silence
+    free = [next_stamp() for _ in range(150)]
+    for s in free:
+        probe.js_pub.publish(probe.joint_state(names, q, v, g, s))
+        probe.spin_for(0.002)
+    assert probe.spin_until(lambda: probe.find_stamped('external_torque', free[-1]) is not None)
+    probe.spin_for(0.1)
+    later = [m for m in probe.received['contact_estimate']
+             if m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec >= free[0]]
+    assert [m.in_contact for m in later].count(False) == 1
+    assert later[-1].in_contact is False and not later[-1].wrench_valid
+    assert list(later[-1].isolated_links) == [] and later[-1].wrench_link == ''
+    assert probe.find_stamped('contact_estimate', free[-1]) is None
 
 
 def test_reset_observer_clears_stamp_history(arm, model):

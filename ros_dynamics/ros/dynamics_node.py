@@ -9,8 +9,9 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
 * publishes per accepted joint state one ``~/dynamics`` (ros_dynamics_msgs/Dynamics: M, C,
   dM/dt, g with the joint state's stamp), every ``christoffel_decimation``-th one
   ``~/christoffel`` (ros_dynamics_msgs/Christoffel; reliable, transient local, depth 1), and per
-  observer update ``~/contact_estimate`` (ros_dynamics_msgs/ContactEstimate) and
-  ``~/external_torque`` (sensor_msgs/JointState, effort = residual); ``~/gravity_torque``
+  observer update ``~/external_torque`` (sensor_msgs/JointState, effort = residual) and,
+  while in contact and once when free, ``~/contact_estimate`` (ros_dynamics_msgs/ContactEstimate);
+  ``~/gravity_torque``
   (sensor_msgs/JointState) on request;
 * services ``~/get_dynamics`` (GetDynamics), ``~/get_christoffel`` (GetChristoffel) at a
   requested or the latest accepted state, ``~/reset_observer`` (std_srvs/Trigger).
@@ -116,7 +117,8 @@ _PARAMS = (
     ('publish_external_torque', True,
      'Publish ~/external_torque (sensor_msgs/JointState, effort = observer residual).', {}),
     ('publish_contact_estimate', True,
-     'Publish ~/contact_estimate (detection, isolated links, wrench) per observer update.', {}),
+     'Publish ~/contact_estimate (detection, isolated links, wrench): every observer update '
+     'while in contact, and once when free (first update, release).', {}),
     ('publish_gravity_torque', False,
      'Also publish ~/gravity_torque (sensor_msgs/JointState, effort = g); always on when '
      'ros_dynamics_msgs is not installed.', {}),
@@ -139,16 +141,17 @@ _PARAMS = (
     ('qos_reliability', 'reliable',
      "Reliability of the output topics except ~/christoffel: 'reliable' or 'best_effort'.",
      {'read_only': True}),
-    ('input_qos_depth', 100,
+    ('input_qos_depth', 1000,
      'History depth of the joint_states/odom/commanded_torque inputs (a burst of this many '
      'messages is queued, not dropped).',
      {'read_only': True, 'integer_range': [IntegerRange(from_value=1, to_value=100000, step=1)]}),
     ('input_qos_reliability', 'reliable',
      "Reliability of the inputs: 'reliable' or 'best_effort' (best_effort also receives from "
      'reliable publishers).', {'read_only': True}),
-    ('executor', 'single',
-     "rclpy executor: 'single' (SingleThreadedExecutor) or 'events' (rclpy's experimental "
-     'EventsExecutor, lower overhead per message).', {'read_only': True}),
+    ('executor', 'events',
+     "rclpy executor: 'events' (rclpy's experimental EventsExecutor, about half the CPU per "
+     "message; SingleThreadedExecutor where rclpy has none) or 'single' "
+     '(SingleThreadedExecutor).', {'read_only': True}),
     ('allow_missing_velocity', False,
      'Accept joint states with an empty velocity array and use zero velocity (otherwise such '
      'messages are rejected).', {}),
@@ -358,6 +361,7 @@ class _Engine:
         self.latest_q = np.zeros(self.nq)  # the latest accepted state (for the services)
         self.latest_v = np.zeros(self.nv)
         self.latest_stamp = None
+        self.free_announced = False  # a ContactEstimate with in_contact=False was published
 
     def name_map(self, attr, names):
         cached = getattr(self, attr)
@@ -868,9 +872,13 @@ class DynamicsNode(Node):
                 np.copyto(eng.gam_q, eng.q)
                 np.copyto(eng.G_view, gamma)
                 self._pub_G.publish(m)
-            if contact is not None and cfg.publish_contact_estimate:
+            # while in contact every update; when free only the first update and the release
+            # (the residual itself streams on ~/external_torque)
+            if contact is not None and cfg.publish_contact_estimate and (
+                    contact.in_contact or not eng.free_announced):
                 self._fill_contact(eng, cfg, stamp, r, contact, wrench)
                 self._pub_contact.publish(eng.contact_msg)
+                eng.free_announced = not contact.in_contact
         if cfg.publish_gravity_torque or not HAVE_MSGS:
             np.copyto(eng.g_view, d.g)
             eng.g_msg.header.stamp = stamp
@@ -971,6 +979,8 @@ class DynamicsNode(Node):
                 'observer not available (no model yet)')) + '; stamp history cleared'
             return response
         ob.reset()
+        if self._engine is not None:
+            self._engine.free_announced = False
         response.success = True
         response.message = ('observer will be re-initialized at the next joint state; '
                             'stamp history cleared')

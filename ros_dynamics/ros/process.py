@@ -79,7 +79,8 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
         node = make_node()
         if life.stop.is_set():
             return 0
-        ex = make_executor(executor(node) if callable(executor) else executor)
+        ex = make_executor(executor(node) if callable(executor) else executor,
+                           node.get_logger())
         ex.add_node(node)
         if hasattr(ex, 'wake'):  # EventsExecutor: no guard conditions, a wake() instead
             life._wake = ex.wake
@@ -111,12 +112,18 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
     return 0
 
 
-def make_executor(kind: str):
-    """An rclpy executor by name ('single' or 'events')."""
+def make_executor(kind: str, logger=None):
+    """An rclpy executor by name: 'events' (rclpy.experimental.EventsExecutor, rclpy >= 9 /
+    Kilted; falls back to 'single' where it does not exist) or 'single'."""
+    if kind == 'events':
+        try:
+            from rclpy.experimental import EventsExecutor
+            return EventsExecutor()
+        except ImportError:
+            if logger is not None:
+                logger.info('rclpy has no EventsExecutor here: using SingleThreadedExecutor')
+            kind = 'single'
     if kind == 'single':
         from rclpy.executors import SingleThreadedExecutor
         return SingleThreadedExecutor()
-    if kind == 'events':
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
     raise ValueError(f"unknown executor {kind!r}: 'single' or 'events'")
