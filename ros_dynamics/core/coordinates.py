@@ -145,7 +145,7 @@ class CenterOfMassCoordinates:
     nu_2 = (omega, joint rates) keeps the base's angular velocity as Remark 6 recommends (no
     orientation parametrization, no singularity) and is independent of pdot_CoM, so the kinetic
     energy splits as 1/2 m |pdot_CoM|^2 + (motion about the CoM) and
-        Mbar = [[m 1_3, 0], [0, M22]]            (eq. (32), block-diagonal by construction of A)
+        Mbar = [[m 1_3, 0], [0, M22]]            (eq. (32), from that split of the kinetic energy)
     and the CoM rows and columns of Cbar and Gammabar vanish.  Only the base's linear rate is
     replaced, and the map follows from the total momentum Algorithm 1 already computes: in the
     base frame (linear first) the free joint's rows of M give the spatial momentum, whose linear
@@ -200,9 +200,10 @@ class CenterOfMassCoordinates:
         Adot[0:3] = -((skew(omega) @ M[0:3] + Mdot[0:3]) @ A) / self.mass
         return Adot
 
-    def state(self, q, v):
-        """(qbar, vbar) from the free-flyer state (q, v)."""
-        M = mass_matrix(self.model, q)
+    def state(self, q, v, M=None):
+        """(qbar, vbar) from the free-flyer state (q, v) (``M``: the mass matrix at q, if known)."""
+        if M is None:
+            M = mass_matrix(self.model, q)
         R = self._rotation(q)
         qbar = np.array(q, dtype=float)
         qbar[0:3] = q[0:3] + R @ self.com_offset(M)

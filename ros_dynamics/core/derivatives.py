@@ -50,19 +50,28 @@ quasi-velocities do not commute (their structure constants are those of (nu_0 x)
 """
 
 import numpy as np
+from numba import njit
 
 from .api import dynamics
-from .spatial_numpy import skew
+from .spatial import _JIT
 
 
-def motion_cross_matrix(twist):
-    """(nu x), 6x6, for a twist nu = [linear; angular] (Pinocchio's order): (nu x) m = nu x m."""
-    ux, wx = skew(twist[0:3]), skew(twist[3:6])
-    X = np.zeros((6, 6))
-    X[0:3, 0:3] = wx
-    X[0:3, 3:6] = ux
-    X[3:6, 3:6] = wx
-    return X
+@njit(**_JIT)
+def free_joint_correction(M, v, D):
+    """D[:, 0:6] -= M[:, 0:6] (nu_0 x), nu_0 = v[0:6] = [upsilon; omega] (eq. (*) above).
+
+    Row by row, with r = M[i, 0:6] = [a; b]: r (nu_0 x) = [a x omega, a x upsilon + b x omega]
+    (a^T (w x) = (a x w)^T).  O(36 nv), no temporaries.
+    """
+    ux, uy, uz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+    for i in range(M.shape[0]):
+        ax, ay, az, bx, by, bz = M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5]
+        D[i, 0] -= ay * wz - az * wy
+        D[i, 1] -= az * wx - ax * wz
+        D[i, 2] -= ax * wy - ay * wx
+        D[i, 3] -= ay * uz - az * uy + by * wz - bz * wy
+        D[i, 4] -= az * ux - ax * uz + bz * wx - bx * wz
+        D[i, 5] -= ax * uy - ay * ux + bx * wy - by * wx
 
 
 def inverse_dynamics_dv(model, q, v):
@@ -72,5 +81,5 @@ def inverse_dynamics_dv(model, q, v):
     out = d.C
     out *= 2.0
     if model.floating_base:
-        out[:, 0:6] -= d.M[:, 0:6] @ motion_cross_matrix(np.asarray(v, dtype=float)[0:6])
+        free_joint_correction(d.M, np.asarray(v, dtype=float), out)
     return out
