@@ -16,12 +16,14 @@ times, interleaved in one process, at the Python-call level:
 * pin C:     pin.computeCoriolisMatrix(q, v), Pinocchio's version of Algorithm 1 (2C is its
              dtau/dv for fixed bases): what the same route costs in C++.
 
-Ratios are formed from numbers measured in the same run (the machine is shared and noisy).
+Ratios are formed from numbers measured in the same run; times are CPU time of this thread
+(time.thread_time), since the shared 2-core machine is often loaded by other processes.
 """
 
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -92,14 +94,15 @@ def main():
             'ours': lambda: rd.inverse_dynamics_dv(model, q, v),
             'pin_rnea_d': lambda: pin.computeRNEADerivatives(pm, pd, qp, vp, ap_),
             'pin_C': lambda: pin.computeCoriolisMatrix(pm, pd, qp, vp),
-        }, blocks=11 if args.quick else 31)
+        }, blocks=11 if args.quick else 41, block_s=0.02, clock=time.thread_time)
         rows.append((label, model.nv, worst, t))
 
     lines = [
         '# dtau/dv: Algorithm 1 (rd.inverse_dynamics_dv) vs Pinocchio computeRNEADerivatives',
         '',
         f'Machine: {machine_info()}; load average {os.getloadavg()[0]:.2f} at the end of the run.',
-        'Median per-call time over interleaved blocks, Python-call level, same process.',
+        'Median per-call CPU time (thread_time; the shared machine is loaded) over interleaved blocks,',
+        'Python-call level, same process.',
         "Pinocchio's computeRNEADerivatives also returns dtau/dq and M (it cannot return dtau/dv alone),",
         'so the ratio is "our dtau/dv" against "the call a Pinocchio user makes to get dtau/dv".',
         'pin C = pin.computeCoriolisMatrix: the same Algorithm 1 route in C++ (for scale).',
