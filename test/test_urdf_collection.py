@@ -105,7 +105,7 @@ def pinocchio_loads(path, floating_base):
 
 
 @pytest.mark.skipif(not URDFS, reason='example-robot-data is not installed')
-def test_every_pinocchio_loadable_urdf_loads_and_agrees():
+def test_every_pinocchio_loadable_urdf_loads_and_agrees(record_property):
     rng = np.random.default_rng(11)
     loadable, loaded, failures = 0, 0, []
     worst = {'M': (0.0, ''), 'g': (0.0, '')}
@@ -138,6 +138,8 @@ def test_every_pinocchio_loadable_urdf_loads_and_agrees():
                 failures.append(f'{label}: M error {errors["M"]:.2e}, g error {errors["g"]:.2e}')
                 continue
             loaded += 1
+    record_property('loaded', loaded)
+    record_property('pinocchio_loadable', loadable)
     print(f'\nexample-robot-data: {loaded} / {loadable} Pinocchio-loadable (URDF, base) pairs load '
           f'and agree ({len(URDFS)} URDF files); worst M error {worst["M"][0]:.1e} ({worst["M"][1]}), '
           f'worst g error {worst["g"][0]:.1e} ({worst["g"][1]})')

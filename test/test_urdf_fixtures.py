@@ -95,6 +95,11 @@ def test_massless_finger_loads_singular_and_forward_dynamics_refuses(clean):
     assert np.array_equal(d.g[:2], rd.gravity(clean, q[:2]))
     with pytest.raises(ValueError, match=r"not positive definite.*'finger'"):
         rd.forward_dynamics(model, q, v, np.zeros(3))
+    # A payload on the finger makes M regular again: forward dynamics inverts inverse dynamics.
+    loaded = rd.attach_payload(model, 'finger', 0.2, com=(0.05, 0, 0))
+    a = np.array([1.0, -2.0, 3.0])
+    tau = rd.inverse_dynamics(loaded, q, v, a)
+    assert np.allclose(rd.forward_dynamics(loaded, q, v, tau), a, rtol=0, atol=1e-9)
 
 
 def _drone_parts():

@@ -38,7 +38,8 @@ class Model:
     ``dof_body`` int64[nv]   body of each DoF; ``dof_parent`` int64[nv]: DoF-tree parent (-1: none)
     ``gravity`` float[3]     gravitational acceleration in the world frame
 
-    ``warnings``: what the URDF loader skipped or assumed (a tuple of messages).
+    ``warnings``: what the URDF loader skipped or assumed (a tuple of messages; empty for a
+    model made otherwise, e.g. by :meth:`copy`).
     """
 
     warnings = ()
@@ -125,9 +126,7 @@ class Model:
                     floating_base=self.floating_base, gravity=self.gravity, root_link=self.root_link,
                     mimic=self.mimic, joint_limits=self.joint_limits)
         args.update(changes)
-        model = Model(**args)
-        model.warnings = self.warnings
-        return model
+        return Model(**args)
 
     def __repr__(self):
         kind = 'floating' if self.floating_base else 'fixed'

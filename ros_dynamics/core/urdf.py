@@ -158,7 +158,10 @@ def _parse_xml(text):
     except ET.ParseError as exc:
         error = exc
     if error is not None:
-        where = (' inside ' + ' / '.join(_describe(e) for e in open_elements)) if open_elements else ''
+        shown = [_describe(e) for e in open_elements[:2] + open_elements[2:][-3:]]
+        if len(open_elements) > 5:
+            shown.insert(2, '...')
+        where = (' inside ' + ' / '.join(shown)) if open_elements else ''
         raise ValueError(f'malformed URDF XML{where}: {error}') from None
     if root is None:
         raise ValueError('malformed URDF XML: no element found')
