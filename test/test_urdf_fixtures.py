@@ -234,3 +234,13 @@ def test_a_2000_link_chain_loads_and_its_gravity_is_the_potential_gradient():
         d = rng.normal(size=model.nv)
         slope = (potential(q + h * d) - potential(q - h * d)) / (2 * h)
         assert abs(g @ d - slope) <= 1e-7 * abs(slope)
+
+
+def test_joint_limits_follow_the_urdf_defaults(clean):
+    assert clean.joint_limits['shoulder'] == dict(lower=-2.0, upper=2.0, velocity=2.0, effort=40.0)
+    xml = text('clean_arm').replace('<limit lower="-2" upper="2" effort="20" velocity="3"/>',
+                                    '<limit effort="20" velocity="nan"/>')
+    model = load_warning(xml, r"joint 'elbow': <limit velocity=\"nan\"> is not a number: ignored")
+    assert model.joint_limits['elbow'] == dict(lower=0.0, upper=0.0, velocity=None, effort=20.0)
+    model = load_quietly(xml.replace('type="revolute"', 'type="continuous"').replace('velocity="nan"', ''))
+    assert model.joint_limits['elbow'] == dict(lower=None, upper=None, velocity=None, effort=20.0)

@@ -311,6 +311,8 @@ class _Reader:
             values = {}
             for key in ('lower', 'upper', 'velocity', 'effort'):
                 text = limit.get(key)
+                if text is None and key in ('lower', 'upper') and jtype != 'continuous':
+                    text = '0'                            # the URDF default
                 try:
                     values[key] = None if text is None else float(text)
                 except ValueError:
