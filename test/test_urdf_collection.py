@@ -24,7 +24,7 @@ TOLERANCE = 1e-9            # relative to max(1, max |reference|); the core agre
 def collection_urdfs():
     """All .urdf files of the installed example-robot-data package."""
     try:
-        import example_robot_data                     # older wheels ship a Python module
+        # wheels that ship the Python module know their model directory
         from example_robot_data.path import EXAMPLE_ROBOT_DATA_MODEL_DIR as root
         return sorted(glob.glob(os.path.join(root, '**', '*.urdf'), recursive=True))
     except ImportError:

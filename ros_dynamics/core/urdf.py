@@ -474,7 +474,8 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
         raise ValueError('joint cycle detached from the tree: ' + ' -> '.join(map(repr, cycle)))
 
     moving = set(joint_names)
-    orphans = [f'{name!r} (mimics {leader!r})' for name, (leader, _, _) in mimic.items() if leader not in moving]
+    orphans = [f'{name!r} (mimics {leader!r})' for name, (leader, _, _) in mimic.items()
+               if leader not in moving]
     if orphans:
         reader.warn('mimic joints whose leader is not a moving joint of this robot stay independent '
                     'coordinates: ' + _listed(orphans))
@@ -494,7 +495,8 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
 
     model = Model(name=robot_name, body_names=body_names, joint_names=joint_names,
                   parent=parent, jtype=jtype, X_R=X_R, X_p=X_p, axis=axis,
-                  mass=[m for m, _, _ in inertial], com=[c for _, c, _ in inertial], inertia=[I for _, _, I in inertial],
+                  mass=[m for m, _, _ in inertial], com=[c for _, c, _ in inertial],
+                  inertia=[I for _, _, I in inertial],
                   link_frames=link_frames, floating_base=floating_base, gravity=gravity,
                   root_link=root, mimic=mimic, joint_limits=limits)
     massless = [repr(body_names[i]) for i in massless_bodies(model)]
