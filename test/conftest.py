@@ -33,9 +33,10 @@ os.environ.update(ros_compat.ros_environment(domain_id=TEST_DOMAIN_ID, localhost
 
 
 def pytest_configure(config):
-    for name, what in (('core', 'fast, pure Python (no ROS)'), ('ros', 'real ROS processes'),
-                       ('system', 'colcon build, end-to-end')):
-        config.addinivalue_line('markers', f'{name}: {what}')
+    for marker, meaning in (('core', 'fast, pure Python (no ROS)'),
+                            ('ros', 'real rclpy processes over loopback DDS'),
+                            ('system', 'colcon build, end-to-end')):
+        config.addinivalue_line('markers', f'{marker}: {meaning}')
 
 
 @pytest.fixture(scope='session')
