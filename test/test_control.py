@@ -217,10 +217,21 @@ def test_pairer_serves_only_same_stamp_pairs_and_counts_the_rest():
     assert p.served_fraction() == 4 / 11
 
 
-def test_pairer_drops_a_same_stamp_pair_that_disagrees():
+def test_pairer_drops_same_stamp_terms_that_disagree_and_waits_for_the_right_ones():
     p = StampPairer(consistent=lambda s, t: s == t)
     assert p.add_state(1, 'a') is None
     assert p.add_terms(1, 'b') is None
     assert p.counts['mismatched'] == 1 and p.last_served is None
-    assert p.add_terms(2, 'c') is None
-    assert p.add_state(2, 'c') == (2, 'c', 'c')
+    assert p.add_terms(1, 'a') == (1, 'a', 'a')
+    assert p.add_terms(2, 'x') is None          # before its state, disagrees
+    assert p.add_state(2, 'c') is None
+    assert p.add_terms(2, 'c') == (2, 'c', 'c')
+    assert p.counts['mismatched'] == 2
+
+
+def test_pairer_terms_out_of_order_do_not_block():
+    p = StampPairer()
+    assert p.add_terms(6, 't6') is None
+    assert p.add_terms(5, 't5') is None
+    assert p.add_state(5, 's5') == (5, 's5', 't5')
+    assert p.add_state(6, 's6') == (6, 's6', 't6')

@@ -9,8 +9,9 @@ Policy of :class:`StampPairer` (documented in the README, "Tracking controller")
 
 * a cycle is served when both halves with the same stamp are present (whichever arrives
   first waits, up to ``max_pending`` of its kind); with a ``consistent(state, terms)`` check
-  (the controller: same joint positions and velocities) a same-stamp pair that disagrees is
-  dropped and counted ``mismatched``;
+  (the controller: same joint positions and velocities) same-stamp terms that disagree with
+  the joint state are dropped and counted ``mismatched``, and the joint state keeps waiting
+  for the right terms;
 * serving stamp ``t`` drops every waiting joint state older than ``t``: their terms did not
   arrive before newer ones did, so they are counted ``late`` and get no command -- the
   simulator (and a real drive) holds the last command, which is the safe choice for one missed
@@ -51,11 +52,12 @@ class StampPairer:
         if self.last_served is not None and stamp <= self.last_served:
             self.counts['stale_states'] += 1
             return None
-        if stamp in self._terms:
-            return self._serve(stamp, state, self._terms.pop(stamp))
         if self._states and stamp <= next(reversed(self._states)):
             self.counts['stale_states'] += 1     # out of order or repeated: not answered
             return None
+        terms = self._terms.pop(stamp, None)
+        if terms is not None and self._agree(state, terms):
+            return self._serve(stamp, state, terms)
         self._states[stamp] = state
         while len(self._states) > self.max_pending:
             self._states.popitem(last=False)
@@ -67,25 +69,31 @@ class StampPairer:
         if self.last_served is not None and stamp <= self.last_served:
             self.counts['stale_terms'] += 1
             return None
-        state = self._states.pop(stamp, None)
+        state = self._states.get(stamp)
         if state is not None:
-            return self._serve(stamp, state, terms)
+            if self._agree(state, terms):
+                del self._states[stamp]
+                return self._serve(stamp, state, terms)
+            return None
         self._terms[stamp] = terms
         while len(self._terms) > self.max_pending:
             self._terms.popitem(last=False)
             self.counts['overflow_terms'] += 1
         return None
 
+    def _agree(self, state, terms):
+        if self.consistent is None or self.consistent(state, terms):
+            return True
+        self.counts['mismatched'] += 1
+        return False
+
     def _serve(self, stamp, state, terms):
-        if self.consistent is not None and not self.consistent(state, terms):
-            self.counts['mismatched'] += 1
-            return None
         self.last_served = stamp
-        while self._states and next(iter(self._states)) < stamp:
+        while self._states and next(iter(self._states)) < stamp:   # increasing stamps
             self._states.popitem(last=False)
             self.counts['late'] += 1
-        while self._terms and next(iter(self._terms)) < stamp:
-            self._terms.popitem(last=False)
+        for old in [k for k in self._terms if k < stamp]:          # arrival order
+            del self._terms[old]
             self.counts['stale_terms'] += 1
         self.counts['served'] += 1
         return stamp, state, terms
