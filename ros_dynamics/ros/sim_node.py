@@ -136,6 +136,8 @@ def main(args=None):
             self._cmd_stamp = None
             self._sent = {}           # stamp ns -> monotonic publish time (external mode)
             self.latencies = []       # wall seconds, joint state -> its command
+            self._last_stamp = None   # stamp of the latest published joint state
+            self.in_time = 0          # commands that answered the latest joint state
             if self.control == 'external':
                 from ros_dynamics.simulation.external import HeldEffort
                 try:
@@ -198,6 +200,8 @@ def main(args=None):
             t_sent = self._sent.pop(stamp, None)
             if t_sent is not None:
                 self.latencies.append(time.monotonic() - t_sent)
+            if stamp == self._last_stamp:
+                self.in_time += 1       # answers the latest joint state: acts in the next step
             with self._cmd_cv:
                 self._cmd_stamp = stamp
                 self._cmd_cv.notify_all()
@@ -232,7 +236,7 @@ def main(args=None):
             lat = np.array(self.latencies) * 1e3
             msg = (f'external control: {ext.applied} steps on commands, {ext.fallback_steps} on '
                    f'the fallback ({ext.transitions} timeouts); {lat.size} commands answered a '
-                   'published joint state')
+                   f'published joint state, {self.in_time} in time (before the next step)')
             if lat.size:
                 msg += (f', loop latency p50 {np.percentile(lat, 50):.2f} ms, '
                         f'p99 {np.percentile(lat, 99):.2f} ms (wall)')
@@ -248,6 +252,7 @@ def main(args=None):
             js.velocity = [float(x) for x in s.v[self.nbv:]]
             js.effort = [float(x) for x in s.tau[self.nbv:]]
             if self.external is not None:
+                self._last_stamp = stamp_ns
                 self._sent[stamp_ns] = time.monotonic()
                 if len(self._sent) > 5000:
                     for old in list(self._sent)[:1000]:
