@@ -37,12 +37,14 @@ ARGS = (
 
 
 def robot_description_from_file(path):
-    """URDF XML of a .urdf file, or of a .xacro file expanded with the xacro module."""
-    if path.endswith('.xacro'):
-        import xacro
-        return xacro.process_file(path).toxml()
-    with open(path) as f:
-        return f.read()
+    """URDF XML of a .urdf or .xacro file: the function of the sibling dynamics.launch.py."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'ros_dynamics_dynamics_launch', os.path.join(os.path.dirname(__file__),
+                                                     'dynamics.launch.py'))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.robot_description_from_file(path)
 
 
 def _launch_setup(context, *args, **kwargs):

@@ -70,15 +70,17 @@ class _Law:
         return c
 
 
-class PDGravity(_Law):
-    """``τ = g(q) − K_p q̃ − K_d q̃̇`` (M and C unused)."""
-    name = 'pd_gravity'
-
+class _PDGains(_Law):
     gains = ('kp', 'kd')
 
     def __init__(self, kp, kd):
         super().__init__()
         self.kp, self.kd = _gain(kp, 'kp'), _gain(kd, 'kd')
+
+
+class PDGravity(_PDGains):
+    """``τ = g(q) − K_p q̃ − K_d q̃̇`` (M and C unused)."""
+    name = 'pd_gravity'
 
     def __call__(self, q, v, qd, vd, ad, M, C, g):
         c = self._prepare(q, v, g)
@@ -89,15 +91,9 @@ class PDGravity(_Law):
         return g + fb
 
 
-class ComputedTorque(_Law):
+class ComputedTorque(_PDGains):
     """``τ = M (q̈_d − K_d' q̃̇ − K_p' q̃) + C q̇ + g``; gains in 1/s² and 1/s."""
     name = 'computed_torque'
-
-    gains = ('kp', 'kd')
-
-    def __init__(self, kp, kd):
-        super().__init__()
-        self.kp, self.kd = _gain(kp, 'kp'), _gain(kd, 'kd')
 
     def __call__(self, q, v, qd, vd, ad, M, C, g):
         c = self._prepare(q, v, g)
@@ -111,7 +107,6 @@ class ComputedTorque(_Law):
 class SlotineLi(_Law):
     """``τ = M q̈_r + C q̇_r + g − K_D s`` with ``q̇_r = q̇_d − Λ q̃``, ``s = q̃̇ + Λ q̃``."""
     name = 'slotine_li'
-
     gains = ('kd', 'lam')
 
     def __init__(self, kd, lam):
