@@ -150,3 +150,4 @@ def test_commands_use_the_terms_of_exactly_the_joint_state_they_answer(rclpy_con
                 assert not np.allclose(tau, expected_tau(t, q, v, other), atol=1e-6)
     log = proc.log()
     assert 'late 1' in log and 'mismatched 1' in log, log
+    assert '1 joint states skipped so far' in log, log

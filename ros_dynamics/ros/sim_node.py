@@ -177,7 +177,9 @@ def main(args=None):
             self.get_logger().info(
                 f'sim: {model.name!r} ({len(self.names)} joints), scenario '
                 f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
-                f'{rate:g} Hz')
+                f'{rate:g} Hz' + (', external efforts on ~/effort_command (gravity '
+                                  'compensation + damping until the first one)'
+                                  if self.external is not None else ''))
 
         def _on_command(self, msg):
             try:

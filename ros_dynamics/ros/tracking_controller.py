@@ -97,6 +97,7 @@ def main(args=None):
             self.law = self.traj = self.t0 = None
             self.rejected = {'joint_states': 0, 'dynamics': 0, 'command': 0}
             self.latency = []
+            self._late_logged = 0
             qos_in = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
             self.create_subscription(JointState, 'joint_states', self._on_joint_state, qos_in)
             self.create_subscription(Dynamics, self._p('dynamics_topic'), self._on_dynamics,
@@ -179,6 +180,13 @@ def main(args=None):
 
         def _serve(self, stamp, state, terms):
             q, v, t_rx = state
+            late = self.pairer.counts['late']
+            if late > self._late_logged:
+                self._late_logged = late
+                self.get_logger().warning(
+                    f'{late} joint states skipped so far: their dynamics terms came after a '
+                    'newer pair (no command for them; the plant holds the last one)',
+                    throttle_duration_sec=2.0)
             if self.law is None:
                 self._start(stamp, q, terms)
             qd, vd, ad = self.traj((stamp - self.t0) * 1e-9)
