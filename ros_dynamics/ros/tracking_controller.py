@@ -98,6 +98,7 @@ def main(args=None):
             self.rejected = {'joint_states': 0, 'dynamics': 0, 'command': 0}
             self.latency = []
             self._late_logged = 0
+            self._early = []
             qos_in = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
             self.create_subscription(JointState, 'joint_states', self._on_joint_state, qos_in)
             self.create_subscription(Dynamics, self._p('dynamics_topic'), self._on_dynamics,
@@ -127,10 +128,12 @@ def main(args=None):
             self.get_logger().warning(f'{what} message rejected: {exc}',
                                       throttle_duration_sec=2.0)
 
-        def _on_joint_state(self, msg):
-            t_rx = time.monotonic()
-            if self.jmap is None:
-                return              # joint order not known yet (first Dynamics message)
+        def _on_joint_state(self, msg, t_rx=None):
+            t_rx = time.monotonic() if t_rx is None else t_rx
+            if self.jmap is None:   # joint order not known before the first Dynamics message:
+                self._early.append((msg, t_rx))       # keep the latest few until then
+                del self._early[:-10]
+                return
             try:
                 q, v = self.jmap.joint_state(msg)
             except ValueError as exc:
@@ -142,8 +145,12 @@ def main(args=None):
         def _on_dynamics(self, msg):
             try:
                 if self.jmap is None:
+                    terms_from_msg(msg)          # valid before its names become the order
                     self.joints = list(msg.names)
                     self.jmap = JointMap(self.joints)
+                    early, self._early = self._early, []
+                    for m, t_rx in early:
+                        self._on_joint_state(m, t_rx)
                 terms = terms_from_msg(msg, self.jmap.indices(msg.names))
             except ValueError as exc:
                 return self._reject('dynamics', exc)
