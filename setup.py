@@ -28,6 +28,7 @@ setup(
         'console_scripts': [
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
+            'tracking_controller = ros_dynamics.ros.tracking_controller:main',
         ],
     },
 )
