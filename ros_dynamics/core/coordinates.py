@@ -70,8 +70,9 @@ class MimicCoordinates:
                 if cur in seen:
                     raise ValueError(f'mimic joints form a cycle through {cur!r}')
                 seen.add(cur)
+                # q_name = k q_cur + off and q_cur = mult q_lead + offset (URDF <mimic>)
                 lead, mult, offset = model.mimic[cur]
-                k, off, cur = k * mult, off * mult + offset, lead
+                k, off, cur = k * mult, off + k * offset, lead
             leader[name] = (cur, k, off)
         self.independent = [n for n in model.joint_names if leader[n][0] == n]
         col = {n: base + i for i, n in enumerate(self.independent)}           # column of A

@@ -1,0 +1,100 @@
+"""Cost per cycle of dynamics_node's output coordinates (parameter ``coordinates``).
+
+The node computes M, C, dM/dt, g (and, on Christoffel cycles, Gamma) in the model's joint
+coordinates and maps them with ros_dynamics.ros.output_coordinates.OutputCoordinates.  This
+times that mapping next to the cycle's core call it adds to, in CPU time (thread_time,
+interleaved medians; see common.py), per robot and coordinate choice:
+
+  dynamics      rd.dynamics(model, q, v)                  the core call of every cycle
+  map           OutputCoordinates.apply(q, v, d)          added to every cycle
+  christoffel   rd.christoffel(model, q)                  the core call of a Gamma cycle
+  map+Gamma     OutputCoordinates.apply(q, v, d, Gamma)   added to a Gamma cycle (incl. map)
+
+Every mapping is checked against the core library's coordinate objects before it is timed.
+Usage: python benchmarks/output_coordinates.py [--quick]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from common import interleaved, log, machine_info, us
+
+import ros_dynamics as rd
+from ros_dynamics.ros.output_coordinates import OutputCoordinates
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GRIPPER = os.path.join(os.path.dirname(HERE), 'test', 'fixtures', 'urdf', 'gripper_mimic.urdf')
+BASE = tuple(f'floating_base/{a}' for a in ('linear_x', 'linear_y', 'linear_z',
+                                              'angular_x', 'angular_y', 'angular_z'))
+
+CASES = [  # (label, URDF, floating base, coordinates)
+    ('gripper (5 joints, 2 mimic)', GRIPPER, False, 'joint'),
+    ('gripper (5 joints, 2 mimic)', GRIPPER, False, 'mimic_reduced'),
+    ('arm7', rd.bundled_urdf('arm7'), False, 'joint'),
+    ('arm7', rd.bundled_urdf('arm7'), False, 'mimic_reduced'),
+    ('quadruped floating (nv 18)', rd.bundled_urdf('quadruped'), True, 'joint'),
+    ('quadruped floating (nv 18)', rd.bundled_urdf('quadruped'), True, 'mimic_reduced'),
+    ('quadruped floating (nv 18)', rd.bundled_urdf('quadruped'), True, 'center_of_mass'),
+]
+
+
+def state(model, rng):
+    q = rng.uniform(-1, 1, model.nq)
+    if model.floating_base:
+        q[3:7] /= np.linalg.norm(q[3:7])
+    return q, rng.uniform(-1, 1, model.nv)
+
+
+def check(oc, model, q, v):
+    """The adapter's output equals the core coordinate object's (or the input for joint)."""
+    d = rd.dynamics(model, q, v)
+    G = rd.christoffel(model, q)
+    out = oc.apply(q, v, d, G)
+    if oc.kind == 'joint':
+        ref_d, ref_G, ref_q = d, G, q
+    elif oc.kind == 'mimic_reduced':
+        ref_d, ref_G = oc.co.reduce(d), rd.transform_christoffel(G, oc.co.A)
+        ref_q = oc.co.state(q, v)[0]
+    else:
+        ref_d, ref_G, ref_q = oc.co.dynamics(q, v), oc.co.christoffel(q), oc.co.state(q, v)[0]
+    err = max(np.abs(np.asarray(getattr(out.d, f)) - getattr(ref_d, f)).max()
+              for f in ('M', 'C', 'Mdot', 'g'))
+    err = max(err, np.abs(out.gamma - ref_G).max(), np.abs(out.q - ref_q).max())
+    return err
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--quick', action='store_true', help='fewer timing blocks')
+    args = ap.parse_args()
+    blocks = 9 if args.quick else 31
+    rng = np.random.default_rng(0)
+    print(f'# dynamics_node output coordinates: CPU time per call (us)\n\n{machine_info()}; '
+          f'load average {os.getloadavg()[0]:.1f}\n')
+    print('| robot | coordinates | nv -> published | dynamics | map | christoffel | '
+          'map+Gamma | max diff vs core |')
+    print('|---|---|---|---:|---:|---:|---:|---:|')
+    for label, urdf, floating, kind in CASES:
+        model = rd.load_urdf(urdf, floating_base=floating)
+        oc = OutputCoordinates(model, kind, BASE)
+        q, v = state(model, rng)
+        err = check(oc, model, q, v)
+        d = rd.dynamics(model, q, v)
+        G = rd.christoffel(model, q)
+        log(f'{label} {kind}: timing')
+        t = interleaved({
+            'dynamics': lambda: rd.dynamics(model, q, v),
+            'map': lambda: oc.apply(q, v, d),
+            'christoffel': lambda: rd.christoffel(model, q),
+            'map+Gamma': lambda: oc.apply(q, v, d, G),
+        }, blocks=blocks, clock=time.thread_time)
+        print(f'| {label} | {kind} | {model.nv} -> {oc.nv} | {us(t["dynamics"])} | '
+              f'{us(t["map"])} | {us(t["christoffel"])} | {us(t["map+Gamma"])} | {err:.1e} |')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
