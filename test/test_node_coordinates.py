@@ -6,7 +6,8 @@ The published numbers are compared with the core library's coordinate changes (1
 checked against what those changes must give, computed here from the full-coordinate terms or
 from physics: Mbar = A^T M A with A read off the URDF's <mimic> tags, Mbar_dot = Cbar + Cbar^T
 (Theorem 1), Cbar = Gammabar . vbar; in CoM coordinates M block-diagonal with m 1_3, the
-gravity force on the CoM -m * gravity, the CoM velocity of the published state.
+gravity force -m * gravity on the CoM and none on the other coordinates, the CoM
+position and velocity of the published state (Pinocchio).
 """
 import itertools
 import os
@@ -232,7 +233,9 @@ def test_center_of_mass_topics(quad_com, quad_model):
     np.testing.assert_allclose(C[:3], 0.0, atol=1e-12)
     np.testing.assert_allclose(C[:, :3], 0.0, atol=1e-12)
     np.testing.assert_allclose(Mdot, C + C.T, atol=1e-12)
+    # gravity acts on the CoM only: U = -m gravity . p_CoM does not change with the rest
     np.testing.assert_allclose(g[:3], [0.0, 0.0, 9.81 * m], rtol=0, atol=1e-11)
+    np.testing.assert_allclose(g[3:], 0.0, atol=1e-11)
     # kinetic energy is invariant: 1/2 vbar^T Mbar vbar = 1/2 v^T M v
     np.testing.assert_allclose(vbar @ M @ vbar, v @ full.M @ v, rtol=1e-13)
     gam = probe.find_stamped('christoffel', stamp)

@@ -16,6 +16,11 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
 * services ``~/get_dynamics`` (GetDynamics), ``~/get_christoffel`` (GetChristoffel) at a
   requested or the latest accepted state, ``~/reset_observer`` (std_srvs/Trigger).
 
+``~/dynamics``, ``~/christoffel`` and the two ``get_*`` services are in the coordinates chosen by
+the parameter ``coordinates`` (``joint``, ``mimic_reduced``, ``center_of_mass``): names, state
+and terms; the mapping is :class:`ros_dynamics.ros.output_coordinates.OutputCoordinates`. Inputs
+and the observer outputs are always in the model's joint coordinates.
+
 Without the interface package ``ros_dynamics_msgs`` the node runs with its standard-type outputs
 only (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package.
 
