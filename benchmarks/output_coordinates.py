@@ -11,7 +11,10 @@ interleaved medians; see common.py), per robot and coordinate choice:
   map+Gamma     OutputCoordinates.apply(q, v, d, Gamma)   added to a Gamma cycle (incl. map)
 
 Every mapping is checked against the core library's coordinate objects before it is timed.
-Usage: python benchmarks/output_coordinates.py [--quick]
+With --node it also times the whole node callback per joint state in-process (no DDS peers;
+validation, core calls, observer, mapping, writing and publishing; Gamma every 10th cycle, so
+this is the average cycle) for each robot and choice, as CPU time per joint state.
+Usage: python benchmarks/output_coordinates.py [--quick] [--node]
 """
 import argparse
 import os
@@ -66,9 +69,66 @@ def check(oc, model, q, v):
     return err
 
 
+def node_cycle(urdf, floating, kind, cycles):
+    """CPU seconds per joint state of DynamicsNode._on_joint_state, in-process."""
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from ros_dynamics.ros.dynamics_node import DynamicsNode
+
+    with open(urdf) as f:
+        xml = f.read()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    params = dict(robot_description=xml, floating_base=floating, coordinates=kind,
+                  christoffel_decimation=10)
+    node = DynamicsNode(context=ctx, namespace=f'/coords_{os.getpid()}',
+                        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    eng = node.engine
+    if floating:
+        odom = Odometry()
+        odom.pose.pose.position.z = 0.4
+        odom.pose.pose.orientation.w = 1.0
+        odom.twist.twist.linear.x = 0.2
+        node._on_odom(odom)
+    rng = np.random.default_rng(0)
+    q0 = rng.uniform(-0.5, 0.5, eng.nj)
+    # efforts = the joint part of g(q): a robot holding its weight, no contact detected (in
+    # contact the wrench estimate would add its least-squares solve to every choice alike)
+    q_full = eng.model.neutral()
+    q_full[eng.base_q:] = q0
+    if floating:
+        q_full[2] = 0.4
+    g0 = rd.gravity(eng.model, q_full)[eng.base_v:]
+    msgs = []
+    for k in range(cycles):
+        m = JointState()
+        m.header.stamp.sec, m.header.stamp.nanosec = 1000, k * 100_000
+        m.name = list(eng.joint_names)
+        m.position = q0.tolist()
+        m.velocity = [0.1] * eng.nj
+        m.effort = g0.tolist()
+        msgs.append(m)
+    for m in msgs[:50]:
+        node._on_joint_state(m)
+    node._last_stamp_ns = None
+    t0 = time.thread_time()
+    for m in msgs:
+        node._on_joint_state(m)
+    dt = (time.thread_time() - t0) / cycles
+    assert node.stats['rejected'] == 0, node.stats
+    node.destroy_node()
+    ctx.try_shutdown()
+    return dt
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--quick', action='store_true', help='fewer timing blocks')
+    ap.add_argument('--node', action='store_true',
+                    help='also time the whole node callback per joint state (needs rclpy)')
     args = ap.parse_args()
     blocks = 9 if args.quick else 31
     rng = np.random.default_rng(0)
@@ -93,6 +153,16 @@ def main():
         }, blocks=blocks, clock=time.thread_time)
         print(f'| {label} | {kind} | {model.nv} -> {oc.nv} | {us(t["dynamics"])} | '
               f'{us(t["map"])} | {us(t["christoffel"])} | {us(t["map+Gamma"])} | {err:.1e} |')
+    if args.node:
+        cycles = 1000 if args.quick else 3000
+        print('\n## Node callback per joint state (in-process, CPU time, Gamma every 10th cycle, '
+              'observer on)\n')
+        print('| robot | coordinates | us per joint state |')
+        print('|---|---|---:|')
+        for label, urdf, floating, kind in CASES:
+            log(f'{label} {kind}: node cycle')
+            runs = [node_cycle(urdf, floating, kind, cycles) for _ in range(3)]
+            print(f'| {label} | {kind} | {us(min(runs))} |')
     return 0
 
 
