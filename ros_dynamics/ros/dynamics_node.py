@@ -571,7 +571,7 @@ class DynamicsNode(Node):
     def _build_engine(self, xml, cfg, source):
         """A new engine from ``xml``, logged; None (and an error logged) if it fails."""
         self._log.info(f'building the model from the {source} and compiling the kernels '
-                       '(the first start after an install compiles for 10-20 s; cached after)')
+                       '(the first start after an install compiles for 10-60 s; cached after)')
         t0 = time.monotonic()
         try:
             eng = _Engine(xml, cfg)
