@@ -997,7 +997,11 @@ def main(args=None):
         gc.freeze()
         return node
 
-    return process.run(make, args, executor=lambda node: node.executor_kind)
+    def summary(node):
+        node.get_logger().info(f'joint states accepted: {node.stats["accepted"]}, rejected: '
+                               f'{node.stats["rejected"]}')
+
+    return process.run(make, args, executor=lambda node: node.executor_kind, on_stop=summary)
 
 
 if __name__ == '__main__':
