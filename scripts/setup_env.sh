@@ -19,6 +19,9 @@ if [ ! -f "$STAMP" ]; then
   touch "$STAMP"
   echo "[setup] done"
 fi
+# The interface package ros_dynamics_msgs, built with CMake into .venv (cached: rebuilt only when
+# ros_dynamics_msgs/ changes); afterwards it needs no environment beyond what is set below.
+scripts/build_interfaces.sh "$ROOT/.venv"
 export PATH="$ROOT/.venv/bin:$PATH"
 # The rclpy wheels ship their shared libraries in site-packages (what ros_wheels_bootstrapper does).
 ROS_LIBS=$(.venv/bin/python - <<'PY'

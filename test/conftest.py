@@ -58,9 +58,3 @@ def rclpy_context():
     yield context
     context.try_shutdown()
 
-
-def pytest_configure(config):
-    for name, doc in (('core', 'fast, pure Python (no ROS)'),
-                      ('ros', 'real rclpy processes over loopback DDS'),
-                      ('system', 'end to end: several processes / colcon build')):
-        config.addinivalue_line('markers', f'{name}: {doc}')

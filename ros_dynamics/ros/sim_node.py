@@ -313,29 +313,21 @@ def main(args=None):
             finally:
                 self.done.set()
 
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimNode()
-        th = threading.Thread(target=node.loop, daemon=True)
-        th.start()
-        from rclpy.executors import SingleThreadedExecutor
-        ex = SingleThreadedExecutor()
-        ex.add_node(node)
-        while rclpy.ok() and not node.done.is_set():
-            ex.spin_once(timeout_sec=0.1)
+    from ros_dynamics.ros import process
+
+    def start(node):
+        node.thread = threading.Thread(target=node.loop, daemon=True)
+        node.thread.start()
+
+    def stop(node):
         node.done.set()
-        th.join(timeout=2.0)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if node is not None:
-            node.done.set()
-            node.summary()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+        if getattr(node, 'thread', None) is not None:
+            node.thread.join(timeout=2.0)
+        node.summary()
+
+    # spins until SIGINT/SIGTERM or the end of `duration`; exit status 0, no traceback
+    return process.run(SimNode, args, before_spin=start, on_stop=stop,
+                       keep_going=lambda node: not node.done.is_set())
 
 
 if __name__ == '__main__':
