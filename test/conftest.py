@@ -58,9 +58,3 @@ def rclpy_context():
     yield context
     context.try_shutdown()
 
-
-def pytest_configure(config):
-    for name, text in (('core', 'fast, pure Python, no ROS'),
-                       ('ros', 'real ROS processes over loopback DDS'),
-                       ('system', 'colcon build / end-to-end')):
-        config.addinivalue_line('markers', f'{name}: {text}')

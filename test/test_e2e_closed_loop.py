@@ -6,7 +6,6 @@ Trajectory: q0 + 0.4 (1 − cos 2π t) rad on all 7 joints of the bundled arm (p
 model-based laws (Slotine–Li, computed torque) track at least 5x better than PD + gravity,
 overall and on every joint; every joint state is answered (lock-step) and no pair is
 mismatched."""
-import inspect
 import json
 import os
 import subprocess
@@ -20,22 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, 'scripts', 'closed_loop.py')
 
 
-def _skip_reason():
-    try:
-        import ros_dynamics_msgs.msg  # noqa: F401
-    except ImportError:
-        return 'ros_dynamics_msgs is not built'
-    from ros_dynamics.ros import dynamics_node
-    if 'ros_dynamics_msgs' not in inspect.getsource(dynamics_node):
-        return 'the dynamics node does not publish ~/dynamics (ros_dynamics_msgs) yet'
-    return None
-
-
 @pytest.fixture(scope='module')
 def result(tmp_path_factory, ros_env):
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
     tmp = tmp_path_factory.mktemp('closed_loop')
     out_json, out_png = tmp / 'cl.json', tmp / 'cl.png'
     env = dict(ros_env, _ROS_DYNAMICS_DEMO_ENV='1')

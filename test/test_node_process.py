@@ -60,7 +60,7 @@ def sim_cmd(ns, *extra):
 
 def assert_clean(proc, rc):
     assert rc == 0, proc.out
-    for bad in ('Traceback', 'Exception', 'context is invalid', 'KeyboardInterrupt'):
+    for bad in ('Traceback', 'Exception', 'context is invalid', 'KeyboardInterrupt', '[ERROR]'):
         assert bad not in proc.out, proc.out
 
 

@@ -597,7 +597,7 @@ class DynamicsNode(Node):
     def _build_engine(self, xml, cfg, source):
         """A new engine from ``xml``, logged; None (and an error logged) if it fails."""
         self._log.info(f'building the model from the {source} and compiling the kernels '
-                       '(the first start after an install compiles for 10-20 s; cached after)')
+                       '(the first start after an install compiles for 10-60 s; cached after)')
         t0 = time.monotonic()
         try:
             eng = _Engine(xml, cfg)
@@ -1032,7 +1032,11 @@ def main(args=None):
         gc.freeze()
         return node
 
-    return process.run(make, args, executor=lambda node: node.executor_kind)
+    def summary(node):
+        node.get_logger().info(f'joint states accepted: {node.stats["accepted"]}, rejected: '
+                               f'{node.stats["rejected"]}')
+
+    return process.run(make, args, executor=lambda node: node.executor_kind, on_stop=summary)
 
 
 if __name__ == '__main__':

@@ -20,8 +20,10 @@ import signal
 import threading
 
 
-class StopRequested(Exception):
-    """Raised by the signal handler while the node is being built (nothing to finish yet)."""
+class StopRequested(BaseException):
+    """Raised by the signal handler while the node is being built (nothing to finish yet).
+    A BaseException, like KeyboardInterrupt, so that the node's `except Exception` error
+    handling (e.g. around a model build) does not mistake it for a failure."""
 
 
 class Lifecycle:
