@@ -3,19 +3,23 @@
 Imports numpy and numba only: nothing here depends on ROS, estimation or simulation.
 """
 
-from .api import (Dynamics, christoffel, christoffel_batch, coriolis_matrix,
-                  coriolis_transpose_times_v, dynamics, dynamics_batch, forward_dynamics, gravity,
-                  inverse_dynamics, link_jacobian, link_placement, mass_matrix,
-                  mass_matrix_derivative, momentum, observer_terms)
+from . import configuration
+from .api import (Data, Dynamics, check_configuration, check_state, check_vector, christoffel,
+                  christoffel_batch, compute_all_terms, compute_all_terms_unchecked,
+                  coriolis_matrix, coriolis_transpose_times_v, dynamics, dynamics_batch,
+                  forward_dynamics, gravity, inverse_dynamics, link_jacobian, link_placement,
+                  mass_matrix, mass_matrix_derivative, momentum, observer_terms)
 from .bundled import bundled_urdf
 from .coordinates import MimicCoordinates, transform_christoffel, transform_dynamics
 from .model import Model, attach_payload
 from .urdf import load_urdf
 
 __all__ = [
-    'Dynamics', 'MimicCoordinates', 'Model', 'attach_payload', 'bundled_urdf', 'christoffel',
-    'christoffel_batch', 'coriolis_matrix', 'coriolis_transpose_times_v', 'dynamics',
-    'dynamics_batch', 'forward_dynamics', 'gravity', 'inverse_dynamics', 'link_jacobian',
-    'link_placement', 'load_urdf', 'mass_matrix', 'mass_matrix_derivative', 'momentum',
-    'observer_terms', 'transform_christoffel', 'transform_dynamics',
+    'Data', 'Dynamics', 'MimicCoordinates', 'Model', 'attach_payload', 'bundled_urdf',
+    'check_configuration', 'check_state', 'check_vector', 'christoffel', 'christoffel_batch',
+    'compute_all_terms', 'compute_all_terms_unchecked', 'configuration', 'coriolis_matrix',
+    'coriolis_transpose_times_v', 'dynamics', 'dynamics_batch', 'forward_dynamics', 'gravity',
+    'inverse_dynamics', 'link_jacobian', 'link_placement', 'load_urdf', 'mass_matrix',
+    'mass_matrix_derivative', 'momentum', 'observer_terms', 'transform_christoffel',
+    'transform_dynamics',
 ]
