@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.system
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IGNORE = shutil.ignore_patterns('.venv', '.git', '__pycache__', 'build', 'install', 'log',
                                 '*.egg-info', '.pytest_cache', 'out', '*.nbi', '*.nbc')

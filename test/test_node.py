@@ -12,6 +12,8 @@ import pytest
 
 from test_node_support import ARM7, Probe, assert_matrix_msg, flat, read, running_node
 
+pytestmark = pytest.mark.ros
+
 rd = pytest.importorskip('ros_dynamics')
 
 GAIN = 40.0

@@ -7,6 +7,8 @@ import pytest
 
 from test_node_support import ARM7, QUADRUPED, assert_matrix_msg, read, running_node
 
+pytestmark = pytest.mark.ros
+
 rd = pytest.importorskip('ros_dynamics')
 models = pytest.importorskip('ros_dynamics.testing')
 

@@ -7,6 +7,8 @@ import pytest
 
 from test_node_support import QUADRUPED, assert_matrix_msg, read, running_node
 
+pytestmark = pytest.mark.ros
+
 rd = pytest.importorskip('ros_dynamics')
 
 GAIN = 25.0

@@ -5,6 +5,8 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics.simulation import simulator as S
 
+pytestmark = pytest.mark.core
+
 ARM = rd.bundled_urdf('arm7')
 MODEL = rd.load_urdf(ARM)
 DATA = rd.Data(MODEL)

@@ -3,6 +3,8 @@
 Imports numpy and numba only: nothing here depends on ROS, estimation or simulation.
 """
 
+from . import _numba_cache  # noqa: F401  (first: stamps the kernels' disk cache with all core sources)
+
 from . import configuration
 from .api import (Data, Dynamics, check_configuration, check_state, check_vector, christoffel,
                   christoffel_batch, compute_all_terms, compute_all_terms_unchecked,

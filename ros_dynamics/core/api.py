@@ -49,7 +49,7 @@ from . import jacobian as _jac
 from . import momentum as _momentum
 from . import rnea as _rnea
 from .configuration import QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
-from .kinematics import placements, tree, workspace
+from .kinematics import per_body_6x6, placements, tree, workspace
 from .model import WORK_INDEX
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
@@ -58,6 +58,8 @@ _new_tuple = tuple.__new__     # Dynamics(M, C, Mdot, g) without the Python-leve
 
 _FACTORIZATIONS = {'eq10': _coriolis.EQ10, 'christoffel': _coriolis.EQ10, 'eq9': _coriolis.EQ9}
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray
+_EQ10 = _coriolis.EQ10
 _NO_GAMMA = np.zeros((0, 0, 0))
 
 # The input checks are compiled without fastmath (which would fold isfinite to True); the
@@ -80,21 +82,23 @@ class Data:
 
     def __init__(self, model):
         self.dims = (model.nbodies, model.nv, model.nq)
+        self.layout = model.work_offsets
         self.nv = model.nv
         self.work = np.zeros(model.work_offsets[-1])
         for name, shape in model.work_shapes.items():
             k = WORK_INDEX[name]
             a, b = model.work_offsets[k], model.work_offsets[k + 1]
             setattr(self, name, self.work[a:b].reshape(shape))
-        self._gamma = None
         self.dynamics = _new_tuple(Dynamics, (self.M, self.C, self.Mdot, self.g))
         self.observer_terms = (self.p, self.ctv, self.g)
 
-    @property
-    def Gamma(self):
-        if self._gamma is None:
-            self._gamma = np.zeros((self.nv,) * 3)
-        return self._gamma
+    def __getattr__(self, name):
+        # only reached while an attribute is missing: Gamma is allocated on first use, then
+        # it is a plain attribute (no property call per access)
+        if name == 'Gamma':
+            self.Gamma = np.zeros((self.nv,) * 3)
+            return self.Gamma
+        raise AttributeError(name)
 
     def __repr__(self):
         N, nv, nq = self.dims
@@ -106,7 +110,7 @@ def _work(model, data):
     if data is None:
         return np.empty(model.work_offsets[-1])
     try:
-        if data.dims == (model.nbodies, model.nv, model.nq):
+        if data.layout is model.work_offsets or data.layout == model.work_offsets:
             return data.work
     except AttributeError:
         raise ValueError('data must be a ros_dynamics.Data') from None
@@ -153,9 +157,18 @@ def _convert(x, n, name):
 def _vec(x, n, name):
     """x as a float64 C-contiguous (n,) array (finiteness is checked by the kernels).  Fast
     path: such an array is passed through untouched (no copy, no conversion)."""
-    if type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
+    if type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
         return x
     return _convert(x, n, name)
+
+
+def _qv(model, q, v):
+    """(q, v) as :func:`_vec` does, in one call (the hot path of the per-cycle functions)."""
+    if not (type(q) is _ND and q.dtype is _F64 and q.shape == model.q_shape and q.flags.c_contiguous):
+        q = _convert(q, model.nq, 'q')
+    if not (type(v) is _ND and v.dtype is _F64 and v.shape == model.v_shape and v.flags.c_contiguous):
+        v = _convert(v, model.nv, 'v')
+    return q, v
 
 
 def check_vector(x, n, name):
@@ -192,8 +205,6 @@ def _explain(model, q, **vectors):
 
 
 def _factorization(name):
-    if name == 'eq10':
-        return _coriolis.EQ10
     try:
         return _FACTORIZATIONS[name]
     except KeyError:
@@ -293,7 +304,7 @@ def _all_terms(ints, reals, q, v, work, Gamma, fact, check):
             ci += C[j, i] * v[j]
         w.p[i], w.ctv[i] = pi, ci
     if Gamma.size > 0:
-        _christoffel.christoffel_sweep(m, w.Phi, w.I, w.W.reshape((m.N, 6, 6)), Gamma, False)
+        _christoffel.christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, False)
     return True
 
 
@@ -375,9 +386,8 @@ def dynamics(model, q, v, factorization='eq10', data=None):
     admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g)
     (with ``data``: ``data.dynamics``, whose arrays are data's views).
     """
-    n = model.nv
-    q, v = _vec(q, model.nq, 'q'), _vec(v, n, 'v')
-    fact = _factorization(factorization)
+    q, v = _qv(model, q, v)
+    fact = _EQ10 if factorization == 'eq10' else _factorization(factorization)
     work = _work(model, data)
     if not _dynamics(model.ints, model.reals, q, v, work, fact):
         _explain(model, q, v=v)
@@ -419,9 +429,9 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
     the state) and, if ``christoffel``, ``data.Gamma`` (Algorithm 2 on the composite inertias
     Algorithm 1 leaves, no second kinematics pass).  Allocates nothing; returns ``data``.
     """
-    q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+    q, v = _qv(model, q, v)
     work = _work(model, data)
-    fact = _factorization(factorization)
+    fact = _EQ10 if factorization == 'eq10' else _factorization(factorization)
     Gamma = data.Gamma if christoffel else _NO_GAMMA
     if not _all_terms(model.ints, model.reals, q, v, work, Gamma, fact, True):
         _explain(model, q, v=v)
@@ -441,8 +451,7 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
 
 def observer_terms(model, q, v, data=None):
     """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
-    n = model.nv
-    q, v = _vec(q, model.nq, 'q'), _vec(v, n, 'v')
+    q, v = _qv(model, q, v)
     work = _work(model, data)
     if not _observer_terms(model.ints, model.reals, q, v, work):
         _explain(model, q, v=v)

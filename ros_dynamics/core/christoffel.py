@@ -21,7 +21,7 @@ which the kernel writes after the sweep (the other entries keep the symmetric fo
 
 from numba import njit
 
-from .kinematics import forward_kinematics
+from .kinematics import forward_kinematics, per_body_6x6
 from .model import FREE
 from .spatial import _JIT, add_row, body_factorization, dot6, factor_T_times, factor_times, row6
 
@@ -30,7 +30,7 @@ from .spatial import _JIT, add_row, body_factorization, dot6, factor_T_times, fa
 def christoffel(m, q, Gamma, w):
     """Fill Gamma (nv x nv x nv) at configuration q."""
     forward_kinematics(m, q, w)                            # lines 1-3: I^C_i = I_i
-    christoffel_sweep(m, w.Phi, w.I, w.W.reshape((m.N, 6, 6)), Gamma, True)
+    christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, True)
 
 
 @njit(**_JIT)

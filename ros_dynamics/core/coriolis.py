@@ -19,7 +19,7 @@ multiplied, and F3 has a zero linear part.
 
 from numba import njit
 
-from .kinematics import forward_kinematics, velocities
+from .kinematics import forward_kinematics, per_body_6x6, velocities
 from .spatial import (_JIT, add6, add_row, body_factorization, body_factorization_eq9, dot6,
                       factor_T_times, factor_times, gravity_force, inertia_times, row6)
 
@@ -33,7 +33,7 @@ def coriolis(m, q, qd, M, C, Mdot, g, w, factorization):
     inertias I^C_b of every body (used by the Christoffel sweep of the same state)."""
     N, nv, dof_body, dof_parent = m.N, m.nv, m.dof_body, m.dof_parent
     Phi, Phid, I, vel = w.Phi, w.Phid, w.I, w.vel
-    B = w.W.reshape((N, 6, 6))
+    B = per_body_6x6(w.W)
     forward_kinematics(m, q, w)                           # line 5: I^C_i = I_i
     velocities(m, Phi, qd, vel, Phid)                     # lines 3-4
     nb = 3 if factorization == EQ10 else 6                # columns of B^C that can be nonzero

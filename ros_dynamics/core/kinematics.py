@@ -29,6 +29,7 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit
+from numpy.lib.stride_tricks import as_strided
 
 from .model import FREE, N_HEADER, PRISMATIC, REVOLUTE, WORK_FIELDS
 from .spatial import I_H, I_J, NI, _JIT, motion_cross, quaternion_to_matrix, row6
@@ -36,6 +37,26 @@ from .spatial import I_H, I_J, NI, _JIT, motion_cross, quaternion_to_matrix, row
 Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent X_R X_p axis com '
                           'inertia mass gravity work')
 Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
+
+
+@njit(**_JIT)
+def view2(a, o, n0, n1):
+    """a[o:o + n0 n1] as an (n0, n1) array of float64 (``reshape`` costs ~30 ns of run-time
+    checks per view in numba; a strided view of a known-contiguous buffer is free)."""
+    return as_strided(a[o:o + n0 * n1], shape=(n0, n1), strides=(8 * n1, 8))
+
+
+@njit(**_JIT)
+def view3(a, o, n0, n1, n2):
+    """a[o:o + n0 n1 n2] as an (n0, n1, n2) array of float64."""
+    return as_strided(a[o:o + n0 * n1 * n2], shape=(n0, n1, n2), strides=(8 * n1 * n2, 8 * n2, 8))
+
+
+@njit(**_JIT)
+def per_body_6x6(W):
+    """The (6, N, 6) scratch ``w.W`` seen as N 6x6 matrices (same memory)."""
+    N = W.shape[1]
+    return as_strided(W, shape=(N, 6, 6), strides=(288, 48, 8))
 
 
 @njit(**_JIT)
@@ -49,37 +70,28 @@ def tree(ints, reals):
     dof_body, dof_parent = ints[o:o + nv], ints[o + nv:o + 2 * nv]
     work = ints[o + 2 * nv:]
     gravity = reals[0:3]
-    X_R = reals[3:3 + 9 * N].reshape((N, 3, 3))
+    X_R = view3(reals, 3, N, 3, 3)
     o = 3 + 9 * N
-    X_p = reals[o:o + 3 * N].reshape((N, 3))
-    axis = reals[o + 3 * N:o + 6 * N].reshape((N, 3))
-    com = reals[o + 6 * N:o + 9 * N].reshape((N, 3))
-    inertia = reals[o + 9 * N:o + 18 * N].reshape((N, 3, 3))
+    X_p = view2(reals, o, N, 3)
+    axis = view2(reals, o + 3 * N, N, 3)
+    com = view2(reals, o + 6 * N, N, 3)
+    inertia = view3(reals, o + 9 * N, N, 3, 3)
     mass = reals[o + 18 * N:o + 19 * N]
     return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
                 com, inertia, mass, gravity, work)
 
 
 @njit(**_JIT)
-def _field(m, work, k):
-    return work[m.work[k]:m.work[k + 1]]
-
-
-@njit(**_JIT)
 def workspace(m, work):
     """Named views of a Data buffer (layout ``WORK_FIELDS`` of model.py; field k is the k-th)."""
-    N, nv = m.N, m.nv
+    N, nv, o = m.N, m.nv, m.work
     return Work(
-        _field(m, work, 0).reshape((nv, nv)), _field(m, work, 1).reshape((nv, nv)),
-        _field(m, work, 2).reshape((nv, nv)), _field(m, work, 3),
-        _field(m, work, 4), _field(m, work, 5), _field(m, work, 6),
-        _field(m, work, 7), _field(m, work, 8).reshape((6, nv)),
-        _field(m, work, 9), _field(m, work, 10),
-        _field(m, work, 11).reshape((N, 3, 3)), _field(m, work, 12).reshape((N, 3)),
-        _field(m, work, 13).reshape((nv, 6)), _field(m, work, 14).reshape((nv, 6)),
-        _field(m, work, 15).reshape((N, NI)), _field(m, work, 16).reshape((N, 6)),
-        _field(m, work, 17).reshape((6, N, 6)), _field(m, work, 18).reshape((nv, nv)),
-        _field(m, work, 19))
+        view2(work, o[0], nv, nv), view2(work, o[1], nv, nv), view2(work, o[2], nv, nv),
+        work[o[3]:o[4]], work[o[4]:o[5]], work[o[5]:o[6]], work[o[6]:o[7]], work[o[7]:o[8]],
+        view2(work, o[8], 6, nv), work[o[9]:o[10]], work[o[10]:o[11]],
+        view3(work, o[11], N, 3, 3), view2(work, o[12], N, 3), view2(work, o[13], nv, 6),
+        view2(work, o[14], nv, 6), view2(work, o[15], N, NI), view2(work, o[16], N, 6),
+        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), work[o[19]:o[20]])
 
 
 @njit(**_JIT)
