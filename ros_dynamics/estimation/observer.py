@@ -68,13 +68,29 @@ from ..core.api import Data, check_state, check_vector as _vec, link_jacobian, o
 
 
 @njit(cache=True, nogil=True)
-def _residual_step(r, gain, dt, p0, p1, beta0, beta1, tau):
+def _residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average):
     """One exact zero-order-hold step of the residual filter, in place (module docstring):
-    r <- e^{-K dt} r + (1 - e^{-K dt}) w,  w = (p1 - p0)/dt - tau - (beta0 + beta1)/2."""
+
+        beta1 = C^T v - g - tau_f at the new sample,  tau = tau1 (or (tau0 + tau1)/2 if average),
+        w = (p1 - p0)/dt - tau - (beta0 + beta1)/2,   r <- e^{-K dt} r + (1 - e^{-K dt}) w,
+
+    then the new sample becomes the last one: p0 <- p1, beta0 <- beta1, tau0 <- tau1."""
     for i in range(r.shape[0]):
+        b1 = ctv1[i] - g1[i] - tf1[i]
+        t = 0.5 * (tau0[i] + tau1[i]) if average else tau1[i]
         a = math.exp(-gain[i] * dt)
-        w = (p1[i] - p0[i]) / dt - tau[i] - 0.5 * (beta0[i] + beta1[i])
+        w = (p1[i] - p0[i]) / dt - t - 0.5 * (beta0[i] + b1)
         r[i] = a * r[i] + (1.0 - a) * w
+        p0[i], beta0[i], tau0[i] = p1[i], b1, tau1[i]
+
+
+@njit(cache=True, nogil=True)
+def _any_above(r, threshold):
+    """any(|r_i| > threshold_i) in one compiled call (the detector's free-motion fast path)."""
+    for i in range(r.shape[0]):
+        if abs(r[i]) > threshold[i]:
+            return True
+    return False
 
 
 def _per_joint(x, n, name, positive=False, nonneg=False):
@@ -143,10 +159,9 @@ class MomentumObserver:
         self._data = Data(model)                  # workspace of update(q, v, ...)
         n = self.nv
         self._r = np.zeros(n)
-        self._p, self._beta = np.zeros(n), np.zeros(n)       # p, β at the last sample
-        self._p1, self._beta1 = np.zeros(n), np.zeros(n)     # ... at this sample
-        self._tau, self._tau_eff = np.zeros(n), np.zeros(n)  # τ of the last sample
-        self._q, self._v = np.zeros(self.nq), np.zeros(n)    # the last state
+        self._p, self._beta, self._tau = np.zeros(n), np.zeros(n), np.zeros(n)   # last sample
+        self._q, self._v = np.zeros(self.nq), np.zeros(n)                           # last state
+        self._zeros = np.zeros(n)
         self._initialized = False
         self._have_tau = False
         self.samples = 0
@@ -193,18 +208,19 @@ class MomentumObserver:
     def initialized(self):
         return self._initialized
 
-    def _beta_into(self, ctv, g, v, beta):
-        """β = Cᵀv − g − τ_f(v), written into ``beta``."""
-        np.subtract(ctv, g, out=beta)
-        if self._friction_on:
-            beta -= friction_torque(v, self.friction_viscous, self.friction_coulomb,
-                                    self.friction_velocity_eps)
+    def _friction(self, v):
+        """τ_f(v), or zeros without a friction model."""
+        if not self._friction_on:
+            return self._zeros
+        return friction_torque(v, self.friction_viscous, self.friction_coulomb,
+                               self.friction_velocity_eps)
 
     def _terms(self, q, v, p_out, beta_out):
         """(p, β) at the validated state (q, v), from one fused O(N) pass, into the buffers."""
         p, ctv, g = observer_terms(self.model, q, v, data=self._data)
         p_out[:] = p
-        self._beta_into(ctv, g, v, beta_out)
+        np.subtract(ctv, g, out=beta_out)
+        beta_out -= self._friction(v)
 
     def _start(self, q, v, tau):
         """Initialize at the state whose p, β are in self._p, self._beta."""
@@ -227,7 +243,8 @@ class MomentumObserver:
         """:meth:`reset` at the state of a workspace filled by ``rd.compute_all_terms``."""
         tau = None if tau is None else _vec(tau, self.nv, 'tau')
         self._p[:] = data.p
-        self._beta_into(data.ctv, data.g, data.v, self._beta)
+        np.subtract(data.ctv, data.g, out=self._beta)
+        self._beta -= self._friction(data.v)
         self._start(data.q, data.v, tau)
 
     def update(self, q, v, tau, dt):
@@ -242,8 +259,8 @@ class MomentumObserver:
         if not self._initialized:
             self.reset(q, v, tau)
             return self._r.copy()
-        self._terms(q, v, self._p1, self._beta1)
-        return self._step(q, v, tau, dt)
+        p, ctv, g = observer_terms(self.model, q, v, data=self._data)
+        return self._step(p, ctv, g, q, v, tau, dt)
 
     def update_from(self, data, tau, dt):
         """:meth:`update` with p = M v, Cᵀ v, g and the state taken from ``data``, a workspace
@@ -254,21 +271,11 @@ class MomentumObserver:
         if not self._initialized:
             self.reset_from(data, tau)
             return self._r.copy()
-        self._p1[:] = data.p
-        self._beta_into(data.ctv, data.g, data.v, self._beta1)
-        return self._step(data.q, data.v, tau, dt)
+        return self._step(data.p, data.ctv, data.g, data.q, data.v, tau, dt)
 
-    def _step(self, q, v, tau, dt):
-        """The exact zero-order-hold step from (self._p, self._beta) to (self._p1, self._beta1)."""
-        tau_eff = tau
-        if self.tau_average and self._have_tau:
-            tau_eff = self._tau_eff
-            np.add(tau, self._tau, out=tau_eff)
-            tau_eff *= 0.5
-        _residual_step(self._r, self._gain, dt, self._p, self._p1, self._beta, self._beta1, tau_eff)
-        self._p, self._p1 = self._p1, self._p
-        self._beta, self._beta1 = self._beta1, self._beta
-        self._tau[:] = tau
+    def _step(self, p, ctv, g, q, v, tau, dt):
+        _residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
+                       self._friction(v), tau, self.tau_average and self._have_tau)
         self._have_tau = True
         self._q[:], self._v[:] = q, v
         self.samples += 1
@@ -354,21 +361,24 @@ class ContactDetector:
 
     def reset(self):
         self._active = np.zeros(self.nv, dtype=bool)
+        self._any_active = False
+        self._no_joints = np.zeros(self.nv, dtype=bool)
+        self._no_joints.flags.writeable = False      # shared by the free-motion states
         self._above_count = 0
         self._in_contact = False
         self.state = ContactState(joints=self._active.copy())
 
     def update(self, r):
         r = _vec(r, self.nv, 'r')
-        mag = np.abs(r)
-        above = mag > self.threshold
-        if not (self._in_contact or above.any() or self._active.any()):
+        if not (self._in_contact or self._any_active or _any_above(r, self.threshold)):
             # the usual case, free motion: nothing active, nothing to isolate
             self._above_count = 0
-            self.state = ContactState(False, None, np.zeros(self.nv, dtype=bool), None, [],
-                                      False, False)
+            self.state = ContactState(False, None, self._no_joints, None, [], False, False)
             return self.state
+        mag = np.abs(r)
+        above = mag > self.threshold
         self._active = above | (self._active & (mag >= self.release_ratio * self.threshold))
+        self._any_active = bool(self._active.any())
         self._above_count = self._above_count + 1 if above.any() else 0
         was = self._in_contact
         if not was:
