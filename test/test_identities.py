@@ -163,11 +163,11 @@ def test_batch_equals_single_calls(model):
     states = [random_state(model, rng) for _ in range(6)]
     Q, V = np.array([s[0] for s in states]), np.array([s[1] for s in states])
     batch, gammas = rd.dynamics_batch(model, Q, V), rd.christoffel_batch(model, Q)
-    for k in range(len(Q)):
+    for k in range(len(Q)):      # (separately compiled kernels: fastmath may round differently)
         d = rd.dynamics(model, Q[k], V[k])
         for name in d._fields:
-            assert np.array_equal(getattr(batch, name)[k], getattr(d, name))
-        assert np.array_equal(gammas[k], rd.christoffel(model, Q[k]))
+            assert rel_err(getattr(batch, name)[k], getattr(d, name)) < 1e-13, name
+        assert rel_err(gammas[k], rd.christoffel(model, Q[k])) < 1e-13
 
 
 def test_link_jacobian_matches_finite_differences(model):

@@ -118,8 +118,8 @@ def test_compute_all_terms_equals_separate_calls(model):
         out = rd.compute_all_terms(model, q, v, data, christoffel=christoffel)
         assert out is data
         d = rd.dynamics(model, q, v)
-        for name in d._fields:
-            assert np.array_equal(getattr(data, name), getattr(d, name)), name
+        for name in d._fields:   # (another compiled kernel: fastmath may round differently)
+            assert rel_err(getattr(data, name), getattr(d, name)) < 1e-14, name
         p, ctv, g = rd.observer_terms(model, q, v)     # the O(N) algorithm, independent of M, C
         assert rel_err(data.p, p) < 1e-13 and rel_err(data.ctv, ctv) < 1e-12
         assert np.array_equal(data.q, q) and np.array_equal(data.v, v)

@@ -30,16 +30,19 @@ passed the boundary (float64 C-contiguous arrays of the right length, finite, un
 garbage in, garbage out.
 
 Speed: a call costs one compiled-kernel dispatch with few arguments (the model's two packed
-arrays, the inputs, data's one buffer).  Python checks only type and shape (``_vec``); the
-finiteness and quaternion tests run inside the same compiled call as the algorithm
-(``_valid``), which reports failure before computing anything.  Only then does Python redo the
-checks one by one to raise the error that names the problem (``_explain``).
+arrays, the inputs, data's one buffer).  Each entry kernel is compiled for exactly one signature
+(float64 C-contiguous 1-D inputs; ``_sealed``), so numba's dispatcher itself is the type check:
+anything else raises TypeError there, and only then does Python convert the inputs (``_vec``)
+and call again.  Lengths, finiteness and the quaternion are checked inside the same compiled
+call as the algorithm (``_valid``), which reports failure before computing anything; only then
+does Python redo the checks one by one to raise the error that names the problem
+(``_explain``).
 """
 
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 
 from . import christoffel as _christoffel
 from . import coriolis as _coriolis
@@ -65,6 +68,19 @@ _NO_GAMMA = np.zeros((0, 0, 0))
 # The input checks are compiled without fastmath (which would fold isfinite to True); the
 # algorithms they call keep their own fastmath flags.
 _CHECK = dict(cache=True, nogil=True)
+
+# Argument types of the entry kernels (kinematics.py convention): the model's read-only packed
+# arrays, float64 C-contiguous vectors and workspace, a C-contiguous Gamma, integers, a flag.
+_INTS = types.Array(types.int64, 1, 'C', readonly=True)
+_REALS = types.Array(types.float64, 1, 'C', readonly=True)
+_VEC = types.float64[::1]
+_GAMMA = types.float64[:, :, ::1]
+
+
+def _sealed(restype, *argtypes):
+    """@njit for exactly this signature: compiled (or loaded from the disk cache) at import, and
+    a call with other argument types raises TypeError instead of compiling a new version."""
+    return njit(restype(*argtypes), **_CHECK)
 
 
 # -- the workspace ---------------------------------------------------------------------------------
@@ -106,7 +122,8 @@ class Data:
 
 
 def _work(model, data):
-    """data's buffer (checked against the model's layout), or a new one."""
+    """data's buffer (checked against the model's layout), or a new one.  (The callers inline
+    the common case, data made for this very model, to save a Python call.)"""
     if data is None:
         return np.empty(model.work_offsets[-1])
     try:
@@ -135,13 +152,18 @@ def _all_finite(a):
 
 
 @njit(**_CHECK)
-def _valid(jtype, q, v):
-    """q and v (None: not used) finite, the free joint's quaternion of unit length."""
-    if not _all_finite(q):
+def _valid(m, q, v):
+    """q (nq,) and v (nv,; None: not used) finite, the free joint's quaternion of unit length."""
+    if q.shape[0] != m.nq or not _all_finite(q):
         return False
-    if v is not None and not _all_finite(v):
+    if v is not None and (v.shape[0] != m.nv or not _all_finite(v)):
         return False
-    return quaternion_ok(jtype, q)
+    return quaternion_ok(m.jtype, q)
+
+
+@njit(**_CHECK)
+def _valid_vector(m, x):
+    return x.shape[0] == m.nv and _all_finite(x)
 
 
 def _convert(x, n, name):
@@ -155,20 +177,13 @@ def _convert(x, n, name):
 
 
 def _vec(x, n, name):
-    """x as a float64 C-contiguous (n,) array (finiteness is checked by the kernels).  Fast
-    path: such an array is passed through untouched (no copy, no conversion)."""
-    if type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
+    """x as a writeable float64 C-contiguous (n,) array (finiteness is checked by the kernels).
+    Such an array is passed through untouched (no copy, no conversion)."""
+    if (type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous
+            and x.flags.writeable):
         return x
-    return _convert(x, n, name)
-
-
-def _qv(model, q, v):
-    """(q, v) as :func:`_vec` does, in one call (the hot path of the per-cycle functions)."""
-    if not (type(q) is _ND and q.dtype is _F64 and q.shape == model.q_shape and q.flags.c_contiguous):
-        q = _convert(q, model.nq, 'q')
-    if not (type(v) is _ND and v.dtype is _F64 and v.shape == model.v_shape and v.flags.c_contiguous):
-        v = _convert(v, model.nv, 'v')
-    return q, v
+    a = _convert(x, n, name)
+    return a if a.flags.writeable else a.copy()
 
 
 def check_vector(x, n, name):
@@ -200,7 +215,7 @@ def _explain(model, q, **vectors):
     """Raise the ValueError for the invalid input a fused kernel reported."""
     check_configuration(model, q)
     for name, x in vectors.items():
-        check_vector(x, len(x), name)
+        check_vector(x, model.nv, name)
     raise ValueError('invalid input')   # not reached: one of the checks above fails
 
 
@@ -213,81 +228,81 @@ def _factorization(name):
 
 # -- entry kernels: input check + algorithm in one compiled call (kinematics.py convention) --------
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)
 def _mass_matrix(ints, reals, q, work):
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, None):
+    if not _valid(m, q, None):
         return False
     w = workspace(m, work)
     _crba.crba(m, q, w.M, w)
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)
 def _gravity(ints, reals, q, work):
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, None):
+    if not _valid(m, q, None):
         return False
     w = workspace(m, work)
     _rnea.generalized_gravity(m, q, w.g, w)
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC, _VEC)
 def _inverse_dynamics(ints, reals, q, v, a, work):
     m = tree(ints, reals)
-    if not (_valid(m.jtype, q, v) and _all_finite(a)):
+    if not (_valid(m, q, v) and _valid_vector(m, a)):
         return False
     w = workspace(m, work)
     _rnea.rnea(m, q, v, a, w.tau, w)
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.int64, _INTS, _REALS, _VEC, _VEC, _VEC, _VEC)
 def _forward_dynamics(ints, reals, q, v, tau, work):
     """0: done, 1: invalid input, 2: M not positive definite."""
     m = tree(ints, reals)
-    if not (_valid(m.jtype, q, v) and _all_finite(tau)):
+    if not (_valid(m, q, v) and _valid_vector(m, tau)):
         return 1
     w = workspace(m, work)
     return 0 if _fd.forward_dynamics(m, q, v, tau, w.ddq, w) else 2
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC, types.int64)
 def _dynamics(ints, reals, q, v, work, fact):
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, v):
+    if not _valid(m, q, v):
         return False
     w = workspace(m, work)
     _coriolis.coriolis(m, q, v, w.M, w.C, w.Mdot, w.g, w, fact)
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _GAMMA)
 def _christoffel_symbols(ints, reals, q, work, Gamma):
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, None):
+    if not _valid(m, q, None):
         return False
     _christoffel.christoffel(m, q, Gamma, workspace(m, work))
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC)
 def _observer_terms(ints, reals, q, v, work):
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, v):
+    if not _valid(m, q, v):
         return False
     w = workspace(m, work)
     _momentum.momentum_terms(m, q, v, w.p, w.ctv, w.g, w)
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC, _GAMMA, types.int64, types.boolean)
 def _all_terms(ints, reals, q, v, work, Gamma, fact, check):
     """Algorithm 1 (M, C, Mdot, g), p = M v, C^T v, and (Gamma.size > 0) Algorithm 2 on the
     composite inertias Algorithm 1 leaves: one forward-kinematics pass for everything."""
     m = tree(ints, reals)
-    if check and not _valid(m.jtype, q, v):
+    if check and not _valid(m, q, v):
         return False
     w = workspace(m, work)
     nv = m.nv
@@ -308,21 +323,21 @@ def _all_terms(ints, reals, q, v, work, Gamma, fact, check):
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)
 def _kinematics(ints, reals, q, work):
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, None):
+    if not _valid(m, q, None):
         return False
     w = workspace(m, work)
     placements(m, q, w.R, w.pos, w.Phi)
     return True
 
 
-@njit(**_CHECK)
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, types.int64, _VEC)
 def _link_jacobian(ints, reals, q, work, body, local):
     """J of the point ``local`` (body frame) of ``body``; also leaves the placements in work."""
     m = tree(ints, reals)
-    if not _valid(m.jtype, q, None):
+    if not _valid(m, q, None):
         return False
     w = workspace(m, work)
     placements(m, q, w.R, w.pos, w.Phi)
@@ -334,50 +349,69 @@ def _link_jacobian(ints, reals, q, work, body, local):
     return True
 
 
-# -- mass matrix, gravity, inverse and forward dynamics -------------------------------------------
+# -- the public functions -------------------------------------------------------------------------
+# Each calls its sealed entry kernel with the arguments as given (the fast path: float64
+# C-contiguous arrays); numba raises TypeError for anything else, then _vec converts (or raises
+# the ValueError that names the problem) and the kernel is called again.
+
+def _buffer(model, data):
+    """data.work for data made for this model (the common case, inlined), else via _work."""
+    return data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+
 
 def mass_matrix(model, q, data=None):
     """M(q), (nv, nv), by the CRBA."""
-    q = _vec(q, model.nq, 'q')
-    work = _work(model, data)
-    if not _mass_matrix(model.ints, model.reals, q, work):
+    work = _buffer(model, data)
+    try:
+        ok = _mass_matrix(model.ints, model.reals, q, work)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        ok = _mass_matrix(model.ints, model.reals, q, work)
+    if not ok:
         _explain(model, q)
     return data.M if data is not None else _out(model, work, 'M')
 
 
 def gravity(model, q, data=None):
     """g(q), (nv,): the joint torques that hold the robot still against gravity."""
-    q = _vec(q, model.nq, 'q')
-    work = _work(model, data)
-    if not _gravity(model.ints, model.reals, q, work):
+    work = _buffer(model, data)
+    try:
+        ok = _gravity(model.ints, model.reals, q, work)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        ok = _gravity(model.ints, model.reals, q, work)
+    if not ok:
         _explain(model, q)
     return data.g if data is not None else _out(model, work, 'g')
 
 
 def inverse_dynamics(model, q, v, a, data=None):
     """tau = M(q) a + C(q, v) v + g(q), by the RNEA."""
-    n = model.nv
-    q, v, a = _vec(q, model.nq, 'q'), _vec(v, n, 'v'), _vec(a, n, 'a')
-    work = _work(model, data)
-    if not _inverse_dynamics(model.ints, model.reals, q, v, a, work):
+    work = _buffer(model, data)
+    try:
+        ok = _inverse_dynamics(model.ints, model.reals, q, v, a, work)
+    except TypeError:
+        q, v, a = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v'), _vec(a, model.nv, 'a')
+        ok = _inverse_dynamics(model.ints, model.reals, q, v, a, work)
+    if not ok:
         _explain(model, q, v=v, a=a)
     return data.tau if data is not None else _out(model, work, 'tau')
 
 
 def forward_dynamics(model, q, v, tau, data=None):
     """Joint accelerations a with M a + C v + g = tau (CRBA + sparse LTDL, seed 003)."""
-    n = model.nv
-    q, v, tau = _vec(q, model.nq, 'q'), _vec(v, n, 'v'), _vec(tau, n, 'tau')
-    work = _work(model, data)
-    status = _forward_dynamics(model.ints, model.reals, q, v, tau, work)
+    work = _buffer(model, data)
+    try:
+        status = _forward_dynamics(model.ints, model.reals, q, v, tau, work)
+    except TypeError:
+        q, v, tau = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v'), _vec(tau, model.nv, 'tau')
+        status = _forward_dynamics(model.ints, model.reals, q, v, tau, work)
     if status == 1:
         _explain(model, q, v=v, tau=tau)
     if status == 2:
         raise ValueError('the mass matrix is not positive definite at this configuration')
     return data.ddq if data is not None else _out(model, work, 'ddq')
 
-
-# -- Coriolis (Algorithm 1) and Christoffel symbols (Algorithm 2) ---------------------------------
 
 def dynamics(model, q, v, factorization='eq10', data=None):
     """M, C, dM/dt and g in one pass (seed 000, Algorithm 1).
@@ -386,10 +420,14 @@ def dynamics(model, q, v, factorization='eq10', data=None):
     admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g)
     (with ``data``: ``data.dynamics``, whose arrays are data's views).
     """
-    q, v = _qv(model, q, v)
     fact = _EQ10 if factorization == 'eq10' else _factorization(factorization)
-    work = _work(model, data)
-    if not _dynamics(model.ints, model.reals, q, v, work, fact):
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    try:
+        ok = _dynamics(model.ints, model.reals, q, v, work, fact)
+    except TypeError:
+        q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+        ok = _dynamics(model.ints, model.reals, q, v, work, fact)
+    if not ok:
         _explain(model, q, v=v)
     if data is not None:
         return data.dynamics
@@ -412,11 +450,14 @@ def christoffel(model, q, data=None):
 
     C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
     """
-    q = _vec(q, model.nq, 'q')
-    work = _work(model, data)
-    n = model.nv
-    Gamma = np.empty((n, n, n)) if data is None else data.Gamma
-    if not _christoffel_symbols(model.ints, model.reals, q, work, Gamma):
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    Gamma = np.empty((model.nv,) * 3) if data is None else data.Gamma
+    try:
+        ok = _christoffel_symbols(model.ints, model.reals, q, work, Gamma)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        ok = _christoffel_symbols(model.ints, model.reals, q, work, Gamma)
+    if not ok:
         _explain(model, q)
     return Gamma
 
@@ -429,11 +470,15 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
     the state) and, if ``christoffel``, ``data.Gamma`` (Algorithm 2 on the composite inertias
     Algorithm 1 leaves, no second kinematics pass).  Allocates nothing; returns ``data``.
     """
-    q, v = _qv(model, q, v)
-    work = _work(model, data)
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
     fact = _EQ10 if factorization == 'eq10' else _factorization(factorization)
     Gamma = data.Gamma if christoffel else _NO_GAMMA
-    if not _all_terms(model.ints, model.reals, q, v, work, Gamma, fact, True):
+    try:
+        ok = _all_terms(model.ints, model.reals, q, v, work, Gamma, fact, True)
+    except TypeError:
+        q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+        ok = _all_terms(model.ints, model.reals, q, v, work, Gamma, fact, True)
+    if not ok:
         _explain(model, q, v=v)
     return data
 
@@ -441,19 +486,21 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
 def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorization='eq10'):
     """:func:`compute_all_terms` without validation, for inputs that already passed it:
     q, v float64 C-contiguous of length nq, nv, finite, unit base quaternion; data a
-    :class:`Data` of this model.  Bad input gives wrong numbers, not an error."""
+    :class:`Data` of this model.  Bad values give wrong numbers, not an error."""
     _all_terms(model.ints, model.reals, q, v, data.work, data.Gamma if christoffel else _NO_GAMMA,
                _FACTORIZATIONS[factorization], False)
     return data
 
 
-# -- O(N) products for the momentum observer ------------------------------------------------------
-
 def observer_terms(model, q, v, data=None):
     """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
-    q, v = _qv(model, q, v)
-    work = _work(model, data)
-    if not _observer_terms(model.ints, model.reals, q, v, work):
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    try:
+        ok = _observer_terms(model.ints, model.reals, q, v, work)
+    except TypeError:
+        q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+        ok = _observer_terms(model.ints, model.reals, q, v, work)
+    if not ok:
         _explain(model, q, v=v)
     if data is not None:
         return data.observer_terms
@@ -487,7 +534,7 @@ def link_placement(model, q, link, data=None):
     if body < 0:
         check_configuration(model, q)
         return Rl.copy(), pl.copy()
-    work = _work(model, data)
+    work = _buffer(model, data)
     if not _kinematics(model.ints, model.reals, q, work):
         _explain(model, q)
     R, p = (data.R, data.pos) if data is not None else (_out(model, work, 'R'), _out(model, work, 'pos'))
@@ -509,7 +556,7 @@ def link_jacobian(model, q, link, point=None, data=None):
             return np.zeros((6, model.nv))
         data.J[:] = 0.0
         return data.J
-    work = _work(model, data)
+    work = _buffer(model, data)
     if not _link_jacobian(model.ints, model.reals, q, work, body, Rl @ local + pl):
         _explain(model, q)
     return data.J if data is not None else _out(model, work, 'J')

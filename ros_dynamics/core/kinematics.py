@@ -59,7 +59,7 @@ def per_body_6x6(W):
     return as_strided(W, shape=(N, 6, 6), strides=(288, 48, 8))
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
     N, nv, nq = ints[0], ints[1], ints[2]
@@ -81,7 +81,7 @@ def tree(ints, reals):
                 com, inertia, mass, gravity, work)
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def workspace(m, work):
     """Named views of a Data buffer (layout ``WORK_FIELDS`` of model.py; field k is the k-th)."""
     N, nv, o = m.N, m.nv, m.work
