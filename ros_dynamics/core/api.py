@@ -359,29 +359,28 @@ def _buffer(model, data):
     return data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
 
 
-def mass_matrix(model, q, data=None):
-    """M(q), (nv, nv), by the CRBA."""
+def _run_q(kernel, model, q, data):
+    """Call an entry kernel(ints, reals, q, work) the public way; returns the buffer used."""
     work = _buffer(model, data)
     try:
-        ok = _mass_matrix(model.ints, model.reals, q, work)
+        ok = kernel(model.ints, model.reals, q, work)
     except TypeError:
         q = _vec(q, model.nq, 'q')
-        ok = _mass_matrix(model.ints, model.reals, q, work)
+        ok = kernel(model.ints, model.reals, q, work)
     if not ok:
         _explain(model, q)
+    return work
+
+
+def mass_matrix(model, q, data=None):
+    """M(q), (nv, nv), by the CRBA."""
+    work = _run_q(_mass_matrix, model, q, data)
     return data.M if data is not None else _out(model, work, 'M')
 
 
 def gravity(model, q, data=None):
     """g(q), (nv,): the joint torques that hold the robot still against gravity."""
-    work = _buffer(model, data)
-    try:
-        ok = _gravity(model.ints, model.reals, q, work)
-    except TypeError:
-        q = _vec(q, model.nq, 'q')
-        ok = _gravity(model.ints, model.reals, q, work)
-    if not ok:
-        _explain(model, q)
+    work = _run_q(_gravity, model, q, data)
     return data.g if data is not None else _out(model, work, 'g')
 
 
@@ -534,9 +533,7 @@ def link_placement(model, q, link, data=None):
     if body < 0:
         check_configuration(model, q)
         return Rl.copy(), pl.copy()
-    work = _buffer(model, data)
-    if not _kinematics(model.ints, model.reals, q, work):
-        _explain(model, q)
+    work = _run_q(_kinematics, model, q, data)
     R, p = (data.R, data.pos) if data is not None else (_out(model, work, 'R'), _out(model, work, 'pos'))
     return R[body] @ Rl, R[body] @ pl + p[body]
 

@@ -21,8 +21,15 @@ Kernel calling convention (every compiled algorithm follows it)
   touch: ``placements(m, q, w.R, w.pos, w.Phi)``, ``world_inertias(m, w.R, w.pos, w.I)``,
   ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of body i
   is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular first).
-* A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py):
-  Data and the kernels then agree on the new layout automatically.
+* A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py),
+  a line in ``workspace`` below and the name in ``Work``: Data and the kernels then share it.
+* Entry kernels live in api.py and are sealed to one signature, e.g.
+  ``@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)`` (model arrays, q, work): compiled at
+  import, and numba's dispatcher rejects other argument types (the public function then
+  converts and retries).  They validate first (``_valid(m, q, v)``: lengths, finiteness, unit
+  quaternion) and return False/a status instead of computing on bad input.
+* ``tree`` and ``workspace`` are inlined (``inline='always'``), so building the named views
+  costs nothing for the fields a kernel does not use.
 """
 
 from collections import namedtuple
