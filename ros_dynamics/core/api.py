@@ -53,7 +53,7 @@ from . import momentum as _momentum
 from . import rnea as _rnea
 from .configuration import QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
 from .kinematics import per_body_6x6, placements, tree, workspace
-from .model import WORK_INDEX
+from .model import WORK_FIELDS, WORK_INDEX
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
 Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
@@ -139,6 +139,9 @@ def _out(model, work, name):
     """The named output view of a fresh buffer (no-data path)."""
     k = WORK_INDEX[name]
     return work[model.work_offsets[k]:model.work_offsets[k + 1]].reshape(model.work_shapes[name])
+
+
+assert [name for name, _ in WORK_FIELDS[:4]] == ['M', 'C', 'Mdot', 'g']   # dynamics() relies on it
 
 
 # -- validation (the one boundary) -----------------------------------------------------------------
@@ -430,8 +433,9 @@ def dynamics(model, q, v, factorization='eq10', data=None):
         _explain(model, q, v=v)
     if data is not None:
         return data.dynamics
-    return _new_tuple(Dynamics, (_out(model, work, 'M'), _out(model, work, 'C'),
-                                 _out(model, work, 'Mdot'), _out(model, work, 'g')))
+    n = model.nv                     # M, C, Mdot, g lead the buffer (WORK_FIELDS): cut them at once
+    M, C, Mdot = work[:3 * n * n].reshape((3, n, n))
+    return _new_tuple(Dynamics, (M, C, Mdot, work[3 * n * n:3 * n * n + n]))
 
 
 def coriolis_matrix(model, q, v, factorization='eq10', data=None):
