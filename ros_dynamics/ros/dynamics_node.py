@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import array
 import gc
-import inspect
 import math
 import os
 import sys
@@ -257,17 +256,8 @@ class _Config:
 
 def load_model(xml: str, floating_base: bool, gravity) -> object:
     """Build a core model from URDF XML with the given gravity (raises on any problem)."""
-    gravity = np.asarray(gravity, dtype=float)
-    try:
-        params = inspect.signature(rd.load_urdf).parameters
-    except (TypeError, ValueError):
-        params = {}
-    if 'gravity' in params:
-        return rd.load_urdf(xml, floating_base=bool(floating_base), gravity=gravity)
-    model = rd.load_urdf(xml, floating_base=bool(floating_base))
-    if not np.allclose(gravity, (0.0, 0.0, -9.81)):
-        raise ValueError('this core library version does not support a configurable gravity')
-    return model
+    return rd.load_urdf(xml, floating_base=bool(floating_base),
+                        gravity=np.asarray(gravity, dtype=float))
 
 
 def _attach(msg, field, n):
@@ -320,23 +310,21 @@ class _Engine:
         v0 = np.zeros(self.nv)
         # Warm up (JIT) and check every kernel on this model before it is used, so the first
         # joint states are not delayed by a compile (which would overflow queues at 1 kHz).
-        d = rd.dynamics(model, q0, v0)
-        for name in ('M', 'C', 'Mdot'):
-            if np.shape(getattr(d, name)) != (n, n):
-                raise ValueError(f'core returned {name} of shape {np.shape(getattr(d, name))}')
-        if np.shape(d.g) != (n,):
-            raise ValueError(f'core returned g of shape {np.shape(d.g)}')
-        if np.shape(rd.christoffel(model, q0)) != (n, n, n):
-            raise ValueError('core returned Gamma of the wrong shape')
-        # the published coordinates; warmed up and checked on the same state
+        # The cycle's workspace: one kinematics pass fills M, C, Mdot, g, p = M v, C^T v (and
+        # Gamma every christoffel_decimation-th cycle) without allocating (rd.compute_all_terms).
+        self.data = rd.Data(model)
+        # (Gamma, nv^3 doubles, is allocated here only when it will stream)
+        rd.compute_all_terms(model, q0, v0, self.data,
+                             christoffel=bool(HAVE_MSGS and cfg.christoffel_stream))
+        # the published coordinates: built, warmed up and checked on the same state
         self.coords = OutputCoordinates(model, cfg.coordinates, BASE_DOF_NAMES)
-        out = self.coords.apply(q0, v0, d, rd.christoffel(model, q0))
+        out = self.coords.apply(q0, v0, self.data.dynamics, rd.christoffel(model, q0))
         m = self.coords.nv
         if np.shape(out.d.M) != (m, m) or np.shape(out.gamma) != (m, m, m):
             raise ValueError(f'{cfg.coordinates} coordinates: terms of the wrong shape')
         warm = rd.MomentumObserver(model)
-        warm.reset(q0, v0)
-        warm.update(q0, v0, np.zeros(n), 1e-3)
+        warm.reset_from(self.data)
+        warm.update_from(self.data, np.zeros(n), 1e-3)
         rd.ContactDetector(model).update(warm.residual)
 
         # ---- preallocated outputs; q and v of a cycle are gathered straight into ~/dynamics
@@ -859,17 +847,18 @@ class DynamicsNode(Node):
         None, wrench (6,) or None); d in the model's coordinates, out (qbar, vbar, terms,
         Gammabar or None) in the published ones. Raises on failure, changes nothing then
         except the observer, which the caller re-initializes."""
-        model = eng.model
-        d = rd.dynamics(model, q, v)
-        gamma = rd.christoffel(model, q) if with_gamma else None
-        out = eng.coords.apply(q, v, d, gamma)
+        model, data = eng.model, eng.data
+        rd.compute_all_terms(model, q, v, data, christoffel=with_gamma)   # one kinematics pass
+        d = data.dynamics
+        gamma = data.Gamma if with_gamma else None
+        out = eng.coords.apply(q, v, d, gamma)       # into the published coordinates
         r = contact = wrench = None
         if step is not None:
             ob = self._observer
             if step[0] == 'reset':
-                ob.obs.reset(q, v)
+                ob.obs.reset_from(data)
             else:
-                r = ob.obs.update(q, v, eng.tau, step[2])
+                r = ob.obs.update_from(data, eng.tau, step[2])
                 contact = ob.det.update(r)
                 link = cfg.contact_wrench_link or contact.link
                 if contact.in_contact and link and HAVE_MSGS and cfg.publish_contact_estimate:
