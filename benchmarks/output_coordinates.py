@@ -56,7 +56,7 @@ def check(oc, model, q, v):
     d = rd.dynamics(model, q, v)
     G = rd.christoffel(model, q)
     out = oc.apply(q, v, d, G)
-    if oc.kind == 'joint':
+    if oc.identity:
         ref_d, ref_G, ref_q = d, G, q
     elif oc.kind == 'mimic_reduced':
         ref_d, ref_G = oc.co.reduce(d), rd.transform_christoffel(G, oc.co.A)

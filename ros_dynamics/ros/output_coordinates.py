@@ -17,6 +17,7 @@ array:
                     names = [floating_base/*,] the independent joints in model order;
                     position / velocity = the independent entries of q / v.  A is constant
                     (Adot = 0), so Gamma maps as Gammabar_ijk = A_ai A_bj A_ck Gamma_abc.
+                    Without mimic joints this is ``joint`` (and costs nothing).
 ``center_of_mass``  floating base only (rd.CenterOfMassCoordinates, seed 000, Remark 6):
                     names = [center_of_mass/x..z, floating_base/angular_x..z,] joints;
                     position = [CoM position in the world frame (3), base quaternion x y z w (4),
@@ -44,7 +45,8 @@ class OutputCoordinates:
     """Maps results in the model's coordinates to the published ones (see the module text).
 
     ``names`` (nv_bar), ``nq`` / ``nv`` (sizes of position / velocity), ``identity`` (True for
-    ``joint``: the inputs are returned as they are).
+    ``joint``, and for ``mimic_reduced`` without mimic joints: the inputs are returned as they
+    are).
     """
 
     def __init__(self, model, kind, base_names):
@@ -60,6 +62,8 @@ class OutputCoordinates:
             self.co = rd.CenterOfMassCoordinates(model)
         elif kind == 'mimic_reduced':
             self.co = rd.MimicCoordinates(model)
+            if self.co.nv == model.nv:      # no mimic joints: the joint coordinates, no work
+                self.co, self.identity = None, True
         else:
             self.co = None
         base = list(base_names) if floating else []
@@ -70,13 +74,6 @@ class OutputCoordinates:
         self.nv = len(self.names)
         self.nq = self.nv + (1 if floating else 0)   # the base quaternion: 4 entries, 3 rates
         self.model = model
-
-    @property
-    def mimic_joints(self):
-        """Joints dropped by the reduction (empty unless ``mimic_reduced``)."""
-        if self.kind != 'mimic_reduced':
-            return []
-        return [n for n in self.model.joint_names if n not in self.co.independent]
 
     def state(self, q, v, M=None):
         """(qbar, vbar) of the full state (``M``: the mass matrix at q, if at hand)."""
