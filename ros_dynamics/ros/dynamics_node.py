@@ -70,6 +70,12 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+import rclpy.logging  # noqa: E402
+
+# Importing the core loads its compiled kernels, and compiles them on the first start after an
+# install or update (cached on disk afterwards): say so before the wait, not after it.
+rclpy.logging.get_logger('dynamics').info(
+    'loading the dynamics kernels (the first start after an install compiles them: up to a minute)')
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.ros.output_coordinates import COORDINATES, OutputCoordinates  # noqa: E402
