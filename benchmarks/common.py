@@ -121,16 +121,17 @@ def _calls_per_block(f, target_s):
         n *= 4
 
 
-def interleaved(funcs, blocks=31, block_s=0.01, warmup=3):
+def interleaved(funcs, blocks=31, block_s=0.01, warmup=3, clock=time.perf_counter):
     """Median per-call seconds of each zero-argument callable in ``funcs`` (a dict).
 
     The callables are timed in alternating blocks of ~block_s seconds each (same order every
-    round is avoided by rotating the start), after ``warmup`` untimed rounds.
+    round is avoided by rotating the start), after ``warmup`` untimed rounds.  ``clock``:
+    wall time by default; ``time.thread_time`` counts CPU time only (for a loaded machine).
     """
     names = list(funcs)
     counts = {k: _calls_per_block(funcs[k], block_s) for k in names}
     samples = {k: [] for k in names}
-    pc = time.perf_counter
+    pc = clock
     for r in range(warmup + blocks):
         order = names[r % len(names):] + names[:r % len(names)]
         for k in order:

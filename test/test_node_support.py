@@ -33,16 +33,18 @@ def write_params(path, params, node_name='dynamics'):
 
 
 class NodeProcess:
-    """``python -m ros_dynamics.ros.dynamics_node`` in namespace ``/<ns>`` with a parameter file."""
+    """``python -m <module>`` (default the dynamics node) in namespace ``/<ns>`` with a
+    parameter file."""
 
-    def __init__(self, env, tmpdir, ns, params, node_name='dynamics'):
+    def __init__(self, env, tmpdir, ns, params, node_name='dynamics',
+                 module='ros_dynamics.ros.dynamics_node'):
         self.ns = ns
         self.name = f'/{ns}/{node_name}'
         pfile = write_params(os.path.join(tmpdir, f'{ns}_params.yaml'), params,
                              f'/{ns}/{node_name}')
-        self.log_path = os.path.join(tmpdir, f'{ns}_node.log')
+        self.log_path = os.path.join(tmpdir, f'{ns}_{node_name}.log')
         self._log = open(self.log_path, 'w')
-        cmd = [sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+        cmd = [sys.executable, '-m', module, '--ros-args',
                '-r', f'__ns:=/{ns}', '-r', f'__node:={node_name}', '--params-file', pfile]
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                      cwd=tmpdir)

@@ -5,20 +5,11 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from _oracle import PinocchioOracle, erd_urdf, random_state, rel_err
+from _oracle import REAL_ROBOTS as ROBOTS, PinocchioOracle, random_state, rel_err
 
 pytest.importorskip('pinocchio')
 
 TOL = 1e-9
-ROBOTS = [
-    ('panda', lambda: erd_urdf('panda_description/urdf/panda.urdf'), False),
-    ('ur5', lambda: erd_urdf('ur_description/urdf/ur5_robot.urdf'), False),
-    ('anymal_floating', lambda: erd_urdf('anymal_c_simple_description/urdf/anymal.urdf'), True),
-    ('go1_floating', lambda: erd_urdf('go1_description/urdf/go1.urdf'), True),
-    ('arm7', lambda: rd.bundled_urdf('arm7'), False),
-    ('quadruped_fixed', lambda: rd.bundled_urdf('quadruped'), False),
-    ('quadruped_floating', lambda: rd.bundled_urdf('quadruped'), True),
-]
 WORST = {}   # robot -> worst relative disagreement, printed at the end (-s)
 
 

@@ -24,7 +24,7 @@ from . import jacobian as _jac
 from . import momentum as _momentum
 from . import rnea as _rnea
 from .kinematics import kernel_arrays
-from .model import FREE
+from .model import FREE, massless_bodies
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
 Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
@@ -175,7 +175,7 @@ def mass_matrix(model, q):
     q = _shaped(q, model.nq, 'q')
     topo, geom, dofs = _arrays(model)
     M = np.empty((model.nv, model.nv))
-    if not _mass_matrix(topo, geom, dofs, q, M):
+    if model.nbodies and not _mass_matrix(topo, geom, dofs, q, M):
         _explain(model, q)
     return M
 
@@ -185,7 +185,7 @@ def gravity(model, q):
     q = _shaped(q, model.nq, 'q')
     topo, geom, dofs = _arrays(model)
     g = np.empty(model.nv)
-    if not _gravity(topo, geom, dofs, model.gravity, q, g):
+    if model.nbodies and not _gravity(topo, geom, dofs, model.gravity, q, g):
         _explain(model, q)
     return g
 
@@ -196,9 +196,15 @@ def inverse_dynamics(model, q, v, a):
     q, v, a = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v'), _shaped(a, n, 'a')
     topo, geom, dofs = _arrays(model)
     tau = np.empty(n)
-    if not _inverse_dynamics(topo, geom, dofs, model.gravity, q, v, a, tau):
+    if model.nbodies and not _inverse_dynamics(topo, geom, dofs, model.gravity, q, v, a, tau):
         _explain(model, q, v=v, a=a)
     return tau
+
+
+def _massless_hint(model):
+    """Why M is singular, if some moving links carry no mass or inertia."""
+    names = [model.body_names[i] for i in massless_bodies(model)]
+    return f' (singular: links {names} move but carry no mass or inertia)' if names else ''
 
 
 def forward_dynamics(model, q, v, tau):
@@ -207,11 +213,12 @@ def forward_dynamics(model, q, v, tau):
     q, v, tau = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v'), _shaped(tau, n, 'tau')
     topo, geom, dofs = _arrays(model)
     a = np.empty(n)
-    status = _forward_dynamics(topo, geom, dofs, model.gravity, q, v, tau, a)
+    status = _forward_dynamics(topo, geom, dofs, model.gravity, q, v, tau, a) if model.nbodies else 0
     if status == 1:
         _explain(model, q, v=v, tau=tau)
     if status == 2:
-        raise ValueError('the mass matrix is not positive definite at this configuration')
+        raise ValueError('the mass matrix is not positive definite at this configuration'
+                         + _massless_hint(model))
     return a
 
 
@@ -228,7 +235,7 @@ def dynamics(model, q, v, factorization='eq10'):
     fact = _factorization(factorization)
     topo, geom, dofs = _arrays(model)
     M, C, Mdot, g = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)
-    if not _dynamics(topo, geom, dofs, model.gravity, q, v, M, C, Mdot, g, fact):
+    if model.nbodies and not _dynamics(topo, geom, dofs, model.gravity, q, v, M, C, Mdot, g, fact):
         _explain(model, q, v=v)
     return _new_tuple(Dynamics, (M, C, Mdot, g))
 
@@ -252,7 +259,7 @@ def christoffel(model, q):
     topo, geom, dofs = _arrays(model)
     n = model.nv
     Gamma = np.zeros((n, n, n))
-    if not _christoffel_symbols(topo, geom, dofs, q, Gamma):
+    if model.nbodies and not _christoffel_symbols(topo, geom, dofs, q, Gamma):
         _explain(model, q)
     return Gamma
 
@@ -265,7 +272,7 @@ def observer_terms(model, q, v):
     q, v = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v')
     topo, geom, dofs = _arrays(model)
     p, ctv, g = np.empty(n), np.empty(n), np.empty(n)
-    if not _observer_terms(topo, geom, dofs, model.gravity, q, v, p, ctv, g):
+    if model.nbodies and not _observer_terms(topo, geom, dofs, model.gravity, q, v, p, ctv, g):
         _explain(model, q, v=v)
     return p, ctv, g
 
@@ -379,7 +386,8 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    _dynamics_batch(topo, geom, dofs, model.gravity, Q, V, M, C, Mdot, g, fact)
+    if model.nbodies:
+        _dynamics_batch(topo, geom, dofs, model.gravity, Q, V, M, C, Mdot, g, fact)
     return Dynamics(M, C, Mdot, g)
 
 
@@ -391,5 +399,6 @@ def christoffel_batch(model, Q):
             _configuration(model, q)
     topo, geom, dofs = _arrays(model)
     Gamma = np.zeros((Q.shape[0],) + (model.nv,) * 3)
-    _christoffel_batch(topo, geom, dofs, Q, Gamma)
+    if model.nbodies:
+        _christoffel_batch(topo, geom, dofs, Q, Gamma)
     return Gamma

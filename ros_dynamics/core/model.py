@@ -37,7 +37,12 @@ class Model:
     ``mass`` float[N]; ``com`` float[N,3]; ``inertia`` float[N,3,3] (about the CoM, body frame)
     ``dof_body`` int64[nv]   body of each DoF; ``dof_parent`` int64[nv]: DoF-tree parent (-1: none)
     ``gravity`` float[3]     gravitational acceleration in the world frame
+
+    ``warnings``: what the URDF loader skipped or assumed (a tuple of messages; empty for a
+    model made otherwise, e.g. by :meth:`copy`).
     """
+
+    warnings = ()
 
     def __init__(self, *, name, body_names, joint_names, parent, jtype, X_R, X_p, axis,
                  mass, com, inertia, link_frames, floating_base, gravity=(0.0, 0.0, -9.81),
@@ -48,9 +53,7 @@ class Model:
         self.root_link = root_link
         self.parent = np.ascontiguousarray(parent, dtype=np.int64)
         self.jtype = np.ascontiguousarray(jtype, dtype=np.int64)
-        N = len(self.parent)
-        if N == 0:
-            raise ValueError('the robot has no moving joint')
+        N = len(self.parent)              # 0: a robot without moving joints (fixed base, nv = 0)
         for i in range(N):
             if not -1 <= self.parent[i] < i:
                 raise ValueError('bodies must be numbered so that parent[i] < i')
@@ -66,8 +69,8 @@ class Model:
 
         nq_i = np.array([JOINT_NQ[int(t)] for t in self.jtype], dtype=np.int64)
         nv_i = np.array([JOINT_NV[int(t)] for t in self.jtype], dtype=np.int64)
-        self.q_idx = np.concatenate([[0], np.cumsum(nq_i)[:-1]]).astype(np.int64)
-        self.v_idx = np.concatenate([[0], np.cumsum(nv_i)[:-1]]).astype(np.int64)
+        self.q_idx = (np.cumsum(nq_i) - nq_i).astype(np.int64)
+        self.v_idx = (np.cumsum(nv_i) - nv_i).astype(np.int64)
         self.nq = int(nq_i.sum())
         self.nv = int(nv_i.sum())
         self.nbodies = N
@@ -155,3 +158,13 @@ def attach_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
     masses, coms, inertias = model.mass.copy(), model.com.copy(), model.inertia.copy()
     masses[body], coms[body], inertias[body] = m, c, Ic
     return model.copy(mass=masses, com=coms, inertia=inertias)
+
+
+def massless_bodies(model):
+    """Indices of the moving bodies that carry no mass or inertia and have none below them:
+    their rows of M are zero, so M is singular (forward dynamics refuses such a model)."""
+    carries = (model.mass > 0.0) | (np.trace(model.inertia, axis1=1, axis2=2) > 0.0)
+    for i in range(model.nbodies - 1, 0, -1):
+        if model.parent[i] >= 0:
+            carries[model.parent[i]] |= carries[i]
+    return np.flatnonzero(~carries)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..control.trajectories import MinJerkTrajectory, SineTrajectory
 from ..estimation.observer import friction_torque
 
 __all__ = ['Simulator', 'PDGravityController', 'MinJerkTrajectory', 'SineTrajectory',
@@ -168,52 +169,6 @@ def perturb_urdf_inertia(urdf_xml, rel_error=0.01, seed=0):
 
 # ---------------------------------------------------------------------------------------------
 # Trajectories and controller
-
-
-class MinJerkTrajectory:
-    """Rest-to-rest minimum-jerk segments through ``waypoints`` at ``times`` (held after the
-    last one); with ``period`` the whole schedule repeats (the last waypoint should then equal
-    the first)."""
-
-    def __init__(self, times, waypoints, period=None):
-        self.times = np.asarray(times, dtype=float)
-        self.waypoints = np.asarray(waypoints, dtype=float)
-        if self.times.ndim != 1 or self.waypoints.shape[0] != self.times.shape[0]:
-            raise ValueError('one waypoint per time')
-        if np.any(np.diff(self.times) <= 0):
-            raise ValueError('times must increase')
-        self.period = period
-
-    def __call__(self, t):
-        if self.period:
-            t = t % self.period
-        T, W = self.times, self.waypoints
-        if t <= T[0]:
-            return W[0].copy(), np.zeros_like(W[0]), np.zeros_like(W[0])
-        if t >= T[-1]:
-            return W[-1].copy(), np.zeros_like(W[-1]), np.zeros_like(W[-1])
-        k = int(np.searchsorted(T, t, side='right')) - 1
-        h = T[k + 1] - T[k]
-        s = (t - T[k]) / h
-        d = W[k + 1] - W[k]
-        pos = 10 * s**3 - 15 * s**4 + 6 * s**5
-        vel = (30 * s**2 - 60 * s**3 + 30 * s**4) / h
-        acc = (60 * s - 180 * s**2 + 120 * s**3) / h**2
-        return W[k] + pos * d, vel * d, acc * d
-
-
-class SineTrajectory:
-    """``q_d = q0 + A (1 − cos ω t)`` per joint (starts at rest at ``q0``)."""
-
-    def __init__(self, q0, amplitude, frequency):
-        self.q0 = np.asarray(q0, dtype=float)
-        self.A = np.broadcast_to(np.asarray(amplitude, dtype=float), self.q0.shape).copy()
-        self.w = 2 * np.pi * np.broadcast_to(np.asarray(frequency, dtype=float),
-                                             self.q0.shape).copy()
-
-    def __call__(self, t):
-        c, s = np.cos(self.w * t), np.sin(self.w * t)
-        return self.q0 + self.A * (1 - c), self.A * self.w * s, self.A * self.w**2 * c
 
 
 class PDGravityController:
