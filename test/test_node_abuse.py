@@ -96,7 +96,6 @@ def desc_node(rclpy_context, ros_env, tmp_path_factory):
         yield proc, probe, tmp
 
 
-@pytest.mark.xfail(strict=True, reason='node findings of issue 11 item 5, fixed next')
 def test_bad_descriptions_keep_the_model(desc_node):
     """Each bad description on the topic and as the parameter is refused with a reason; the arm
     keeps being answered, also while the description is being processed."""
@@ -126,12 +125,12 @@ def test_bad_descriptions_keep_the_model(desc_node):
             lat.append(time.monotonic() - t0)
         refused = proc.log().count('keeping the previous model') > n_log
         # parameter: refused with a reason, nothing changes (an empty parameter is not an
-        # error: it selects the topic, whose description is the arm)
+        # error: it selects the topic, whose description is the arm; whitespace is refused)
         res = probe.set_params(robot_description=xml)
         summary.append((label, refused, res.successful, res.reason.splitlines()[0][:90]
                         if res.reason else '', max(lat), len(lat)))
         assert refused, (label, 'topic description not refused', proc.log()[-2000:])
-        if xml.strip():
+        if xml:
             assert not res.successful and res.reason, (label, res.reason)
         else:
             assert res.successful, (label, res.reason)
@@ -144,7 +143,7 @@ def test_bad_descriptions_keep_the_model(desc_node):
     log = proc.log()
     assert 'Traceback' not in log
     assert "URDF file not found: ''" not in log
-    assert 'robot_description is empty' in log
+    assert 'description is empty' in log
 
 
 # ------------------------------------------------------------------------------ parameters
@@ -191,7 +190,6 @@ BAD_PARAMS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason='node findings of issue 11 item 5, fixed next')
 def test_parameter_abuse_is_rejected_with_a_reason(node):
     proc, probe = node
     arm = rd.load_urdf(ARM7)

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.ros
 
 rd = pytest.importorskip('ros_dynamics')
 
-N_MESSAGES = int(os.environ.get('FUZZ_MESSAGES', '3000'))
+N_MESSAGES = int(os.environ.get('FUZZ_MESSAGES', '10000'))
 BATCH = 60
 SEED = int(os.environ.get('FUZZ_SEED', '20261122'))
 LIMIT_FACTOR = 2.0       # input_limit_factor (node default)
@@ -244,7 +244,6 @@ def fuzz_node(rclpy_context, ros_env, tmp_path_factory):
         yield proc, probe
 
 
-@pytest.mark.xfail(strict=True, reason='node findings of issue 11 item 5, fixed next')
 def test_fuzzed_joint_states(fuzz_node):
     proc, probe = fuzz_node
     model = rd.load_urdf(ARM7)
