@@ -26,19 +26,16 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from node_latency import (DOMAIN_ID, SUBSCRIBER, cpu_seconds, model_source,  # noqa: E402
-                          percentile_ms)
-from ros_dynamics.ros import compat as ros_compat  # noqa: E402
+from node_latency import (DOMAIN_ID, cpu_seconds, model_source, percentile_ms,  # noqa: E402
+                          start_node_and_subscriber)
 
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
 
@@ -78,19 +75,7 @@ def soak(args):
     ns = f'soak_{os.getpid()}'
     params = {'robot_description': xml, 'log_throttle_sec': 5.0, 'observer_enabled': True,
               'christoffel_decimation': 10, 'executor': args.executor}
-    tmp = tempfile.mkdtemp(prefix='rd_soak_')
-    pfile = os.path.join(tmp, 'params.yaml')
-    with open(pfile, 'w') as f:
-        yaml.safe_dump({f'/{ns}/dynamics': {'ros__parameters': params}}, f)
-    env = ros_compat.ros_environment(domain_id=DOMAIN_ID, localhost_only=True)
-    env['PYTHONPATH'] = os.pathsep.join([REPO_ROOT, env.get('PYTHONPATH', '')])
-    log = open(os.path.join(tmp, 'node.log'), 'w')
-    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
-                             '-r', f'__ns:=/{ns}', '--params-file', pfile],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    sub_out = os.path.join(tmp, 'received.json')
-    sub = subprocess.Popen([sys.executable, '-c', SUBSCRIBER, f'/{ns}/dynamics/dynamics', sub_out,
-                            str(args.duration + 120)], env=env, stdout=subprocess.PIPE, text=True)
+    proc, sub, log, sub_out = start_node_and_subscriber(ns, params, args.duration + 120)
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('soak_client', context=ctx)
@@ -171,7 +156,7 @@ def soak(args):
     slope = (float(np.polyfit(t[after] / 60.0, kb[after], 1)[0]) if after.sum() >= 3
              else float('nan'))
     at_1min = float(kb[np.argmin(np.abs(t - 60.0))]) if len(t) else float('nan')
-    node_log = open(os.path.join(tmp, 'node.log')).read()
+    node_log = open(log.name).read()
     return {
         'model': args.model, 'executor': args.executor, 'duration_s': elapsed,
         'rate_hz': args.rate, 'sent': steps, 'send_rate_hz': steps / elapsed,

@@ -286,18 +286,40 @@ def _load_run(proc, probe, model, msgs, rate, label):
     for s in sorted(states):
         run = 0 if s in answered else run + 1
         longest = max(longest, run)
+    order = {s: k for k, s in enumerate(sorted(states))}
+    lat = [t - (t_start + order[s] / rate) for s, t in zip(stamps, got_times)]
     res = {'sent': len(msgs), 'rate': len(msgs) / (t_end - t_start), 'answered': len(got),
+           'max_latency_s': max(lat) if lat else float('nan'),
            'longest_miss_run': longest, 'drain_s': drain,
            'last_answered': probe.find_stamped('dynamics', last_stamp) is not None}
     print(f'\n{label}: sent {res["sent"]} at {res["rate"]:.0f} Hz, answered {res["answered"]} '
           f'({100 * res["answered"] / res["sent"]:.1f} %), longest run of misses '
           f'{longest}, last message answered: {res["last_answered"]}, answers kept coming '
-          f'{drain:.2f} s after the last publish')
+          f'{drain:.2f} s after the last publish, max latency {res["max_latency_s"]:.2f} s')
     return res
 
 
-def test_burst_10khz_falls_behind_and_recovers(node):
-    proc, probe = node
+@pytest.fixture
+def fresh_node(rclpy_context, ros_env, tmp_path):
+    """A node of its own, so that its shutdown summary (joint states accepted / rejected)
+    counts exactly one load run; yields (proc, probe, summary) where summary() parses it."""
+    import re
+    params = {'robot_description': read(ARM7), 'log_throttle_sec': 1.0}
+    ns = f'load{next_stamp() % 100000}'
+    with running_node(rclpy_context, ros_env, str(tmp_path), ns, params) as (proc, probe):
+        yield proc, probe, lambda: tuple(int(x) for x in re.search(
+            r'joint states accepted: (\d+), rejected: (\d+)', proc.log()).groups())
+
+
+def _report_queues(res, accepted, rejected):
+    sent, got = res['sent'], res['answered']
+    print(f'  node: accepted {accepted}, rejected {rejected}; dropped before the node (input '
+          f'queue, KEEP_LAST depth 1000 overwritten) {sent - accepted - rejected}; '
+          f'published but not received by the test subscriber {accepted - got - 1}')
+
+
+def test_burst_10khz_falls_behind_and_recovers(fresh_node):
+    proc, probe, summary = fresh_node
     arm = rd.load_urdf(ARM7)
     rng = np.random.default_rng(7)
     msgs = []
@@ -311,10 +333,12 @@ def test_burst_10khz_falls_behind_and_recovers(node):
     t0 = time.monotonic()
     assert_answers(proc, probe, arm, 300, 'after the burst')
     print(f'after the burst: next joint state answered in {1e3 * (time.monotonic() - t0):.1f} ms')
+    proc.stop()
+    _report_queues(res, *summary())
 
 
-def test_1000_unknown_joints_per_message(node):
-    proc, probe = node
+def test_1000_unknown_joints_per_message(fresh_node):
+    proc, probe, summary = fresh_node
     arm = rd.load_urdf(ARM7)
     rng = np.random.default_rng(8)
     extra = [f'unknown_joint_{i:04d}' for i in range(1000)]
@@ -328,3 +352,5 @@ def test_1000_unknown_joints_per_message(node):
     res = _load_run(proc, probe, arm, msgs, 1000.0, '1,007 names per message at 1 kHz x 2 s')
     assert res['answered'] > 0
     assert_answers(proc, probe, arm, 301, 'after the unknown joints')
+    proc.stop()
+    _report_queues(res, *summary())

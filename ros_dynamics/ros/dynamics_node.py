@@ -750,7 +750,8 @@ class DynamicsNode(Node):
 
     def _wanted_key(self):
         cfg = self._cfg
-        xml = cfg.robot_description or self._topic_xml
+        eng = self._engine
+        xml = cfg.robot_description or self._topic_xml or (eng.xml if eng is not None else None)
         return None if xml is None else _model_key(xml, cfg)
 
     def _install_built(self):
