@@ -36,7 +36,3 @@ export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}"
 export MPLBACKEND=Agg
-# numba's on-disk cache is keyed on the file of each compiled entry point only, so a kernel whose
-# callee (in another module) changed could be reused stale.  During development, key the cache
-# directory on the sources; installed users never change the sources, so they keep the default.
-export NUMBA_CACHE_DIR="$ROOT/.venv/numba-cache/$(find ros_dynamics -name "*.py" | sort | xargs cat | sha1sum | cut -c1-12)"

@@ -6,6 +6,8 @@ import pytest
 import ros_dynamics as rd
 from test_urdf import TWO_LINK, joint, link, robot
 
+pytestmark = pytest.mark.core
+
 
 @pytest.fixture(scope='module')
 def arm():

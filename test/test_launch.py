@@ -9,6 +9,8 @@ import types
 
 import pytest
 
+pytestmark = pytest.mark.core
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(REPO_ROOT, 'launch', 'dynamics.launch.py')
 

@@ -15,6 +15,8 @@ from test_node_support import (ARM7, Probe, assert_dynamics_msg, christoffel_arr
 
 pytestmark = pytest.mark.ros
 
+pytestmark = pytest.mark.ros
+
 rd = pytest.importorskip('ros_dynamics')
 
 GAIN = 40.0

@@ -10,6 +10,8 @@ from test_node_support import (ARM7, QUADRUPED, assert_dynamics_msg, read, runni
 
 pytestmark = pytest.mark.ros
 
+pytestmark = pytest.mark.ros
+
 rd = pytest.importorskip('ros_dynamics')
 models = pytest.importorskip('ros_dynamics.testing')
 

@@ -10,6 +10,8 @@ from test_node_support import (QUADRUPED, assert_dynamics_msg, christoffel_array
 
 pytestmark = pytest.mark.ros
 
+pytestmark = pytest.mark.ros
+
 rd = pytest.importorskip('ros_dynamics')
 
 GAIN = 25.0

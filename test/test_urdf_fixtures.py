@@ -215,15 +215,16 @@ def test_warnings_are_reported_once_per_load():
 def test_a_2000_link_chain_loads_and_its_gravity_is_the_potential_gradient():
     # (Pinocchio's Data for nv = 2000 does not fit in memory here, so the check is the
     # identity g = dV/dq along random directions, V from the body placements alone.)
-    from ros_dynamics.core.api import _placements
     xml = models.chain(2000, seed=4, fixed_every=7)
     model = rd.load_urdf_string(xml)
     assert model.nv == model.nbodies == 2000 and len(model.link_frames) == 2001 + 2000 // 7
     assert model.joint_names == [f'joint_{i}' for i in range(2000)]
 
+    data = rd.Data(model)
+
     def potential(q):
-        R, p, _ = _placements(model, q)
-        com = p + np.einsum('bij,bj->bi', R, model.com)
+        rd.link_placement(model, q, model.body_names[0], data=data)   # leaves every body's placement in data
+        com = data.pos + np.einsum('bij,bj->bi', data.R, model.com)
         return -float(model.mass @ (com @ model.gravity))
 
     rng = np.random.default_rng(0)

@@ -503,7 +503,7 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
     if massless:
         reader.warn('moving links that carry no mass or inertia, nor does any link below them (the '
                     'mass matrix is singular; forward dynamics refuses it): ' + _listed(massless))
-    model.warnings = tuple(reader.messages)
+    model = model.copy(warnings=reader.messages)
     for message in reader.messages:
         warnings.warn(f'URDF {robot_name!r}: {message}', URDFWarning, stacklevel=2)
     return model

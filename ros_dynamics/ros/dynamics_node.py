@@ -67,6 +67,12 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+import rclpy.logging  # noqa: E402
+
+# Importing the core loads its compiled kernels, and compiles them on the first start after an
+# install or update (cached on disk afterwards): say so before the wait, not after it.
+rclpy.logging.get_logger('dynamics').info(
+    'loading the dynamics kernels (the first start after an install compiles them: up to a minute)')
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 
@@ -391,17 +397,15 @@ class _Engine:
         # Warm up (JIT) and check every kernel on this model before it is used, so the first
         # joint states (and the first contact) are not delayed by a compile, which would
         # overflow queues at 1 kHz and re-initialize the observer in the middle of a contact.
-        d = rd.dynamics(model, q0, v0)
-        for name in ('M', 'C', 'Mdot'):
-            if np.shape(getattr(d, name)) != (n, n):
-                raise ValueError(f'core returned {name} of shape {np.shape(getattr(d, name))}')
-        if np.shape(d.g) != (n,):
-            raise ValueError(f'core returned g of shape {np.shape(d.g)}')
-        if self.with_gamma and np.shape(rd.christoffel(model, q0)) != (n, n, n):
-            raise ValueError('core returned Gamma of the wrong shape')
+        # The cycle's workspace: one kinematics pass fills M, C, Mdot, g, p = M v, C^T v (and
+        # Gamma every christoffel_decimation-th cycle) without allocating (rd.compute_all_terms).
+        self.data = rd.Data(model)
+        # (Gamma, nv^3 doubles, is allocated here only when it will stream)
+        rd.compute_all_terms(model, q0, v0, self.data, christoffel=bool(
+            HAVE_MSGS and cfg.christoffel_stream and self.with_gamma))
         warm = rd.MomentumObserver(model)
-        warm.reset(q0, v0)
-        warm.update(q0, v0, np.zeros(n), 1e-3)
+        warm.reset_from(self.data)
+        warm.update_from(self.data, np.zeros(n), 1e-3)
         rd.ContactDetector(model).update(warm.residual)
         if model.body_names:
             for force_only in (True, False):
@@ -1119,16 +1123,17 @@ class DynamicsNode(Node):
         """Every core-library call of one cycle: (d, Gamma or None, residual or None,
         ContactState or None, wrench (6,) or None). Raises on failure, changes nothing then
         except the observer, which the caller re-initializes."""
-        model = eng.model
-        d = rd.dynamics(model, q, v)
-        gamma = rd.christoffel(model, q) if with_gamma else None
+        model, data = eng.model, eng.data
+        rd.compute_all_terms(model, q, v, data, christoffel=with_gamma)   # one kinematics pass
+        d = data.dynamics
+        gamma = data.Gamma if with_gamma else None
         r = contact = wrench = None
         if step is not None:
             ob = self._observer
             if step[0] == 'reset':
-                ob.obs.reset(q, v)
+                ob.obs.reset_from(data)
             else:
-                r = ob.obs.update(q, v, eng.tau, step[2])
+                r = ob.obs.update_from(data, eng.tau, step[2])
                 contact = ob.det.update(r)
                 link = cfg.contact_wrench_link or contact.link
                 if contact.in_contact and link and HAVE_MSGS and cfg.publish_contact_estimate:
