@@ -19,15 +19,25 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
 Without the interface package ``ros_dynamics_msgs`` the node runs with its standard-type outputs
 only (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package.
 
-Input policy (each rejected message is logged, throttled, and produces no output at all):
+Input policy (each rejected message is logged, throttled per kind of rejection, and produces
+no output at all; README "Input policy"):
 
-* no model yet, stamp earlier than the last accepted one, a required joint missing, a required
-  joint named twice, ``len(position) != len(name)``, ``velocity`` neither empty nor of
-  ``len(name)``, ``effort`` neither empty nor of ``len(name)``, NaN/inf in position, velocity or
-  effort of a required joint, empty ``velocity`` (unless ``allow_missing_velocity``: then the
-  velocities are taken as zero), floating base without a valid odometry message yet.
+* no model yet; a stamp that is not normalized (nanosec >= 1e9), zero from a source that sends
+  stamps, more than ``stamp_max_lead`` ahead of the node clock, or earlier than the last
+  accepted one by at most ``stamp_reset_jump`` (a larger jump back is a source reset: accepted,
+  the observer re-initializes); a required joint missing or named twice,
+  ``len(position) != len(name)``, ``velocity`` neither empty nor of ``len(name)``, ``effort``
+  neither empty nor of ``len(name)``; NaN/inf or a value beyond its bound in position
+  (``max_abs_position``), velocity or effort (``input_limit_factor`` x the URDF limit) of a
+  required joint; empty ``velocity`` (unless ``allow_missing_velocity``: then the velocities
+  are taken as zero); floating base without a valid odometry message yet.
+* results that are not finite are not published (the observer re-initializes).
 * empty ``effort`` (effort source ``joint_state``): the dynamics terms are published, the
   observer is not updated and ``~/external_torque`` / ``~/contact_estimate`` are not published.
+
+Robot descriptions are read as URDF text only (never as a file path, never through xacro) and
+built into a new engine on a builder thread; the executor keeps answering with the current
+engine and installs the new one when it is ready.
 
 Design for speed (1 kHz): every output message is preallocated once per model; its array fields
 are ``array.array('d')`` objects shared with numpy views, so a cycle writes the results straight
