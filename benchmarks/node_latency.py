@@ -222,15 +222,9 @@ def thread_cpu(pid):
     return out
 
 
-def run_latency(name, xml, extra_params, duration, rate, executor):
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-
-    ns = f'bench_{name}_{executor}'
-    params = {'robot_description': xml, 'log_throttle_sec': 5.0, 'observer_max_dt': 1.0,
-              'executor': executor, **extra_params}
+def start_node_and_subscriber(ns, params, subscriber_timeout):
+    """dynamics_node in namespace /ns with ``params`` and the ~/dynamics subscriber process
+    (SUBSCRIBER); returns (node process, subscriber process, node log file, received json)."""
     tmp = tempfile.mkdtemp(prefix='rd_bench_')
     pfile = os.path.join(tmp, 'params.yaml')
     with open(pfile, 'w') as f:
@@ -243,7 +237,20 @@ def run_latency(name, xml, extra_params, duration, rate, executor):
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     sub_out = os.path.join(tmp, 'received.json')
     sub = subprocess.Popen([sys.executable, '-c', SUBSCRIBER, f'/{ns}/dynamics/dynamics', sub_out,
-                            str(duration + 90)], env=env, stdout=subprocess.PIPE, text=True)
+                            str(subscriber_timeout)], env=env, stdout=subprocess.PIPE, text=True)
+    return proc, sub, log, sub_out
+
+
+def run_latency(name, xml, extra_params, duration, rate, executor):
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+
+    ns = f'bench_{name}_{executor}'
+    params = {'robot_description': xml, 'log_throttle_sec': 5.0, 'observer_max_dt': 1.0,
+              'executor': executor, **extra_params}
+    proc, sub, log, sub_out = start_node_and_subscriber(ns, params, duration + 90)
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('bench_client', context=ctx)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from test_node_support import (ARM7, Probe, assert_dynamics_msg, christoffel_array,
-                               dynamics_arrays, read, running_node)
+                               dynamics_arrays, read, running_node, set_model_params)
 
 pytestmark = pytest.mark.ros
 
@@ -331,14 +331,14 @@ def test_parameter_validation(arm, model):
 def test_gravity_parameter_rebuilds_model(arm, model):
     proc, probe = arm
     moon = [0.0, 0.0, -1.62]
-    res = probe.set_params(gravity=moon)
+    res = set_model_params(proc, probe, gravity=moon)
     assert res.successful, res.reason
     try:
         q, v, e = rand_state(model, 50)
         dyn = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, e, next_stamp()))
         assert_dynamics_msg(dyn, rd.load_urdf(ARM7, gravity=moon), q, v)
     finally:
-        res = probe.set_params(gravity=[0.0, 0.0, -9.81])
+        res = set_model_params(proc, probe, gravity=[0.0, 0.0, -9.81])
         assert res.successful
     # the change is logged old -> new with the reason for the rebuild
     log = proc.log()
@@ -424,15 +424,32 @@ def test_reset_observer_and_contact(arm, model):
     assert probe.find_stamped('contact_estimate', free[-1]) is None
 
 
-def test_reset_observer_clears_stamp_history(arm, model):
-    """After a clock reset of the source, ~/reset_observer makes older stamps acceptable."""
+def test_stamp_policy_source_reset_and_reset_observer(arm, model):
+    """A small step back in time is out of order (rejected); a jump back by more than
+    stamp_reset_jump is a source reset (accepted, observer re-initialized, logged);
+    ~/reset_observer clears the stamp history so that a small step back is accepted too."""
     proc, probe = arm
     names = list(model.joint_names)
     q, v, e = rand_state(model, 70)
-    assert probe.send_and_wait(probe.joint_state(names, q, v, e, next_stamp()))
-    old = 1_000_000  # 1 ms after the epoch: far behind
-    assert probe.send_and_wait(probe.joint_state(names, q, v, e, old), timeout=0.5) is None
+    s = next_stamp()
+    assert probe.send_and_wait(probe.joint_state(names, q, v, e, s))
+    assert probe.send_and_wait(probe.joint_state(names, q, v, e, s - 500_000_000),
+                               timeout=0.5) is None
+    old = 1_000_000  # 1 ms after the epoch: a source reset
+    assert probe.send_and_wait(probe.joint_state(names, q, v, e, old)) is not None
+    assert probe.spin_until(lambda: 'source reset: stamp jumped back' in proc.log())
+    # the observer restarted there: the next update integrates from the reset state only
+    q2, v2, e2 = rand_state(model, 71)
+    assert probe.send_and_wait(probe.joint_state(names, q2, v2, e2, old + 1_000_000))
+    assert probe.spin_until(
+        lambda: probe.find_stamped('external_torque', old + 1_000_000) is not None)
+    obs = rd.MomentumObserver(model, gain=GAIN)
+    obs.reset(q, v)
+    r = obs.update(q2, v2, e2, 1e-3)
+    np.testing.assert_allclose(
+        np.asarray(probe.find_stamped('external_torque', old + 1_000_000).effort), r, rtol=0,
+        atol=1e-12)
     resp = probe.trigger('reset_observer')
     assert resp.success and 'stamp history cleared' in resp.message
-    assert probe.send_and_wait(probe.joint_state(names, q, v, e, old + 1000)) is not None
+    assert probe.send_and_wait(probe.joint_state(names, q, v, e, old + 500_000)) is not None
     # stamps continue from there; later tests keep using next_stamp() (larger)

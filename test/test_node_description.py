@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from test_node_support import ARM7, QUADRUPED, assert_dynamics_msg, read, running_node
+from test_node_support import (ARM7, QUADRUPED, assert_dynamics_msg, read, running_node,
+                               set_model_params)
 
 pytestmark = pytest.mark.ros
 
@@ -93,15 +94,14 @@ def test_description_parameter_overrides_topic(desc):
     probe.spin_for(0.5)
     check_model(probe, quad, 5)
     # floating_base change rebuilds the model (then nothing is published without odom)
-    res = probe.set_params(floating_base=True)
+    res = set_model_params(proc, probe, floating_base=True)
     assert res.successful, res.reason
-    probe.spin_for(0.2)
     before = probe.counts()['dynamics']
     probe.js_pub.publish(probe.joint_state(quad.joint_names, np.zeros(quad.nv),
                                            np.zeros(quad.nv), None, next(_stamps)))
     probe.spin_for(0.3)
     assert probe.counts()['dynamics'] == before
-    assert probe.set_params(floating_base=False).successful
+    assert set_model_params(proc, probe, floating_base=False).successful
     # clearing the parameter goes back to the latest description on the topic (the arm)
     assert probe.set_params(robot_description='').successful
     check_model(probe, rd.load_urdf(ARM7), 6)

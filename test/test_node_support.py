@@ -135,9 +135,11 @@ class Probe:
         def ready():
             if proc is not None and not proc.alive():
                 raise AssertionError('node process died:\n' + proc.log())
-            main = 'dynamics' if self.msgs else 'external_torque'
+            outputs = (('dynamics', 'christoffel', 'external_torque', 'contact_estimate')
+                       if self.msgs else ('external_torque',))
             return (self.js_pub.get_subscription_count() >= 1
-                    and self.node.count_publishers(f'{self.prefix}/{main}') >= 1)
+                    and all(self.node.count_publishers(f'{self.prefix}/{o}') >= 1
+                            for o in outputs))
         assert self.spin_until(ready, timeout), 'node did not come up'
         # publishers discovered; give the reverse matching (our subscriptions) a moment
         self.spin_for(0.3)
@@ -224,6 +226,17 @@ class Probe:
         req.parameters = [Parameter(k, value=v).to_parameter_msg() for k, v in params.items()]
         return self.call(SetParametersAtomically,
                          f'{self.prefix}/set_parameters_atomically', req).result
+
+
+def set_model_params(proc, probe, **params):
+    """Set parameters that rebuild the model and wait until the node has installed the new
+    model (it is built off the executor thread; the old one answers meanwhile)."""
+    n = proc.log().count('model ready')
+    res = probe.set_params(**params)
+    if res.successful:
+        assert probe.spin_until(lambda: proc.log().count('model ready') > n, period=0.02), \
+            'the new model was not installed'
+    return res
 
 
 def dynamics_arrays(msg):

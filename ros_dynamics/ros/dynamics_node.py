@@ -24,15 +24,25 @@ and the observer outputs are always in the model's joint coordinates.
 Without the interface package ``ros_dynamics_msgs`` the node runs with its standard-type outputs
 only (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package.
 
-Input policy (each rejected message is logged, throttled, and produces no output at all):
+Input policy (each rejected message is logged, throttled per kind of rejection, and produces
+no output at all; README "Input policy"):
 
-* no model yet, stamp earlier than the last accepted one, a required joint missing, a required
-  joint named twice, ``len(position) != len(name)``, ``velocity`` neither empty nor of
-  ``len(name)``, ``effort`` neither empty nor of ``len(name)``, NaN/inf in position, velocity or
-  effort of a required joint, empty ``velocity`` (unless ``allow_missing_velocity``: then the
-  velocities are taken as zero), floating base without a valid odometry message yet.
+* no model yet; a stamp that is not normalized (nanosec >= 1e9), zero from a source that sends
+  stamps, more than ``stamp_max_lead`` ahead of the node clock, or earlier than the last
+  accepted one by at most ``stamp_reset_jump`` (a larger jump back is a source reset: accepted,
+  the observer re-initializes); a required joint missing or named twice,
+  ``len(position) != len(name)``, ``velocity`` neither empty nor of ``len(name)``, ``effort``
+  neither empty nor of ``len(name)``; NaN/inf or a value beyond its bound in position
+  (``max_abs_position``), velocity or effort (``input_limit_factor`` x the URDF limit) of a
+  required joint; empty ``velocity`` (unless ``allow_missing_velocity``: then the velocities
+  are taken as zero); floating base without a valid odometry message yet.
+* results that are not finite are not published (the observer re-initializes).
 * empty ``effort`` (effort source ``joint_state``): the dynamics terms are published, the
   observer is not updated and ``~/external_torque`` / ``~/contact_estimate`` are not published.
+
+Robot descriptions are read as URDF text only (never as a file path, never through xacro) and
+built into a new engine on a builder thread; the executor keeps answering with the current
+engine and installs the new one when it is ready.
 
 Design for speed (1 kHz): every output message is preallocated once per model; its array fields
 are ``array.array('d')`` objects shared with numpy views, so a cycle writes the results straight
@@ -48,7 +58,9 @@ import array
 import gc
 import math
 import os
+import queue
 import sys
+import threading
 import time
 
 import numpy as np
@@ -102,7 +114,8 @@ BASE_DOF_NAMES = ('floating_base/linear_x', 'floating_base/linear_y', 'floating_
                   'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z')
 
 #: parameters that change the model (a change rebuilds it, or is rejected if that fails)
-MODEL_PARAMS = ('robot_description', 'floating_base', 'gravity', 'coordinates')
+MODEL_PARAMS = ('robot_description', 'floating_base', 'gravity', 'coordinates',
+                'christoffel_max_nv')
 OBSERVER_PARAMS = ('observer_enabled', 'observer_gain', 'observer_friction_viscous',
                    'observer_friction_coulomb', 'contact_threshold', 'contact_release_ratio')
 EFFORT_SOURCES = ('joint_state', 'commanded_torque')
@@ -111,6 +124,12 @@ RELIABILITIES = {'reliable': ReliabilityPolicy.RELIABLE,
 EXECUTORS = ('single', 'events')
 
 _DOUBLES = {'type': ParameterType.PARAMETER_DOUBLE_ARRAY}
+
+# Bounds of physically meaningful parameter values (README, "Input policy"): beyond them a value
+# is a typo or an attack, and would overflow the observer or the outputs.
+MAX_COEFFICIENT = 1e6       # observer gain (1/s), friction coefficients (N m s/rad, N m)
+MAX_GRAVITY = 1e3           # m/s^2
+MAX_POINT_DISTANCE = 1e3    # m, contact point from its link
 
 # (name, default, description, extra descriptor fields). Every parameter has a fixed type (the
 # descriptor's or the default's): `ros2 param set observer_gain 20.0` is rejected, write [20.0].
@@ -194,8 +213,35 @@ _PARAMS = (
      'Commanded torque older than this (s, node clock at receipt) is not used; 0 disables.',
      {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e9, step=0.0)]}),
     ('observer_max_dt', 0.1,
-     'A joint-state stamp gap larger than this (s) re-initializes the observer.',
+     'A joint-state stamp gap larger than this (s, > 0) re-initializes the observer.',
      {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e9, step=0.0)]}),
+    ('stamp_max_lead', 1.0,
+     'Joint states stamped more than this (s, > 0) ahead of the node clock are rejected.',
+     {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e9, step=0.0)]}),
+    ('stamp_reset_jump', 1.0,
+     'A stamp earlier than the last accepted one by more than this (s, > 0) is a source reset '
+     '(simulation or bag restarted): accepted, the observer re-initializes. Smaller steps back '
+     'are out of order and rejected.',
+     {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e9, step=0.0)]}),
+    ('input_limit_factor', 2.0,
+     'Velocities and efforts are accepted up to this multiple (>= 1) of the joint limits of the '
+     'URDF (<limit velocity= effort=>).',
+     {'floating_point_range': [FloatingPointRange(from_value=1.0, to_value=1e6, step=0.0)]}),
+    ('default_velocity_limit', 100.0,
+     'Velocity limit (rad/s or m/s) of a joint whose URDF gives none.',
+     {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e9, step=0.0)]}),
+    ('default_effort_limit', 10000.0,
+     'Effort limit (N m or N) of a joint whose URDF gives none.',
+     {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e12, step=0.0)]}),
+    ('max_abs_position', 1e6,
+     'Joint positions (rad or m) beyond +-this are rejected.',
+     {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1e12, step=0.0)]}),
+    ('max_nv', 500,
+     'Descriptions with more velocity coordinates than this are refused (M alone is nv^2).',
+     {'integer_range': [IntegerRange(from_value=1, to_value=100000, step=1)]}),
+    ('christoffel_max_nv', 100,
+     'Gamma (nv^3 values) is computed, streamed and served only for models up to this size.',
+     {'integer_range': [IntegerRange(from_value=0, to_value=100000, step=1)]}),
     ('log_throttle_sec', 2.0, 'Minimum interval between repeated warnings of one kind (s).',
      {'read_only': True,
       'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=3600.0, step=0.0)]}),
@@ -230,9 +276,23 @@ class _Config:
 
     def _validate(self):
         self.gravity = self._floats('gravity', self.gravity, (3,))
+        if math.hypot(*self.gravity) > MAX_GRAVITY:
+            raise ValueError(f'gravity must be at most {MAX_GRAVITY:g} m/s^2 in norm')
         self.observer_gain = self._floats('observer_gain', self.observer_gain)
         if min(self.observer_gain) <= 0.0:
             raise ValueError('observer_gain must be > 0')
+        for name in ('observer_gain', 'observer_friction_viscous', 'observer_friction_coulomb'):
+            if max(self._floats(name, getattr(self, name))) > MAX_COEFFICIENT:
+                raise ValueError(f'{name} must be at most {MAX_COEFFICIENT:g}')
+        for name in ('observer_max_dt', 'stamp_max_lead', 'stamp_reset_jump',
+                     'default_velocity_limit', 'default_effort_limit', 'max_abs_position'):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value > 0.0):
+                raise ValueError(f'{name} must be a finite number > 0')
+        if not (isinstance(self.input_limit_factor, float)
+                and 1.0 <= self.input_limit_factor < math.inf):
+            raise ValueError('input_limit_factor must be a finite number >= 1')
         self.observer_friction_viscous = self._floats('observer_friction_viscous',
                                                       self.observer_friction_viscous)
         self.observer_friction_coulomb = self._floats('observer_friction_coulomb',
@@ -255,15 +315,32 @@ class _Config:
                 raise ValueError(f'{name} must be one of {tuple(RELIABILITIES)}')
         self.contact_wrench_point = self._floats('contact_wrench_point', self.contact_wrench_point,
                                                  (3,))
+        if math.hypot(*self.contact_wrench_point) > MAX_POINT_DISTANCE:
+            raise ValueError(f'contact_wrench_point must be within {MAX_POINT_DISTANCE:g} m of '
+                             'the link origin')
         if int(self.christoffel_decimation) < 1:
             raise ValueError('christoffel_decimation must be >= 1')
         self.christoffel_decimation = int(self.christoffel_decimation)
 
 
-def load_model(xml: str, floating_base: bool, gravity) -> object:
-    """Build a core model from URDF XML with the given gravity (raises on any problem)."""
-    return rd.load_urdf(xml, floating_base=bool(floating_base),
-                        gravity=np.asarray(gravity, dtype=float))
+def load_model(xml: str, floating_base: bool, gravity, max_nv=None) -> object:
+    """Build a core model from URDF XML text (raises ValueError with the reason on any problem).
+
+    The description is only ever read as XML text (``rd.load_urdf_string``): a file path or a
+    xacro file name given on the topic or as the parameter is refused, never opened or run.
+    """
+    if not isinstance(xml, str) or not xml.strip():
+        raise ValueError('the robot description is empty')
+    if max_nv is not None and xml.count('<joint') > 2 * max_nv + 100:
+        # cheap early refusal of a huge description, before parsing it
+        raise ValueError(f'the description has {xml.count("<joint")} <joint> elements; more '
+                         f'than max_nv ({max_nv}) velocity coordinates are refused')
+    model = rd.load_urdf_string(xml, floating_base=bool(floating_base),
+                                gravity=np.asarray(gravity, dtype=float))
+    if max_nv is not None and model.nv > max_nv:
+        raise ValueError(f'the model has {model.nv} velocity coordinates, more than max_nv '
+                         f'({max_nv})')
+    return model
 
 
 def _attach(msg, field, n):
@@ -283,20 +360,48 @@ def _as_f64(seq):
     return np.asarray(seq, dtype=np.float64)
 
 
+def _within(x, bound) -> bool:
+    """|x| <= bound elementwise (False for NaN)."""
+    return bool((np.abs(x) <= bound).all())
+
+
+def _nonfinite_output(d, gamma, r, wrench):
+    """Why the results of a cycle must not be published (None if all are finite)."""
+    for name, x in (('M', d.M), ('C', d.C), ('dM/dt', d.Mdot), ('g', d.g), ('Gamma', gamma),
+                    ('the observer residual', r), ('the contact wrench', wrench)):
+        if x is not None and not _finite(x):
+            return f'non-finite {name} computed'
+    return None
+
+
 def _finite(x) -> bool:
     """All entries finite (NaN and inf propagate into the sum; no temporary array)."""
     return math.isfinite(x.sum())
 
 
+def _model_key(xml, cfg):
+    """What an engine is built from: a change of any of these needs a new engine."""
+    return (xml, bool(cfg.floating_base), tuple(cfg.gravity), cfg.world_frame,
+            int(cfg.christoffel_max_nv), cfg.coordinates)
+
+
+def _link_error(model, cfg):
+    """Why contact_wrench_link does not fit ``model`` (None if it does)."""
+    link = cfg.contact_wrench_link
+    if link and link not in getattr(model, 'link_frames', {}):
+        return f'contact_wrench_link {link!r} is not a link of the model {model.name!r}'
+    return None
+
+
 class _Engine:
     """Everything that belongs to one robot model: model, buffers, messages, caches."""
 
-    def __init__(self, xml, cfg: _Config):
-        model = load_model(xml, cfg.floating_base, cfg.gravity)
+    def __init__(self, model, xml, cfg: _Config):
         self.xml = xml
         self.model = model
         self.floating = bool(cfg.floating_base)
         self.gravity = cfg.gravity
+        self.key = _model_key(xml, cfg)
         self.joint_names = list(model.joint_names)
         self.nj = len(self.joint_names)
         self.nq = int(model.nq)
@@ -307,6 +412,7 @@ class _Engine:
             raise ValueError(f'unsupported model layout: nq={self.nq}, nv={self.nv} for '
                              f'{self.nj} named joints (floating_base={self.floating})')
         n = self.nv
+        self.with_gamma = n <= cfg.christoffel_max_nv  # Gamma has n^3 entries
         self.names = (list(BASE_DOF_NAMES) if self.floating else []) + self.joint_names
         self.frame_id = cfg.world_frame or ('world' if self.floating
                                             else (getattr(model, 'root_link', '') or 'world'))
@@ -315,25 +421,37 @@ class _Engine:
             q0[6] = 1.0
         v0 = np.zeros(self.nv)
         # Warm up (JIT) and check every kernel on this model before it is used, so the first
-        # joint states are not delayed by a compile (which would overflow queues at 1 kHz).
+        # joint states (and the first contact) are not delayed by a compile, which would
+        # overflow queues at 1 kHz and re-initialize the observer in the middle of a contact.
         # The cycle's workspace: one kinematics pass fills M, C, Mdot, g, p = M v, C^T v (and
         # Gamma every christoffel_decimation-th cycle) without allocating (rd.compute_all_terms).
         self.data = rd.Data(model)
         # (Gamma, nv^3 doubles, is allocated here only when it will stream)
-        rd.compute_all_terms(model, q0, v0, self.data,
-                             christoffel=bool(HAVE_MSGS and cfg.christoffel_stream))
+        rd.compute_all_terms(model, q0, v0, self.data, christoffel=bool(
+            HAVE_MSGS and cfg.christoffel_stream and self.with_gamma))
         # the published coordinates: built, warmed up and checked on the same state
         self.coords = OutputCoordinates(model, cfg.coordinates, BASE_DOF_NAMES)
-        out = self.coords.apply(q0, v0, self.data.dynamics, rd.christoffel(model, q0))
+        out = self.coords.apply(q0, v0, self.data.dynamics,
+                                rd.christoffel(model, q0) if self.with_gamma else None)
         m = self.coords.nv
-        if np.shape(out.d.M) != (m, m) or np.shape(out.gamma) != (m, m, m):
+        if np.shape(out.d.M) != (m, m) or (out.gamma is not None
+                                           and np.shape(out.gamma) != (m, m, m)):
             raise ValueError(f'{cfg.coordinates} coordinates: terms of the wrong shape')
         warm = rd.MomentumObserver(model)
         warm.reset_from(self.data)
         warm.update_from(self.data, np.zeros(n), 1e-3)
         rd.ContactDetector(model).update(warm.residual)
+        if model.body_names:
+            for force_only in (True, False):
+                try:
+                    rd.estimate_contact_wrench(model, q0, np.ones(n), model.body_names[-1],
+                                               np.zeros(3), force_only=force_only)
+                except ValueError:
+                    pass  # e.g. fewer than 3 joints for a pure force: compiled all the same
+        self.set_limits(cfg)
 
         # ---- preallocated outputs; q and v of a cycle are gathered straight into ~/dynamics
+        self.gam_msg = None  # ~/christoffel: allocated at its first use (n^3 values)
         if HAVE_MSGS:
             self.dyn_msg = Dynamics()
             self.dyn_msg.header.frame_id = self.frame_id
@@ -349,17 +467,12 @@ class _Engine:
             # joint coordinates: the state is gathered straight into the message
             self.q = self.dyn_q if co.identity else np.zeros(self.nq)
             self.v = self.dyn_v if co.identity else np.zeros(self.nv)
-            self.gam_msg = Christoffel()
-            self.gam_msg.header.frame_id = self.frame_id
-            self.gam_msg.names = list(co.names)
-            self.gam_q = _attach(self.gam_msg, 'position', co.nq)
-            self.G_view = _attach(self.gam_msg, 'christoffel', m * m * m).reshape(m, m, m)
             self.contact_msg = ContactEstimate()
             self.contact_msg.header.frame_id = self.frame_id
             self.contact_msg.names = list(self.names)
             self.contact_r = _attach(self.contact_msg, 'external_torque', n)
         else:
-            self.dyn_msg = self.gam_msg = self.contact_msg = None
+            self.dyn_msg = self.contact_msg = None
             self.q = np.zeros(self.nq)
             self.v = np.zeros(self.nv)
         if self.floating:
@@ -382,6 +495,34 @@ class _Engine:
         self.latest_v = np.zeros(self.nv)
         self.latest_stamp = None
         self.free_announced = False  # a ContactEstimate with in_contact=False was published
+
+    def gamma_message(self):
+        """The preallocated ~/christoffel message (built at the first streamed Gamma)."""
+        if self.gam_msg is None:   # in the published coordinates (size m)
+            co, m = self.coords, self.coords.nv
+            self.gam_msg = Christoffel()
+            self.gam_msg.header.frame_id = self.frame_id
+            self.gam_msg.names = list(co.names)
+            self.gam_q = _attach(self.gam_msg, 'position', co.nq)
+            self.G_view = _attach(self.gam_msg, 'christoffel', m * m * m).reshape(m, m, m)
+        return self.gam_msg
+
+    def set_limits(self, cfg):
+        """Bounds of accepted inputs: input_limit_factor times the URDF velocity and effort
+        limits (default_*_limit where the URDF gives none or 0), max_abs_position."""
+        limits = getattr(self.model, 'joint_limits', {}) or {}
+
+        def bound(key, default):
+            out = np.empty(self.nj)
+            for i, j in enumerate(self.joint_names):
+                value = (limits.get(j) or {}).get(key)
+                out[i] = value if value is not None and math.isfinite(value) and value > 0 \
+                    else default
+            return out * cfg.input_limit_factor
+
+        self.vel_bound = bound('velocity', cfg.default_velocity_limit)
+        self.eff_bound = bound('effort', cfg.default_effort_limit)
+        self.pos_bound = float(cfg.max_abs_position)
 
     def name_map(self, attr, names):
         cached = getattr(self, attr)
@@ -458,8 +599,9 @@ class _NameMap:
 class _Observer:
     """Momentum observer + contact detector for one engine and one observer configuration."""
 
-    def __init__(self, eng: _Engine, cfg: _Config):
-        nv, nj, b = eng.nv, eng.nj, eng.base_v
+    def __init__(self, model, cfg: _Config):
+        nv, b = int(model.nv), (6 if model.floating_base else 0)
+        nj = nv - b
 
         def per_dof(name, values, base_fill):
             vals = np.asarray(values, dtype=float)
@@ -489,9 +631,9 @@ class _Observer:
         threshold = per_dof('contact_threshold', cfg.contact_threshold, np.max)
         fv = per_joint('observer_friction_viscous', cfg.observer_friction_viscous)
         fc = per_joint('observer_friction_coulomb', cfg.observer_friction_coulomb)
-        self.obs = rd.MomentumObserver(eng.model, gain=gain, friction_viscous=fv,
+        self.obs = rd.MomentumObserver(model, gain=gain, friction_viscous=fv,
                                        friction_coulomb=fc)
-        self._det_args = (eng.model, threshold, float(cfg.contact_release_ratio))
+        self._det_args = (model, threshold, float(cfg.contact_release_ratio))
         self.det = None
         self.last_ns = None  # observer time of the last reset/update; None: reset needed
         self.reset()
@@ -505,6 +647,13 @@ class _Observer:
 
 
 _UNSET = object()
+
+
+def _reason(exc):
+    """The message of an exception for a log line or a SetParametersResult."""
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return f'{type(exc).__name__}: {exc}'
 
 
 def _show(name, value):
@@ -535,6 +684,8 @@ class DynamicsNode(Node):
         self._cmd = None              # (engine, tau_joints, receipt ns) of the latest command
         self._cycle = 0
         self.stats = {'accepted': 0, 'rejected': 0}
+        self._throttle_state = {}     # rejection kind -> (last log time, count since)
+        self._stamp_trouble = False   # a joint state was refused for its stamp (observer resets)
         if not HAVE_MSGS:
             self._log.warning(BUILD_HINT)
 
@@ -557,9 +708,26 @@ class DynamicsNode(Node):
                                                       out_qos)
 
         if cfg.robot_description:
-            eng = self._build_engine(cfg.robot_description, cfg, 'robot_description parameter')
-            if eng is not None:
+            # at start-up there is nothing to answer yet: built here, before spinning
+            source = 'robot_description parameter'
+            self._log.info(f'building the model from the {source} and compiling the kernels '
+                           '(the first start after an install compiles for 10-60 s; cached '
+                           'after)')
+            t0 = time.monotonic()
+            try:
+                eng = self._build_engine(cfg.robot_description, cfg, source)
+            except Exception as exc:  # noqa: BLE001 - any failure of a user description
+                self._log.error(f'{source} rejected: {_reason(exc)}')
+            else:
+                self._log.info(f'model built and kernels ready in {time.monotonic() - t0:.1f} s')
                 self._swap(eng, cfg)
+        self._build_req = None
+        self._build_queue = queue.SimpleQueue()   # requests for the builder thread
+        self._built = queue.SimpleQueue()         # its results, installed by the executor
+        self._build_thread = threading.Thread(target=self._builder, name='model_builder',
+                                              daemon=True)
+        self._build_thread.start()
+        self._install_timer = self.create_timer(0.05, self._install_built)
         self._sub_desc = self.create_subscription(String, 'robot_description',
                                                   self._on_description, latched)
         self._sub_js = self.create_subscription(JointState, 'joint_states',
@@ -579,6 +747,10 @@ class DynamicsNode(Node):
             self._log.info('robot_description parameter empty: waiting for the '
                            f'{self.resolve_topic_name("robot_description")} topic')
 
+    def destroy_node(self):
+        self._build_queue.put(None)  # ends the builder thread
+        return super().destroy_node()
+
     # ------------------------------------------------------------------ model management
     @property
     def engine(self):
@@ -588,38 +760,86 @@ class DynamicsNode(Node):
     def executor_kind(self):
         return self._cfg.executor
 
-    def _build_engine(self, xml, cfg, source):
-        """A new engine from ``xml``, logged; None (and an error logged) if it fails."""
+    def _build_engine(self, xml, cfg, source, model=None):
+        """A new engine from ``xml`` (or its already parsed ``model``); raises ValueError."""
+        if model is None:
+            model = load_model(xml, cfg.floating_base, cfg.gravity, cfg.max_nv)
+        return _Engine(model, xml, cfg)
+
+    def _request_build(self, xml, cfg, source, model=None):
+        """Build an engine on the builder thread; the executor installs it when it is ready
+        (:meth:`_install_built`) and keeps answering with the current one meanwhile."""
         self._log.info(f'building the model from the {source} and compiling the kernels '
                        '(the first start after an install compiles for 10-60 s; cached after)')
-        t0 = time.monotonic()
-        try:
-            eng = _Engine(xml, cfg)
-        except Exception as exc:  # noqa: BLE001 - any failure of a user description
-            self._log.error(f'{source} is not a usable model: {exc!r}')
-            return None
-        self._log.info(f'model built and kernels ready in {time.monotonic() - t0:.1f} s')
-        return eng
+        req = (_model_key(xml, cfg), xml, cfg, source, model, time.monotonic())
+        self._build_req = req
+        self._build_queue.put(req)
 
-    def _make_observer(self, eng, cfg):
-        """Observer for (eng, cfg), None if disabled. Raises ValueError if invalid."""
-        if eng is None or not cfg.observer_enabled:
+    def _builder(self):
+        """Builder thread: builds the latest requested engine, hands it to the executor."""
+        while True:
+            req = self._build_queue.get()
+            if req is None:
+                return
+            if req is not self._build_req:
+                continue  # superseded by a newer request
+            key, xml, cfg, source, model, t0 = req
+            try:
+                eng = self._build_engine(xml, cfg, source, model)
+            except Exception as exc:  # noqa: BLE001 - any failure of a user description
+                self._built.put((req, None, exc))
+            else:
+                self._built.put((req, eng, None))
+
+    def _wanted_key(self):
+        cfg = self._cfg
+        eng = self._engine
+        xml = cfg.robot_description or self._topic_xml or (eng.xml if eng is not None else None)
+        return None if xml is None else _model_key(xml, cfg)
+
+    def _install_built(self):
+        """Install engines finished by the builder thread (runs on the executor)."""
+        while not self._built.empty():
+            req, eng, exc = self._built.get_nowait()
+            key, xml, cfg, source, model, t0 = req
+            if exc is not None:
+                self._log.error(f'{source} rejected: {_reason(exc)}; keeping the '
+                                f'{"previous" if self._engine is not None else "missing"} '
+                                'model')
+                continue
+            if key != self._wanted_key():
+                continue  # a newer description or setting is being built
+            self._log.info(f'model built and kernels ready in {time.monotonic() - t0:.1f} s')
+            self._swap(eng, self._cfg)
+
+    def _make_observer(self, model, cfg):
+        """Observer for (model, cfg), None if disabled. Raises ValueError if invalid."""
+        if model is None or not cfg.observer_enabled:
             return None
-        return _Observer(eng, cfg)
+        return _Observer(model, cfg)
 
     def _swap(self, eng, cfg, observer=_UNSET):
         """Install a fully built engine (and its observer) in one step."""
         if observer is _UNSET:
             try:
-                observer = self._make_observer(eng, cfg)
+                observer = self._make_observer(eng.model, cfg)
                 self._observer_error = None
             except Exception as exc:  # noqa: BLE001
                 observer = None
                 self._observer_error = str(exc)
                 self._log.error(f'observer disabled for this model: {exc}')
+        eng.set_limits(cfg)
         self._engine = eng
         self._observer = observer
         self._cycle = 0
+        for text in getattr(eng.model, 'warnings', ()):
+            self._log.warning(f'URDF: {text}')
+        link_error = _link_error(eng.model, cfg)
+        if link_error:
+            self._log.warning(f'{link_error}: the contact wrench is not estimated')
+        if HAVE_MSGS and cfg.christoffel_stream and not eng.with_gamma:
+            self._log.warning(f'~/christoffel and ~/get_christoffel off for this model: nv = '
+                              f'{eng.nv} > christoffel_max_nv ({cfg.christoffel_max_nv})')
         wait = self.resolve_topic_name('joint_states')
         if eng.floating:
             wait += f' and {self.resolve_topic_name("odom")}'
@@ -635,15 +855,14 @@ class DynamicsNode(Node):
                            throttle_duration_sec=self._throttle)
             return
         eng = self._engine
-        if eng is not None and eng.xml == xml:
+        if eng is not None and eng.key == _model_key(xml, cfg):
             return
-        new = self._build_engine(xml, cfg, 'robot_description topic')
-        if new is None:
-            self._log.error(f'keeping the {"previous" if eng is not None else "missing"} model')
-            return
-        self._swap(new, cfg)
+        self._request_build(xml, cfg, 'robot_description topic')
 
     def _on_set_parameters(self, params):
+        """Validate a parameter change against the settings and the model it applies to; a
+        model change is parsed here (its errors are the reason of the refusal) and built on the
+        builder thread, installed when ready."""
         old = self._cfg
         changes = {p.name: p.value for p in params}
         values = {name: (changes[name] if name in changes else getattr(old, name))
@@ -657,34 +876,41 @@ class DynamicsNode(Node):
         model_change = [k for k in changed if k in MODEL_PARAMS]
         if eng is not None and 'world_frame' in changed:
             model_change.append('world_frame')
+        target = eng.model if eng is not None else None  # the model the settings apply to
+        build = None
         if model_change:
             xml = cfg.robot_description or self._topic_xml or (eng.xml if eng else '')
             if xml:
-                self._log.info(f'rebuilding the model: {", ".join(model_change)} changed')
                 try:
-                    eng = _Engine(xml, cfg)
-                except Exception as exc:  # noqa: BLE001
+                    target = load_model(xml, cfg.floating_base, cfg.gravity, cfg.max_nv)
+                except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
                     return SetParametersResult(
-                        successful=False, reason=f'model rebuild failed: {exc}')
+                        successful=False, reason=f'model rebuild failed: {_reason(exc)}')
+                build = (xml, target)
+        if target is not None and _link_error(target, cfg):
+            return SetParametersResult(successful=False, reason=_link_error(target, cfg))
         observer = self._observer
         obs_change = bool(model_change) or any(k in OBSERVER_PARAMS for k in changed)
         if obs_change:
             try:
-                observer = self._make_observer(eng, cfg)
+                observer = self._make_observer(target, cfg)
             except Exception as exc:  # noqa: BLE001
                 return SetParametersResult(successful=False, reason=f'observer: {exc}')
         self._cfg = cfg
         for k in changed:
             self._log.info(f'parameter {k}: {_show(k, getattr(old, k))} -> '
                            f'{_show(k, getattr(cfg, k))}')
+        if build is not None:
+            self._log.info(f'rebuilding the model: {", ".join(model_change)} changed')
+            self._request_build(build[0], cfg, 'parameters', build[1])
+            return SetParametersResult(successful=True)  # the observer comes with the engine
         if obs_change:
             self._observer_error = None
-            if not model_change and observer is not None:
+            if observer is not None:
                 self._log.info('observer re-initialized with the new settings')
-        if eng is not self._engine and eng is not None:
-            self._swap(eng, cfg, observer)
-        else:
-            self._observer = observer
+        self._observer = observer
+        if eng is not None:
+            eng.set_limits(cfg)
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ inputs
@@ -694,13 +920,12 @@ class DynamicsNode(Node):
         q = np.array((p.x, p.y, p.z, o.x, o.y, o.z, o.w))
         v = np.array((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z))
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
-            self._log.warning('odom rejected: non-finite pose or twist',
-                              throttle_duration_sec=self._throttle)
+            self._warn('odom_nonfinite', 'odom rejected: non-finite pose or twist')
             return
         norm = float(np.linalg.norm(q[3:]))
         if abs(norm - 1.0) > 1e-3:
-            self._log.warning(f'odom rejected: orientation quaternion norm {norm:.6g} is not 1',
-                              throttle_duration_sec=self._throttle)
+            self._warn('odom_quaternion',
+                       f'odom rejected: orientation quaternion norm {norm:.6g} is not 1')
             return
         q[3:] /= norm
         self._base = (q, v)
@@ -711,56 +936,127 @@ class DynamicsNode(Node):
             return
         nmap = eng.name_map('cmd_map', msg.name)
         if nmap.error is not None:
-            self._log.warning(f'~/commanded_torque rejected: {nmap.error}',
-                              throttle_duration_sec=self._throttle)
+            self._warn('cmd_names', f'~/commanded_torque rejected: {nmap.error}')
             return
         if len(msg.effort) != len(msg.name):
-            self._log.warning(f'~/commanded_torque rejected: {len(msg.effort)} efforts for '
-                              f'{len(msg.name)} names', throttle_duration_sec=self._throttle)
+            self._warn('cmd_length', f'~/commanded_torque rejected: {len(msg.effort)} efforts '
+                       f'for {len(msg.name)} names')
             return
         tau = _as_f64(msg.effort)[nmap.index]
-        if not np.isfinite(tau).all():
-            self._log.warning('~/commanded_torque rejected: non-finite effort',
-                              throttle_duration_sec=self._throttle)
+        if not (np.abs(tau) <= eng.eff_bound).all():
+            self._warn('cmd_bound', '~/commanded_torque rejected: non-finite effort or beyond '
+                       'the effort limit (input_limit_factor x URDF limit)')
             return
         self._cmd = (eng, tau, time.monotonic_ns())
 
-    def _reject(self, reason):
-        """Count a rejected joint state and log why (throttled); nothing is published for it."""
+    def _warn(self, kind, text, level='warning'):
+        """Log ``text`` at most once per log_throttle_sec for each ``kind`` of problem (one
+        throttle per kind, so that a frequent kind does not hide the others), with the number
+        of repeats that were not logged."""
+        now = time.monotonic()
+        last, skipped = self._throttle_state.get(kind, (None, 0))
+        if last is not None and now - last < self._throttle:
+            self._throttle_state[kind] = (last, skipped + 1)
+            return
+        self._throttle_state[kind] = (now, 0)
+        if skipped:
+            text += f' ({skipped} more of this kind not logged)'
+        # one call site per severity: rclpy refuses a severity change at one call site
+        if level == 'error':
+            self._log.error(text)
+        elif level == 'info':
+            self._log.info(text)
+        else:
+            self._log.warning(text)
+
+    def _reject(self, kind, reason):
+        """Count a rejected joint state and log why (throttled per kind); nothing is published
+        for it."""
         self.stats['rejected'] += 1
-        self._log.warning(reason, throttle_duration_sec=self._throttle)
+        self._warn(kind, 'joint_states rejected: ' + reason)
+
+    def _check_stamp(self, stamp):
+        """Stamp policy (README, "Input policy"): (stamp_ns, source_reset) or None (rejected)."""
+        sec, nsec = stamp.sec, stamp.nanosec
+        if nsec >= 1_000_000_000:
+            self._stamp_trouble = True
+            self._reject('nanosec', f'stamp nanosec {nsec} is not normalized (< 1e9)')
+            return None
+        stamp_ns = sec * 1_000_000_000 + nsec
+        last = self._last_stamp_ns
+        cfg = self._cfg
+        if stamp_ns == 0:
+            if last:  # unstamped messages are accepted only from an unstamped source
+                self._stamp_trouble = True
+                self._reject('zero_stamp', 'zero stamp (header not set) from a source that '
+                             'sends stamps')
+                return None
+            return 0, False
+        now = self.get_clock().now().nanoseconds
+        if now > 0 and stamp_ns - now > cfg.stamp_max_lead * 1e9:
+            self._stamp_trouble = True
+            self._reject('future', f'stamp {sec}.{nsec:09d} is {(stamp_ns - now) * 1e-9:.6g} s '
+                         f'ahead of the node clock (stamp_max_lead {cfg.stamp_max_lead:g} s)')
+            return None
+        if last is not None and stamp_ns < last:
+            if (last - stamp_ns) * 1e-9 > cfg.stamp_reset_jump:
+                return stamp_ns, True  # logged once the message is otherwise accepted
+            self._stamp_trouble = True
+            self._reject('backwards', f'stamp {sec}.{nsec:09d} is earlier than the last '
+                         f'accepted one ({last * 1e-9:.9f})')
+            return None
+        return stamp_ns, False
+
+    @staticmethod
+    def _bound_violation(eng, qj, vj, ej):
+        """(kind, reason) of the first input beyond its bound."""
+        for kind, what, x, bound, name in (
+                ('position', 'position', qj, eng.pos_bound, 'the position bound max_abs_position'),
+                ('velocity', 'velocity', vj, eng.vel_bound,
+                 'the velocity limit (input_limit_factor x URDF limit)'),
+                ('effort', 'effort', ej, eng.eff_bound,
+                 'the effort limit (input_limit_factor x URDF limit)')):
+            if x is None:
+                continue
+            over = np.flatnonzero(~(np.abs(x) <= bound))
+            if over.size:
+                i = int(over[0])
+                b = bound if np.ndim(bound) == 0 else bound[i]
+                return kind, (f'{what} {x[i]:.6g} of joint {eng.joint_names[i]!r} is beyond '
+                              f'{name}, {b:.6g}')
+        return 'bound', 'input beyond its bound'
 
     def _on_joint_state(self, msg):
+        if not self._built.empty():
+            self._install_built()
         eng = self._engine
         if eng is None:
-            self._log.warning('joint_states ignored: no robot model yet',
-                              throttle_duration_sec=self._throttle)
+            self._warn('no_model', 'joint_states ignored: no robot model yet')
             return
+        checked = self._check_stamp(msg.header.stamp)
+        if checked is None:
+            return
+        stamp_ns, source_reset = checked
         stamp = msg.header.stamp
-        stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
-        last = self._last_stamp_ns
-        if last is not None and stamp_ns < last:
-            self._reject(f'joint_states rejected: stamp {stamp.sec}.{stamp.nanosec:09d} is '
-                         f'earlier than the last accepted one ({last * 1e-9:.9f})')
-            return
         names = msg.name
         nmap = eng.name_map('js_map', names)
         if nmap.error is not None:
-            self._reject(f'joint_states rejected: {nmap.error}')
+            self._reject('missing' if nmap.error.startswith('missing') else 'duplicate',
+                         nmap.error)
             return
         n = len(names)
         cfg = self._cfg
         pos, vel, eff = msg.position, msg.velocity, msg.effort
         if len(pos) != n:
-            self._reject(f'joint_states rejected: {len(pos)} positions for {n} names')
+            self._reject('positions', f'{len(pos)} positions for {n} names')
             return
         if len(vel) != n:
             if len(vel) or not cfg.allow_missing_velocity:
                 hint = '' if len(vel) else ' (set allow_missing_velocity to use zero velocity)'
-                self._reject(f'joint_states rejected: {len(vel)} velocities for {n} names{hint}')
+                self._reject('velocities', f'{len(vel)} velocities for {n} names{hint}')
                 return
         if len(eff) not in (0, n):
-            self._reject(f'joint_states rejected: {len(eff)} efforts for {n} names')
+            self._reject('efforts', f'{len(eff)} efforts for {n} names')
             return
         idx = nmap.index
         qj, vj, ej = eng.qj, eng.vj, eng.ej
@@ -773,16 +1069,30 @@ class DynamicsNode(Node):
         if has_effort:
             np.take(_as_f64(eff), idx, out=ej)
         if not (_finite(qj) and _finite(vj) and (not has_effort or _finite(ej))):
-            self._reject('joint_states rejected: NaN or inf in position, velocity or effort '
-                         'of a required joint')
+            self._reject('nonfinite', 'NaN or inf in position, velocity or effort of a required '
+                         'joint')
+            return
+        if not (_within(qj, eng.pos_bound) and _within(vj, eng.vel_bound)
+                and (not has_effort or _within(ej, eng.eff_bound))):
+            self._reject(*self._bound_violation(eng, qj, vj, ej if has_effort else None))
             return
         base = None
         if eng.floating:
             base = self._base
             if base is None:
-                self._log.warning('joint_states ignored: floating base and no valid odom yet',
-                                  throttle_duration_sec=self._throttle)
+                self._warn('no_odom', 'joint_states ignored: floating base and no valid odom yet')
                 return
+        if source_reset or self._stamp_trouble:
+            # the source's clock was reset (stamps jumped back) or stamps were refused since
+            # the last update: the time since the last observer step is unknown
+            if source_reset:
+                self._warn('source_reset', f'source reset: stamp jumped back '
+                           f'{(self._last_stamp_ns - stamp_ns) * 1e-9:.6g} s (more than '
+                           f'stamp_reset_jump {cfg.stamp_reset_jump:g} s); observer '
+                           're-initialized')
+            self._stamp_trouble = False
+            if self._observer is not None:
+                self._observer.last_ns = None
         # ---- accepted: the state goes straight into the ~/dynamics message
         q, v = eng.q, eng.v
         if base is not None:
@@ -790,15 +1100,18 @@ class DynamicsNode(Node):
             v[:6] = base[1]
         q[eng.base_q:] = qj
         v[eng.base_v:] = vj
-        with_gamma = (HAVE_MSGS and cfg.christoffel_stream
+        with_gamma = (HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
                       and self._cycle % cfg.christoffel_decimation == 0)
         step = self._observer_step(eng, cfg, has_effort, stamp_ns)
         try:
             d, out, r, contact, wrench = self._core_cycle(eng, cfg, q, v, with_gamma, step)
+            bad = (_nonfinite_output(d, out.gamma, r, wrench)
+                   or (None if out.d is d else _nonfinite_output(out.d, None, None, None)))
         except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
+            bad = f'dynamics failed for this joint state: {_reason(exc)}'
+        if bad:
             self.stats['rejected'] += 1
-            self._log.error(f'dynamics failed for this joint state: {exc}',
-                            throttle_duration_sec=self._throttle)
+            self._warn('output', f'{bad}: nothing published, observer re-initialized', 'error')
             if self._observer is not None:
                 self._observer.last_ns = None
             return
@@ -820,20 +1133,18 @@ class DynamicsNode(Node):
             return None
         if cfg.effort_source == 'joint_state':
             if not has_effort:
-                self._log.info('joint_states without effort: observer not updated',
-                               throttle_duration_sec=self._throttle)
+                self._warn('no_effort', 'joint_states without effort: observer not updated',
+                           'info')
                 return None
             eng.tau[eng.base_v:] = eng.ej
         else:
             cmd = self._cmd
             if cmd is None or cmd[0] is not eng:
-                self._log.info('no ~/commanded_torque yet: observer not updated',
-                               throttle_duration_sec=self._throttle)
+                self._warn('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info')
                 return None
             if cfg.commanded_torque_timeout > 0 and (
                     time.monotonic_ns() - cmd[2]) > cfg.commanded_torque_timeout * 1e9:
-                self._log.warning('~/commanded_torque is stale: observer not updated',
-                                  throttle_duration_sec=self._throttle)
+                self._warn('stale_cmd', '~/commanded_torque is stale: observer not updated')
                 return None
             eng.tau[eng.base_v:] = cmd[1]
         t_ns = stamp_ns if stamp_ns else self.get_clock().now().nanoseconds
@@ -843,8 +1154,8 @@ class DynamicsNode(Node):
         if dt <= 0.0:
             return None  # duplicate stamp: nothing new to integrate
         if dt > cfg.observer_max_dt:
-            self._log.warning(f'joint_states gap of {dt:.3g} s: observer re-initialized',
-                              throttle_duration_sec=self._throttle)
+            self._warn('gap', f'joint_states gap of {dt:.3g} s (more than observer_max_dt): '
+                       'observer re-initialized')
             return ('reset', t_ns)
         return ('update', t_ns, dt)
 
@@ -873,8 +1184,7 @@ class DynamicsNode(Node):
                             model, q, r, link, cfg.contact_wrench_point,
                             force_only=cfg.contact_wrench_force_only)
                     except ValueError as exc:
-                        self._log.warning(f'contact wrench not estimated: {exc}',
-                                          throttle_duration_sec=self._throttle)
+                        self._warn('wrench', f'contact wrench not estimated: {exc}')
             ob.last_ns = step[1]
         return d, out, r, contact, wrench
 
@@ -894,7 +1204,7 @@ class DynamicsNode(Node):
                 np.copyto(eng.g_dyn_view, out.d.g)
                 self._pub_dyn.publish(m)
             if out.gamma is not None:
-                m = eng.gam_msg
+                m = eng.gamma_message()
                 m.header.stamp = stamp
                 np.copyto(eng.gam_q, out.q)
                 np.copyto(eng.G_view, out.gamma)
@@ -981,6 +1291,9 @@ class DynamicsNode(Node):
     def _srv_get_christoffel(self, request, response):
         try:
             eng, q, v, stamp = self._service_state(request, with_velocity=False)
+            if not eng.with_gamma:
+                raise ValueError(f'Gamma is not computed for this model: nv = {eng.nv} > '
+                                 f'christoffel_max_nv ({self._cfg.christoffel_max_nv})')
             M = None if eng.coords.identity else rd.mass_matrix(eng.model, q)
             gamma = eng.coords.christoffel(q, rd.christoffel(eng.model, q), M)
             q = eng.coords.state(q, v, M)[0]
