@@ -190,8 +190,15 @@ def main():
         last_rx = time.monotonic()
         got_any = False
         done = False
+        # the listener takes ~3 messages per millisecond: the events executor keeps up where
+        # the default one falls behind its queues on a loaded machine (README, Performance)
+        from ros_dynamics.ros.process import make_executor
+        executor = make_executor('events')
+        executor.add_node(lis)
         while not done:
-            rclpy.spin_once(lis, timeout_sec=0.02)
+            executor.spin_once(timeout_sec=0.02)
+            for _ in range(200):            # take what else is ready before the bookkeeping
+                executor.spin_once(timeout_sec=0.0)
             now = time.monotonic()
             if now - t_start > args.timeout:
                 say('[demo] time limit reached')
