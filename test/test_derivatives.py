@@ -57,6 +57,18 @@ def test_dtau_dv_matches_central_differences_and_pinocchio(entry):
             assert np.array_equal(D, twoC)                       # Remark 3
 
 
+@pytest.mark.parametrize('entry', [ROBOTS[0]] + FLOATING[:1], ids=lambda r: r[0])
+def test_dtau_dv_into_data_equals_the_allocating_call(entry):
+    _, model = _load(entry)
+    data = rd.Data(model)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        q, v, _ = random_state(model, rng)
+        D = rd.inverse_dynamics_dv(model, q, v, data=data)
+        assert D is data.dtau_dv                       # written into the workspace, returned
+        assert np.array_equal(D, rd.inverse_dynamics_dv(model, q, v))
+
+
 def test_dtau_dv_rejects_bad_input():
     model = rd.load_urdf(rd.bundled_urdf('arm7'))
     with pytest.raises(ValueError):

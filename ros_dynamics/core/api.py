@@ -91,7 +91,8 @@ class Data:
     Output views (overwritten by the next call that computes them): ``M``, ``C``, ``Mdot``
     (nv, nv); ``g``, ``p`` (= M v), ``ctv`` (= C^T v), ``tau`` (inverse dynamics), ``ddq``
     (forward dynamics) (nv,); ``J`` (6, nv) (link Jacobian); ``q``, ``v``: the state
-    :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv), allocated on first use.
+    :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv) and ``dtau_dv`` (nv, nv)
+    (:func:`inverse_dynamics_dv`), each allocated on first use.
     Kinematics (valid after any call at q): ``R`` (N, 3, 3), ``pos`` (N, 3): world rotation
     and origin of each body; ``Phi`` (nv, 6): world motion subspaces (angular first).
     """
@@ -114,6 +115,9 @@ class Data:
         if name == 'Gamma':
             self.Gamma = np.zeros((self.nv,) * 3)
             return self.Gamma
+        if name == 'dtau_dv':
+            self.dtau_dv = np.zeros((self.nv,) * 2)
+            return self.dtau_dv
         raise AttributeError(name)
 
     def __repr__(self):

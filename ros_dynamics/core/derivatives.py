@@ -75,12 +75,20 @@ def free_joint_correction(M, v, D):
         D[i, 5] -= ax * uy - ay * ux + bx * wy - by * wx
 
 
-def inverse_dynamics_dv(model, q, v):
+def inverse_dynamics_dv(model, q, v, data=None):
     """dtau/dv of inverse dynamics, (nv, nv): 2C (Remark 3), with the floating base's exact
-    correction -M[:, 0:6] (nu_0 x) in the free-joint columns (module docstring, eq. (*))."""
-    d = dynamics(model, q, v)                  # validates q, v (ValueError on bad input)
-    out = d.C
-    out *= 2.0
+    correction -M[:, 0:6] (nu_0 x) in the free-joint columns (module docstring, eq. (*)).
+
+    With ``data`` (an ``rd.Data`` of this model) the result is written into ``data.dtau_dv``
+    and returned, no allocation; M and C are left in ``data`` as :func:`dynamics` leaves them.
+    """
+    d = dynamics(model, q, v, data=data)       # validates q, v (ValueError on bad input)
+    if data is None:
+        out = d.C                              # a fresh array: ours to overwrite
+        out *= 2.0
+    else:
+        out = data.dtau_dv
+        np.multiply(d.C, 2.0, out=out)
     if model.floating_base:
         free_joint_correction(d.M, np.asarray(v, dtype=float), out)
     return out
