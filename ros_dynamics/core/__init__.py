@@ -3,7 +3,8 @@
 Imports numpy and numba only: nothing here depends on ROS, estimation or simulation.
 """
 
-from .api import (Dynamics, christoffel, christoffel_batch, coriolis_matrix,
+from .api import (Dynamics, christoffel, christoffel_batch, contact_compliance, contact_nodes,
+                  coriolis_matrix,
                   coriolis_transpose_times_v, dynamics, dynamics_batch, forward_dynamics, gravity,
                   inverse_dynamics, link_jacobian, link_placement, mass_matrix,
                   mass_matrix_derivative, momentum, observer_terms)
@@ -14,7 +15,7 @@ from .urdf import load_urdf
 
 __all__ = [
     'Dynamics', 'MimicCoordinates', 'Model', 'attach_payload', 'bundled_urdf', 'christoffel',
-    'christoffel_batch', 'coriolis_matrix', 'coriolis_transpose_times_v', 'dynamics',
+    'christoffel_batch', 'contact_compliance', 'contact_nodes', 'coriolis_matrix', 'coriolis_transpose_times_v', 'dynamics',
     'dynamics_batch', 'forward_dynamics', 'gravity', 'inverse_dynamics', 'link_jacobian',
     'link_placement', 'load_urdf', 'mass_matrix', 'mass_matrix_derivative', 'momentum',
     'observer_terms', 'transform_christoffel', 'transform_dynamics',

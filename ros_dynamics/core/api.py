@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import christoffel as _christoffel
+from . import contact_compliance as _cc
 from . import coriolis as _coriolis
 from . import crba as _crba
 from . import forward_dynamics as _fd
@@ -393,3 +394,54 @@ def christoffel_batch(model, Q):
     Gamma = np.zeros((Q.shape[0],) + (model.nv,) * 3)
     _christoffel_batch(topo, geom, dofs, Q, Gamma)
     return Gamma
+
+
+# -- contact dynamics in minimal coordinates (seed 002) -------------------------------------------
+
+@njit(**_CHECK)
+def _contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam):
+    """0: done, 1: invalid input, 2: M not positive definite."""
+    if not _valid(topo, q, None):
+        return 1
+    return 0 if _cc.contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam) else 2
+
+
+def contact_nodes(model, points):
+    """(body indices, points in the body frames) of contact nodes ``[(link, (x, y, z)), ...]``."""
+    try:
+        points = list(points)
+    except TypeError:
+        raise ValueError('points must be a sequence of (link_name, (x, y, z))') from None
+    body = np.empty(len(points), dtype=np.int64)
+    local = np.zeros((len(points), 3))
+    for i, item in enumerate(points):
+        try:
+            link, xyz = item
+        except (TypeError, ValueError):
+            raise ValueError(f'points[{i}] must be (link_name, (x, y, z)), got {item!r}') from None
+        b, Rl, pl = _link(model, link)
+        body[i] = b
+        local[i] = Rl @ _vector(xyz, 3, f'points[{i}] position') + pl
+    return body, local
+
+
+def contact_compliance(model, q, points, spatial=False):
+    """Operational-space compliance matrix Lambda = J M^-1 J^T of contact nodes (seed 002, Eq. 51).
+
+    ``points``: ``[(link_name, (x, y, z)), ...]``, each a point fixed in the link's frame.
+    Returns (3m, 3m) for the world-frame linear velocities of the points; with ``spatial=True``
+    (6m, 6m) for [linear velocity of the point; angular velocity] per node (the rows of
+    :func:`link_jacobian`).  Computed by the O(N) + O(m^2) articulated-body recursion of the
+    paper's appendix (Lemma 1): neither M^-1 nor J is formed.
+    """
+    q = _shaped(q, model.nq, 'q')
+    body, local = contact_nodes(model, points)
+    width = 6 if spatial else 3
+    topo, geom, dofs = _arrays(model)
+    Lam = np.empty((width * len(body), width * len(body)))
+    status = _contact_compliance(topo, geom, dofs, q, body, local, width, Lam)
+    if status == 1:
+        _explain(model, q)
+    if status == 2:
+        raise ValueError('the mass matrix is not positive definite at this configuration')
+    return Lam
