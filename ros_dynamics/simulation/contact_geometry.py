@@ -73,10 +73,12 @@ class SphereWorld:
     def poses(self, q):
         """World centres (k, 3) of the spheres and the link rotations/origins used."""
         out = np.empty((len(self.spheres), 3))
+        Rb, pb, _ = _api._placements(self.model, np.asarray(q, dtype=float))   # one O(N) pass
         frames = {}
         for k, s in enumerate(self.spheres):
             if s.link not in frames:
-                frames[s.link] = _api.link_placement(self.model, q, s.link)
+                body, Rl, pl = self.model.link_frames[s.link]
+                frames[s.link] = (Rl, pl) if body < 0 else (Rb[body] @ Rl, Rb[body] @ pl + pb[body])
             R, p = frames[s.link]
             out[k] = p + R @ np.asarray(s.center, dtype=float)
         return out, frames

@@ -1,0 +1,145 @@
+"""Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (seed 002) instead of springs.
+
+:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.simulator.Simulator` whose
+step integrates with :class:`~ros_dynamics.simulation.rigid_contact.RigidContactStepper`:
+controller torques and the known-wrench contacts (pushes) enter as applied joint torques, the
+sphere contacts of a :class:`~ros_dynamics.simulation.contact_geometry.SphereWorld` as LCP
+impulses.  The ground-truth external torque of a sample is then the LCP's contact impulse
+divided by the period, J^T F / dt (plus the pushes), which is exactly what the momentum
+observer estimates (its residual integrates the same momentum balance).
+
+Contact points of the bundled robots (:func:`urdf_spheres`): the sphere geometries of the URDF
+(``<collision>``, else ``<visual>``: the quadruped's four feet, r = 2 cm).  The arm's wall scenario (:func:`rigid_scenario`)
+uses a 1 cm sphere centred on the scenario's contact point (the rim of the tool flange) and
+the scenario's wall plane moved back by that radius, so contact starts where the spring wall's
+did.
+"""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .contact_geometry import Plane, Sphere, SphereWorld
+from .rigid_contact import RigidContactStepper
+from .simulator import (PDGravityController, Sample, Simulator, WallContact, integrate,
+                        make_scenario)
+
+
+class RigidContactSimulator(Simulator):
+    """:class:`Simulator` with rigid contacts: ``world`` (a SphereWorld) handled by the OS LCP.
+
+    Extra keywords: ``nf`` (friction directions), ``erp``; other arguments as Simulator.
+    ``last_info`` holds the :class:`StepInfo` of the latest step (contacts, impulses, LCP).
+    """
+
+    def __init__(self, model, trajectory, controller=None, contacts=(), world=None, nf=4,
+                 erp=0.2, **kwargs):
+        super().__init__(model, trajectory, controller, contacts, **kwargs)
+        self.world = world if world is not None else SphereWorld(model, [])
+        self.stepper = RigidContactStepper(model, self.world, dt=self.dt, nf=nf, erp=erp)
+        self.last_info = None
+
+    def step(self):
+        from ..estimation.observer import friction_torque
+        t, q, v = self.t, self.q, self.v
+        qd, vd, _ = self.trajectory(t)
+        tau_cmd = self.controller(t, self.q_meas, self.v_meas, qd, vd)
+        tau_push, links, wrenches, points = self.external(t, q, v)
+        tau = tau_cmd + tau_push
+        if np.any(self.fv) or np.any(self.fc):
+            tau = tau - friction_torque(v, self.fv, self.fc, self.feps)
+        q1, v1, info = self.stepper.step(q, v, tau, lambda a, b, h: integrate(self.model, a, b, h))
+        if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
+            raise FloatingPointError(f'simulation diverged at t = {t:.4f} s')
+        self.last_info = info
+        tau_ext = tau_push + info.tau_contact
+        active = [c for c, F in zip(info.contacts, info.impulses) if np.any(F)]
+        links = tuple(links) + tuple(c.link_a for c in active)
+        wrenches = tuple(wrenches) + tuple(np.concatenate([F / self.dt, np.zeros(3)])
+                                           for F in info.impulses if np.any(F))
+        points = tuple(points) + tuple(c.point_a for c in active)
+        self.q, self.v = q1, v1
+        self.k += 1
+        self.t = self.k * self.dt
+        self.q_meas, self.v_meas = self._measure()
+        se = self.noise[2]
+        tau_meas = tau_cmd if se <= 0 else tau_cmd + se * self.rng.standard_normal(len(tau_cmd))
+        return Sample(self.t, self.q_meas.copy(), self.v_meas.copy(), tau_meas, tau_ext,
+                      bool(links), links, q1.copy(), v1.copy(), wrenches, points)
+
+
+def urdf_spheres(urdf, model):
+    """The spheres of a URDF (path or XML) as :class:`Sphere` on the model's links: each link's
+    ``<collision>`` spheres, or its ``<visual>`` spheres if it has no collision element."""
+    text = urdf
+    if not urdf.lstrip().startswith('<'):
+        with open(urdf) as f:
+            text = f.read()
+    root = ET.fromstring(text)
+    out = []
+    for link in root.iter('link'):
+        name = link.get('name')
+        if name not in model.link_frames:
+            continue
+        shapes = link.findall('collision') or link.findall('visual')    # visual if no collision
+        for col in shapes:
+            sph = col.find('geometry/sphere')
+            if sph is None:
+                continue
+            org = col.find('origin')
+            xyz = [float(x) for x in org.get('xyz', '0 0 0').split()] if org is not None else [0.0] * 3
+            out.append(Sphere(name, tuple(xyz), float(sph.get('radius')), name))
+    return out
+
+
+def rigid_scenario(model, scenario='wall', sphere_radius=0.01, mu=0.5, restitution=0.0, **kwargs):
+    """:func:`make_scenario` in rigid mode: each spring-damper wall becomes a rigid plane touched
+    by a sphere at the wall's contact point; pushes are kept.  Returns (sim, desc)."""
+    sim, desc = make_scenario(model, scenario, **kwargs)
+    spheres, planes, others = [], [], []
+    for c in sim.contacts:
+        if isinstance(c, WallContact):
+            point = np.zeros(3) if c.point is None else c.point
+            spheres.append(Sphere(c.link, tuple(point), sphere_radius, 'contact_point'))
+            planes.append(Plane(tuple(c.p0 - sphere_radius * c.n), tuple(c.n), mu, restitution, 'wall'))
+        else:
+            others.append(c)
+    world = SphereWorld(model, spheres, planes, margin=0.005)
+    rsim = RigidContactSimulator(model, sim.trajectory, sim.controller, others, world=world,
+                                 dt=sim.dt, q0=sim.q, v0=sim.v, noise_position=sim.noise[0],
+                                 noise_velocity=sim.noise[1], noise_effort=sim.noise[2],
+                                 friction_viscous=sim.fv, friction_coulomb=sim.fc)
+    desc = dict(desc, mode='rigid', sphere_radius=sphere_radius)
+    return rsim, desc
+
+
+class _Hold:
+    """A constant joint target (the trajectory interface of the simulator)."""
+
+    def __init__(self, q):
+        self.q = np.asarray(q, dtype=float)
+
+    def __call__(self, t):
+        return self.q.copy(), np.zeros_like(self.q), np.zeros_like(self.q)
+
+
+def standing_quadruped(model, urdf, pose=(0.0, 0.7, -1.4), kp=60.0, kd=2.0, mu=0.8, dt=1e-3):
+    """The floating-base quadruped standing on a floor with rigid feet, joints held by PD.
+
+    ``pose`` = (HAA, HFE, KFE) angles for every leg; the base starts level with the feet just
+    touching the floor z = 0.  Returns the :class:`RigidContactSimulator`.
+    """
+    if not model.floating_base:
+        raise ValueError('standing_quadruped needs the floating-base model')
+    nj = len(model.joint_names)
+    qj = np.array([pose[['HAA', 'HFE', 'KFE'].index(n.split('_')[1])] for n in model.joint_names]) \
+        if all('_' in n and n.split('_')[1] in ('HAA', 'HFE', 'KFE') for n in model.joint_names) \
+        else np.zeros(nj)
+    feet = [s for s in urdf_spheres(urdf, model)]
+    q0 = model.neutral()
+    q0[7:] = qj
+    world = SphereWorld(model, feet, [Plane((0, 0, 0), (0, 0, 1), mu, 0.0, 'floor')], margin=0.01)
+    centres, _ = world.poses(q0)
+    q0[2] = -min(c[2] - s.radius for c, s in zip(centres, feet))
+    return RigidContactSimulator(model, _Hold(qj), PDGravityController(model, kp, kd), (),
+                                 world=world, dt=dt, q0=q0)
