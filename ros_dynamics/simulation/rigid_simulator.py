@@ -53,10 +53,11 @@ class RigidContactSimulator(Simulator):
             raise FloatingPointError(f'simulation diverged at t = {t:.4f} s')
         self.last_info = info
         tau_ext = tau_push + info.tau_contact
-        active = [c for c, F in zip(info.contacts, info.impulses) if np.any(F)]
+        total = _total_impulses(info)
+        active = [c for c, F in zip(info.contacts, total) if np.any(F)]
         links = tuple(links) + tuple(c.link_a for c in active)
         wrenches = tuple(wrenches) + tuple(np.concatenate([F / self.dt, np.zeros(3)])
-                                           for F in info.impulses if np.any(F))
+                                           for F in total if np.any(F))
         points = tuple(points) + tuple(c.point_a for c in active)
         self.q, self.v = q1, v1
         self.k += 1
@@ -66,6 +67,13 @@ class RigidContactSimulator(Simulator):
         tau_meas = tau_cmd if se <= 0 else tau_cmd + se * self.rng.standard_normal(len(tau_cmd))
         return Sample(self.t, self.q_meas.copy(), self.v_meas.copy(), tau_meas, tau_ext,
                       bool(links), links, q1.copy(), v1.copy(), wrenches, points)
+
+
+def _total_impulses(info):
+    """(m, 3) contact impulses of a step: collision (Sec. 7) plus contact (Sec. 6)."""
+    if info.collision_impulses is None:
+        return info.impulses
+    return info.impulses + info.collision_impulses
 
 
 def urdf_spheres(urdf, model):
@@ -143,3 +151,38 @@ def standing_quadruped(model, urdf, pose=(0.0, 0.7, -1.4), kp=60.0, kd=2.0, mu=0
     q0[2] = -min(c[2] - s.radius for c, s in zip(centres, feet))
     return RigidContactSimulator(model, _Hold(qj), PDGravityController(model, kp, kd), (),
                                  world=world, dt=dt, q0=q0)
+
+
+def main(argv=None):
+    """``python -m ros_dynamics.simulation.rigid_simulator [wall|push|mixed|quadruped] [--duration s]``:
+    run a rigid-contact scenario and print what the contacts did (no ROS)."""
+    import argparse
+    from ..core import bundled_urdf, load_urdf
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument('scenario', nargs='?', default='wall', choices=['wall', 'push', 'mixed', 'quadruped'])
+    ap.add_argument('--duration', type=float, default=6.0)
+    args = ap.parse_args(argv)
+    if args.scenario == 'quadruped':
+        path = bundled_urdf('quadruped')
+        model = load_urdf(path, floating_base=True)
+        sim = standing_quadruped(model, path)
+    else:
+        model = load_urdf(bundled_urdf('arm7'))
+        sim, _ = rigid_scenario(model, args.scenario)
+    steps = int(round(args.duration / sim.dt))
+    was = ()
+    for k in range(steps):
+        s = sim.step()
+        info = sim.last_info
+        total = _total_impulses(info)
+        now = tuple(c.name for c, F in zip(info.contacts, total) if np.any(F))
+        if now != was or (k + 1) % 1000 == 0:
+            forces = ', '.join(f'{c.name}: F = {np.round(F / sim.dt, 2).tolist()} N'
+                               for c, F in zip(info.contacts, total) if np.any(F))
+            print(f't = {s.t:6.3f} s  LCP size {info.lcp_size:3d}  {forces or "no contact"}')
+            was = now
+    print(f'final q = {np.round(s.q_true, 4).tolist()}')
+
+
+if __name__ == '__main__':
+    main()
