@@ -57,3 +57,23 @@ def test_wall_scenario_rigid_and_observer_against_lcp_impulses():
     # the observer's residual equals the LCP's J^T F / dt once the contact has settled
     assert np.median(rel_r) < 1e-3 and np.median(rel_s) < 1e-3
     assert np.nanmedian(force_r) < 0.02
+
+
+def test_floating_quadruped_trots_forward_on_rigid_feet():
+    from ros_dynamics.simulation.rigid_simulator import trotting_quadruped
+    path = rd.bundled_urdf('quadruped')
+    model = rd.load_urdf(path, floating_base=True)
+    sim = trotting_quadruped(model, path)
+    feet_down = set()
+    x0 = sim.q[0]
+    for k in range(2500):
+        s = sim.step()
+        info = sim.last_info
+        assert all(c.gap > -1e-4 for c in info.contacts)
+        if k > 1000:
+            feet_down.add(tuple(sorted(c.link_a for c, F in zip(info.contacts, info.impulses) if F[2] > 0)))
+    assert s.q_true[0] - x0 > 0.15                         # walked forward (+x)
+    assert abs(s.q_true[3:7][3]) > 0.99                      # upright
+    assert 0.25 < s.q_true[2] < 0.35
+    # the diagonal pairs took turns: both two-foot stances occurred
+    assert ('LF_foot', 'RH_foot') in feet_down and ('LH_foot', 'RF_foot') in feet_down

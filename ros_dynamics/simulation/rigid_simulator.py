@@ -131,6 +131,41 @@ class _Hold:
         return self.q.copy(), np.zeros_like(self.q), np.zeros_like(self.q)
 
 
+class TrotTrajectory:
+    """Open-loop trot of the bundled quadruped's joint targets around a standing ``pose``.
+
+    After ``start`` s the diagonal pairs (LF, RH) and (RF, LH) alternate every half ``period``:
+    the swing pair bends its knees by ``lift`` * sin (foot clearance, hips flexed by
+    ``hip_lift`` times that) and swings its feet forward by 2 ``stride`` [rad of HFE], the stance
+    pair sweeps them back (cosine profiles, the amplitude ramped in over 1 s).  Positive stride
+    walks towards the trunk's +x.  No feedback: the rigid feet and the PD joints do the rest.
+    """
+
+    def __init__(self, model, pose_q, period=0.4, lift=0.3, stride=0.1, start=0.5, hip_lift=0.5):
+        self.hip_lift = hip_lift
+        self.q0 = np.asarray(pose_q, dtype=float)
+        self.period, self.lift, self.stride, self.start = period, lift, stride, start
+        self.legs = [n.split('_') for n in model.joint_names]
+
+    def __call__(self, t):
+        q, zero = self.q0.copy(), np.zeros_like(self.q0)
+        if t < self.start:
+            return q, zero, zero
+        ramp = min(1.0, (t - self.start) / 1.0)
+        phase = ((t - self.start) % self.period) / self.period
+        s = (phase % 0.5) * 2.0                              # 0..1 within the half period
+        for i, (leg, joint) in enumerate(self.legs):
+            swing = (phase < 0.5) == (leg in ('LF', 'RH'))
+            if swing and joint == 'KFE':
+                q[i] -= ramp * self.lift * np.sin(np.pi * s)
+            elif joint == 'HFE':
+                # HFE > 0 moves the foot back (-x): the swing foot goes back to front and the
+                # hip flexes to clear the ground; the stance feet sweep front to back
+                sweep = self.stride * np.cos(np.pi * s)
+                q[i] += ramp * ((sweep - self.hip_lift * self.lift * np.sin(np.pi * s)) if swing else -sweep)
+        return q, zero, zero
+
+
 def standing_quadruped(model, urdf, pose=(0.0, 0.7, -1.4), kp=60.0, kd=2.0, mu=0.8, dt=1e-3):
     """The floating-base quadruped standing on a floor with rigid feet, joints held by PD.
 
@@ -153,19 +188,26 @@ def standing_quadruped(model, urdf, pose=(0.0, 0.7, -1.4), kp=60.0, kd=2.0, mu=0
                                  world=world, dt=dt, q0=q0)
 
 
+def trotting_quadruped(model, urdf, kp=40.0, kd=1.5, **trot):
+    """The standing quadruped (:func:`standing_quadruped`) with a :class:`TrotTrajectory`."""
+    sim = standing_quadruped(model, urdf, kp=kp, kd=kd)
+    sim.trajectory = TrotTrajectory(model, sim.trajectory.q, **trot)
+    return sim
+
+
 def main(argv=None):
-    """``python -m ros_dynamics.simulation.rigid_simulator [wall|push|mixed|quadruped] [--duration s]``:
+    """``python -m ros_dynamics.simulation.rigid_simulator [wall|push|mixed|quadruped|trot] [--duration s]``:
     run a rigid-contact scenario and print what the contacts did (no ROS)."""
     import argparse
     from ..core import bundled_urdf, load_urdf
     ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument('scenario', nargs='?', default='wall', choices=['wall', 'push', 'mixed', 'quadruped'])
+    ap.add_argument('scenario', nargs='?', default='wall', choices=['wall', 'push', 'mixed', 'quadruped', 'trot'])
     ap.add_argument('--duration', type=float, default=6.0)
     args = ap.parse_args(argv)
-    if args.scenario == 'quadruped':
+    if args.scenario in ('quadruped', 'trot'):
         path = bundled_urdf('quadruped')
         model = load_urdf(path, floating_base=True)
-        sim = standing_quadruped(model, path)
+        sim = (standing_quadruped if args.scenario == 'quadruped' else trotting_quadruped)(model, path)
     else:
         model = load_urdf(bundled_urdf('arm7'))
         sim, _ = rigid_scenario(model, args.scenario)
