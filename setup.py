@@ -15,9 +15,9 @@ setup(
         ('share/' + package_name + '/config', glob('config/*.yaml')),
         ('share/' + package_name + '/urdf', glob('urdf/*.urdf') + glob('urdf/*.xacro')),
     ],
-    install_requires=['setuptools', 'numpy', 'numba', 'urdf-parser-py', 'xacro', 'pyyaml'],
+    install_requires=['setuptools', 'numpy', 'numba', 'xacro', 'pyyaml'],
     extras_require={
-        'test': ['pytest', 'pin', 'example-robot-data', 'matplotlib'],
+        'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',
@@ -28,6 +28,7 @@ setup(
         'console_scripts': [
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
+            'tracking_controller = ros_dynamics.ros.tracking_controller:main',
         ],
     },
 )

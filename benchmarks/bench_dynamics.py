@@ -9,8 +9,10 @@ example-robot-data with its two finger joints) it first checks that both librari
 Python-call level for both libraries:
 
 * dynamics:    rd.dynamics (M, C, dM/dt, g)  vs  pin.crba + pin.computeCoriolisMatrix
-               + pin.computeGeneralizedGravity
+               + pin.computeGeneralizedGravity + dM/dt = C + C^T into a preallocated buffer
+               (with and without ``data=rd.Data(model)``; Pinocchio always writes into its pin.Data)
 * christoffel: rd.christoffel (Gamma)        vs  nv calls pin.computeCoriolisMatrix(q, e_k)
+               (with and without ``data=``)
 * M:           rd.mass_matrix                vs  pin.crba
 * g:           rd.gravity                    vs  pin.computeGeneralizedGravity
 * rnea:        rd.inverse_dynamics           vs  pin.rnea
@@ -23,7 +25,6 @@ Progress goes to stderr; the tables go to stdout and to results/dynamics.md.
 """
 
 import argparse
-import importlib
 import os
 import sys
 import time
@@ -33,6 +34,10 @@ import numpy as np
 from common import RESULTS, Pair, interleaved, log, machine_info, robot_sources, us
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
+
+# Per-call timing of single-threaded calls: minimum over interleaved blocks of this thread's CPU
+# time (robust on a shared, loaded machine); --wall: median of wall-clock blocks instead.
+TIMING = dict(stat='min', clock=time.thread_time)
 
 # Seed 000 (Echeandia & Wensing), Table 1, microseconds (their i7 3.2 GHz)
 PAPER = {'chain-20': (18.0, 122.0), 'tree-20': (10.0, 33.0)}
@@ -81,11 +86,14 @@ def time_pair(pair, blocks, block_s):
     taup = pin.rnea(pm, pd, qp, vp, ap).copy()
     tau = pair.to_ours(taup)[0]
     E = [np.ascontiguousarray(e) for e in np.eye(n)]
+    Mdot = np.empty((n, n))
+    data = rd.Data(m)
 
     def pin_dyn():
         pin.crba(pm, pd, qp)
-        pin.computeCoriolisMatrix(pm, pd, qp, vp)
+        C = pin.computeCoriolisMatrix(pm, pd, qp, vp)
         pin.computeGeneralizedGravity(pm, pd, qp)
+        np.add(C, C.T, out=Mdot)
 
     def pin_gamma():
         for e in E:
@@ -93,7 +101,9 @@ def time_pair(pair, blocks, block_s):
 
     groups = {
         'dynamics': (lambda: rd.dynamics(m, q, v), pin_dyn),
+        'dynamics, data=': (lambda: rd.dynamics(m, q, v, data=data), pin_dyn),
         'christoffel': (lambda: rd.christoffel(m, q), pin_gamma),
+        'christoffel, data=': (lambda: rd.christoffel(m, q, data=data), pin_gamma),
         'M (crba)': (lambda: rd.mass_matrix(m, q), lambda: pin.crba(pm, pd, qp)),
         'g': (lambda: rd.gravity(m, q), lambda: pin.computeGeneralizedGravity(pm, pd, qp)),
         'rnea': (lambda: rd.inverse_dynamics(m, q, v, a), lambda: pin.rnea(pm, pd, qp, vp, ap)),
@@ -101,7 +111,7 @@ def time_pair(pair, blocks, block_s):
     }
     out = {}
     for name, (ours, theirs) in groups.items():
-        r = interleaved({'ours': ours, 'pin': theirs}, blocks=blocks, block_s=block_s)
+        r = interleaved({'ours': ours, 'pin': theirs}, blocks=blocks, block_s=block_s, **TIMING)
         out[name] = (r['ours'], r['pin'])
         log(f'    {name:12s} ours {us(r["ours"]):>8s} us   pinocchio {us(r["pin"]):>8s} us   '
             f'ratio {r["ours"] / r["pin"]:.2f}')
@@ -109,19 +119,18 @@ def time_pair(pair, blocks, block_s):
 
 
 def time_kernels(pair, blocks, block_s):
-    """Raw compiled kernels with preallocated outputs (no validation, no allocation)."""
-    from ros_dynamics.core import api, coriolis as co
-    ch = importlib.import_module('ros_dynamics.christoffel')  # the package attribute is the function
-    m, n = pair.model, pair.nv
+    """The compiled entry kernels called directly (validation inside, no Python-side checks,
+    writing into a Data buffer): model.ints, model.reals, q, (v), data.work (, Gamma)."""
+    from ros_dynamics.core import api
+    m = pair.model
     _, _, _, Q, V, _ = pair.states(1, seed=7)
     q, v = Q[0], V[0]
-    topo, geom, dofs = api._arrays(m)
-    M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
-    G = np.zeros((n, n, n))
+    data = rd.Data(m)
+    G = data.Gamma
     r = interleaved({
-        'C': lambda: co.coriolis(topo, geom, dofs, m.gravity, q, v, M, C, Md, g, co.EQ10),
-        'Gamma': lambda: ch.christoffel(topo, geom, dofs, q, G),
-    }, blocks=blocks, block_s=block_s)
+        'C': lambda: api._dynamics(m.ints, m.reals, q, v, data.work, 10),
+        'Gamma': lambda: api._christoffel_symbols(m.ints, m.reals, q, data.work, G),
+    }, blocks=blocks, block_s=block_s, **TIMING)
     return r['C'], r['Gamma']
 
 
@@ -154,65 +163,43 @@ def time_batch(pair, K, repeats):
 
 
 def profile(pair, blocks, block_s):
-    """Where one rd.dynamics call goes: per-call seconds of each piece (see the table in main).
+    """Where one rd.dynamics(model, q, v, data=data) call goes: per-call seconds of each piece.
 
-    Mirrors api.dynamics as of this writing: _shaped(q), _shaped(v) (shape/dtype only), four
-    np.empty outputs, one call of the fused compiled api._dynamics (finiteness check + kernel).
+    Pieces: the Python-side Data check (api._buffer), the numba dispatch of a 6-argument call
+    (an empty compiled function of the same argument types), and the compiled entry kernel
+    (unpacking of the model and workspace views, validation, Algorithm 1).
     """
     from numba import njit
     from ros_dynamics.core import api
-    from ros_dynamics.core import coriolis as co
-    m, n = pair.model, pair.nv
+    m = pair.model
     _, _, _, Q, V, _ = pair.states(1, seed=7)
     q, v = Q[0], V[0]
-    topo, geom, dofs = api._arrays(m)
-    grav = m.gravity
-    M, C, Md, g = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)
-    fused = getattr(api, '_dynamics', None)   # validate + kernel in one compiled call
-    R = 200
+    data = rd.Data(m)
 
     @njit(cache=False)
-    def body(R, topo, geom, dofs, grav, q, v, M, C, Md, g):
-        for _ in range(R):
-            co.coriolis(topo, geom, dofs, grav, q, v, M, C, Md, g, 10)
+    def empty(ints, reals, q, v, work, fact):
+        return True
 
     funcs = {
-        'api': lambda: rd.dynamics(m, q, v),
-        'body': lambda: body(R, topo, geom, dofs, grav, q, v, M, C, Md, g),
-        'kernel': lambda: co.coriolis(topo, geom, dofs, grav, q, v, M, C, Md, g, co.EQ10),
-        'alloc': lambda: (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)),
+        'api': lambda: rd.dynamics(m, q, v, data=data),
+        'checks': lambda: api._buffer(m, data),
+        'dispatch': lambda: empty(m.ints, m.reals, q, v, data.work, 10),
+        'kernel': lambda: api._dynamics(m.ints, m.reals, q, v, data.work, 10),
     }
-    if hasattr(api, '_shaped'):
-        funcs['shape'] = lambda: (api._shaped(q, m.nq, 'q'), api._shaped(v, n, 'v'))
-    if fused is not None:
-        @njit(cache=False)
-        def fused_body(R, topo, geom, dofs, grav, q, v, M, C, Md, g):
-            for _ in range(R):
-                fused(topo, geom, dofs, grav, q, v, M, C, Md, g, 10)
-        funcs['fused'] = lambda: fused(topo, geom, dofs, grav, q, v, M, C, Md, g, co.EQ10)
-        funcs['fused_body'] = lambda: fused_body(R, topo, geom, dofs, grav, q, v, M, C, Md, g)
     for f in funcs.values():
         f()
-    r = interleaved(funcs, blocks=blocks, block_s=block_s)
-    r['body'] /= R
-    if 'fused_body' in r:
-        r['fused_body'] /= R
-    return r
+    return interleaved(funcs, blocks=blocks, block_s=block_s, **TIMING)
 
 
 def profile_rows(prof):
     """(piece, seconds) rows that add up to the API call."""
-    rows = []
-    if 'shape' in prof:
-        rows.append(('input conversion/shape checks (2x api._shaped)', prof['shape']))
-    rows.append(('output allocation (4x np.empty)', prof['alloc']))
-    if 'fused' in prof:
-        rows.append(('numba dispatch + unboxing of the 11 arguments (Python -> compiled)', prof['fused'] - prof['fused_body']))
-        rows.append(('finiteness check inside the compiled entry', prof['fused_body'] - prof['body']))
-    else:
-        rows.append(('numba dispatch of the 11-argument kernel', prof['kernel'] - prof['body']))
-    rows.append(('kernel body, Algorithm 1 (compiled, incl. its scratch allocation)', prof['body']))
-    rows.append(('rest (Python call, _arrays lookup, result tuple)', prof['api'] - sum(t for _, t in rows)))
+    rows = [('Python-side Data check (api._buffer; types are checked by the sealed dispatcher)',
+             prof['checks']),
+            ('numba dispatch of the 6 arguments (empty compiled function, same types)', prof['dispatch']),
+            ('compiled entry: model/workspace views, finiteness check, Algorithm 1',
+             prof['kernel'] - prof['dispatch'])]
+    rows.append(('rest (Python call, attribute lookups, returning data.dynamics)',
+                 prof['api'] - sum(t for _, t in rows)))
     return rows
 
 
@@ -220,7 +207,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--quick', action='store_true', help='fewer repeats, skip the 40-DoF chain')
     ap.add_argument('--out', default=os.path.join(RESULTS, 'dynamics.md'), help='markdown output')
+    ap.add_argument('--wall', action='store_true', help='median wall-clock time per block instead '
+                    'of the minimum thread CPU time')
     args = ap.parse_args(argv)
+    if args.wall:
+        TIMING.update(stat='median', clock=time.perf_counter)
     blocks, block_s, reps = (11, 0.005, 5) if args.quick else (31, 0.01, 15)
     K = 1000
 
@@ -265,7 +256,9 @@ def main(argv=None):
     w(f'Machine: {machine_info()}; 1-min load average {load_start:.2f} at the start, '
       f'{os.getloadavg()[0]:.2f} at the end (this benchmark alone adds ~1; above ~1.5 another process '
       'competes for the second core and the batch / parallel numbers drop).  ')
-    w(f'Mode: {"--quick" if args.quick else "full"}; per-call times are medians of {blocks} interleaved '
+    timing = ('medians of wall-clock time' if args.wall else
+              'minima of the thread CPU time (time.thread_time)')
+    w(f'Mode: {"--quick" if args.quick else "full"}; per-call times are {timing} of {blocks} interleaved '
       'blocks (ours and Pinocchio alternate), both called from Python with NumPy arrays.  '
       'Ratio = ours / Pinocchio (< 1: ours faster).  Shared 2-core machine: expect +-10-20 % noise.')
     w('')
@@ -274,6 +267,7 @@ def main(argv=None):
     w('| robot | nv | quantity | ours | Pinocchio | ratio | max abs diff | rel. diff |')
     w('|---|---:|---|---:|---:|---:|---:|---:|')
     errkey = {'dynamics': ('M', 'C', 'g', 'Mdot'), 'christoffel': ('Gamma',), 'M (crba)': ('M',),
+              'dynamics, data=': ('M', 'C', 'g', 'Mdot'), 'christoffel, data=': ('Gamma',),
               'g': ('g',), 'rnea': ('rnea',), 'fd (aba)': ('fd',)}
     for label in results:
         for j, (name, (o, p)) in enumerate(results[label].items()):
@@ -290,8 +284,19 @@ def main(argv=None):
           f'{", ".join(bad)}: those timings do not describe a correct result.**')
         w('')
     w('Pinocchio side: `dynamics` = `crba` + `computeCoriolisMatrix` + `computeGeneralizedGravity` '
-      '(ours also returns dM/dt); `christoffel` = nv calls of `computeCoriolisMatrix(q, e_k)` '
-      '(Gamma[:, :, k] = C(q, e_k)).')
+      '+ dM/dt = C + C^T into a preallocated buffer; `christoffel` = nv calls of '
+      '`computeCoriolisMatrix(q, e_k)` (Gamma[:, :, k] = C(q, e_k)); Pinocchio writes into its pin.Data.')
+    w('')
+    w('## Issue #8 targets: with a workspace (`data=rd.Data(model)`), ratio to Pinocchio')
+    w('')
+    w('| robot | nv | dynamics, data= | target <= 0.5 (goal 0.33) | christoffel, data= | target <= 0.1 (goal 0.05) |')
+    w('|---|---:|---:|---|---:|---|')
+    for label in results:
+        (do, dp), (go, gp) = results[label]['dynamics, data='], results[label]['christoffel, data=']
+        rd_, rg = do / dp, go / gp
+        w(f'| {label} | {nvs[label]} | {rd_:.2f} | {"met" if rd_ <= 0.5 else "NOT met"}'
+          f'{" (goal met)" if rd_ <= 0.33 else ""} | {rg:.3f} | {"met" if rg <= 0.1 else "NOT met"}'
+          f'{" (goal met)" if rg <= 0.05 else ""} |')
     w('')
     w(f'## Batched throughput, rd.dynamics_batch, K = {K} states')
     w('')
@@ -323,13 +328,13 @@ def main(argv=None):
     if prof is not None:
         api_t = prof['api']
         w('')
-        w(f'## Where the time of one rd.dynamics call goes ({prof_label})')
+        w(f'## Where the time of one rd.dynamics(..., data=data) call goes ({prof_label})')
         w('')
         w('| piece | us | share of API call |')
         w('|---|---:|---:|')
         for name, t in profile_rows(prof):
             w(f'| {name} | {us(t)} | {100 * t / api_t:.0f} % |')
-        w(f'| **rd.dynamics total** | **{us(api_t)}** | 100 % |')
+        w(f'| **rd.dynamics(..., data=) total** | **{us(api_t)}** | 100 % |')
     w('')
     w(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')
     text = '\n'.join(lines) + '\n'

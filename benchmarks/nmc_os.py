@@ -15,7 +15,7 @@ Table 2 compares.  World-frame Plücker coordinates, angular first, as in the co
 
 import numpy as np
 
-from ros_dynamics.core import api as _api
+import ros_dynamics as rd
 from ros_dynamics.simulation.lcp import solve_lcp, solve_mixed_lcp
 from ros_dynamics.simulation.rigid_contact import os_lcp
 
@@ -39,7 +39,9 @@ def body_inertias(model, R, p):
 def nmc_os_compression(model, q, v, nodes, ia, ib, contacts, nf):
     """Contact impulses F (m, 3) and the LCP size of the NMC/OS compression LCP."""
     n = model.nbodies
-    R, p, Phi = _api._placements(model, q)
+    data = rd.Data(model)                  # a link Jacobian leaves the placements in data
+    rd.link_jacobian(model, q, model.body_names[0], data=data)
+    R, p, Phi = data.R, data.pos, data.Phi
     Minv = np.linalg.inv(body_inertias(model, R, p))              # block-diagonal inverse, O(n)
     # bilateral hinge rows G_b (5n x 6n)
     Gb = np.zeros((5 * n, 6 * n))
@@ -83,7 +85,7 @@ def nmc_os_compression(model, q, v, nodes, ia, ib, contacts, nf):
 def os_compression(model, q, v, nodes, Q, G, contacts, nf):
     """The same collision LCP in the OS formulation (Lam from rd.contact_compliance)."""
     m = len(contacts)
-    Lam_u = Q @ _api.contact_compliance(model, q, nodes) @ Q.T
+    Lam_u = Q @ rd.contact_compliance(model, q, nodes) @ Q.T
     Mlcp, qlcp, D = os_lcp(Lam_u, G @ v, contacts, nf)
     z, _, _ = solve_lcp(Mlcp, qlcp)
     return (D @ z[:m * (nf + 1)]).reshape(m, 3), len(qlcp)

@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
-"""Latency and throughput of dynamics_node over loopback DDS, plus a per-cycle profile.
+"""Latency, throughput and CPU cost of dynamics_node over loopback DDS, plus a per-cycle profile.
 
-For each model (bundled 7-DoF arm, 30-DoF serial chain) this
+For each model (bundled 7-DoF arm, 30-DoF serial chain) and each rclpy executor of the node
+(`single`: SingleThreadedExecutor, `events`: rclpy's experimental EventsExecutor) this
 
-1. profiles one node cycle in-process (no DDS peers): core compute (rd.dynamics,
-   rd.christoffel, observer), copying into the preallocated messages and publishing, and the
-   rclpy deserialization of the incoming JointState;
-2. starts dynamics_node as a separate process, publishes sensor_msgs/JointState at --rate Hz
-   (default 1 kHz) for --duration s (default 10 s; stamp = wall-clock publish time, efforts
-   filled so the observer runs), and receives the last output of every cycle
-   (~/external_torque, stamped) in this process. It reports the fraction of joint states
-   answered and the p50/p99/max latency from joint-state publish to reception of that output.
+1. profiles one node cycle in-process (no DDS peers): the core calls, the node callback
+   (validation, core calls, writing into the preallocated messages, publishing), the
+   publication of each message type and the rclpy deserialization of the incoming JointState;
+2. starts dynamics_node as one process and a subscriber on ~/dynamics as another (a plain
+   rclpy node with the default SingleThreadedExecutor, as a user would write it), publishes
+   sensor_msgs/JointState at --rate Hz (default 1 kHz) for --duration s (default 10 s; stamp =
+   wall-clock publish time, efforts filled so the observer runs) from this process, and reports
+   the fraction of joint states answered on ~/dynamics (free motion: the efforts are the inverse
+  dynamics of the joint trajectory), the p50/p99/max latency from
+   joint-state publish to ~/dynamics received in the subscriber process, and the node's CPU use
+   over the publishing window from /proc/<pid>/stat (utime + stime, all threads; 100 % = one
+   core).
 
 The ROS environment is set here (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, a random
 ROS_DOMAIN_ID, the library path of the pip ROS wheels). Run:
 
     .venv/bin/python benchmarks/node_latency.py [--duration 10] [--rate 1000]
-        [--models arm7 chain30] [--christoffel-decimation N | --no-christoffel]
-        [--json out.json]
+        [--models arm7 chain30] [--executors single events] [--christoffel-decimation 10]
+        [--json benchmarks/results/node_latency.json]
 """
 import argparse
 import json
@@ -26,7 +31,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,14 +105,18 @@ def profile(name, xml, extra_params, cycles=3000):
     model = eng.model
     n = eng.nj
     rng = np.random.default_rng(0)
+    # a robot at rest holding its weight (effort = g(q)): the observer sees no external torque,
+    # so this is the free-motion cycle (in contact the wrench estimate adds a least-squares solve)
+    q0 = rng.uniform(-1, 1, n)
+    g0 = rd.gravity(model, q0)
     msgs = []
     for k in range(cycles):
         m = JointState()
         m.header.stamp.sec, m.header.stamp.nanosec = 1000, k * 100_000
         m.name = list(eng.joint_names)
-        m.position = rng.uniform(-1, 1, n).tolist()
-        m.velocity = rng.uniform(-1, 1, n).tolist()
-        m.effort = rng.uniform(-1, 1, n).tolist()
+        m.position = q0.tolist()
+        m.velocity = [0.0] * n
+        m.effort = g0.tolist()
         msgs.append(m)
     wire = [serialize_message(m) for m in msgs]
     res = {}
@@ -130,19 +138,22 @@ def profile(name, xml, extra_params, cycles=3000):
         timeit('observer.update', lambda k: obs.update(q, v, v, 1e-3))
     if hasattr(rd, 'ContactDetector'):
         det = rd.ContactDetector(model, threshold=5.0)
-        r = np.linspace(-8, 8, model.nv)
+        r = np.zeros(model.nv)
         timeit('contact detector update', lambda k: det.update(r))
     timeit('deserialize JointState', lambda k: deserialize_message(wire[k], JointState))
-    timeit('copy into messages', lambda k: (np.copyto(eng.M_view, eng.M_view),
-                                            np.copyto(eng.C_view, eng.C_view),
-                                            np.copyto(eng.Mdot_view, eng.Mdot_view),
-                                            np.copyto(eng.G_view, eng.G_view)))
-    timeit('publish M (n*n)', lambda k: node._pub_M.publish(eng.M_msg))
-    timeit('publish Gamma (n^3)', lambda k: node._pub_G.publish(eng.G_msg))
-    timeit('publish JointState', lambda k: node._pub_g.publish(eng.g_msg))
+    if eng.dyn_msg is not None:
+        timeit('publish Dynamics', lambda k: node._pub_dyn.publish(eng.dyn_msg))
+        timeit('publish Christoffel (n^3)', lambda k: node._pub_G.publish(eng.gam_msg))
+        timeit('publish ContactEstimate', lambda k: node._pub_contact.publish(eng.contact_msg))
+    timeit('publish JointState', lambda k: node._pub_ext.publish(eng.ext_msg))
     node._last_stamp_ns = None
     timeit('node callback total', lambda k: node._on_joint_state(msgs[k]))
     assert node.stats['rejected'] == 0, node.stats
+    # one cycle of all core calls as the node makes them (dynamics + observer; Gamma 1 in N)
+    dec = node._cfg.christoffel_decimation if node._cfg.christoffel_stream else 0
+    timeit('core calls of one cycle', lambda k: (rd.dynamics(model, q, v),
+                                                 obs.update(q, v, v, 1e-3), det.update(r),
+                                                 dec and k % dec == 0 and rd.christoffel(model, q)))
     node.destroy_node()
     ctx.try_shutdown()
     return res
@@ -151,15 +162,75 @@ def profile(name, xml, extra_params, cycles=3000):
 # --------------------------------------------------------------------------------------------
 # 2. latency over DDS against a node process
 
-def run_latency(name, xml, extra_params, duration, rate):
+SUBSCRIBER = r"""
+import json, os, sys, time
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from ros_dynamics_msgs.msg import Dynamics
+topic, out, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+rclpy.init()
+node = rclpy.create_node('bench_subscriber')
+got = []
+def on_dynamics(msg):
+    s = msg.header.stamp
+    got.append((s.sec * 1_000_000_000 + s.nanosec, time.time_ns()))
+node.create_subscription(Dynamics, topic, on_dynamics,
+                         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+ex = SingleThreadedExecutor()
+ex.add_node(node)
+while node.count_publishers(topic) == 0:
+    ex.spin_once(timeout_sec=0.05)
+print('READY', flush=True)
+end = time.monotonic() + timeout
+last = None
+while time.monotonic() < end:
+    ex.spin_once(timeout_sec=0.05)
+    if got and (last is None or got[-1] is not last):
+        last, t_last = got[-1], time.monotonic()
+    if last is not None and time.monotonic() - t_last > 1.5:
+        break
+with open(out, 'w') as f:
+    json.dump(got, f)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all threads) in seconds, from /proc/<pid>/stat."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def thread_cpu(pid):
+    """{thread name: CPU seconds} of a process's threads (/proc/<pid>/task/*/stat), the main
+    thread as 'main (Python)'; Fast DDS names its threads dds.udp.*, dds.shm.*, dds.ev.*, ..."""
+    out = {}
+    tick = os.sysconf('SC_CLK_TCK')
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        try:
+            with open(f'/proc/{pid}/task/{tid}/stat') as f:
+                head, rest = f.read().rsplit(')', 1)
+        except OSError:
+            continue
+        name = 'main (Python)' if int(tid) == pid else head.split('(', 1)[1]
+        name = name.rstrip('0123456789.')  # dds.udp.7411 -> dds.udp
+        fields = rest.split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def run_latency(name, xml, extra_params, duration, rate, executor):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    ns = f'bench_{name}'
-    params = {'robot_description': xml, 'log_throttle_sec': 5.0,
-              'observer_max_dt': 1.0, **extra_params}
+    ns = f'bench_{name}_{executor}'
+    params = {'robot_description': xml, 'log_throttle_sec': 5.0, 'observer_max_dt': 1.0,
+              'executor': executor, **extra_params}
     tmp = tempfile.mkdtemp(prefix='rd_bench_')
     pfile = os.path.join(tmp, 'params.yaml')
     with open(pfile, 'w') as f:
@@ -170,74 +241,61 @@ def run_latency(name, xml, extra_params, duration, rate):
     proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
                              '-r', f'__ns:=/{ns}', '--params-file', pfile],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    sub_out = os.path.join(tmp, 'received.json')
+    sub = subprocess.Popen([sys.executable, '-c', SUBSCRIBER, f'/{ns}/dynamics/dynamics', sub_out,
+                            str(duration + 90)], env=env, stdout=subprocess.PIPE, text=True)
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('bench_client', context=ctx)
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     pub = node.create_publisher(JointState, f'/{ns}/joint_states', qos)
-    latencies = {}
-
-    def on_ext(msg):
-        now = time.time_ns()
-        s = msg.header.stamp
-        latencies.setdefault(s.sec * 1_000_000_000 + s.nanosec, now)
-
-    node.create_subscription(JointState, f'/{ns}/dynamics/external_torque', on_ext, qos)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
+    executor_ = SingleThreadedExecutor(context=ctx)
+    executor_.add_node(node)
     try:
-        end = time.monotonic() + 60
-        while time.monotonic() < end and not (
-                pub.get_subscription_count() and
-                node.count_publishers(f'/{ns}/dynamics/external_torque')):
-            executor.spin_once(timeout_sec=0.05)
+        end = time.monotonic() + 90
+        while time.monotonic() < end and not pub.get_subscription_count():
+            executor_.spin_once(timeout_sec=0.05)
             if proc.poll() is not None:
                 raise RuntimeError('node died: ' + open(log.name).read())
-        for _ in range(50):
-            executor.spin_once(timeout_sec=0.01)
+        assert sub.stdout.readline().strip() == 'READY', 'subscriber did not start'
+        time.sleep(1.0)  # let the subscriber's reverse discovery settle
 
         model = rd.load_urdf(xml)
         names = list(model.joint_names)
         n = len(names)
+        # a smooth trajectory with the efforts that produce it (inverse dynamics): free motion,
+        # so the observer runs but no contact wrench is estimated
         amp = np.linspace(0.3, 0.8, n)
+        w = 2 * np.pi * 0.5
+        steps = int(round(duration * rate))
+        T = np.arange(steps)[:, None] / rate
+        Q, V, A = amp * np.sin(w * T), amp * w * np.cos(w * T), -amp * w * w * np.sin(w * T)
+        E = np.array([rd.inverse_dynamics(model, Q[k], V[k], A[k]) for k in range(steps)])
+        Q, V, E = Q.tolist(), V.tolist(), E.tolist()
         sent = []
-        stop = threading.Event()
-
-        def publisher():
-            msg = JointState()
-            msg.name = names
-            period = 1.0 / rate
-            t0 = time.monotonic()
-            k = 0
-            while not stop.is_set():
-                t = k * period
-                if t >= duration:
-                    break
-                delay = t0 + t - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                w = 2 * np.pi * 0.5
-                msg.position = (amp * np.sin(w * t)).tolist()
-                msg.velocity = (amp * w * np.cos(w * t)).tolist()
-                msg.effort = (5.0 * np.sin(w * t + amp)).tolist()
-                stamp = time.time_ns()
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-                pub.publish(msg)
-                sent.append(stamp)
-                k += 1
-
-        th = threading.Thread(target=publisher, daemon=True)
-        t_start = time.monotonic()
-        th.start()
-        while th.is_alive():
-            executor.spin_once(timeout_sec=0.01)
-        drain_end = time.monotonic() + 1.0
-        while time.monotonic() < drain_end:
-            executor.spin_once(timeout_sec=0.01)
-        elapsed = time.monotonic() - t_start
+        msg = JointState()
+        msg.name = names
+        period = 1.0 / rate
+        cpu0 = cpu_seconds(proc.pid)
+        threads0 = thread_cpu(proc.pid)
+        t0 = time.monotonic()
+        for k in range(steps):
+            delay = t0 + k * period - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            msg.position, msg.velocity, msg.effort = Q[k], V[k], E[k]
+            stamp = time.time_ns()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+            pub.publish(msg)
+            sent.append(stamp)
+        elapsed = time.monotonic() - t0
+        cpu1 = cpu_seconds(proc.pid)
+        time.sleep(0.3)  # the tail of the queue
+        cpu_tail = cpu_seconds(proc.pid)
+        threads1 = thread_cpu(proc.pid)
+        sub.wait(timeout=duration + 120)
     finally:
-        stop.set()
-        executor.shutdown()
+        executor_.shutdown()
         node.destroy_node()
         ctx.try_shutdown()
         proc.send_signal(2)
@@ -245,14 +303,24 @@ def run_latency(name, xml, extra_params, duration, rate):
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        if sub.poll() is None:
+            sub.kill()
         log.close()
-    lat = np.array([latencies[s] - s for s in sent if s in latencies], dtype=float)
-    # the first sample only initializes the observer (no external torque): exclude it
-    answered = len(lat) / max(1, len(sent) - 1)
-    return {'model': name, 'sent': len(sent), 'send_rate_hz': len(sent) / min(elapsed, duration),
-            'answered_fraction': min(1.0, answered),
+    with open(sub_out) as f:
+        received = dict((s, t) for s, t in json.load(f))
+    lat = np.array([received[s] - s for s in sent if s in received], dtype=float)
+    load = os.getloadavg()[0]
+    return {'model': name, 'executor': executor, 'sent': len(sent),
+            'send_rate_hz': len(sent) / elapsed, 'answered_fraction': len(lat) / len(sent),
             'p50_ms': percentile_ms(lat, 50), 'p99_ms': percentile_ms(lat, 99),
-            'max_ms': float(lat.max()) * 1e-6 if len(lat) else float('nan')}
+            'max_ms': float(lat.max()) * 1e-6 if len(lat) else float('nan'),
+            'node_cpu_percent': 100.0 * (cpu1 - cpu0) / elapsed,
+            'node_cpu_percent_incl_tail': 100.0 * (cpu_tail - cpu0) / elapsed,
+            'node_cpu_us_per_cycle': 1e6 * (cpu_tail - cpu0) / len(sent),
+            'node_cpu_us_per_cycle_by_thread': {
+                k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / len(sent), 1)
+                for k in sorted(threads1) if threads1[k] - threads0.get(k, 0.0) > 0},
+            'loadavg_1min': load}
 
 
 def main():
@@ -260,7 +328,8 @@ def main():
     ap.add_argument('--duration', type=float, default=10.0)
     ap.add_argument('--rate', type=float, default=1000.0)
     ap.add_argument('--models', nargs='+', default=['arm7', 'chain30'])
-    ap.add_argument('--christoffel-decimation', type=int, default=1)
+    ap.add_argument('--executors', nargs='+', default=['single', 'events'])
+    ap.add_argument('--christoffel-decimation', type=int, default=10)
     ap.add_argument('--no-christoffel', action='store_true')
     ap.add_argument('--skip-profile', action='store_true')
     ap.add_argument('--json', help='write the results to this file')
@@ -268,23 +337,28 @@ def main():
     extra = {'christoffel_stream': not args.no_christoffel,
              'christoffel_decimation': args.christoffel_decimation}
     stream = 'off' if args.no_christoffel else f'every {args.christoffel_decimation}'
-    print(f'ROS_DOMAIN_ID={DOMAIN_ID}, localhost only; christoffel stream {stream}')
+    print(f'ROS_DOMAIN_ID={DOMAIN_ID}, localhost only; christoffel stream {stream}; '
+          f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
     results = []
     for name in args.models:
         xml = model_source(name)
-        entry = {'model': name}
         if not args.skip_profile:
             prof = profile(name, xml, extra)
-            entry['profile_us'] = prof
+            results.append({'model': name, 'profile_us': prof})
             print(f'\n[{name}] per-cycle profile (in-process, no subscribers), microseconds:')
             for k, v in prof.items():
                 print(f'  {k:28s} {v:9.1f}')
-        res = run_latency(name, xml, extra, args.duration, args.rate)
-        entry.update(res)
-        results.append(entry)
-        print(f'[{name}] sent {res["sent"]} joint states at {res["send_rate_hz"]:.0f} Hz; '
-              f'answered {100 * res["answered_fraction"]:.2f}%; latency p50 '
-              f'{res["p50_ms"]:.3f} ms, p99 {res["p99_ms"]:.3f} ms, max {res["max_ms"]:.3f} ms')
+        for ex in args.executors:
+            res = run_latency(name, xml, extra, args.duration, args.rate, ex)
+            results.append(res)
+            print(f'[{name}, {ex}] sent {res["sent"]} joint states at {res["send_rate_hz"]:.0f} Hz; '
+                  f'answered {100 * res["answered_fraction"]:.2f}%; latency p50 '
+                  f'{res["p50_ms"]:.3f} ms, p99 {res["p99_ms"]:.3f} ms, max {res["max_ms"]:.3f} ms; '
+                  f'node CPU {res["node_cpu_percent"]:.1f} % of a core '
+                  f'({res["node_cpu_us_per_cycle"]:.0f} us per joint state); '
+                  f'load {res["loadavg_1min"]:.1f}', flush=True)
+            print('    node CPU per joint state by thread [us]: ' + ', '.join(
+                f'{k} {v:.0f}' for k, v in res['node_cpu_us_per_cycle_by_thread'].items()))
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(results, f, indent=2)

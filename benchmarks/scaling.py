@@ -19,7 +19,6 @@ for chains and O(N log N) / O(N log^2 N) for binary trees (depth ~ log2 N).
 
 import argparse
 import csv
-import importlib
 import os
 import sys
 import time
@@ -33,7 +32,6 @@ from ros_dynamics import testing as models
 from ros_dynamics.core import api  # noqa: E402
 from ros_dynamics.core import coriolis as co  # noqa: E402
 
-ch = importlib.import_module('ros_dynamics.christoffel')  # rd.christoffel is the function
 
 FIT_FROM = 20
 
@@ -66,13 +64,12 @@ def time_model(xml, blocks, block_s, seed=0):
     rng = np.random.default_rng(seed)
     q, v = rng.uniform(-np.pi, np.pi, n), rng.uniform(-1, 1, n)
     err = accuracy(xml, m, q, v)
-    topo, geom, dofs = api._arrays(m)
-    M, C, Md, g = np.zeros((n, n)), np.zeros((n, n)), np.empty((n, n)), np.empty(n)
-    G = np.zeros((n, n, n))
+    data = rd.Data(m)
+    G = data.Gamma
     r = interleaved({
-        'dyn_kernel': lambda: co.coriolis(topo, geom, dofs, m.gravity, q, v, M, C, Md, g, co.EQ10),
+        'dyn_kernel': lambda: api._dynamics(m.ints, m.reals, q, v, data.work, co.EQ10),
         'dyn_api': lambda: rd.dynamics(m, q, v),
-        'gam_kernel': lambda: ch.christoffel(topo, geom, dofs, q, G),
+        'gam_kernel': lambda: api._christoffel_symbols(m.ints, m.reals, q, data.work, G),
         'gam_api': lambda: rd.christoffel(m, q),
     }, blocks=blocks, block_s=block_s)
     r['rel_diff'] = err

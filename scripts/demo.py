@@ -11,7 +11,7 @@ Two real ROS 2 processes on the bundled ``arm7``:
   ``arm_link_4``; it publishes ``joint_states`` at 1 kHz (with sensor noise) and the ground
   truth on ``/sim/external_torque_truth`` and ``/sim/contact_truth``;
 * ``dynamics_node`` (``python -m ros_dynamics.ros.dynamics_node``): its momentum observer publishes
-  ``/dynamics/external_torque`` and ``/dynamics/contact``.
+  ``/dynamics/external_torque`` and ``/dynamics/contact_estimate``.
 
 This script listens to both, prints every detection as it happens (time, isolated link,
 estimated vs. true external torque, delay), and saves the residual vs. the ground truth per
@@ -147,7 +147,11 @@ def main():
     from rclpy.node import Node
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Bool, String
+    from std_msgs.msg import String
+    try:
+        from ros_dynamics_msgs.msg import ContactEstimate
+    except ImportError:  # the node then publishes ~/external_torque only
+        ContactEstimate = None
 
     rclpy.init(args=[])
     lis = Node('demo_listener')
@@ -165,8 +169,9 @@ def main():
     pending = []
     lis.create_subscription(JointState, '/dynamics/external_torque',
                             lambda m: pending.append((key(m), np.array(m.effort))), qos)
-    lis.create_subscription(Bool, '/dynamics/contact',
-                            lambda m: data['contact'].append(bool(m.data)), qos)
+    if ContactEstimate is not None:
+        lis.create_subscription(ContactEstimate, '/dynamics/contact_estimate',
+                                lambda m: data['contact'].append(bool(m.in_contact)), qos)
     link_truth = []        # (latest truth stamp when received, link string)
     latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -5,8 +5,8 @@ Starts dynamics_node (a subprocess) on a URDF (default: the bundled 7-DoF arm), 
 sinusoidal joint trajectory on joint_states whose efforts are the inverse-dynamics torques of
 that trajectory, and between 40 % and 70 % of the run pretends that something pushes the
 second joint (the reported effort is off by --push N m, so the observer sees an external
-torque and ~/contact turns true). Every --period seconds it prints a live summary: answered
-rate, latency (joint-state stamp to reception of ~/gravity_torque), ||M||_F, cond(M), g,
+torque and ~/contact_estimate reports the contact). Every --period seconds it prints a live summary: answered
+rate, latency (joint-state stamp to reception of ~/dynamics), ||M||_F, cond(M), g,
 the largest external-torque estimate and the contact flag. Exits cleanly after --duration s.
 
 The ROS environment is set here: ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, a random
@@ -52,7 +52,7 @@ def main():
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import Bool, Float64MultiArray
+    from ros_dynamics_msgs.msg import ContactEstimate, Dynamics
 
     import ros_dynamics as rd
 
@@ -83,25 +83,22 @@ def main():
     pub = node.create_publisher(JointState, 'joint_states', qos)
     state = {'M': None, 'g': None, 'r': None, 'contact': False, 'lat': [], 'answered': 0}
 
-    def on_M(msg):
-        state['M'] = np.asarray(msg.data).reshape(n, n)
-
-    def on_g(msg):
+    def on_dynamics(msg):
         s = msg.header.stamp
         state['lat'].append(time.time() - (s.sec + 1e-9 * s.nanosec))
         state['answered'] += 1
-        state['g'] = np.asarray(msg.effort)
+        state['M'] = np.asarray(msg.mass_matrix).reshape(n, n)
+        state['g'] = np.asarray(msg.gravity)
 
     def on_r(msg):
         state['r'] = np.asarray(msg.effort)
 
     def on_contact(msg):
-        state['contact'] = msg.data
+        state['contact'] = msg.in_contact
 
-    node.create_subscription(Float64MultiArray, 'dynamics/mass_matrix', on_M, qos)
-    node.create_subscription(JointState, 'dynamics/gravity_torque', on_g, qos)
+    node.create_subscription(Dynamics, 'dynamics/dynamics', on_dynamics, qos)
     node.create_subscription(JointState, 'dynamics/external_torque', on_r, qos)
-    node.create_subscription(Bool, 'dynamics/contact', on_contact, qos)
+    node.create_subscription(ContactEstimate, 'dynamics/contact_estimate', on_contact, qos)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
 
@@ -118,7 +115,7 @@ def main():
     try:
         deadline = time.monotonic() + 60
         while not (pub.get_subscription_count() and node.count_publishers(
-                '/demo/dynamics/gravity_torque')):
+                '/demo/dynamics/dynamics')):
             executor.spin_once(timeout_sec=0.05)
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError('dynamics_node did not start:\n' + open(log_path).read())

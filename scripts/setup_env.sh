@@ -19,6 +19,9 @@ if [ ! -f "$STAMP" ]; then
   touch "$STAMP"
   echo "[setup] done"
 fi
+# The interface package ros_dynamics_msgs, built with CMake into .venv (cached: rebuilt only when
+# ros_dynamics_msgs/ changes); afterwards it needs no environment beyond what is set below.
+scripts/build_interfaces.sh "$ROOT/.venv"
 export PATH="$ROOT/.venv/bin:$PATH"
 # The rclpy wheels ship their shared libraries in site-packages (what ros_wheels_bootstrapper does).
 ROS_LIBS=$(.venv/bin/python - <<'PY'
@@ -33,7 +36,3 @@ export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}"
 export MPLBACKEND=Agg
-# numba's on-disk cache is keyed on the file of each compiled entry point only, so a kernel whose
-# callee (in another module) changed could be reused stale.  During development, key the cache
-# directory on the sources; installed users never change the sources, so they keep the default.
-export NUMBA_CACHE_DIR="$ROOT/.venv/numba-cache/$(find ros_dynamics -name "*.py" | sort | xargs cat | sha1sum | cut -c1-12)"

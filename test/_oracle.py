@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 
+import ros_dynamics as rd
+
 
 def erd_urdf(relative):
     """Path of an example-robot-data URDF, e.g. 'panda_description/urdf/panda.urdf'."""
@@ -16,6 +18,18 @@ def erd_urdf(relative):
             return path
     import pytest
     pytest.skip(f'example-robot-data file {relative} not installed')
+
+
+#: (id, URDF path thunk, floating base) of the real robots the differential tests run on
+REAL_ROBOTS = [
+    ('panda', lambda: erd_urdf('panda_description/urdf/panda.urdf'), False),
+    ('ur5', lambda: erd_urdf('ur_description/urdf/ur5_robot.urdf'), False),
+    ('anymal_floating', lambda: erd_urdf('anymal_c_simple_description/urdf/anymal.urdf'), True),
+    ('go1_floating', lambda: erd_urdf('go1_description/urdf/go1.urdf'), True),
+    ('arm7', lambda: rd.bundled_urdf('arm7'), False),
+    ('quadruped_fixed', lambda: rd.bundled_urdf('quadruped'), False),
+    ('quadruped_floating', lambda: rd.bundled_urdf('quadruped'), True),
+]
 
 
 class PinocchioOracle:

@@ -32,6 +32,13 @@ TEST_DOMAIN_ID = int(os.environ.get('ROS_DYNAMICS_TEST_DOMAIN_ID')
 os.environ.update(ros_compat.ros_environment(domain_id=TEST_DOMAIN_ID, localhost_only=True))
 
 
+def pytest_configure(config):
+    for marker, meaning in (('core', 'fast, pure Python (no ROS)'),
+                            ('ros', 'real rclpy processes over loopback DDS'),
+                            ('system', 'colcon build, end-to-end')):
+        config.addinivalue_line('markers', f'{marker}: {meaning}')
+
+
 @pytest.fixture(scope='session')
 def ros_env():
     """Environment for a child process that uses ROS (isolated domain, loopback, libraries)."""
@@ -50,3 +57,4 @@ def rclpy_context():
     rclpy.init(context=context)
     yield context
     context.try_shutdown()
+

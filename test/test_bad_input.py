@@ -6,6 +6,8 @@ import pytest
 import ros_dynamics as rd
 from test_urdf import TWO_LINK, joint, link, robot
 
+pytestmark = pytest.mark.core
+
 
 @pytest.fixture(scope='module')
 def arm():
@@ -18,14 +20,28 @@ def arm():
     (robot(link('base'), link('l1'), joint('j', 'base', 'l1', jtype='planar')), "joint 'j'.*planar"),
     (robot(link('base'), link('l1'), link('l2'), joint('j', 'base', 'l1'), joint('f', 'l1', 'l2', jtype='floating')),
      "joint 'f'.*floating"),
-    (robot(link('base'), '<link name="empty"/>', joint('j', 'base', 'empty')), "link 'empty'.*mass"),
-    (robot(link('base'), link('l1'), joint('j', 'base', 'nope')), "unknown link 'nope'"),
-    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', axis='0 0 0')), "joint 'j' has an invalid axis"),
-    (robot(link('a'), link('b')), 'exactly one root'),
-    (robot(link('base'), link('l1', m=-1.0), joint('j', 'base', 'l1')), "link 'l1' has negative mass"),
-    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', jtype='fixed')), 'no moving joint'),
-    (robot(link('base'), link('a'), joint('ja', 'base', 'a', extra='<mimic joint="ghost"/>')), 'mimics unknown'),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'nope')), "joint 'j'.*link 'nope' does not exist"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', axis='0 0 0')), "joint 'j' has an invalid <axis>"),
+    (robot(link('a'), link('b')), "2 root links \\('a', 'b'\\)"),
+    (robot(link('base'), link('l1', m=-1.0), joint('j', 'base', 'l1')), "link 'l1' has a negative mass"),
     (42, 'XML string or a file path'),
+    ('', 'robot description is empty'),
+    (b'<robot name="\xff"/>', 'not UTF-8'),
+    ('<rob', 'malformed URDF XML'),
+    ('<sdf version="1.6"><model name="m"/></sdf>', 'root element is <sdf>, not <robot>'),
+    (robot('<link/>'), '<link> number 1 has no name'),
+    (robot(link('a'), link('a')), "two links are named 'a'"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', jtype='ball')), "joint 'j': unknown joint type 'ball'"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', xyz='0 0 0.3 1')),
+     r"joint 'j' <origin>: <origin xyz=\"0 0 0.3 1\"> must have 3 numbers, found 4"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', rpy='0 x 0')), "joint 'j' <origin>.*not a list of 3 numbers"),
+    (robot(link('base'), link('l1'), joint('j', 'base', 'l1', axis='0 inf 1')), "joint 'j' <axis>.*not finite"),
+    (robot(link('base'), link('l1', com='0 0 nan'), joint('j', 'base', 'l1')), "link 'l1' <inertial> <origin>.*not finite"),
+    (robot(link('base'), link('a'), link('b'), joint('ja', 'base', 'b'), joint('jb', 'a', 'b'), joint('jc', 'base', 'a')),
+     "link 'b' is the child of two joints, 'ja' and 'jb'"),
+    (robot(link('base'), link('l1'), joint('j', 'l1', 'l1')), "joint 'j' connects link 'l1' to itself"),
+    (robot(link('base'), '<link name="l1"><inertial><mass value="1"/></inertial></link>', joint('j', 'base', 'l1')),
+     "link 'l1' <inertial> has no <inertia>"),
 ])
 def test_bad_urdf(source, message):
     with pytest.raises(ValueError, match=message):

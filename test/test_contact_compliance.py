@@ -15,7 +15,7 @@ REL = 1e-10
 
 def _random_q(model, rng):
     q = model.neutral()
-    off = 7 if model.floating_base else 0
+    off = rd.configuration.base_nq(model)
     q[off:] = rng.uniform(-1.2, 1.2, model.nq - off)
     if model.floating_base:
         quat = rng.normal(size=4)
@@ -80,6 +80,28 @@ def test_feet_of_floating_quadruped_and_world_fixed_link():
     L = rd.contact_compliance(arm, q, points)
     assert np.all(L[:3] == 0) and np.all(L[:, :3] == 0) and np.all(np.diag(L)[3:] > 0)
     assert _rel(L, _dense(arm, q, points)) < REL
+
+
+def test_data_path_equals_allocating_path():
+    model = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
+    data = rd.Data(model)
+    rng = np.random.default_rng(8)
+    feet = sorted(link for link in model.link_frames if 'foot' in link)
+    for spatial in (False, True):
+        q = _random_q(model, rng)
+        points = [(f, rng.uniform(-0.02, 0.02, 3)) for f in feet]
+        L = rd.contact_compliance(model, q, points, spatial=spatial, data=data)
+        assert L is data.Lambda
+        np.testing.assert_array_equal(L, rd.contact_compliance(model, q, points, spatial=spatial))
+        again = rd.contact_compliance(model, q, points[::-1], spatial=spatial, data=data)
+        assert again is L                                  # same size: the buffer is reused
+        # the placements left in data are those at q
+        R, p = rd.link_placement(model, q, model.body_names[0])
+        np.testing.assert_allclose(data.R[0], R, atol=1e-15)
+        np.testing.assert_allclose(data.pos[0], p, atol=1e-15)
+    smaller = rd.contact_compliance(model, q, points[:2], data=data)
+    assert smaller.shape == (6, 6) and smaller is data.Lambda
+    np.testing.assert_array_equal(smaller, rd.contact_compliance(model, q, points[:2]))
 
 
 def test_bad_input():

@@ -4,6 +4,9 @@ import numpy as np
 
 import ros_dynamics as rd
 from test_urdf import joint, link, robot
+import pytest
+
+pytestmark = pytest.mark.core
 
 # a 3-joint arm whose third joint mimics the second (q3 = -0.5 q2 + 0.2)
 URDF = robot(link('base'), link('a'), link('b', com='0.1 0 0.1'), link('c', com='0 0.1 0.1'),

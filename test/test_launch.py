@@ -9,6 +9,8 @@ import types
 
 import pytest
 
+pytestmark = pytest.mark.core
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(REPO_ROOT, 'launch', 'dynamics.launch.py')
 
@@ -59,11 +61,11 @@ def launch_module(monkeypatch):
 def _run(ns, **overrides):
     entities = ns['generate_launch_description']()
     args = {e.args[0]: e.kwargs['default_value'] for e in entities if 'default_value' in e.kwargs}
-    assert set(args) == {'urdf', 'params_file'}
+    assert set(args) == {'urdf', 'xacro_args', 'params_file', 'namespace', 'floating_base', 'sim'}
     (opaque,) = [e for e in entities if 'function' in e.kwargs]
     args.update(overrides)
-    (node,) = opaque.kwargs['function'](args)
-    return args, node.kwargs
+    nodes = opaque.kwargs['function'](args)
+    return (args, nodes[0].kwargs) + tuple(n.kwargs for n in nodes[1:])
 
 
 def test_launch_defaults_bundled_arm(launch_module):
@@ -74,10 +76,21 @@ def test_launch_defaults_bundled_arm(launch_module):
     assert node['package'] == 'ros_dynamics'
     assert node['executable'] == 'dynamics_node'
     assert node['name'] == 'dynamics'
+    assert node['namespace'] == ''
     params_file, overrides = node['parameters']
     assert params_file == args['params_file']
     with open(args['urdf']) as f:
-        assert overrides == {'robot_description': f.read()}
+        assert overrides == {'robot_description': f.read(), 'floating_base': False}
+
+
+def test_launch_namespace_floating_base_and_sim(launch_module):
+    quad = os.path.join(REPO_ROOT, 'urdf', 'quadruped.urdf')
+    _, node = _run(launch_module, urdf=quad, namespace='robot', floating_base='true')
+    assert node['namespace'] == 'robot'
+    assert node['parameters'][1]['floating_base'] is True
+    args, node, sim = _run(launch_module, namespace='arm', sim='true')
+    assert sim['executable'] == 'sim' and sim['namespace'] == 'arm' == node['namespace']
+    assert sim['parameters'] == [{'robot_description': node['parameters'][1]['robot_description']}]
 
 
 def test_launch_expands_xacro(launch_module, tmp_path):
@@ -86,7 +99,8 @@ def test_launch_expands_xacro(launch_module, tmp_path):
     xacro_file.write_text(
         '<?xml version="1.0"?>\n'
         '<robot name="two" xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
-        '  <xacro:property name="m" value="2.5"/>\n'
+        '  <xacro:arg name="mass" default="1.0"/>\n'
+        '  <xacro:property name="m" value="$(arg mass)"/>\n'
         '  <xacro:macro name="box_link" params="name">\n'
         '    <link name="${name}"><inertial><mass value="${m}"/>'
         '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>\n'
@@ -96,7 +110,7 @@ def test_launch_expands_xacro(launch_module, tmp_path):
         '  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>'
         '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>\n'
         '</robot>\n')
-    _, node = _run(launch_module, urdf=str(xacro_file))
+    _, node = _run(launch_module, urdf=str(xacro_file), xacro_args='mass:=2.5')
     xml = node['parameters'][1]['robot_description']
     assert 'xacro:' not in xml and '2.5' in xml
     rd = pytest.importorskip('ros_dynamics')

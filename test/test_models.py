@@ -14,6 +14,8 @@ from urdf_parser_py.urdf import URDF
 
 from ros_dynamics import testing as models
 
+pytestmark = pytest.mark.core
+
 URDF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'urdf')
 ARM7 = os.path.join(URDF_DIR, 'arm7.urdf')
 QUADRUPED = os.path.join(URDF_DIR, 'quadruped.urdf')

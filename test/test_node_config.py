@@ -5,6 +5,8 @@ import os
 import pytest
 import yaml
 
+pytestmark = pytest.mark.ros
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(REPO_ROOT, 'config', 'dynamics.yaml')
 

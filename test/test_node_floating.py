@@ -5,7 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from test_node_support import QUADRUPED, assert_matrix_msg, read, running_node
+from test_node_support import (QUADRUPED, assert_dynamics_msg, christoffel_array,
+                               dynamics_arrays, read, running_node)
+
+pytestmark = pytest.mark.ros
+
+pytestmark = pytest.mark.ros
 
 rd = pytest.importorskip('ros_dynamics')
 
@@ -17,7 +22,7 @@ _stamps = itertools.count(2_000_000_000_000, 1_000_000)
 def quad(rclpy_context, ros_env, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp('quad'))
     params = {'robot_description': read(QUADRUPED), 'floating_base': True,
-              'observer_gain': [GAIN], 'log_throttle_sec': 0.0}
+              'observer_gain': [GAIN], 'log_throttle_sec': 0.0, 'christoffel_decimation': 1}
     with running_node(rclpy_context, ros_env, tmp, 'quad', params) as (proc, probe):
         assert probe.spin_until(lambda: probe.odom_pub.get_subscription_count() >= 1)
         yield proc, probe
@@ -61,49 +66,76 @@ def test_nothing_before_odom_then_matches_core(quad, model):
     s0 = next(_stamps)
     probe.js_pub.publish(probe.joint_state(names, qj, vj, ej, s0))
     probe.spin_for(0.5)
-    assert probe.counts()['gravity_torque'] == 0
-    assert probe.counts()['mass_matrix'] == 0
+    assert probe.counts()['dynamics'] == 0
     assert 'no valid odom yet' in proc.log()
+    resp = probe.get('dynamics')
+    assert not resp.success and 'no joint state accepted yet' in resp.message
 
     pos, quat, lin, ang = base_state(2)
     probe.odom_pub.publish(odom(pos, quat, lin, ang))
     probe.spin_for(0.2)
-    g_msg = None
+    dyn = None
     for _ in range(20):  # odom and joint_states are separate topics: retry until paired
         s = next(_stamps)
-        g_msg = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, s), timeout=0.5)
-        if g_msg is not None:
+        dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, s), timeout=0.5)
+        if dyn is not None:
             break
-    assert g_msg is not None, proc.log()
-    before = {k: len(v) for k, v in probe.received.items()}
+    assert dyn is not None, proc.log()
     qj2, vj2, ej2 = joints(model, 3)
     s2 = next(_stamps)
-    g2 = probe.send_and_wait(probe.joint_state(names, qj2, vj2, ej2, s2))
-    assert g2 is not None
+    dyn2 = probe.send_and_wait(probe.joint_state(names, qj2, vj2, ej2, s2))
+    assert dyn2 is not None
     assert probe.spin_until(lambda: probe.find_stamped('external_torque', s2) is not None)
-    assert probe.wait_counts({k: before[k] + 1 for k in ('mass_matrix', 'coriolis_matrix',
-                                                         'mass_matrix_dot', 'christoffel')})
+    assert probe.spin_until(lambda: probe.find_stamped('christoffel', s2) is not None)
     q1 = np.r_[pos, quat, qj]
     v1 = np.r_[lin, ang, vj]
     q2 = np.r_[pos, quat, qj2]
     v2 = np.r_[lin, ang, vj2]
-    d = rd.dynamics(model, q2, v2)
-    assert_matrix_msg(probe.received['mass_matrix'][-1], d.M)
-    assert_matrix_msg(probe.received['coriolis_matrix'][-1], d.C)
-    assert_matrix_msg(probe.received['mass_matrix_dot'][-1], d.Mdot)
-    assert_matrix_msg(probe.received['christoffel'][-1], rd.christoffel(model, q2))
-    assert len(g2.name) == model.nv == 6 + len(names)
-    assert list(g2.name[6:]) == names
-    assert list(g2.name[:6]) == ['floating_base/force_x', 'floating_base/force_y',
-                                 'floating_base/force_z', 'floating_base/torque_x',
-                                 'floating_base/torque_y', 'floating_base/torque_z']
-    np.testing.assert_allclose(np.asarray(g2.effort), d.g, rtol=0, atol=1e-12)
+    assert_dynamics_msg(dyn2, model, q2, v2)
+    assert dyn2.header.frame_id == 'world'
+    np.testing.assert_allclose(christoffel_array(probe.find_stamped('christoffel', s2)),
+                               rd.christoffel(model, q2), rtol=0, atol=1e-12)
+    assert len(dyn2.names) == model.nv == 6 + len(names)
+    assert list(dyn2.names[6:]) == names
+    base_names = ['floating_base/linear_x', 'floating_base/linear_y', 'floating_base/linear_z',
+                  'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z']
+    assert list(dyn2.names[:6]) == base_names
     # observer: the base is unactuated (zero generalized force on the 6 base coordinates)
     obs = rd.MomentumObserver(model, gain=GAIN)
     obs.reset(q1, v1)
     r = obs.update(q2, v2, np.r_[np.zeros(6), ej2], (s2 - s) * 1e-9)
     ext = probe.find_stamped('external_torque', s2)
+    assert list(ext.name) == list(dyn2.names)
     np.testing.assert_allclose(np.asarray(ext.effort), r, rtol=0, atol=1e-12)
+
+
+def test_services_at_requested_base_state(quad, model):
+    """GetDynamics/GetChristoffel with a base pose and twist: the core's terms at that state."""
+    proc, probe = quad
+    names = list(model.joint_names)
+    pos, quat, lin, ang = base_state(7)
+    qj, vj, _ = joints(model, 8)
+    perm = np.random.default_rng(2).permutation(len(names))
+    q = np.r_[pos, quat, qj]
+    v = np.r_[lin, ang, vj]
+    resp = probe.get('dynamics', [names[i] for i in perm], qj[perm], vj[perm],
+                     base_pose=np.r_[pos, quat], base_twist=np.r_[lin, ang])
+    assert resp.success, resp.message
+    assert_dynamics_msg(resp.dynamics, model, q, v)
+    resp = probe.get('christoffel', names, qj, base_pose=np.r_[pos, quat])
+    assert resp.success, resp.message
+    gamma = christoffel_array(resp.christoffel)
+    np.testing.assert_allclose(gamma, rd.christoffel(model, q), rtol=0, atol=1e-12)
+    # quasi-velocities: C = Gamma . v still holds (Gamma := dC/dv)
+    np.testing.assert_allclose(gamma @ v, dynamics_arrays(
+        probe.get('dynamics', names, qj, vj, np.r_[pos, quat], np.r_[lin, ang]).dynamics)[3],
+        atol=1e-10)
+    # a non-unit quaternion and a NaN twist are refused with a reason
+    resp = probe.get('dynamics', names, qj, vj, base_pose=np.r_[pos, 2 * quat])
+    assert not resp.success and 'quaternion' in resp.message
+    resp = probe.get('dynamics', names, qj, vj, base_pose=np.r_[pos, quat],
+                     base_twist=[math.nan, 0, 0, 0, 0, 0])
+    assert not resp.success and 'NaN' in resp.message
 
 
 def test_bad_odom_is_ignored(quad, model):
@@ -116,10 +148,9 @@ def test_bad_odom_is_ignored(quad, model):
         probe.odom_pub.publish(msg)
     probe.spin_for(0.3)
     qj, vj, ej = joints(model, 4)
-    g_msg = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, next(_stamps)))
-    assert g_msg is not None
-    expected = rd.gravity(model, np.r_[pos, quat, qj])
-    np.testing.assert_allclose(np.asarray(g_msg.effort), expected, rtol=0, atol=1e-12)
+    dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, next(_stamps)))
+    assert dyn is not None
+    assert_dynamics_msg(dyn, model, np.r_[pos, quat, qj], np.r_[lin, ang, vj])
     log = proc.log()
     assert 'non-finite pose or twist' in log and 'quaternion norm' in log
     assert proc.alive()

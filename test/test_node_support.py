@@ -33,16 +33,18 @@ def write_params(path, params, node_name='dynamics'):
 
 
 class NodeProcess:
-    """``python -m ros_dynamics.ros.dynamics_node`` in namespace ``/<ns>`` with a parameter file."""
+    """``python -m <module>`` (default the dynamics node) in namespace ``/<ns>`` with a
+    parameter file."""
 
-    def __init__(self, env, tmpdir, ns, params, node_name='dynamics'):
+    def __init__(self, env, tmpdir, ns, params, node_name='dynamics',
+                 module='ros_dynamics.ros.dynamics_node'):
         self.ns = ns
         self.name = f'/{ns}/{node_name}'
         pfile = write_params(os.path.join(tmpdir, f'{ns}_params.yaml'), params,
                              f'/{ns}/{node_name}')
-        self.log_path = os.path.join(tmpdir, f'{ns}_node.log')
+        self.log_path = os.path.join(tmpdir, f'{ns}_{node_name}.log')
         self._log = open(self.log_path, 'w')
-        cmd = [sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+        cmd = [sys.executable, '-m', module, '--ros-args',
                '-r', f'__ns:=/{ns}', '-r', f'__node:={node_name}', '--params-file', pfile]
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                      cwd=tmpdir)
@@ -71,17 +73,16 @@ class NodeProcess:
 class Probe:
     """A test-side rclpy node: publishers for the node's inputs, subscribers on its outputs."""
 
-    OUTPUTS = ('mass_matrix', 'coriolis_matrix', 'mass_matrix_dot', 'christoffel',
-               'gravity_torque', 'external_torque', 'contact', 'contact_link', 'contact_wrench')
+    OUTPUTS = ('dynamics', 'christoffel', 'external_torque', 'contact_estimate',
+               'gravity_torque')
 
-    def __init__(self, context, ns, node_name='dynamics'):
+    def __init__(self, context, ns, node_name='dynamics', msgs=True):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from nav_msgs.msg import Odometry
-        from geometry_msgs.msg import WrenchStamped
-        from std_msgs.msg import Bool, Float64MultiArray, String
+        from std_msgs.msg import String
 
         self.rclpy = rclpy
         self.node = rclpy.create_node(f'probe_{ns}', context=context)
@@ -89,17 +90,19 @@ class Probe:
         self.executor.add_node(self.node)
         self.prefix = f'/{ns}/{node_name}'
         self.ns = ns
+        self.msgs = msgs
         reliable = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.received = {k: [] for k in self.OUTPUTS}
-        types = {'christoffel': Float64MultiArray, 'gravity_torque': JointState,
-                 'external_torque': JointState, 'contact': Bool, 'contact_link': String,
-                 'contact_wrench': WrenchStamped}
-        for name in self.OUTPUTS:
+        types = {'external_torque': JointState, 'gravity_torque': JointState}
+        if msgs:
+            from ros_dynamics_msgs.msg import Christoffel, ContactEstimate, Dynamics
+            types.update(dynamics=Dynamics, christoffel=Christoffel,
+                         contact_estimate=ContactEstimate)
+        for name, msg_type in types.items():
             qos = latched if name == 'christoffel' else reliable
-            self.node.create_subscription(types.get(name, Float64MultiArray),
-                                          f'{self.prefix}/{name}',
+            self.node.create_subscription(msg_type, f'{self.prefix}/{name}',
                                           lambda m, k=name: self.received[k].append(m), qos)
         self.js_pub = self.node.create_publisher(JointState, f'/{ns}/joint_states', reliable)
         self.odom_pub = self.node.create_publisher(Odometry, f'/{ns}/odom', reliable)
@@ -132,9 +135,9 @@ class Probe:
         def ready():
             if proc is not None and not proc.alive():
                 raise AssertionError('node process died:\n' + proc.log())
+            main = 'dynamics' if self.msgs else 'external_torque'
             return (self.js_pub.get_subscription_count() >= 1
-                    and self.node.count_publishers(f'{self.prefix}/gravity_torque') >= 1
-                    and self.node.count_publishers(f'{self.prefix}/mass_matrix') >= 1)
+                    and self.node.count_publishers(f'{self.prefix}/{main}') >= 1)
         assert self.spin_until(ready, timeout), 'node did not come up'
         # publishers discovered; give the reverse matching (our subscriptions) a moment
         self.spin_for(0.3)
@@ -165,7 +168,7 @@ class Probe:
                 return m
         return None
 
-    def send_and_wait(self, msg, topic='gravity_torque', timeout=TIMEOUT):
+    def send_and_wait(self, msg, topic='dynamics', timeout=TIMEOUT):
         """Publish a joint state and wait for the stamped output ``topic`` carrying its stamp."""
         s = msg.header.stamp
         stamp_ns = s.sec * 1_000_000_000 + s.nanosec
@@ -191,6 +194,24 @@ class Probe:
         assert self.spin_until(future.done, timeout), f'service {name} did not answer'
         return future.result()
 
+    def get(self, what, names=None, q=None, v=None, base_pose=None, base_twist=None):
+        """Call ~/get_dynamics (what='dynamics') or ~/get_christoffel; returns the response."""
+        from ros_dynamics_msgs.srv import GetChristoffel, GetDynamics
+        srv = GetDynamics if what == 'dynamics' else GetChristoffel
+        req = srv.Request()
+        if names is not None:
+            req.state = self.joint_state(names, q, v)
+        if base_pose is not None:
+            p = req.base_pose
+            p.position.x, p.position.y, p.position.z = (float(x) for x in base_pose[:3])
+            o = p.orientation
+            o.x, o.y, o.z, o.w = (float(x) for x in base_pose[3:7])
+        if base_twist is not None:
+            t = req.base_twist
+            t.linear.x, t.linear.y, t.linear.z = (float(x) for x in base_twist[:3])
+            t.angular.x, t.angular.y, t.angular.z = (float(x) for x in base_twist[3:6])
+        return self.call(srv, f'{self.prefix}/get_{what}', req)
+
     def trigger(self, name):
         from std_srvs.srv import Trigger
         return self.call(Trigger, f'{self.prefix}/{name}', Trigger.Request())
@@ -205,29 +226,41 @@ class Probe:
                          f'{self.prefix}/set_parameters_atomically', req).result
 
 
-def flat(msg):
-    return np.asarray(msg.data, dtype=float)
+def dynamics_arrays(msg):
+    """(q, v, M, C, Mdot, g) of a ros_dynamics_msgs/Dynamics message as numpy arrays."""
+    n = len(msg.names)
+    as_np = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    M, C, Mdot = (as_np(getattr(msg, f)) for f in ('mass_matrix', 'coriolis_matrix',
+                                                    'mass_matrix_dot'))
+    assert M.size == C.size == Mdot.size == n * n
+    return (as_np(msg.position), as_np(msg.velocity), M.reshape(n, n), C.reshape(n, n),
+            Mdot.reshape(n, n), as_np(msg.gravity))
 
 
-def assert_matrix_msg(msg, expected, atol=1e-12):
-    """A Float64MultiArray holds ``expected`` (2-D or 3-D) with the standard layout."""
-    expected = np.asarray(expected)
-    dims = msg.layout.dim
-    assert [d.size for d in dims] == list(expected.shape)
-    strides = [int(np.prod(expected.shape[i:])) for i in range(expected.ndim)]
-    assert [d.stride for d in dims] == strides
-    assert msg.layout.data_offset == 0
-    data = flat(msg)
-    assert data.size == expected.size
-    np.testing.assert_allclose(data.reshape(expected.shape), expected, rtol=0, atol=atol)
+def christoffel_array(msg):
+    n = len(msg.names)
+    G = np.asarray(msg.christoffel, dtype=float)
+    assert G.size == n ** 3
+    return G.reshape(n, n, n)
+
+
+def assert_dynamics_msg(msg, model, q, v, atol=1e-12):
+    """A Dynamics message holds the core library's M, C, Mdot, g at (q, v) and that state."""
+    import ros_dynamics as rd
+    d = rd.dynamics(model, q, v)
+    mq, mv, M, C, Mdot, g = dynamics_arrays(msg)
+    np.testing.assert_allclose(mq, q, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(mv, v, rtol=0, atol=1e-15)
+    for name, got, exp in (('M', M, d.M), ('C', C, d.C), ('Mdot', Mdot, d.Mdot), ('g', g, d.g)):
+        np.testing.assert_allclose(got, exp, rtol=0, atol=atol, err_msg=name)
 
 
 @contextlib.contextmanager
-def running_node(rclpy_context, ros_env, tmp, name, params):
+def running_node(rclpy_context, ros_env, tmp, name, params, msgs=True):
     """A dynamics_node process plus a connected probe; on exit both are torn down and the node
     must have exited cleanly (its log is printed for the test report)."""
     proc = NodeProcess(ros_env, tmp, name, params)
-    probe = Probe(rclpy_context, name)
+    probe = Probe(rclpy_context, name, msgs=msgs)
     try:
         probe.wait_connected(proc)
         yield proc, probe
@@ -236,3 +269,4 @@ def running_node(rclpy_context, ros_env, tmp, name, params):
         rc = proc.stop()
         print(proc.log())
         assert rc == 0, f'node exited with {rc}'
+        assert 'Traceback' not in proc.log()

@@ -7,6 +7,8 @@ from ros_dynamics.simulation import simulator as S
 from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver, calibrate_thresholds,
                                    estimate_contact_wrench, friction_torque, joint_child_links)
 
+pytestmark = pytest.mark.core
+
 ARM = rd.bundled_urdf('arm7')
 with open(ARM) as _f:
     XML = _f.read()

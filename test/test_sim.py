@@ -5,11 +5,14 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics.simulation import simulator as S
 
+pytestmark = pytest.mark.core
+
 ARM = rd.bundled_urdf('arm7')
 MODEL = rd.load_urdf(ARM)
+DATA = rd.Data(MODEL)
 
 
-def test_link_point_position_matches_pinocchio_and_fallback():
+def test_link_point_position_and_jacobian_match_pinocchio():
     pin = pytest.importorskip('pinocchio')
     pm = pin.buildModelFromUrdf(ARM)
     pd = pm.createData()
@@ -21,15 +24,15 @@ def test_link_point_position_matches_pinocchio_and_fallback():
         pt = np.array([0.0, 0.03, 0.01])
         ref = M.translation + M.rotation @ pt
         np.testing.assert_allclose(S.link_point_position(MODEL, q, 'tool', pt), ref, atol=1e-12)
-        Rs, ps = S._body_poses(MODEL, q)                   # the model-array fallback
-        b, Rl, pl = MODEL.link_frames['tool']
-        np.testing.assert_allclose(ps[b] + Rs[b] @ (pl + Rl @ pt), ref, atol=1e-12)
+        R, p = rd.link_placement(MODEL, q, 'tool', data=DATA)     # the workspace path
+        np.testing.assert_allclose(p + R @ pt, ref, atol=1e-12)
         # τ_ext = Jᵀ F with the world-frame point Jacobian (linear rows first)
         pin.computeJointJacobians(pm, pd, q)
         Jf = pin.getFrameJacobian(pm, pd, pm.getFrameId('tool'), pin.LOCAL_WORLD_ALIGNED)
         Jp = Jf.copy()
         Jp[:3] -= pin.skew(M.rotation @ pt) @ Jf[3:]
         np.testing.assert_allclose(rd.link_jacobian(MODEL, q, 'tool', pt), Jp, atol=1e-12)
+        np.testing.assert_allclose(rd.link_jacobian(MODEL, q, 'tool', pt, data=DATA), Jp, atol=1e-12)
 
 
 def test_integrate_floating_base_quaternion():

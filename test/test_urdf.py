@@ -8,6 +8,8 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import testing as models
 
+pytestmark = pytest.mark.core
+
 LINK = '<link name="{name}"><inertial><origin xyz="{com}" rpy="0 0 0"/><mass value="{m}"/>' \
        '<inertia ixx="{i}" iyy="{i}" izz="{i}" ixy="0" ixz="0" iyz="0"/></inertial></link>'
 

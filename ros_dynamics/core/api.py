@@ -1,20 +1,48 @@
-"""Public functions (CONVENTIONS.md): validate inputs, call the compiled kernels.
+"""Public functions (CONVENTIONS.md) and the :class:`Data` workspace: the validation boundary.
 
 Every function takes a :class:`~ros_dynamics.model.Model` and 1-D float arrays of length
 ``model.nq`` (q) or ``model.nv`` (v, a, tau).  Wrong shapes, non-numeric or non-finite values
-and (floating base) a quaternion that is not unit length raise ``ValueError`` before anything
-is computed.  Results are new arrays owned by the caller.
+and (floating base) a quaternion that is not unit length raise ``ValueError`` naming the
+problem before anything is computed.  This module is the only place that validates: the
+algorithms and the internal callers (observer, simulator, node) trust what passes here.
 
-Speed: a call costs one compiled-kernel dispatch.  Python converts and shape-checks the inputs
-(``_shaped``); the finiteness and quaternion tests run inside the same compiled call as the
-algorithm (``_valid``), which reports failure before computing anything.  Only then does
-Python redo the checks one by one to raise the error that names the problem (``_explain``).
+Workspace (as Pinocchio's ``Data``)
+-----------------------------------
+``data = rd.Data(model)`` allocates, once, one buffer holding every output and all the
+algorithms' scratch (layout: ``model.WORK_FIELDS``).  Every compute function accepts
+``data=data``; it then writes into ``data`` and returns views of it (``data.M``, ``data.C``,
+``data.Mdot``, ``data.g``, ``data.Gamma``, ``data.p``, ``data.ctv``, ``data.tau``, ``data.ddq``,
+``data.J``): nothing is allocated per call, and the next call with the same data overwrites
+them.  Without ``data=`` a function returns new arrays owned by the caller.  A Data can be used
+with any model of the same dimensions, one thread at a time.
+
+One pass per control cycle (what a node or a controller calls)::
+
+    data = rd.Data(model)
+    ...
+    rd.compute_all_terms(model, q, v, data, christoffel=(k % 10 == 0))
+    # data.M, data.C, data.Mdot, data.g, data.p = M v, data.ctv = C^T v, data.q, data.v,
+    # and data.Gamma when asked, from ONE forward-kinematics pass, no allocation
+    r = observer.update_from(data, tau, dt)       # uses data.p, data.ctv, data.g, data.v
+
+``compute_all_terms_unchecked`` is the same without any validation, for inputs that already
+passed the boundary (float64 C-contiguous arrays of the right length, finite, unit quaternion);
+garbage in, garbage out.
+
+Speed: a call costs one compiled-kernel dispatch with few arguments (the model's two packed
+arrays, the inputs, data's one buffer).  Each entry kernel is compiled for exactly one signature
+(float64 C-contiguous 1-D inputs; ``_sealed``), so numba's dispatcher itself is the type check:
+anything else raises TypeError there, and only then does Python convert the inputs (``_vec``)
+and call again.  Lengths, finiteness and the quaternion are checked inside the same compiled
+call as the algorithm (``_valid``), which reports failure before computing anything; only then
+does Python redo the checks one by one to raise the error that names the problem
+(``_explain``).
 """
 
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 
 from . import christoffel as _christoffel
 from . import contact_compliance as _cc
@@ -24,20 +52,116 @@ from . import forward_dynamics as _fd
 from . import jacobian as _jac
 from . import momentum as _momentum
 from . import rnea as _rnea
-from .kinematics import kernel_arrays
-from .model import FREE
+from .configuration import QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
+from .kinematics import per_body_6x6, placements, tree, workspace
+from .model import WORK_FIELDS, WORK_INDEX, massless_bodies
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
 Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
 _new_tuple = tuple.__new__     # Dynamics(M, C, Mdot, g) without the Python-level __new__
 
 _FACTORIZATIONS = {'eq10': _coriolis.EQ10, 'christoffel': _coriolis.EQ10, 'eq9': _coriolis.EQ9}
-QUATERNION_TOLERANCE = 1e-3
+_F64 = np.dtype(np.float64)
+_ND = np.ndarray
+_EQ10 = _coriolis.EQ10
+_NO_GAMMA = np.zeros((0, 0, 0))
 
 # The input checks are compiled without fastmath (which would fold isfinite to True); the
 # algorithms they call keep their own fastmath flags.
 _CHECK = dict(cache=True, nogil=True)
 
+# Argument types of the entry kernels (kinematics.py convention): the model's read-only packed
+# arrays, float64 C-contiguous vectors and workspace, a C-contiguous Gamma, integers, a flag.
+_INTS = types.Array(types.int64, 1, 'C', readonly=True)
+_REALS = types.Array(types.float64, 1, 'C', readonly=True)
+_VEC = types.float64[::1]
+_GAMMA = types.float64[:, :, ::1]
+
+
+def _sealed(restype, *argtypes):
+    """@njit for exactly this signature: compiled (or loaded from the disk cache) at import, and
+    a call with other argument types raises TypeError instead of compiling a new version."""
+    return njit(restype(*argtypes), **_CHECK)
+
+
+def _sealed_on_first_call(restype, *argtypes):
+    """:func:`_sealed`, but compiled (or loaded from the cache) at the first call, for entry
+    kernels that most processes never call: they then add nothing to the import."""
+    def decorate(fn):
+        kernel = None
+
+        def call(*args):
+            nonlocal kernel
+            if kernel is None:
+                kernel = _sealed(restype, *argtypes)(fn)
+            return kernel(*args)
+        return call
+    return decorate
+
+
+# -- the workspace ---------------------------------------------------------------------------------
+
+class Data:
+    """Workspace of one model: outputs and scratch in one buffer, allocated once.
+
+    Output views (overwritten by the next call that computes them): ``M``, ``C``, ``Mdot``
+    (nv, nv); ``g``, ``p`` (= M v), ``ctv`` (= C^T v), ``tau`` (inverse dynamics), ``ddq``
+    (forward dynamics) (nv,); ``J`` (6, nv) (link Jacobian); ``q``, ``v``: the state
+    :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv), allocated on first use;
+    ``Lambda`` (the last :func:`contact_compliance`; its size follows the number of nodes).
+    Kinematics (valid after any call at q): ``R`` (N, 3, 3), ``pos`` (N, 3): world rotation
+    and origin of each body; ``Phi`` (nv, 6): world motion subspaces (angular first).
+    """
+
+    def __init__(self, model):
+        self.dims = (model.nbodies, model.nv, model.nq)
+        self.layout = model.work_offsets
+        self.nv = model.nv
+        self.work = np.zeros(model.work_offsets[-1])
+        for name, shape in model.work_shapes.items():
+            k = WORK_INDEX[name]
+            a, b = model.work_offsets[k], model.work_offsets[k + 1]
+            setattr(self, name, self.work[a:b].reshape(shape))
+        self.dynamics = _new_tuple(Dynamics, (self.M, self.C, self.Mdot, self.g))
+        self.observer_terms = (self.p, self.ctv, self.g)
+
+    def __getattr__(self, name):
+        # only reached while an attribute is missing: Gamma is allocated on first use, then
+        # it is a plain attribute (no property call per access)
+        if name == 'Gamma':
+            self.Gamma = np.zeros((self.nv,) * 3)
+            return self.Gamma
+        raise AttributeError(name)
+
+    def __repr__(self):
+        N, nv, nq = self.dims
+        return f'<ros_dynamics.Data: {N} bodies, nq={nq}, nv={nv}, {self.work.nbytes} bytes>'
+
+
+def _work(model, data):
+    """data's buffer (checked against the model's layout), or a new one.  (The callers inline
+    the common case, data made for this very model, to save a Python call.)"""
+    if data is None:
+        return np.empty(model.work_offsets[-1])
+    try:
+        if data.layout is model.work_offsets or data.layout == model.work_offsets:
+            return data.work
+    except AttributeError:
+        raise ValueError('data must be a ros_dynamics.Data') from None
+    raise ValueError(f'data was made for a model with (bodies, nv, nq) = {data.dims}, '
+                     f'this model has {(model.nbodies, model.nv, model.nq)}')
+
+
+def _out(model, work, name):
+    """The named output view of a fresh buffer (no-data path)."""
+    k = WORK_INDEX[name]
+    return work[model.work_offsets[k]:model.work_offsets[k + 1]].reshape(model.work_shapes[name])
+
+
+assert [name for name, _ in WORK_FIELDS[:4]] == ['M', 'C', 'Mdot', 'g']   # dynamics() relies on it
+
+
+# -- validation (the one boundary) -----------------------------------------------------------------
 
 @njit(**_CHECK)
 def _all_finite(a):
@@ -48,29 +172,21 @@ def _all_finite(a):
 
 
 @njit(**_CHECK)
-def _valid(topo, q, v):
-    """q and v (None: not used) finite, the free joint's quaternion of unit length."""
-    if not _all_finite(q):
+def _valid(m, q, v):
+    """q (nq,) and v (nv,; None: not used) finite, the free joint's quaternion of unit length."""
+    if q.shape[0] != m.nq or not _all_finite(q):
         return False
-    if v is not None and not _all_finite(v):
+    if v is not None and (v.shape[0] != m.nv or not _all_finite(v)):
         return False
-    if topo[0, 1] == FREE:
-        n2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]
-        if abs(n2 - 1.0) > QUATERNION_TOLERANCE:
-            return False
-    return True
+    return quaternion_ok(m.jtype, q)
 
 
-def _arrays(model):
-    try:
-        return model._kernel_arrays
-    except AttributeError:
-        arrays = model._kernel_arrays = kernel_arrays(model)
-        return arrays
+@njit(**_CHECK)
+def _valid_vector(m, x):
+    return x.shape[0] == m.nv and _all_finite(x)
 
 
-def _shaped(x, n, name):
-    """x as a float64 C-contiguous array of shape (n,) (finiteness is checked by the kernels)."""
+def _convert(x, n, name):
     try:
         a = np.ascontiguousarray(x, dtype=np.float64)
     except (TypeError, ValueError):
@@ -80,27 +196,46 @@ def _shaped(x, n, name):
     return a
 
 
-def _vector(x, n, name):
-    a = _shaped(x, n, name)
+def _vec(x, n, name):
+    """x as a writeable float64 C-contiguous (n,) array (finiteness is checked by the kernels).
+    Such an array is passed through untouched (no copy, no conversion)."""
+    if (type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous
+            and x.flags.writeable):
+        return x
+    a = _convert(x, n, name)
+    return a if a.flags.writeable else a.copy()
+
+
+def check_vector(x, n, name):
+    """x as a validated float64 (n,) array (shape, numeric, finite); else ValueError naming it."""
+    a = _vec(x, n, name)
     if not _all_finite(a):
         raise ValueError(f'{name} contains NaN or inf')
     return a
 
 
-def _configuration(model, q):
-    q = _vector(q, model.nq, 'q')
+def check_configuration(model, q):
+    """q as a validated float64 (nq,) array: finite, unit base quaternion; else ValueError."""
+    q = check_vector(q, model.nq, 'q')
     if model.floating_base:
-        n2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]
-        if abs(n2 - 1.0) > QUATERNION_TOLERANCE:
-            raise ValueError(f'q[3:7] must be a unit quaternion (x, y, z, w), its norm is {np.sqrt(n2):.6g}')
+        nrm = quaternion_norm(model, q)
+        if abs(nrm * nrm - 1.0) > QUATERNION_TOLERANCE:
+            raise ValueError(f'q[3:7] must be a unit quaternion (x, y, z, w), its norm is {nrm:.6g}')
     return q
+
+
+def check_state(model, q, v, **vectors):
+    """Validated (q, v, *vectors): q as :func:`check_configuration`, the others finite (nv,)."""
+    out = [check_configuration(model, q), check_vector(v, model.nv, 'v')]
+    out += [check_vector(x, model.nv, name) for name, x in vectors.items()]
+    return out
 
 
 def _explain(model, q, **vectors):
     """Raise the ValueError for the invalid input a fused kernel reported."""
-    _configuration(model, q)
+    check_configuration(model, q)
     for name, x in vectors.items():
-        _vector(x, len(x), name)
+        check_vector(x, model.nv, name)
     raise ValueError('invalid input')   # not reached: one of the checks above fails
 
 
@@ -111,236 +246,365 @@ def _factorization(name):
         raise ValueError(f'factorization must be one of {sorted(_FACTORIZATIONS)}, got {name!r}') from None
 
 
-# -- fused kernels: input check + algorithm in one compiled call -----------------------------------
+# -- entry kernels: input check + algorithm in one compiled call (kinematics.py convention) --------
 
-@njit(**_CHECK)
-def _mass_matrix(topo, geom, dofs, q, M):
-    if not _valid(topo, q, None):
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)
+def _mass_matrix(ints, reals, q, work):
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
         return False
-    _crba.crba(topo, geom, dofs, q, M)
+    w = workspace(m, work)
+    _crba.crba(m, q, w.M, w)
     return True
 
 
-@njit(**_CHECK)
-def _gravity(topo, geom, dofs, gravity, q, g):
-    if not _valid(topo, q, None):
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)
+def _gravity(ints, reals, q, work):
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
         return False
-    _rnea.generalized_gravity(topo, geom, dofs, gravity, q, g)
+    w = workspace(m, work)
+    _rnea.generalized_gravity(m, q, w.g, w)
     return True
 
 
-@njit(**_CHECK)
-def _inverse_dynamics(topo, geom, dofs, gravity, q, v, a, tau):
-    if not (_valid(topo, q, v) and _all_finite(a)):
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC, _VEC)
+def _inverse_dynamics(ints, reals, q, v, a, work):
+    m = tree(ints, reals)
+    if not (_valid(m, q, v) and _valid_vector(m, a)):
         return False
-    _rnea.rnea(topo, geom, dofs, gravity, q, v, a, tau)
+    w = workspace(m, work)
+    _rnea.rnea(m, q, v, a, w.tau, w)
     return True
 
 
-@njit(**_CHECK)
-def _forward_dynamics(topo, geom, dofs, gravity, q, v, tau, a):
+@_sealed(types.int64, _INTS, _REALS, _VEC, _VEC, _VEC, _VEC)
+def _forward_dynamics(ints, reals, q, v, tau, work):
     """0: done, 1: invalid input, 2: M not positive definite."""
-    if not (_valid(topo, q, v) and _all_finite(tau)):
+    m = tree(ints, reals)
+    if not (_valid(m, q, v) and _valid_vector(m, tau)):
         return 1
-    return 0 if _fd.forward_dynamics(topo, geom, dofs, gravity, q, v, tau, a) else 2
+    w = workspace(m, work)
+    return 0 if _fd.forward_dynamics(m, q, v, tau, w.ddq, w) else 2
 
 
-@njit(**_CHECK)
-def _dynamics(topo, geom, dofs, gravity, q, v, M, C, Mdot, g, fact):
-    if not _valid(topo, q, v):
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC, types.int64)
+def _dynamics(ints, reals, q, v, work, fact):
+    m = tree(ints, reals)
+    if not _valid(m, q, v):
         return False
-    _coriolis.coriolis(topo, geom, dofs, gravity, q, v, M, C, Mdot, g, fact)
+    w = workspace(m, work)
+    _coriolis.coriolis(m, q, v, w.M, w.C, w.Mdot, w.g, w, fact)
     return True
 
 
-@njit(**_CHECK)
-def _christoffel_symbols(topo, geom, dofs, q, Gamma):
-    if not _valid(topo, q, None):
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _GAMMA)
+def _christoffel_symbols(ints, reals, q, work, Gamma):
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
         return False
-    _christoffel.christoffel(topo, geom, dofs, q, Gamma)
+    _christoffel.christoffel(m, q, Gamma, workspace(m, work))
     return True
 
 
-@njit(**_CHECK)
-def _observer_terms(topo, geom, dofs, gravity, q, v, p, ctv, g):
-    if not _valid(topo, q, v):
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC)
+def _observer_terms(ints, reals, q, v, work):
+    m = tree(ints, reals)
+    if not _valid(m, q, v):
         return False
-    _momentum.momentum_terms(topo, geom, dofs, gravity, q, v, p, ctv, g)
+    w = workspace(m, work)
+    _momentum.momentum_terms(m, q, v, w.p, w.ctv, w.g, w)
     return True
 
 
-# -- mass matrix, gravity, inverse and forward dynamics -------------------------------------------
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, _VEC, _GAMMA, types.int64, types.boolean)
+def _all_terms(ints, reals, q, v, work, Gamma, fact, check):
+    """Algorithm 1 (M, C, Mdot, g), p = M v, C^T v, and (Gamma.size > 0) Algorithm 2 on the
+    composite inertias Algorithm 1 leaves: one forward-kinematics pass for everything."""
+    m = tree(ints, reals)
+    if check and not _valid(m, q, v):
+        return False
+    w = workspace(m, work)
+    nv = m.nv
+    for i in range(m.nq):
+        w.q[i] = q[i]
+    for i in range(nv):
+        w.v[i] = v[i]
+    M, C = w.M, w.C
+    _coriolis.coriolis(m, q, v, M, C, w.Mdot, w.g, w, fact)
+    for i in range(nv):                                 # p = M v, C^T v
+        pi, ci = 0.0, 0.0
+        for j in range(nv):
+            pi += M[i, j] * v[j]
+            ci += C[j, i] * v[j]
+        w.p[i], w.ctv[i] = pi, ci
+    if Gamma.size > 0:
+        _christoffel.christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, False)
+    return True
 
-def mass_matrix(model, q):
+
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)
+def _kinematics(ints, reals, q, work):
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
+        return False
+    w = workspace(m, work)
+    placements(m, q, w.R, w.pos, w.Phi)
+    return True
+
+
+@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC, types.int64, _VEC)
+def _link_jacobian(ints, reals, q, work, body, local):
+    """J of the point ``local`` (body frame) of ``body``; also leaves the placements in work."""
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
+        return False
+    w = workspace(m, work)
+    placements(m, q, w.R, w.pos, w.Phi)
+    R, p = w.R, w.pos
+    x0 = p[body, 0] + R[body, 0, 0] * local[0] + R[body, 0, 1] * local[1] + R[body, 0, 2] * local[2]
+    x1 = p[body, 1] + R[body, 1, 0] * local[0] + R[body, 1, 1] * local[1] + R[body, 1, 2] * local[2]
+    x2 = p[body, 2] + R[body, 2, 0] * local[0] + R[body, 2, 1] * local[1] + R[body, 2, 2] * local[2]
+    _jac.point_jacobian(m, w.Phi, body, (x0, x1, x2), w.J)
+    return True
+
+
+# -- the public functions -------------------------------------------------------------------------
+# Each calls its sealed entry kernel with the arguments as given (the fast path: float64
+# C-contiguous arrays); numba raises TypeError for anything else, then _vec converts (or raises
+# the ValueError that names the problem) and the kernel is called again.
+
+def _buffer(model, data):
+    """data.work for data made for this model (the common case, inlined), else via _work."""
+    return data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+
+
+def _run_q(kernel, model, q, data):
+    """Call an entry kernel(ints, reals, q, work) the public way; returns the buffer used."""
+    work = _buffer(model, data)
+    try:
+        ok = kernel(model.ints, model.reals, q, work)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        ok = kernel(model.ints, model.reals, q, work)
+    if not ok:
+        _explain(model, q)
+    return work
+
+
+def mass_matrix(model, q, data=None):
     """M(q), (nv, nv), by the CRBA."""
-    q = _shaped(q, model.nq, 'q')
-    topo, geom, dofs = _arrays(model)
-    M = np.empty((model.nv, model.nv))
-    if not _mass_matrix(topo, geom, dofs, q, M):
-        _explain(model, q)
-    return M
+    work = _run_q(_mass_matrix, model, q, data)
+    return data.M if data is not None else _out(model, work, 'M')
 
 
-def gravity(model, q):
+def gravity(model, q, data=None):
     """g(q), (nv,): the joint torques that hold the robot still against gravity."""
-    q = _shaped(q, model.nq, 'q')
-    topo, geom, dofs = _arrays(model)
-    g = np.empty(model.nv)
-    if not _gravity(topo, geom, dofs, model.gravity, q, g):
-        _explain(model, q)
-    return g
+    work = _run_q(_gravity, model, q, data)
+    return data.g if data is not None else _out(model, work, 'g')
 
 
-def inverse_dynamics(model, q, v, a):
+def inverse_dynamics(model, q, v, a, data=None):
     """tau = M(q) a + C(q, v) v + g(q), by the RNEA."""
-    n = model.nv
-    q, v, a = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v'), _shaped(a, n, 'a')
-    topo, geom, dofs = _arrays(model)
-    tau = np.empty(n)
-    if not _inverse_dynamics(topo, geom, dofs, model.gravity, q, v, a, tau):
+    work = _buffer(model, data)
+    try:
+        ok = _inverse_dynamics(model.ints, model.reals, q, v, a, work)
+    except TypeError:
+        q, v, a = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v'), _vec(a, model.nv, 'a')
+        ok = _inverse_dynamics(model.ints, model.reals, q, v, a, work)
+    if not ok:
         _explain(model, q, v=v, a=a)
-    return tau
+    return data.tau if data is not None else _out(model, work, 'tau')
 
 
-def forward_dynamics(model, q, v, tau):
+def _massless_hint(model):
+    """Why M is singular, if some moving links carry no mass or inertia."""
+    names = [model.body_names[i] for i in massless_bodies(model)]
+    return f' (singular: links {names} move but carry no mass or inertia)' if names else ''
+
+
+def forward_dynamics(model, q, v, tau, data=None):
     """Joint accelerations a with M a + C v + g = tau (CRBA + sparse LTDL, seed 003)."""
-    n = model.nv
-    q, v, tau = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v'), _shaped(tau, n, 'tau')
-    topo, geom, dofs = _arrays(model)
-    a = np.empty(n)
-    status = _forward_dynamics(topo, geom, dofs, model.gravity, q, v, tau, a)
+    work = _buffer(model, data)
+    try:
+        status = _forward_dynamics(model.ints, model.reals, q, v, tau, work)
+    except TypeError:
+        q, v, tau = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v'), _vec(tau, model.nv, 'tau')
+        status = _forward_dynamics(model.ints, model.reals, q, v, tau, work)
     if status == 1:
         _explain(model, q, v=v, tau=tau)
     if status == 2:
-        raise ValueError('the mass matrix is not positive definite at this configuration')
-    return a
+        raise ValueError('the mass matrix is not positive definite at this configuration'
+                         + _massless_hint(model))
+    return data.ddq if data is not None else _out(model, work, 'ddq')
 
 
-# -- Coriolis (Algorithm 1) and Christoffel symbols (Algorithm 2) ---------------------------------
-
-def dynamics(model, q, v, factorization='eq10'):
+def dynamics(model, q, v, factorization='eq10', data=None):
     """M, C, dM/dt and g in one pass (seed 000, Algorithm 1).
 
     ``factorization='eq10'`` (default) gives the Christoffel-consistent C; ``'eq9'`` the
-    admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g).
+    admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g)
+    (with ``data``: ``data.dynamics``, whose arrays are data's views).
     """
-    n = model.nv
-    q, v = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v')
-    fact = _factorization(factorization)
-    topo, geom, dofs = _arrays(model)
-    M, C, Mdot, g = np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n)
-    if not _dynamics(topo, geom, dofs, model.gravity, q, v, M, C, Mdot, g, fact):
+    fact = _EQ10 if factorization == 'eq10' else _factorization(factorization)
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    try:
+        ok = _dynamics(model.ints, model.reals, q, v, work, fact)
+    except TypeError:
+        q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+        ok = _dynamics(model.ints, model.reals, q, v, work, fact)
+    if not ok:
         _explain(model, q, v=v)
-    return _new_tuple(Dynamics, (M, C, Mdot, g))
+    if data is not None:
+        return data.dynamics
+    n = model.nv                     # M, C, Mdot, g lead the buffer (WORK_FIELDS): cut them at once
+    M, C, Mdot = work[:3 * n * n].reshape((3, n, n))
+    return _new_tuple(Dynamics, (M, C, Mdot, work[3 * n * n:3 * n * n + n]))
 
 
-def coriolis_matrix(model, q, v, factorization='eq10'):
+def coriolis_matrix(model, q, v, factorization='eq10', data=None):
     """C(q, v), (nv, nv): Christoffel-consistent by default (C v = RNEA(q, v, 0) - g)."""
-    return dynamics(model, q, v, factorization).C
+    return dynamics(model, q, v, factorization, data=data).C
 
 
-def mass_matrix_derivative(model, q, v):
+def mass_matrix_derivative(model, q, v, data=None):
     """dM/dt along v, (nv, nv) (= C + C^T)."""
-    return dynamics(model, q, v).Mdot
+    return dynamics(model, q, v, data=data).Mdot
 
 
-def christoffel(model, q):
+def christoffel(model, q, data=None):
     """Christoffel symbols of the first kind, Gamma[i, j, k], (nv, nv, nv) (seed 000, Algorithm 2).
 
     C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
     """
-    q = _shaped(q, model.nq, 'q')
-    topo, geom, dofs = _arrays(model)
-    n = model.nv
-    Gamma = np.zeros((n, n, n))
-    if not _christoffel_symbols(topo, geom, dofs, q, Gamma):
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    Gamma = np.empty((model.nv,) * 3) if data is None else data.Gamma
+    try:
+        ok = _christoffel_symbols(model.ints, model.reals, q, work, Gamma)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        ok = _christoffel_symbols(model.ints, model.reals, q, work, Gamma)
+    if not ok:
         _explain(model, q)
     return Gamma
 
 
-# -- O(N) products for the momentum observer ------------------------------------------------------
+def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'):
+    """Everything a control cycle needs, from one validation and one kinematics pass, into data.
 
-def observer_terms(model, q, v):
-    """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
-    n = model.nv
-    q, v = _shaped(q, model.nq, 'q'), _shaped(v, n, 'v')
-    topo, geom, dofs = _arrays(model)
-    p, ctv, g = np.empty(n), np.empty(n), np.empty(n)
-    if not _observer_terms(topo, geom, dofs, model.gravity, q, v, p, ctv, g):
+    Fills ``data.M``, ``data.C``, ``data.Mdot``, ``data.g`` (Algorithm 1), ``data.p`` = M v and
+    ``data.ctv`` = C^T v (the momentum observer's products), ``data.q``, ``data.v`` (copies of
+    the state) and, if ``christoffel``, ``data.Gamma`` (Algorithm 2 on the composite inertias
+    Algorithm 1 leaves, no second kinematics pass).  Allocates nothing; returns ``data``.
+    """
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    fact = _EQ10 if factorization == 'eq10' else _factorization(factorization)
+    Gamma = data.Gamma if christoffel else _NO_GAMMA
+    try:
+        ok = _all_terms(model.ints, model.reals, q, v, work, Gamma, fact, True)
+    except TypeError:
+        q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+        ok = _all_terms(model.ints, model.reals, q, v, work, Gamma, fact, True)
+    if not ok:
         _explain(model, q, v=v)
-    return p, ctv, g
+    return data
 
 
-def momentum(model, q, v):
+def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorization='eq10'):
+    """:func:`compute_all_terms` without validation, for inputs that already passed it:
+    q, v float64 C-contiguous of length nq, nv, finite, unit base quaternion; data a
+    :class:`Data` of this model.  Bad values give wrong numbers, not an error."""
+    _all_terms(model.ints, model.reals, q, v, data.work, data.Gamma if christoffel else _NO_GAMMA,
+               _FACTORIZATIONS[factorization], False)
+    return data
+
+
+def observer_terms(model, q, v, data=None):
+    """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
+    work = data.work if getattr(data, 'layout', None) is model.work_offsets else _work(model, data)
+    try:
+        ok = _observer_terms(model.ints, model.reals, q, v, work)
+    except TypeError:
+        q, v = _vec(q, model.nq, 'q'), _vec(v, model.nv, 'v')
+        ok = _observer_terms(model.ints, model.reals, q, v, work)
+    if not ok:
+        _explain(model, q, v=v)
+    if data is not None:
+        return data.observer_terms
+    return _out(model, work, 'p'), _out(model, work, 'ctv'), _out(model, work, 'g')
+
+
+def momentum(model, q, v, data=None):
     """Generalized momentum p = M(q) v, (nv,), in O(N)."""
-    return observer_terms(model, q, v)[0]
+    return observer_terms(model, q, v, data)[0]
 
 
-def coriolis_transpose_times_v(model, q, v):
+def coriolis_transpose_times_v(model, q, v, data=None):
     """C(q, v)^T v, (nv,), in O(N) (Christoffel-consistent C)."""
-    return observer_terms(model, q, v)[1]
+    return observer_terms(model, q, v, data)[1]
 
 
 # -- frames and Jacobians -------------------------------------------------------------------------
 
 def _link(model, link):
-    if link not in model.link_frames:
-        raise ValueError(f'unknown link {link!r}')
-    return model.link_frames[link]
+    try:
+        return model.link_frames[link]
+    except (KeyError, TypeError):
+        raise ValueError(f'unknown link {link!r}') from None
 
 
-def _placements(model, q):
-    topo, geom, dofs = _arrays(model)
-    N = model.nbodies
-    R, p, Phi = np.empty((N, 3, 3)), np.empty((N, 3)), np.empty((model.nv, 6))
-    _jac.body_placements(topo, geom, dofs, q, R, p, Phi)
-    return R, p, Phi
-
-
-def link_placement(model, q, link):
-    """(R, p): rotation and origin of ``link`` in the world frame at q."""
-    q = _configuration(model, q)
+def link_placement(model, q, link, data=None):
+    """(R, p): rotation and origin of ``link`` in the world frame at q (new 3x3 and 3 arrays;
+    with ``data`` the body placements data.R, data.pos are left for reuse)."""
+    q = _vec(q, model.nq, 'q')
     body, Rl, pl = _link(model, link)
     if body < 0:
+        check_configuration(model, q)
         return Rl.copy(), pl.copy()
-    R, p, _ = _placements(model, q)
+    work = _run_q(_kinematics, model, q, data)
+    R, p = (data.R, data.pos) if data is not None else (_out(model, work, 'R'), _out(model, work, 'pos'))
     return R[body] @ Rl, R[body] @ pl + p[body]
 
 
-def link_jacobian(model, q, link, point=None):
+def link_jacobian(model, q, link, point=None, data=None):
     """(6, nv) Jacobian of ``link`` at ``point`` (link frame, default its origin).
 
     Rows: linear velocity of the point, then angular velocity, both in the world frame
-    (v_point = J[:3] v, omega = J[3:] v).
+    (v_point = J[:3] v, omega = J[3:] v).  With ``data``: written into and returned as data.J.
     """
-    q = _configuration(model, q)
+    q = _vec(q, model.nq, 'q')
     body, Rl, pl = _link(model, link)
-    J = np.zeros((6, model.nv))
+    local = np.zeros(3) if point is None else check_vector(point, 3, 'point')
     if body < 0:
-        return J
-    local = np.zeros(3) if point is None else _vector(point, 3, 'point')
-    topo, _, dofs = _arrays(model)
-    R, p, Phi = _placements(model, q)
-    world_point = R[body] @ (Rl @ local + pl) + p[body]
-    _jac.point_jacobian(topo, dofs, Phi, body, world_point, J)
-    return J
+        check_configuration(model, q)
+        if data is None:
+            return np.zeros((6, model.nv))
+        data.J[:] = 0.0
+        return data.J
+    work = _buffer(model, data)
+    if not _link_jacobian(model.ints, model.reals, q, work, body, Rl @ local + pl):
+        _explain(model, q)
+    return data.J if data is not None else _out(model, work, 'J')
 
 
 # -- batches --------------------------------------------------------------------------------------
 
 @njit(parallel=True, cache=True)
-def _dynamics_batch(topo, geom, dofs, gravity, Q, V, M, C, Mdot, g, fact):
-    for k in prange(Q.shape[0]):
-        _coriolis.coriolis(topo, geom, dofs, gravity, Q[k], V[k], M[k], C[k], Mdot[k], g[k], fact)
+def _dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, fact):
+    for k in prange(Q.shape[0]):      # (namedtuples can't cross into a parfor: unpack inside)
+        m = tree(ints, reals)
+        w = workspace(m, np.empty(m.work[-1]))
+        _coriolis.coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, fact)
 
 
 @njit(parallel=True, cache=True)
-def _christoffel_batch(topo, geom, dofs, Q, Gamma):
+def _christoffel_batch(ints, reals, Q, Gamma):
     for k in prange(Q.shape[0]):
-        _christoffel.christoffel(topo, geom, dofs, Q[k], Gamma[k])
+        m = tree(ints, reals)
+        _christoffel.christoffel(m, Q[k], Gamma[k], workspace(m, np.empty(m.work[-1])))
 
 
-def _batch(X, n, name):
+def _batch(model, X, n, name, configuration=False):
     try:
         X = np.ascontiguousarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -349,6 +613,9 @@ def _batch(X, n, name):
         raise ValueError(f'{name} must have shape (K, {n}), got {X.shape}')
     if not _all_finite(X):
         raise ValueError(f'{name} contains NaN or inf')
+    if configuration and model.floating_base:
+        for q in X:
+            check_configuration(model, q)
     return X
 
 
@@ -367,43 +634,38 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
     ``out``: a :class:`Dynamics` of preallocated arrays to fill and return (reusing buffers
     across calls avoids the page faults of fresh multi-megabyte outputs).
     """
-    Q, V = _batch(Q, model.nq, 'Q'), _batch(V, model.nv, 'V')
+    Q, V = _batch(model, Q, model.nq, 'Q', True), _batch(model, V, model.nv, 'V')
     if Q.shape[0] != V.shape[0]:
         raise ValueError(f'Q and V must have the same number of rows ({Q.shape[0]} != {V.shape[0]})')
-    if model.floating_base:
-        for q in Q:
-            _configuration(model, q)
     fact = _factorization(factorization)
-    topo, geom, dofs = _arrays(model)
     K, n = Q.shape[0], model.nv
     if out is None:
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    _dynamics_batch(topo, geom, dofs, model.gravity, Q, V, M, C, Mdot, g, fact)
+    _dynamics_batch(model.ints, model.reals, Q, V, M, C, Mdot, g, fact)
     return Dynamics(M, C, Mdot, g)
 
 
 def christoffel_batch(model, Q):
     """:func:`christoffel` for K configurations at once: Q (K, nq) -> (K, nv, nv, nv)."""
-    Q = _batch(Q, model.nq, 'Q')
-    if model.floating_base:
-        for q in Q:
-            _configuration(model, q)
-    topo, geom, dofs = _arrays(model)
-    Gamma = np.zeros((Q.shape[0],) + (model.nv,) * 3)
-    _christoffel_batch(topo, geom, dofs, Q, Gamma)
+    Q = _batch(model, Q, model.nq, 'Q', True)
+    Gamma = np.empty((Q.shape[0],) + (model.nv,) * 3)
+    _christoffel_batch(model.ints, model.reals, Q, Gamma)
     return Gamma
 
 
 # -- contact dynamics in minimal coordinates (seed 002) -------------------------------------------
 
-@njit(**_CHECK)
-def _contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam):
+@_sealed_on_first_call(types.int64, _INTS, _REALS, _VEC, _VEC, types.int64[::1],
+                       types.float64[:, ::1], types.int64, types.float64[:, ::1])
+def _contact_compliance(ints, reals, q, work, cbody, clocal, width, Lam):
     """0: done, 1: invalid input, 2: M not positive definite."""
-    if not _valid(topo, q, None):
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
         return 1
-    return 0 if _cc.contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam) else 2
+    w = workspace(m, work)
+    return 0 if _cc.contact_compliance(m, q, cbody, clocal, width, Lam, w) else 2
 
 
 def contact_nodes(model, points):
@@ -421,27 +683,40 @@ def contact_nodes(model, points):
             raise ValueError(f'points[{i}] must be (link_name, (x, y, z)), got {item!r}') from None
         b, Rl, pl = _link(model, link)
         body[i] = b
-        local[i] = Rl @ _vector(xyz, 3, f'points[{i}] position') + pl
+        local[i] = Rl @ check_vector(xyz, 3, f'points[{i}] position') + pl
     return body, local
 
 
-def contact_compliance(model, q, points, spatial=False):
+def contact_compliance(model, q, points, spatial=False, data=None):
     """Operational-space compliance matrix Lambda = J M^-1 J^T of contact nodes (seed 002, Eq. 51).
 
     ``points``: ``[(link_name, (x, y, z)), ...]``, each a point fixed in the link's frame.
     Returns (3m, 3m) for the world-frame linear velocities of the points; with ``spatial=True``
     (6m, 6m) for [linear velocity of the point; angular velocity] per node (the rows of
     :func:`link_jacobian`).  Computed by the O(N) + O(m^2) articulated-body recursion of the
-    paper's appendix (Lemma 1): neither M^-1 nor J is formed.
+    paper's appendix (Lemma 1): neither M^-1 nor J is formed.  With ``data``: the scratch is
+    data's, the result is written into and returned as ``data.Lambda`` (reallocated only when
+    the number of nodes or the width changes), and data.R, data.pos, data.Phi hold the
+    placements at q.
     """
-    q = _shaped(q, model.nq, 'q')
     body, local = contact_nodes(model, points)
     width = 6 if spatial else 3
-    topo, geom, dofs = _arrays(model)
-    Lam = np.empty((width * len(body), width * len(body)))
-    status = _contact_compliance(topo, geom, dofs, q, body, local, width, Lam)
+    n = width * len(body)
+    work = _buffer(model, data)
+    if data is None:
+        Lam = np.empty((n, n))
+    else:
+        Lam = getattr(data, 'Lambda', None)
+        if Lam is None or Lam.shape != (n, n):
+            Lam = data.Lambda = np.empty((n, n))
+    try:
+        status = _contact_compliance(model.ints, model.reals, q, work, body, local, width, Lam)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        status = _contact_compliance(model.ints, model.reals, q, work, body, local, width, Lam)
     if status == 1:
         _explain(model, q)
     if status == 2:
-        raise ValueError('the mass matrix is not positive definite at this configuration')
+        raise ValueError('the mass matrix is not positive definite at this configuration'
+                         + _massless_hint(model))
     return Lam

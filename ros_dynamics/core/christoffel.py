@@ -3,13 +3,14 @@
 Gamma[i, j, k] = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) = dC_ij/dqd_k.  For DoFs i <= j <= k
 along one path (i an ancestor of j, j of k), with I^C_k the composite inertia of k's body,
     Btilde = B(Phi_k, I^C_k)                 (line 5, factorization of eq. (10))
-    D      = (I^C_k Phi_k) xbar* - Btilde     (line 6)
-    F1 = Btilde Phi_j,  F2 = Btilde^T Phi_j,  F3 = D Phi_j          (line 9)
+    F1 = Btilde Phi_j,  F2 = Btilde^T Phi_j,  F3 = D Phi_j = -F2       (lines 6 and 9)
     Gamma_ijk = Gamma_ikj = Phi_i . F1      (eq. (37), line 12)
     Gamma_jik = Gamma_jki = Phi_i . F2      (eq. (38), line 13)
     Gamma_kij = Gamma_kji = Phi_i . F3      (eq. (40), line 14)
-and zero for triples that are not mutually related.  In world coordinates lines 15, 18, 19
-need no transforms.  D Phi_j = Phi_j x* (I^C_k Phi_k) - Btilde Phi_j.
+and zero for triples that are not mutually related.  Line 6 defines
+D = (I^C_k Phi_k) xbar* - Btilde; for the factorization of eq. (10) this equals -Btilde^T (the
+identity the authors' own implementation uses), so F3 = -F2 needs no further product, and
+Gamma_kij = -Gamma_jik.  In world coordinates lines 15, 18, 19 need no transforms.
 
 Floating base (Remarks 5-6): the free joint's velocities are body-frame quasi-velocities, its
 axes move with the base, and Gamma[i, j, k] := dC_ij/dv_k is no longer symmetric in (j, k)
@@ -20,34 +21,38 @@ which the kernel writes after the sweep (the other entries keep the symmetric fo
 
 from numba import njit
 
-from .kinematics import placements, workspace, world_inertias
+from .kinematics import forward_kinematics, per_body_6x6
 from .model import FREE
-from .spatial import (_JIT, add_row, body_factorization, dot6, factor_T_times, factor_times,
-                      force_cross, inertia_times, row6)
+from .spatial import _JIT, add_row, body_factorization, dot6, factor_T_times, factor_times, row6
 
 
 @njit(**_JIT)
-def christoffel(topo, geom, dofs, q, Gamma):
-    """Fill Gamma (nv x nv x nv, zeroed by the caller) at configuration q."""
-    N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, _, I, _, W = workspace(N, nv)
-    Bt = W.reshape((N, 6, 6))                              # only Bt[0] is used
-    placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, I)                          # lines 1-3: I^C_i = I_i
+def christoffel(m, q, Gamma, w):
+    """Fill Gamma (nv x nv x nv) at configuration q."""
+    forward_kinematics(m, q, w)                            # lines 1-3: I^C_i = I_i
+    christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, True)
+
+
+@njit(**_JIT)
+def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
+    """Lines 4-23 from the world Phi and inertias I.  ``accumulate``: I holds the body
+    inertias and line 22 sums them into composites as the sweep goes; otherwise I already
+    holds the composite inertias I^C (as Algorithm 1 leaves them for the same q)."""
+    nv, dof_body, dof_parent = m.nv, m.dof_body, m.dof_parent
+    for a in range(nv):
+        for b in range(nv):
+            for c in range(nv):
+                Gamma[a, b, c] = 0.0
     k = nv - 1
-    for b in range(N - 1, -1, -1):                         # line 4 (I^C_b is complete here)
-        while k >= 0 and dofs[k, 0] == b:
-            phik = row6(Phi, k)
-            body_factorization(phik, I, b, Bt, 0)          # line 5
-            ICPhik = inertia_times(I, b, phik)
-            j = k
+    for b in range(m.N - 1, -1, -1):                       # line 4 (I^C_b is complete here)
+        while k >= 0 and dof_body[k] == b:
+            body_factorization(row6(Phi, k), I, b, Bt, 0)  # line 5: Btilde (Bt[0])
+            j = k                                          # line 7
             while j >= 0:                                  # line 8
                 phij = row6(Phi, j)
                 F1 = factor_times(Bt, 0, phij, 3)          # line 9
-                F2 = factor_T_times(Bt, 0, phij, 3)
-                D = force_cross(phij, ICPhik)              # D Phi_j (line 6)
-                F3 = (D[0] - F1[0], D[1] - F1[1], D[2] - F1[2], D[3] - F1[3], D[4] - F1[4], D[5] - F1[5])
-                i = j
+                F2 = factor_T_times(Bt, 0, phij, 3)        # F3 = D Phi_j = -F2 (line 6)
+                i = j                                      # line 10
                 while i >= 0:                              # line 11
                     a = dot6(Phi, i, F1)                   # line 12
                     Gamma[i, j, k] = a
@@ -55,22 +60,21 @@ def christoffel(topo, geom, dofs, q, Gamma):
                     a = dot6(Phi, i, F2)                   # line 13
                     Gamma[j, i, k] = a
                     Gamma[j, k, i] = a
-                    a = dot6(Phi, i, F3)                   # line 14
-                    Gamma[k, i, j] = a
-                    Gamma[k, j, i] = a
-                    i = dofs[i, 1]                         # line 16
-                j = dofs[j, 1]                             # line 20
+                    Gamma[k, i, j] = -a                    # line 14: Phi_i . F3 = -Phi_i . F2
+                    Gamma[k, j, i] = -a
+                    i = dof_parent[i]                      # line 16
+                j = dof_parent[j]                          # line 20
             k -= 1
-        if topo[b, 0] >= 0:
-            add_row(I, b, topo[b, 0])                      # line 22
+        if accumulate and m.parent[b] >= 0:
+            add_row(I, b, m.parent[b])                     # line 22
 
-    if topo[0, 1] == FREE:                                 # free-joint block, see module doc
-        for b in range(N):
+    if m.N > 0 and m.jtype[0] == FREE:                     # free-joint block, see module doc
+        for b in range(m.N):
             for y in range(6):
                 body_factorization(row6(Phi, y), I, b, Bt, 0)
                 for z in range(6):
                     w = factor_times(Bt, 0, row6(Phi, z), 3)
-                    x = topo[b, 3]
-                    while x < nv and dofs[x, 0] == b:
+                    x = m.v_idx[b]
+                    while x < nv and dof_body[x] == b:
                         Gamma[x, y, z] = dot6(Phi, x, w)
                         x += 1

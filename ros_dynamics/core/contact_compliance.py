@@ -23,6 +23,10 @@ to the projector of the articulated-body algorithm (Featherstone, ABA pass 2):
 Multi-DoF joints (the free joint of a floating base) are chains of one-DoF nodes of the DoF
 tree (seed 003's expanded tree); a body's inertia sits on its last DoF node.
 
+Scratch: the kinematics views of the workspace (R, pos, Phi, I) and its fields P (articulated
+inertias, then Upsilon), U, D and seg (model.py, WORK_FIELDS); integer bookkeeping of O(nv) and
+the contacts' O(m) blocks are allocated per call (their size depends on m).
+
 Cost: the AB sweep and the Upsilon sweep are O(N).  For the m contact nodes, psi(c, i) is never
 walked per contact (that would cost O(m N)): the nodes that carry contacts and the branch points
 between them ("key" nodes, at most 2m - 1) split the tree into disjoint paths, the products of
@@ -40,7 +44,7 @@ B = [S(x); 1] and B^* V = u + w x x is the point's linear velocity (``width`` 3)
 import numpy as np
 from numba import njit
 
-from .kinematics import placements, world_inertias
+from .kinematics import forward_kinematics
 from .spatial import I_H, I_J, _JIT
 
 
@@ -77,16 +81,21 @@ def _spatial_inertia(I, b, out):
 
 
 @njit(**_JIT)
-def articulated_body_inertias(dofs, Phi, I, last, P, U, D):
+def last_dof(m, b):
+    """The last DoF node of body b's joint (where the body's inertia sits in the DoF tree)."""
+    return m.v_idx[b + 1] - 1 if b + 1 < m.N else m.nv - 1
+
+
+@njit(**_JIT)
+def articulated_body_inertias(m, Phi, I, P, U, D):
     """Tip-to-base AB sweep over the DoF tree: P(k), U(k) = P(k) H^*(k), D(k) = H(k) U(k).
 
-    ``last[b]`` is the last DoF node of body b (where its inertia sits).  Returns False if some
-    D(k) is not positive (the mass matrix is then not positive definite).
+    Returns False if some D(k) is not positive (the mass matrix is then not positive definite).
     """
-    nv = dofs.shape[0]
+    nv = m.nv
     P[:] = 0.0
-    for b in range(last.shape[0]):
-        _spatial_inertia(I, b, P[last[b]])
+    for b in range(m.N):
+        _spatial_inertia(I, b, P[last_dof(m, b)])
     for k in range(nv - 1, -1, -1):
         d = 0.0
         for r in range(6):
@@ -98,7 +107,7 @@ def articulated_body_inertias(dofs, Phi, I, last, P, U, D):
         if not d > 0.0:
             return False
         D[k] = d
-        par = dofs[k, 1]
+        par = m.dof_parent[k]
         if par >= 0:                                   # P(p(k)) += P(k) - U D^-1 U^*
             for r in range(6):
                 for c in range(6):
@@ -107,15 +116,14 @@ def articulated_body_inertias(dofs, Phi, I, last, P, U, D):
 
 
 @njit(**_JIT)
-def compliance_kernel(dofs, Phi, U, D, Ups):
+def compliance_kernel(m, Phi, U, D, Ups):
     """Base-to-tip sweep of Eq. 68: Upsilon(k) = psi^* Upsilon(p(k)) psi + H^* D^-1 H.
 
     With psi = 1 - g H, g = U / D:  psi^* Y psi = Y - H^* (g^* Y) - (Y g) H + H^* H (g^* Y g).
     """
-    nv = dofs.shape[0]
     Yg = np.empty(6)
-    for k in range(nv):
-        par = dofs[k, 1]
+    for k in range(m.nv):
+        par = m.dof_parent[k]
         d = D[k]
         if par < 0:
             for r in range(6):
@@ -164,37 +172,33 @@ def _pick_off(R, p, body, local, width, B):
 
 
 @njit(**_JIT)
-def contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam):
-    """Lambda (m*width square, zeroed here) for contact nodes (cbody[i], clocal[i]).
+def contact_compliance(m, q, cbody, clocal, width, Lam, ws):
+    """Lambda (nc*width square, nc = len(cbody), zeroed here) for contact nodes (cbody[i], clocal[i]).
 
     ``cbody[i]`` is the body index (-1: a link fixed to the world, whose rows stay zero) and
-    ``clocal[i]`` the node in that body's frame.  Returns False if M is not positive definite.
+    ``clocal[i]`` the node in that body's frame; ``ws`` the workspace views (scratch; leaves
+    the placements ws.R, ws.pos, ws.Phi at q).  Returns False if M is not positive definite.
     """
-    N, nv, m = topo.shape[0], dofs.shape[0], cbody.shape[0]
+    nv, nc = m.nv, cbody.shape[0]
     w = width
     Lam[:] = 0.0
-    R, p, Phi = np.empty((N, 3, 3)), np.empty((N, 3)), np.empty((nv, 6))
-    I = np.empty((N, 10))
-    placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, I)
-
-    last = np.empty(N, dtype=np.int64)
-    for k in range(nv):
-        last[dofs[k, 0]] = k
-    P, U, D = np.empty((nv, 6, 6)), np.empty((nv, 6)), np.empty(nv)
-    if not articulated_body_inertias(dofs, Phi, I, last, P, U, D):
+    forward_kinematics(m, q, ws)
+    R, p, Phi = ws.R, ws.pos, ws.Phi
+    U, D = ws.U, ws.D
+    if not articulated_body_inertias(m, Phi, ws.I, ws.P, U, D):
         return False
-    Ups = P                                   # P is no longer needed: reuse its storage
-    compliance_kernel(dofs, Phi, U, D, Ups)
+    Ups = ws.P                                # P is no longer needed: reuse its storage
+    compliance_kernel(m, Phi, U, D, Ups)
+    dof_parent = m.dof_parent
 
     # --- key nodes: contact nodes and branch points between them ---------------------------
     here_head = -np.ones(nv, dtype=np.int64)  # contacts at a node, as linked lists
-    nxt = -np.ones(m, dtype=np.int64)
+    nxt = -np.ones(nc, dtype=np.int64)
     count = np.zeros(nv, dtype=np.int64)      # contacts in the subtree of each node
     m_eff = 0
-    for i in range(m - 1, -1, -1):
+    for i in range(nc - 1, -1, -1):
         if cbody[i] >= 0:
-            k = last[cbody[i]]
+            k = last_dof(m, cbody[i])
             nxt[i] = here_head[k]
             here_head[k] = i
             count[k] += 1
@@ -203,7 +207,7 @@ def contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam):
         return True
     active_children = np.zeros(nv, dtype=np.int64)
     for k in range(nv - 1, -1, -1):
-        par = dofs[k, 1]
+        par = dof_parent[k]
         if par >= 0 and count[k] > 0:
             count[par] += count[k]
             active_children[par] += 1
@@ -212,7 +216,7 @@ def contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam):
         key[k] = count[k] > 0 and (here_head[k] >= 0 or active_children[k] >= 2)
 
     # psi(kp(k), k) along the disjoint paths between a key node and its key parent: O(N) total
-    seg = np.empty((nv, 6, 6))
+    seg = ws.seg
     child_head = -np.ones(nv, dtype=np.int64)   # key children of each key node (linked list)
     sibling = -np.ones(nv, dtype=np.int64)
     for k in range(nv - 1, -1, -1):
@@ -225,19 +229,19 @@ def contact_compliance(topo, geom, dofs, q, cbody, clocal, width, Lam):
         t = k
         while True:
             _apply_psi(Phi, U, D, t, S)
-            t = dofs[t, 1]
+            t = dof_parent[t]
             if t < 0 or key[t]:
                 break
         if t >= 0:                            # else k tops its own root's subtree: nodes in
             sibling[k] = child_head[t]        # different subtrees of the fixed world are
             child_head[t] = k                 # uncoupled (Upsilon(world) = 0, Lam block = 0)
 
-    # --- Lambda blocks where the branches meet (Eq. 69): each pair once, O(m^2) -------------
-    blk = np.empty((m, 6, w))                 # psi(c, node_i) B_i at the current key node c
-    Yb = np.empty((m, 6, w))                  # Upsilon(c) blk_i
+    # --- Lambda blocks where the branches meet (Eq. 69): each pair once, O(nc^2) -------------
+    blk = np.empty((nc, 6, w))                 # psi(c, node_i) B_i at the current key node c
+    Yb = np.empty((nc, 6, w))                  # Upsilon(c) blk_i
     head = -np.ones(nv, dtype=np.int64)       # contacts in the subtree of a processed key node
     tail = -np.ones(nv, dtype=np.int64)
-    link = -np.ones(m, dtype=np.int64)
+    link = -np.ones(nc, dtype=np.int64)
     for c in range(nv - 1, -1, -1):
         if not key[c]:
             continue

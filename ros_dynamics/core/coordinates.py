@@ -8,11 +8,22 @@ With q = q(qbar) and A = dq/dqbar (eq. (22)), qd = A qbard and qdd = A qbardd + 
 
 and, by Theorem 1, the Christoffel-consistent C maps to the Christoffel-consistent Cbar.
 For mimic joints q_m = k q_l + offset the map is affine, so A is constant and Adot = 0.
+
+The same laws hold for generalized speeds (quasi-velocities) v = A(q) vbar (Remark 5), which
+is how :class:`CenterOfMassCoordinates` puts a floating base in centre-of-mass coordinates
+(Remark 6); its derivation is in that class.
+
+Every coordinate object offers the same calls, so a caller (e.g. the ROS node) can switch between
+them: ``state(q, v) -> (qbar, vbar)``, ``full_state(qbar, vbar) -> (q, v)``,
+``dynamics(q, v) -> Dynamics`` (Mbar, Cbar, Mbar_dot, gbar at the full state q, v),
+``christoffel(q) -> Gammabar`` and the names ``base_names`` (six floating-base coordinates, or
+None: unchanged) and ``joint_names`` (the joint coordinates, in order).
 """
 
 import numpy as np
 
-from .api import Dynamics
+from .api import Dynamics, christoffel, dynamics, link_placement, mass_matrix
+from .spatial_numpy import skew
 
 
 def transform_dynamics(d, A, Adot=None):
@@ -97,3 +108,137 @@ class MimicCoordinates:
     def reduce(self, d):
         """Mbar, Cbar (Christoffel-consistent), Mbar_dot, gbar from the full-coordinate result."""
         return transform_dynamics(d, self.A)
+
+    base_names = None          # the floating-base coordinates (if any) are kept as they are
+
+    @property
+    def joint_names(self):
+        return list(self.independent)
+
+    def state(self, q, v):
+        """(qbar, vbar): the independent entries of a full state (the mimic entries are dropped,
+        not checked against their leaders)."""
+        base_q, base_v = (7, 6) if self.model.floating_base else (0, 0)
+        iq = [self.model.joint_q_index(n) for n in self.independent]
+        iv = [self.model.joint_v_index(n) for n in self.independent]
+        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        return (np.concatenate([q[:base_q], q[iq]]), np.concatenate([v[:base_v], v[iv]]))
+
+    def full_state(self, qbar, vbar):
+        return self.q(qbar), self.v(vbar)
+
+    def dynamics(self, q, v):
+        """Mbar, Cbar, Mbar_dot, gbar at the full state (q, v) (eqs. (23)-(25), Adot = 0)."""
+        return self.reduce(dynamics(self.model, q, v))
+
+    def christoffel(self, q):
+        """Gammabar[i, j, k] in the independent coordinates (constant A: transform_christoffel)."""
+        return transform_christoffel(christoffel(self.model, q), self.A)
+
+
+class CenterOfMassCoordinates:
+    """Centre-of-mass coordinates of a floating-base model (seed 000, Remark 6).
+
+    Choice: the paper's generalized speeds ``nu = [pdot_CoM, nu_2]`` with
+        qbar = [p_CoM (world), base quaternion (x y z w), joint positions]      (nq entries)
+        vbar = [pdot_CoM (world frame), omega (base angular velocity, base frame), joint rates].
+    nu_2 = (omega, joint rates) keeps the base's angular velocity as Remark 6 recommends (no
+    orientation parametrization, no singularity) and is independent of pdot_CoM, so the kinetic
+    energy splits as 1/2 m |pdot_CoM|^2 + (motion about the CoM) and
+        Mbar = [[m 1_3, 0], [0, M22]]            (eq. (32), from that split of the kinetic energy)
+    and the CoM rows and columns of Cbar and Gammabar vanish.  Only the base's linear rate is
+    replaced, and the map follows from the total momentum Algorithm 1 already computes: in the
+    base frame (linear first) the free joint's rows of M give the spatial momentum, whose linear
+    part is m R^T pdot_CoM, so with M11 = M[0:3, 0:3] = m 1_3, M12 = M[0:3, 3:] and R the base
+    rotation
+        vbar = T v,  T = [[R M[0:3, :] / m], [0, 1]],     v = A vbar,  A = T^-1 = [[R^T, -M12 / m], [0, 1]].
+    Differentiating T A = 1 with Rdot = R (omega x) gives Adot = -A Tdot A, nonzero only in the
+    top three rows:
+        Adot[0:3, :] = -((omega x) M[0:3, :] + Mdot[0:3, :]) A / m,
+    from Mdot = C + C^T, which Algorithm 1 returns too, so Mbar, Cbar (eq. (24): A^T C A +
+    A^T M Adot), gbar need one ``dynamics`` call plus O(nv^2) work.  (The base CoM offset c, in the
+    base frame, is read off the same block: M[0:3, 3:6] = -m (c x).)  Gammabar[:, :, k] =
+    dCbar/dvbar_k = A^T C(q, A e_k) A + A^T M Adot(q, A e_k), both linear in v.
+    By Remark 5 / Prop. 3 Cbar is an admissible factorization (Mbar_dot = Cbar + Cbar^T).
+    """
+
+    base_names = ('center_of_mass/x', 'center_of_mass/y', 'center_of_mass/z',
+                  'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z')
+
+    def __init__(self, model):
+        if not model.floating_base:
+            raise ValueError('centre-of-mass coordinates need a floating-base model '
+                             '(load_urdf(..., floating_base=True))')
+        self.model = model
+        self.mass = model.total_mass()
+        if not self.mass > 0.0:
+            raise ValueError(f'model {model.name!r} has no mass')
+        self.joint_names = list(model.joint_names)
+
+    @property
+    def nv(self):
+        return self.model.nv
+
+    def _rotation(self, q):
+        return link_placement(self.model, q, self.model.root_link)[0]
+
+    def com_offset(self, M):
+        """c: the CoM in the base frame, from M[0:3, 3:6] = -m (c x)."""
+        S = -M[0:3, 3:6] / self.mass
+        return 0.5 * np.array([S[2, 1] - S[1, 2], S[0, 2] - S[2, 0], S[1, 0] - S[0, 1]])
+
+    def velocity_map(self, M, R):
+        """A (nv x nv) with v = A vbar at the configuration whose mass matrix is M, rotation R."""
+        A = np.eye(self.nv)
+        A[0:3, 0:3] = R.T
+        A[0:3, 3:] = -M[0:3, 3:] / self.mass
+        return A
+
+    def velocity_map_derivative(self, A, M, Mdot, omega):
+        """Adot along the motion, from A, M, Mdot = dM/dt and the base angular velocity."""
+        Adot = np.zeros_like(A)
+        Adot[0:3] = -((skew(omega) @ M[0:3] + Mdot[0:3]) @ A) / self.mass
+        return Adot
+
+    def state(self, q, v, M=None):
+        """(qbar, vbar) from the free-flyer state (q, v) (``M``: the mass matrix at q, if known)."""
+        if M is None:
+            M = mass_matrix(self.model, q)
+        R = self._rotation(q)
+        qbar = np.array(q, dtype=float)
+        qbar[0:3] = q[0:3] + R @ self.com_offset(M)
+        vbar = np.array(v, dtype=float)
+        vbar[0:3] = R @ (M[0:3] @ v) / self.mass
+        return qbar, vbar
+
+    def full_state(self, qbar, vbar):
+        """(q, v) from (qbar, vbar).  c depends on the joints only: M is taken at the base origin."""
+        q = np.array(qbar, dtype=float)
+        q[0:3] = 0.0
+        M = mass_matrix(self.model, q)
+        R = self._rotation(q)
+        q[0:3] = qbar[0:3] - R @ self.com_offset(M)
+        return q, self.velocity_map(M, R) @ np.asarray(vbar, dtype=float)
+
+    def dynamics(self, q, v, d=None):
+        """Mbar, Cbar, Mbar_dot, gbar at the full state (q, v) (``d``: its ``dynamics`` result)."""
+        if d is None:
+            d = dynamics(self.model, q, v)
+        A = self.velocity_map(d.M, self._rotation(q))
+        Adot = self.velocity_map_derivative(A, d.M, d.Mdot, np.asarray(v, dtype=float)[3:6])
+        return transform_dynamics(d, A, Adot)
+
+    def christoffel(self, q, Gamma=None, M=None):
+        """Gammabar[i, j, k] = dCbar_ij / dvbar_k at q (from Gamma = christoffel(q) and M)."""
+        if Gamma is None:
+            Gamma = christoffel(self.model, q)
+        if M is None:
+            M = mass_matrix(self.model, q)
+        A = self.velocity_map(M, self._rotation(q))
+        GA = np.einsum('abc,ck->abk', Gamma, A, optimize=True)        # C(q, A e_k) in [:, :, k]
+        out = np.einsum('ai,abk,bj->ijk', A, GA, A, optimize=True)
+        for k in range(self.nv):
+            Ck = GA[:, :, k]
+            Adot = self.velocity_map_derivative(A, M, Ck + Ck.T, A[3:6, k])
+            out[:, :, k] += A.T @ M @ Adot
+        return out

@@ -8,36 +8,33 @@ is zero (branch-induced sparsity).
 
 from numba import njit
 
-from .kinematics import placements, workspace, world_inertias
+from .kinematics import forward_kinematics
 from .spatial import _JIT, add_row, dot6, inertia_times, row6
 
 
 @njit(**_JIT)
-def crba(topo, geom, dofs, q, M):
-    """Fill M (nv x nv) for configuration q."""
-    N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, _, I, _, _ = workspace(N, nv)
-    placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, I)                    # I^C_i = I_i
-    composite_mass_matrix(topo, dofs, Phi, I, M)
+def crba(m, q, M, w):
+    """Fill M (nv x nv) for configuration q (scratch: the workspace views w)."""
+    forward_kinematics(m, q, w)                      # I^C_i = I_i
+    composite_mass_matrix(m, w.Phi, w.I, M)
 
 
 @njit(**_JIT)
-def composite_mass_matrix(topo, dofs, Phi, I, M):
+def composite_mass_matrix(m, Phi, I, M):
     """The backward sweep: fill M from the world Phi and body inertias I (summed in place)."""
-    nv = dofs.shape[0]
+    nv, dof_body, dof_parent = m.nv, m.dof_body, m.dof_parent
     for i in range(nv):
         for j in range(nv):
             M[i, j] = 0.0
-    s = nv - 1
-    for j in range(topo.shape[0] - 1, -1, -1):
-        while s >= 0 and dofs[s, 0] == j:
-            F = inertia_times(I, j, row6(Phi, s))        # F = I^C_j Phi_s
-            t = s
-            while t >= 0:                                # s and its DoF ancestors
-                M[t, s] = dot6(Phi, t, F)
-                M[s, t] = M[t, s]
-                t = dofs[t, 1]
-            s -= 1
-        if topo[j, 0] >= 0:
-            add_row(I, j, topo[j, 0])                    # I^C_p(j) += I^C_j
+    j = nv - 1
+    for b in range(m.N - 1, -1, -1):
+        while j >= 0 and dof_body[j] == b:
+            F = inertia_times(I, b, row6(Phi, j))        # F = I^C_b Phi_j
+            i = j
+            while i >= 0:                                # j and its DoF ancestors i
+                M[i, j] = dot6(Phi, i, F)
+                M[j, i] = M[i, j]
+                i = dof_parent[i]
+            j -= 1
+        if m.parent[b] >= 0:
+            add_row(I, b, m.parent[b])                   # I^C_p(b) += I^C_b

@@ -6,11 +6,10 @@ ancestors (branch-induced sparsity, O(n d^2)), then solved with the matching bac
 forward-substitutions.
 """
 
-import numpy as np
 from numba import njit
 
 from .crba import composite_mass_matrix
-from .kinematics import placements, velocities, workspace, world_inertias
+from .kinematics import forward_kinematics, velocities
 from .rnea import newton_euler
 from .spatial import _JIT
 
@@ -57,20 +56,19 @@ def ltdl_solve(H, parent, x):
 
 
 @njit(**_JIT)
-def forward_dynamics(topo, geom, dofs, gravity, q, qd, tau, qdd):
+def forward_dynamics(m, q, qd, tau, qdd, w):
     """qdd such that M qdd + C qd + g = tau.  Returns False if M is not positive definite."""
-    N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, Phid, I, vel, W = workspace(N, nv)
-    placements(topo, geom, q, R, p, Phi)                 # kinematics shared by RNEA and CRBA
-    world_inertias(geom, R, p, I)
-    velocities(topo, dofs, Phi, qd, vel, Phid)
-    zero = np.zeros(nv)
-    newton_euler(topo, dofs, gravity, Phi, Phid, I, vel, qd, zero, W[0], W[1], qdd)  # qdd <- bias b
+    nv = m.nv
+    forward_kinematics(m, q, w)                          # kinematics shared by RNEA and CRBA
+    velocities(m, w.Phi, qd, w.vel, w.Phid)
+    zero = w.tmp
+    zero[:] = 0.0
+    newton_euler(m, w.Phi, w.Phid, w.I, w.vel, qd, zero, w.W[0], w.W[1], qdd)  # qdd <- bias b
     for s in range(nv):
         qdd[s] = tau[s] - qdd[s]
-    H = np.empty((nv, nv))
-    composite_mass_matrix(topo, dofs, Phi, I, H)         # (sums I in place: after the RNEA)
-    parent = dofs[:, 1]
+    H = w.H
+    composite_mass_matrix(m, w.Phi, w.I, H)              # (sums I in place: after the RNEA)
+    parent = m.dof_parent
     if not ltdl(H, parent):
         return False
     ltdl_solve(H, parent, qdd)

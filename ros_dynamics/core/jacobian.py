@@ -1,25 +1,24 @@
-"""Link Jacobians and placements (world frame), for contact force estimation and tests."""
+"""Jacobian of a body-fixed point (world frame), for contact force estimation and contacts."""
 
 from numba import njit
 
-from .kinematics import placements
 from .spatial import _JIT
 
 
 @njit(**_JIT)
-def body_placements(topo, geom, dofs, q, R, p, Phi):
-    placements(topo, geom, q, R, p, Phi)
-
-
-@njit(**_JIT)
-def point_jacobian(topo, dofs, Phi, body, point, Jac):
-    """Jac (6 x nv, zeroed by the caller) of the body-fixed point at world position ``point``.
+def point_jacobian(m, Phi, body, point, Jac):
+    """Jac (6 x nv) of the body-fixed point at world position ``point``, from the world motion
+    subspaces Phi of :func:`kinematics.placements`.
 
     Rows: linear velocity of the point, then angular velocity (world frame).  Column s is
     Phi_s = [a; l] moved from the world origin to the point: [l + a x point; a] (linear first).
+    Columns of DoFs that do not move ``body`` are zero.
     """
-    s = topo[body, 3]
-    while s < dofs.shape[0] and dofs[s, 0] == body:    # the body's own DoFs ...
+    for r in range(6):
+        for c in range(m.nv):
+            Jac[r, c] = 0.0
+    s = m.v_idx[body]
+    while s < m.nv and m.dof_body[s] == body:          # the body's own DoFs ...
         s += 1
     s -= 1
     while s >= 0:                                         # ... and all DoF ancestors
@@ -28,4 +27,4 @@ def point_jacobian(topo, dofs, Phi, body, point, Jac):
         Jac[1, s] = Phi[s, 4] + a2 * point[0] - a0 * point[2]
         Jac[2, s] = Phi[s, 5] + a0 * point[1] - a1 * point[0]
         Jac[3, s], Jac[4, s], Jac[5, s] = a0, a1, a2
-        s = dofs[s, 1]
+        s = m.dof_parent[s]

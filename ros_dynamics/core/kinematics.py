@@ -5,53 +5,109 @@ the world and each DoF's motion subspace Phi_s (seed 000 eq. (5)) in world Plüc
 coordinates; ``world_inertias`` re-expresses the body inertias there; ``velocities``
 computes v_i = v_p(i) + Phi_i qd_i and Phid_i = v_i x Phi_i (seed 000, Alg. 1 lines 3-4; the
 joint axes are fixed in their body, so the apparent derivative Phi-ring is zero).
-``workspace`` allocates the scratch of one kernel call at once (one allocation, then views).
 
-Model arrays (see :class:`ros_dynamics.model.Model` and ``kernel_arrays``):
-``topo[i] = (parent, jtype, q_idx, v_idx)``, ``geom[i]`` rows: 0-2 X_R, 3 X_p, 4 axis, 5 CoM,
-6-8 inertia about the CoM, 9 [mass, 0, 0]; ``dofs[s] = (body, dof_parent)``.
+Kernel calling convention (every compiled algorithm follows it)
+---------------------------------------------------------------
+* An *entry* kernel (called from Python, ``api.py``) takes the model's two packed read-only
+  arrays, the inputs and the workspace buffer of a :class:`ros_dynamics.Data`, e.g.
+  ``_dynamics(model.ints, model.reals, q, v, data.work, factorization)``: few arguments, so
+  the dispatch is cheap, and nothing is allocated.  It unpacks them once::
+
+      m = tree(ints, reals)        # named model views: m.parent[i], m.jtype[i], m.X_R[i], ...
+      w = workspace(m, work)       # named workspace views: w.M, w.g, w.R, w.pos, w.Phi, w.I, ...
+
+* *Inner* kernels (the algorithms, one per module) take ``m``, their inputs and outputs, and
+  ``w`` for scratch, e.g. ``crba(m, q, M, w)``; the kinematics pieces take only the arrays they
+  touch: ``placements(m, q, w.R, w.pos, w.Phi)``, ``world_inertias(m, w.R, w.pos, w.I)``,
+  ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of body i
+  is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular first).
+* A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py),
+  a line in ``workspace`` below and the name in ``Work``: Data and the kernels then share it.
+* Entry kernels live in api.py and are sealed to one signature, e.g.
+  ``@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)`` (model arrays, q, work): compiled at
+  import, and numba's dispatcher rejects other argument types (the public function then
+  converts and retries).  They validate first (``_valid(m, q, v)``: lengths, finiteness, unit
+  quaternion) and return False/a status instead of computing on bad input.
+* ``tree`` and ``workspace`` are inlined (``inline='always'``), so building the named views
+  costs nothing for the fields a kernel does not use.
 """
+
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
+from numpy.lib.stride_tricks import as_strided
 
-from .model import FREE, PRISMATIC, REVOLUTE
+from .model import FREE, N_HEADER, PRISMATIC, REVOLUTE, WORK_FIELDS
 from .spatial import I_H, I_J, NI, _JIT, motion_cross, quaternion_to_matrix, row6
 
-# rows of ``geom``
-G_XR, G_XP, G_AXIS, G_COM, G_INERTIA, G_MASS = 0, 3, 4, 5, 6, 9
-NGEOM = 10
-
-
-def kernel_arrays(model):
-    """Pack a Model into the three arrays the kernels take (few arguments = cheap calls)."""
-    N = model.nbodies
-    topo = np.stack([model.parent, model.jtype, model.q_idx, model.v_idx], axis=1).astype(np.int64)
-    geom = np.zeros((N, NGEOM, 3))
-    geom[:, G_XR:G_XR + 3] = model.X_R
-    geom[:, G_XP] = model.X_p
-    geom[:, G_AXIS] = model.axis
-    geom[:, G_COM] = model.com
-    geom[:, G_INERTIA:G_INERTIA + 3] = model.inertia
-    geom[:, G_MASS, 0] = model.mass
-    dofs = np.stack([model.dof_body, model.dof_parent], axis=1).astype(np.int64)
-    return np.ascontiguousarray(topo), np.ascontiguousarray(geom), np.ascontiguousarray(dofs)
+Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent X_R X_p axis com '
+                          'inertia mass gravity work')
+Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
 
 
 @njit(**_JIT)
-def workspace(N, nv):
-    """Per-call scratch in one allocation: R (N,3,3), p (N,3), Phi and Phid (nv,6), the world
-    inertias I (N,NI), vel (N,6), and W (6,N,6), free for the algorithm's own per-body rows."""
-    buf = np.empty(N * (9 + 3 + NI + 6 + 36) + nv * 12)
-    o1 = 9 * N
-    o2 = o1 + 3 * N
-    o3 = o2 + 6 * nv
-    o4 = o3 + 6 * nv
-    o5 = o4 + NI * N
-    o6 = o5 + 6 * N
-    return (buf[:o1].reshape((N, 3, 3)), buf[o1:o2].reshape((N, 3)), buf[o2:o3].reshape((nv, 6)),
-            buf[o3:o4].reshape((nv, 6)), buf[o4:o5].reshape((N, NI)), buf[o5:o6].reshape((N, 6)),
-            buf[o6:].reshape((6, N, 6)))
+def view2(a, o, n0, n1):
+    """a[o:o + n0 n1] as an (n0, n1) array of float64 (``reshape`` costs ~30 ns of run-time
+    checks per view in numba; a strided view of a known-contiguous buffer is free)."""
+    return as_strided(a[o:o + n0 * n1], shape=(n0, n1), strides=(8 * n1, 8))
+
+
+@njit(**_JIT)
+def view3(a, o, n0, n1, n2):
+    """a[o:o + n0 n1 n2] as an (n0, n1, n2) array of float64."""
+    return as_strided(a[o:o + n0 * n1 * n2], shape=(n0, n1, n2), strides=(8 * n1 * n2, 8 * n2, 8))
+
+
+@njit(**_JIT)
+def per_body_6x6(W):
+    """The (6, N, 6) scratch ``w.W`` seen as N 6x6 matrices (same memory)."""
+    N = W.shape[1]
+    return as_strided(W, shape=(N, 6, 6), strides=(288, 48, 8))
+
+
+@njit(inline='always', **_JIT)
+def tree(ints, reals):
+    """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
+    N, nv, nq = ints[0], ints[1], ints[2]
+    o = N_HEADER
+    parent, jtype = ints[o:o + N], ints[o + N:o + 2 * N]
+    q_idx, v_idx = ints[o + 2 * N:o + 3 * N], ints[o + 3 * N:o + 4 * N]
+    o += 4 * N
+    dof_body, dof_parent = ints[o:o + nv], ints[o + nv:o + 2 * nv]
+    work = ints[o + 2 * nv:]
+    gravity = reals[0:3]
+    X_R = view3(reals, 3, N, 3, 3)
+    o = 3 + 9 * N
+    X_p = view2(reals, o, N, 3)
+    axis = view2(reals, o + 3 * N, N, 3)
+    com = view2(reals, o + 6 * N, N, 3)
+    inertia = view3(reals, o + 9 * N, N, 3, 3)
+    mass = reals[o + 18 * N:o + 19 * N]
+    return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
+                com, inertia, mass, gravity, work)
+
+
+@njit(inline='always', **_JIT)
+def workspace(m, work):
+    """Named views of a Data buffer (layout ``WORK_FIELDS`` of model.py; field k is the k-th)."""
+    N, nv, o = m.N, m.nv, m.work
+    return Work(
+        view2(work, o[0], nv, nv), view2(work, o[1], nv, nv), view2(work, o[2], nv, nv),
+        work[o[3]:o[4]], work[o[4]:o[5]], work[o[5]:o[6]], work[o[6]:o[7]], work[o[7]:o[8]],
+        view2(work, o[8], 6, nv), work[o[9]:o[10]], work[o[10]:o[11]],
+        view3(work, o[11], N, 3, 3), view2(work, o[12], N, 3), view2(work, o[13], nv, 6),
+        view2(work, o[14], nv, 6), view2(work, o[15], N, NI), view2(work, o[16], N, 6),
+        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), work[o[19]:o[20]],
+        view3(work, o[20], nv, 6, 6), view2(work, o[21], nv, 6), work[o[22]:o[23]],
+        view3(work, o[23], nv, 6, 6))
+
+
+@njit(**_JIT)
+def forward_kinematics(m, q, w):
+    """placements + world_inertias: what every algorithm needs first."""
+    placements(m, q, w.R, w.pos, w.Phi)
+    world_inertias(m, w.R, w.pos, w.I)
 
 
 @njit(**_JIT)
@@ -61,10 +117,11 @@ def set6(A, i, x):
 
 
 @njit(**_JIT)
-def placements(topo, geom, q, R, p, Phi):
+def placements(m, q, R, p, Phi):
     """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF."""
-    for i in range(topo.shape[0]):
-        parent, jtype, qi, s = topo[i, 0], topo[i, 1], topo[i, 2], topo[i, 3]
+    X_R, X_p, axis = m.X_R, m.X_p, m.axis
+    for i in range(m.N):
+        parent, jtype, qi, s = m.parent[i], m.jtype[i], m.q_idx[i], m.v_idx[i]
         if jtype == FREE:
             # Free joint, Pinocchio's layout: q = [position, quaternion xyzw], v = body twist
             # [v_lin; w] in the base frame.  Phi maps it to the world spatial velocity:
@@ -81,14 +138,14 @@ def placements(topo, geom, q, R, p, Phi):
         if parent < 0:
             for r in range(3):
                 for c in range(3):
-                    R[i, r, c] = geom[i, G_XR + r, c]
-                p[i, r] = geom[i, G_XP, r]
+                    R[i, r, c] = X_R[i, r, c]
+                p[i, r] = X_p[i, r]
         else:
             for r in range(3):
-                R[i, r, 0], R[i, r, 1], R[i, r, 2] = _row_times(R, parent, r, geom, i, G_XR)
-                p[i, r] = (p[parent, r] + R[parent, r, 0] * geom[i, G_XP, 0]
-                           + R[parent, r, 1] * geom[i, G_XP, 1] + R[parent, r, 2] * geom[i, G_XP, 2])
-        x0, x1, x2 = geom[i, G_AXIS, 0], geom[i, G_AXIS, 1], geom[i, G_AXIS, 2]
+                R[i, r, 0], R[i, r, 1], R[i, r, 2] = _row_times(R, parent, r, X_R, i)
+                p[i, r] = (p[parent, r] + R[parent, r, 0] * X_p[i, 0]
+                           + R[parent, r, 1] * X_p[i, 1] + R[parent, r, 2] * X_p[i, 2])
+        x0, x1, x2 = axis[i, 0], axis[i, 1], axis[i, 2]
         a0 = R[i, 0, 0] * x0 + R[i, 0, 1] * x1 + R[i, 0, 2] * x2      # joint axis in the world
         a1 = R[i, 1, 0] * x0 + R[i, 1, 1] * x1 + R[i, 1, 2] * x2
         a2 = R[i, 2, 0] * x0 + R[i, 2, 1] * x1 + R[i, 2, 2] * x2
@@ -117,20 +174,21 @@ def placements(topo, geom, q, R, p, Phi):
 
 
 @njit(**_JIT)
-def world_inertias(geom, R, p, I):
+def world_inertias(m, R, p, I):
     """Body inertias in the world frame, rows (m, h, J): h = m c, J = R Ic R^T + m (|c|^2 1 - c c^T)."""
-    for i in range(geom.shape[0]):
-        mi = geom[i, G_MASS, 0]
-        cb0, cb1, cb2 = geom[i, G_COM, 0], geom[i, G_COM, 1], geom[i, G_COM, 2]
+    com, inertia = m.com, m.inertia
+    for i in range(m.N):
+        mi = m.mass[i]
+        cb0, cb1, cb2 = com[i, 0], com[i, 1], com[i, 2]
         c0 = p[i, 0] + R[i, 0, 0] * cb0 + R[i, 0, 1] * cb1 + R[i, 0, 2] * cb2
         c1 = p[i, 1] + R[i, 1, 0] * cb0 + R[i, 1, 1] * cb1 + R[i, 1, 2] * cb2
         c2 = p[i, 2] + R[i, 2, 0] * cb0 + R[i, 2, 1] * cb1 + R[i, 2, 2] * cb2
         I[i, 0] = mi
         I[i, I_H], I[i, I_H + 1], I[i, I_H + 2] = mi * c0, mi * c1, mi * c2
         # T = R Ic (rows t), then the upper triangle of T R^T
-        t00, t01, t02 = _row_times(R, i, 0, geom, i, G_INERTIA)
-        t10, t11, t12 = _row_times(R, i, 1, geom, i, G_INERTIA)
-        t20, t21, t22 = _row_times(R, i, 2, geom, i, G_INERTIA)
+        t00, t01, t02 = _row_times(R, i, 0, inertia, i)
+        t10, t11, t12 = _row_times(R, i, 1, inertia, i)
+        t20, t21, t22 = _row_times(R, i, 2, inertia, i)
         R00, R01, R02 = R[i, 0, 0], R[i, 0, 1], R[i, 0, 2]
         R10, R11, R12 = R[i, 1, 0], R[i, 1, 1], R[i, 1, 2]
         R20, R21, R22 = R[i, 2, 0], R[i, 2, 1], R[i, 2, 2]
@@ -144,29 +202,29 @@ def world_inertias(geom, R, p, I):
 
 
 @njit(**_JIT)
-def _row_times(R, i, r, geom, j, row):
-    """Row r of the 3x3 product R[i] G, G = geom[j, row:row + 3]."""
+def _row_times(R, i, r, G, j):
+    """Row r of the 3x3 product R[i] G[j]."""
     R0, R1, R2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
-    return (R0 * geom[j, row, 0] + R1 * geom[j, row + 1, 0] + R2 * geom[j, row + 2, 0],
-            R0 * geom[j, row, 1] + R1 * geom[j, row + 1, 1] + R2 * geom[j, row + 2, 1],
-            R0 * geom[j, row, 2] + R1 * geom[j, row + 1, 2] + R2 * geom[j, row + 2, 2])
+    return (R0 * G[j, 0, 0] + R1 * G[j, 1, 0] + R2 * G[j, 2, 0],
+            R0 * G[j, 0, 1] + R1 * G[j, 1, 1] + R2 * G[j, 2, 1],
+            R0 * G[j, 0, 2] + R1 * G[j, 1, 2] + R2 * G[j, 2, 2])
 
 
 @njit(**_JIT)
-def velocities(topo, dofs, Phi, qd, vel, Phid):
+def velocities(m, Phi, qd, vel, Phid):
     """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (seed 000, Alg. 1 lines 3-4)."""
-    nv = Phi.shape[0]
-    for i in range(topo.shape[0]):
-        parent = topo[i, 0]
+    nv, dof_body = m.nv, m.dof_body
+    for i in range(m.N):
+        parent = m.parent[i]
         v = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0) if parent < 0 else row6(vel, parent)
-        s = topo[i, 3]
-        while s < nv and dofs[s, 0] == i:
+        s = m.v_idx[i]
+        while s < nv and dof_body[s] == i:
             x = qd[s]
             v = (v[0] + Phi[s, 0] * x, v[1] + Phi[s, 1] * x, v[2] + Phi[s, 2] * x,
                  v[3] + Phi[s, 3] * x, v[4] + Phi[s, 4] * x, v[5] + Phi[s, 5] * x)
             s += 1
         set6(vel, i, v)
-        s = topo[i, 3]
-        while s < nv and dofs[s, 0] == i:
+        s = m.v_idx[i]
+        while s < nv and dof_body[s] == i:
             set6(Phid, s, motion_cross(v, row6(Phi, s)))
             s += 1

@@ -2,34 +2,71 @@
 
 A :class:`Model` holds the topology and the constant geometry and inertia of the moving
 bodies after fixed joints have been merged (Featherstone's "model" of a rigid-body tree,
-Pinocchio's ``Model``).  Per-call scratch lives inside the compiled kernels, so one model can
-be used from several threads at once.
+Pinocchio's ``Model``).  It is frozen: built once, its arrays read-only, never mutated
+(``model.copy(**changes)`` and ``attach_payload`` make new models).  Per-call scratch lives in
+a :class:`ros_dynamics.Data` workspace, so one model can be used from several threads at once
+(one Data per thread).
 
 Numbering (seed 000, Sec. 2.2): bodies are numbered so that ``parent[i] < i``; ``-1`` is the
 fixed world (the URDF root for a fixed base).  Each body has one joint with ``nv_i`` DoF
-(1 for revolute/prismatic, 6 for the free joint of a floating base).  Joint velocities are
-numbered body by body, so ``v_idx`` is increasing and the DoF tree (``dof_parent``) is the
-expanded tree of Featherstone's branch-induced sparsity (seed 003): ``dof_parent[s] < s``.
+(1 for revolute/prismatic, 6 for the free joint of a floating base, which is always body 0).
+Joint velocities are numbered body by body, so ``v_idx`` is increasing and the DoF tree
+(``dof_parent``) is the expanded tree of Featherstone's branch-induced sparsity (seed 003):
+``dof_parent[s] < s``.
+
+Kernel arrays (packed once here, read by every compiled algorithm)
+------------------------------------------------------------------
+The compiled kernels take the model as two flat read-only arrays, ``model.ints`` (int64) and
+``model.reals`` (float64), because every argument of a compiled call costs dispatch time.
+Inside a kernel ``kinematics.tree(ints, reals)`` unpacks them into named views (``m.parent``,
+``m.jtype``, ``m.q_idx``, ``m.v_idx``, ``m.dof_body``, ``m.dof_parent``, ``m.X_R``, ``m.X_p``,
+``m.axis``, ``m.com``, ``m.inertia``, ``m.mass``, ``m.gravity``, ``m.work``: the offsets of
+the workspace fields).  ``ints`` = [N, nv, nq, parent(N), jtype(N), q_idx(N), v_idx(N),
+dof_body(nv), dof_parent(nv), work offsets(len(WORK_FIELDS) + 1)];
+``reals`` = [gravity(3), X_R(9N), X_p(3N), axis(3N), com(3N), inertia(9N), mass(N)].
+
+Workspace layout (``WORK_FIELDS``): one float64 buffer per :class:`Data`, cut into the
+outputs (M, C, Mdot, g, the observer's p and C^T v, tau, ddq, a link Jacobian J, the state q, v
+the outputs were computed at) and the algorithms' scratch (world placements R, pos, motion
+subspaces Phi, Phid, world inertias I, body velocities vel, per-body 6x6 rows W, an nv x nv
+matrix H and an nv vector tmp; the operational-space compliance's articulated-body P, U, D and
+path products seg).  ``WORK_FIELDS`` is the single definition of that layout:
+Python's Data views and the kernels' ``kinematics.workspace`` read the same offsets.
 """
 
 import numpy as np
 
-# Joint types (``jtype``).
-REVOLUTE = 0     # revolute and continuous: q = angle about ``axis``
-PRISMATIC = 1    # q = displacement along ``axis``
-FREE = 2         # 6-DoF free joint at the root: q = [x y z qx qy qz qw], v = [v_lin, omega] (body frame)
+from .configuration import FREE, JOINT_NQ, JOINT_NV, PRISMATIC, REVOLUTE, base_nq, base_nv  # noqa: F401
+from .spatial import NI
 
-JOINT_NQ = {REVOLUTE: 1, PRISMATIC: 1, FREE: 7}
-JOINT_NV = {REVOLUTE: 1, PRISMATIC: 1, FREE: 6}
+# (name, shape in terms of N bodies, nv, nq); the order is the order in the buffer.
+WORK_FIELDS = (
+    ('M', ('nv', 'nv')), ('C', ('nv', 'nv')), ('Mdot', ('nv', 'nv')), ('g', ('nv',)),
+    ('p', ('nv',)), ('ctv', ('nv',)), ('tau', ('nv',)), ('ddq', ('nv',)), ('J', (6, 'nv')),
+    ('q', ('nq',)), ('v', ('nv',)),
+    ('R', ('N', 3, 3)), ('pos', ('N', 3)), ('Phi', ('nv', 6)), ('Phid', ('nv', 6)),
+    ('I', ('N', NI)), ('vel', ('N', 6)), ('W', (6, 'N', 6)), ('H', ('nv', 'nv')), ('tmp', ('nv',)),
+    # operational-space compliance (contact_compliance.py): articulated inertias P (reused for
+    # Upsilon), U = P H^*, D = H U, and the psi products along the paths between key nodes
+    ('P', ('nv', 6, 6)), ('U', ('nv', 6)), ('D', ('nv',)), ('seg', ('nv', 6, 6)),
+)
+WORK_INDEX = {name: k for k, (name, _) in enumerate(WORK_FIELDS)}
+N_HEADER = 3          # ints[0:3] = N, nv, nq
+
+
+def _readonly(a, dtype):
+    a = np.array(a, dtype=dtype)       # a private copy: the caller's array can't change the model
+    a.flags.writeable = False
+    return a
 
 
 class Model:
-    """Rigid-body tree with flat arrays for the compiled kernels.
+    """Rigid-body tree; frozen (read-only arrays, no attribute assignment after construction).
 
     Array attributes (N bodies, nv DoF):
 
     ``parent`` int64[N]      parent body, -1 for the world
-    ``jtype`` int64[N]       REVOLUTE, PRISMATIC or FREE
+    ``jtype`` int64[N]       REVOLUTE, PRISMATIC or FREE (FREE only for body 0)
     ``q_idx``, ``v_idx``     first index of the body's joint in q and v
     ``X_R`` float[N,3,3]     rotation of the joint frame in the parent body frame
     ``X_p`` float[N,3]       origin of the joint frame in the parent body frame
@@ -37,59 +74,97 @@ class Model:
     ``mass`` float[N]; ``com`` float[N,3]; ``inertia`` float[N,3,3] (about the CoM, body frame)
     ``dof_body`` int64[nv]   body of each DoF; ``dof_parent`` int64[nv]: DoF-tree parent (-1: none)
     ``gravity`` float[3]     gravitational acceleration in the world frame
+    ``ints``, ``reals``      the same, packed for the compiled kernels (module docstring)
+
+    ``warnings``: what the URDF loader skipped or assumed (a tuple of messages; empty for a
+    model made otherwise; :meth:`copy` keeps them).
     """
 
     def __init__(self, *, name, body_names, joint_names, parent, jtype, X_R, X_p, axis,
                  mass, com, inertia, link_frames, floating_base, gravity=(0.0, 0.0, -9.81),
-                 root_link='', mimic=None, joint_limits=None):
-        self.name = name
-        self.body_names = list(body_names)
-        self.floating_base = bool(floating_base)
-        self.root_link = root_link
-        self.parent = np.ascontiguousarray(parent, dtype=np.int64)
-        self.jtype = np.ascontiguousarray(jtype, dtype=np.int64)
-        N = len(self.parent)
-        if N == 0:
-            raise ValueError('the robot has no moving joint')
+                 root_link='', mimic=None, joint_limits=None, warnings=()):
+        set_ = object.__setattr__
+        set_(self, 'name', name)
+        set_(self, 'warnings', tuple(warnings))
+        set_(self, 'body_names', list(body_names))
+        set_(self, 'floating_base', bool(floating_base))
+        set_(self, 'root_link', root_link)
+        parent = np.asarray(parent, dtype=np.int64).reshape(-1)
+        jtype = np.asarray(jtype, dtype=np.int64).reshape(-1)
+        N = len(parent)
+        if len(jtype) != N:
+            raise ValueError('parent and jtype must have one entry per body')
         for i in range(N):
-            if not -1 <= self.parent[i] < i:
+            if not -1 <= parent[i] < i:
                 raise ValueError('bodies must be numbered so that parent[i] < i')
-            if self.jtype[i] == FREE and self.parent[i] != -1:
-                raise ValueError('a free joint is only supported at the root')
-        self.X_R = np.ascontiguousarray(X_R, dtype=np.float64).reshape(N, 3, 3)
-        self.X_p = np.ascontiguousarray(X_p, dtype=np.float64).reshape(N, 3)
-        self.axis = np.ascontiguousarray(axis, dtype=np.float64).reshape(N, 3)
-        self.mass = np.ascontiguousarray(mass, dtype=np.float64).reshape(N)
-        self.com = np.ascontiguousarray(com, dtype=np.float64).reshape(N, 3)
-        self.inertia = np.ascontiguousarray(inertia, dtype=np.float64).reshape(N, 3, 3)
-        self.gravity = np.ascontiguousarray(gravity, dtype=np.float64).reshape(3)
+            if int(jtype[i]) not in JOINT_NV:
+                raise ValueError(f'unknown joint type {int(jtype[i])} of body {i}')
+            if jtype[i] == FREE and i != 0:
+                raise ValueError('a free joint is only supported at the root (body 0)')
+        if (N > 0 and jtype[0] == FREE) != self.floating_base:
+            raise ValueError('floating_base must be True exactly when body 0 has a free joint')
+        fields = dict(
+            parent=_readonly(parent, np.int64), jtype=_readonly(jtype, np.int64),
+            X_R=_readonly(np.reshape(X_R, (N, 3, 3)), np.float64),
+            X_p=_readonly(np.reshape(X_p, (N, 3)), np.float64),
+            axis=_readonly(np.reshape(axis, (N, 3)), np.float64),
+            mass=_readonly(np.reshape(mass, (N,)), np.float64),
+            com=_readonly(np.reshape(com, (N, 3)), np.float64),
+            inertia=_readonly(np.reshape(inertia, (N, 3, 3)), np.float64),
+            gravity=_readonly(np.reshape(gravity, (3,)), np.float64))
 
-        nq_i = np.array([JOINT_NQ[int(t)] for t in self.jtype], dtype=np.int64)
-        nv_i = np.array([JOINT_NV[int(t)] for t in self.jtype], dtype=np.int64)
-        self.q_idx = np.concatenate([[0], np.cumsum(nq_i)[:-1]]).astype(np.int64)
-        self.v_idx = np.concatenate([[0], np.cumsum(nv_i)[:-1]]).astype(np.int64)
-        self.nq = int(nq_i.sum())
-        self.nv = int(nv_i.sum())
-        self.nbodies = N
-
+        nq_i = np.array([JOINT_NQ[int(t)] for t in jtype], dtype=np.int64)
+        nv_i = np.array([JOINT_NV[int(t)] for t in jtype], dtype=np.int64)
+        q_idx = (np.cumsum(nq_i) - nq_i).astype(np.int64)   # first index of each joint (empty if N = 0)
+        v_idx = (np.cumsum(nv_i) - nv_i).astype(np.int64)
+        nq, nv = int(nq_i.sum()), int(nv_i.sum())
         # DoF tree: within a multi-DoF joint each DoF hangs on the previous one, the first DoF of
         # a joint on the last DoF of the parent body's joint (expanded tree, seed 003).
-        self.dof_body = np.repeat(np.arange(N, dtype=np.int64), nv_i)
-        self.dof_parent = np.empty(self.nv, dtype=np.int64)
+        dof_body = np.repeat(np.arange(N, dtype=np.int64), nv_i)
+        dof_parent = np.empty(nv, dtype=np.int64)
         for i in range(N):
-            s0 = self.v_idx[i]
-            p = self.parent[i]
-            self.dof_parent[s0] = -1 if p < 0 else self.v_idx[p] + nv_i[p] - 1
+            s0, p = v_idx[i], parent[i]
+            dof_parent[s0] = -1 if p < 0 else v_idx[p] + nv_i[p] - 1
             for s in range(s0 + 1, s0 + nv_i[i]):
-                self.dof_parent[s] = s - 1
+                dof_parent[s] = s - 1
+        fields.update(q_idx=_readonly(q_idx, np.int64), v_idx=_readonly(v_idx, np.int64),
+                      dof_body=_readonly(dof_body, np.int64),
+                      dof_parent=_readonly(dof_parent, np.int64))
+        for key, value in fields.items():
+            set_(self, key, value)
+        set_(self, 'nq', nq)
+        set_(self, 'nv', nv)
+        set_(self, 'q_shape', (nq,))
+        set_(self, 'v_shape', (nv,))
+        set_(self, 'nbodies', N)
 
-        self.joint_names = list(joint_names)          # the named (non-free) joints, in v order
-        if len(self.joint_names) != self.nv - (6 if self.floating_base else 0):
+        joint_names = list(joint_names)               # the named (non-free) joints, in v order
+        if len(joint_names) != nv - base_nv(self):
             raise ValueError('joint_names does not match the joint layout')
+        set_(self, 'joint_names', joint_names)
         # link name -> (body index or -1 for the world, R, p of the link frame in the body frame)
-        self.link_frames = dict(link_frames)
-        self.mimic = dict(mimic or {})                # joint -> (leader joint, multiplier, offset)
-        self.joint_limits = dict(joint_limits or {})  # joint -> dict(lower, upper, velocity, effort)
+        set_(self, 'link_frames', dict(link_frames))
+        set_(self, 'mimic', dict(mimic or {}))                # joint -> (leader, multiplier, offset)
+        set_(self, 'joint_limits', dict(joint_limits or {}))  # joint -> dict(lower, upper, ...)
+
+        # -- the kernel arrays and the workspace layout (module docstring)
+        dims = {'N': N, 'nv': nv, 'nq': nq}
+        shapes, offsets = {}, [0]
+        for wname, shape in WORK_FIELDS:
+            shapes[wname] = tuple(dims[d] if isinstance(d, str) else d for d in shape)
+            offsets.append(offsets[-1] + int(np.prod(shapes[wname])))
+        set_(self, 'work_shapes', shapes)
+        set_(self, 'work_offsets', tuple(offsets))
+        set_(self, 'ints', _readonly(np.concatenate(
+            [[N, nv, nq], parent, jtype, q_idx, v_idx, dof_body, dof_parent, offsets]), np.int64))
+        f = fields
+        set_(self, 'reals', _readonly(np.concatenate(
+            [f['gravity'], f['X_R'].ravel(), f['X_p'].ravel(), f['axis'].ravel(), f['com'].ravel(),
+             f['inertia'].ravel(), f['mass']]), np.float64))
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f'ros_dynamics.Model is frozen (cannot set {key!r}); '
+                             'use model.copy(**changes) for a modified model')
 
     # -- conveniences -------------------------------------------------------------------------
     @property
@@ -99,18 +174,16 @@ class Model:
 
     def joint_v_index(self, name):
         """Index in v (and in the rows of M) of the named joint."""
-        return self.joint_names.index(name) + (6 if self.floating_base else 0)
+        return self.joint_names.index(name) + base_nv(self)
 
     def joint_q_index(self, name):
         """Index in q of the named joint."""
-        return self.joint_names.index(name) + (7 if self.floating_base else 0)
+        return self.joint_names.index(name) + base_nq(self)
 
     def neutral(self):
         """The neutral configuration (zeros; identity quaternion for a floating base)."""
-        q = np.zeros(self.nq)
-        if self.floating_base:
-            q[6] = 1.0
-        return q
+        from .configuration import neutral
+        return neutral(self)
 
     def total_mass(self):
         return float(self.mass.sum())
@@ -121,7 +194,7 @@ class Model:
                     parent=self.parent, jtype=self.jtype, X_R=self.X_R, X_p=self.X_p, axis=self.axis,
                     mass=self.mass, com=self.com, inertia=self.inertia, link_frames=self.link_frames,
                     floating_base=self.floating_base, gravity=self.gravity, root_link=self.root_link,
-                    mimic=self.mimic, joint_limits=self.joint_limits)
+                    mimic=self.mimic, joint_limits=self.joint_limits, warnings=self.warnings)
         args.update(changes)
         return Model(**args)
 
@@ -155,3 +228,13 @@ def attach_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
     masses, coms, inertias = model.mass.copy(), model.com.copy(), model.inertia.copy()
     masses[body], coms[body], inertias[body] = m, c, Ic
     return model.copy(mass=masses, com=coms, inertia=inertias)
+
+
+def massless_bodies(model):
+    """Indices of the moving bodies that carry no mass or inertia and have none below them:
+    their rows of M are zero, so M is singular (forward dynamics refuses such a model)."""
+    carries = (model.mass > 0.0) | (np.trace(model.inertia, axis1=1, axis2=2) > 0.0)
+    for i in range(model.nbodies - 1, 0, -1):
+        if model.parent[i] >= 0:
+            carries[model.parent[i]] |= carries[i]
+    return np.flatnonzero(~carries)

@@ -11,31 +11,29 @@ For the Christoffel-consistent C this is the familiar C^T v = dT/dq.  g comes fr
 
 from numba import njit
 
-from .kinematics import placements, set6, velocities, workspace, world_inertias
+from .kinematics import forward_kinematics, set6, velocities
 from .spatial import _JIT, add_row, dot6, gravity_force, inertia_times, row6
 
 
 @njit(**_JIT)
-def momentum_terms(topo, geom, dofs, gravity, q, qd, p_out, ctv_out, g_out):
+def momentum_terms(m, q, qd, p_out, ctv_out, g_out, w):
     """p = M(q) qd, C(q, qd)^T qd and g(q), each (nv,)."""
-    N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, Phid, I, vel, W = workspace(N, nv)
-    hC = W[0]
-    placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, I)
-    velocities(topo, dofs, Phi, qd, vel, Phid)
+    N, nv = m.N, m.nv
+    Phi, Phid, I, vel, hC = w.Phi, w.Phid, w.I, w.vel, w.W[0]
+    forward_kinematics(m, q, w)
+    velocities(m, Phi, qd, vel, Phid)
     for i in range(N):
         set6(hC, i, inertia_times(I, i, row6(vel, i)))   # I_i v_i
     s = nv - 1
     for b in range(N - 1, -1, -1):
-        fg = gravity_force(I, b, gravity)
+        fg = gravity_force(I, b, m.gravity)
         h = row6(hC, b)
-        while s >= 0 and dofs[s, 0] == b:
+        while s >= 0 and m.dof_body[s] == b:
             p_out[s] = dot6(Phi, s, h)
             ctv_out[s] = dot6(Phid, s, h)
             g_out[s] = dot6(Phi, s, fg)
             s -= 1
-        parent = topo[b, 0]
+        parent = m.parent[b]
         if parent >= 0:
             add_row(hC, b, parent)
             add_row(I, b, parent)

@@ -9,33 +9,30 @@ composite mass and first moment are needed.
 
 from numba import njit
 
-from .kinematics import placements, set6, velocities, workspace, world_inertias
+from .kinematics import forward_kinematics, set6, velocities
 from .spatial import _JIT, add6, add_row, dot6, force_cross, gravity_force, inertia_times, row6
 
 
 @njit(**_JIT)
-def rnea(topo, geom, dofs, gravity, q, qd, qdd, tau):
+def rnea(m, q, qd, qdd, tau, w):
     """tau = M(q) qdd + C(q, qd) qd + g(q)."""
-    N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, Phid, I, vel, W = workspace(N, nv)
-    placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, I)
-    velocities(topo, dofs, Phi, qd, vel, Phid)
-    newton_euler(topo, dofs, gravity, Phi, Phid, I, vel, qd, qdd, W[0], W[1], tau)
+    forward_kinematics(m, q, w)
+    velocities(m, w.Phi, qd, w.vel, w.Phid)
+    newton_euler(m, w.Phi, w.Phid, w.I, w.vel, qd, qdd, w.W[0], w.W[1], tau)
 
 
 @njit(**_JIT)
-def newton_euler(topo, dofs, gravity, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
+def newton_euler(m, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
     """The two sweeps, given the kinematics; ``acc`` and ``f`` are (N, 6) scratch."""
-    N, nv = topo.shape[0], dofs.shape[0]
+    N, nv, gravity, dof_body = m.N, m.nv, m.gravity, m.dof_body
     for i in range(N):
-        parent = topo[i, 0]
+        parent = m.parent[i]
         if parent < 0:                                  # a_0 = -gravity
             a = (0.0, 0.0, 0.0, -gravity[0], -gravity[1], -gravity[2])
         else:
             a = row6(acc, parent)
-        s = topo[i, 3]
-        while s < nv and dofs[s, 0] == i:               # a_i = a_p(i) + Phi_i qdd_i + Phid_i qd_i  (12)
+        s = m.v_idx[i]
+        while s < nv and dof_body[s] == i:              # a_i = a_p(i) + Phi_i qdd_i + Phid_i qd_i  (12)
             x, y = qdd[s], qd[s]
             a = (a[0] + Phi[s, 0] * x + Phid[s, 0] * y, a[1] + Phi[s, 1] * x + Phid[s, 1] * y,
                  a[2] + Phi[s, 2] * x + Phid[s, 2] * y, a[3] + Phi[s, 3] * x + Phid[s, 3] * y,
@@ -46,27 +43,25 @@ def newton_euler(topo, dofs, gravity, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
         set6(f, i, add6(inertia_times(I, i, a), force_cross(v, inertia_times(I, i, v))))
     s = nv - 1
     for i in range(N - 1, -1, -1):                      # tau_i = Phi_i^T sum_{k >= i} f_k  (13)
-        while s >= 0 and dofs[s, 0] == i:
+        while s >= 0 and dof_body[s] == i:
             tau[s] = dot6(Phi, s, row6(f, i))
             s -= 1
-        if topo[i, 0] >= 0:
-            add_row(f, i, topo[i, 0])
+        if m.parent[i] >= 0:
+            add_row(f, i, m.parent[i])
 
 
 @njit(**_JIT)
-def generalized_gravity(topo, geom, dofs, gravity, q, g):
+def generalized_gravity(m, q, g, w):
     """g(q) = RNEA(q, 0, 0): g_i = Phi_i^T I^C_i a_0 (only the composite m and h are needed)."""
-    N, nv = topo.shape[0], dofs.shape[0]
-    R, p, Phi, _, I, _, _ = workspace(N, nv)
-    placements(topo, geom, q, R, p, Phi)
-    world_inertias(geom, R, p, I)
-    s = nv - 1
-    for i in range(N - 1, -1, -1):
-        fg = gravity_force(I, i, gravity)
-        while s >= 0 and dofs[s, 0] == i:
+    forward_kinematics(m, q, w)
+    Phi, I = w.Phi, w.I
+    s = m.nv - 1
+    for i in range(m.N - 1, -1, -1):
+        fg = gravity_force(I, i, m.gravity)
+        while s >= 0 and m.dof_body[s] == i:
             g[s] = dot6(Phi, s, fg)
             s -= 1
-        parent = topo[i, 0]
+        parent = m.parent[i]
         if parent >= 0:
             for c in range(4):                          # m and h
                 I[parent, c] += I[i, c]

@@ -64,27 +64,33 @@ __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_cont
            'friction_torque', 'joint_child_links', 'calibrate_thresholds']
 
 
-def _rd():
-    # The core functions are reached through the package at call time, so this module can be
-    # imported by ros_dynamics/__init__.py without a circular import.
-    import ros_dynamics
-    return ros_dynamics
-
-
-def _vec(x, n, name):
-    """1-D float array of length n, finite (the core library's validation, same messages)."""
-    from ..core.api import _vector
-    return _vector(x, n, name)
+from ..core.api import Data, check_state, check_vector as _vec, link_jacobian, observer_terms
 
 
 @njit(cache=True, nogil=True)
-def _residual_step(r, gain, dt, p0, p1, beta0, beta1, tau):
+def _residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average):
     """One exact zero-order-hold step of the residual filter, in place (module docstring):
-    r <- e^{-K dt} r + (1 - e^{-K dt}) w,  w = (p1 - p0)/dt - tau - (beta0 + beta1)/2."""
+
+        beta1 = C^T v - g - tau_f at the new sample,  tau = tau1 (or (tau0 + tau1)/2 if average),
+        w = (p1 - p0)/dt - tau - (beta0 + beta1)/2,   r <- e^{-K dt} r + (1 - e^{-K dt}) w,
+
+    then the new sample becomes the last one: p0 <- p1, beta0 <- beta1, tau0 <- tau1."""
     for i in range(r.shape[0]):
+        b1 = ctv1[i] - g1[i] - tf1[i]
+        t = 0.5 * (tau0[i] + tau1[i]) if average else tau1[i]
         a = math.exp(-gain[i] * dt)
-        w = (p1[i] - p0[i]) / dt - tau[i] - 0.5 * (beta0[i] + beta1[i])
+        w = (p1[i] - p0[i]) / dt - t - 0.5 * (beta0[i] + b1)
         r[i] = a * r[i] + (1.0 - a) * w
+        p0[i], beta0[i], tau0[i] = p1[i], b1, tau1[i]
+
+
+@njit(cache=True, nogil=True)
+def _any_above(r, threshold):
+    """any(|r_i| > threshold_i) in one compiled call (the detector's free-motion fast path)."""
+    for i in range(r.shape[0]):
+        if abs(r[i]) > threshold[i]:
+            return True
+    return False
 
 
 def _per_joint(x, n, name, positive=False, nonneg=False):
@@ -150,12 +156,14 @@ class MomentumObserver:
         self.friction_velocity_eps = float(friction_velocity_eps)
         self.tau_average = bool(tau_average)
         self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
-        self._r = np.zeros(self.nv)
-        self._p = None        # p at the last sample
-        self._beta = None     # β at the last sample
-        self._tau = None      # τ of the last sample
-        self._q = None
-        self._v = None
+        self._data = Data(model)                  # workspace of update(q, v, ...)
+        n = self.nv
+        self._r = np.zeros(n)
+        self._p, self._beta, self._tau = np.zeros(n), np.zeros(n), np.zeros(n)   # last sample
+        self._q, self._v = np.zeros(self.nq), np.zeros(n)                           # last state
+        self._zeros = np.zeros(n)
+        self._initialized = False
+        self._have_tau = False
         self.samples = 0
 
     # -- configuration ----------------------------------------------------------------------
@@ -174,8 +182,8 @@ class MomentumObserver:
         if coulomb is not None:
             self.friction_coulomb = _per_joint(coulomb, self.nv, 'friction_coulomb', nonneg=True)
         self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
-        if self._q is not None:
-            self._beta = self._terms(self._q, self._v)[1]
+        if self._initialized:
+            self._terms(self._q, self._v, self._p, self._beta)
 
     def set_model(self, model):
         """Use another model (e.g. with a payload attached) from the next sample on.
@@ -186,8 +194,9 @@ class MomentumObserver:
         if int(model.nv) != self.nv or int(model.nq) != self.nq:
             raise ValueError('the new model has a different number of joints')
         self.model = model
-        if self._q is not None:
-            self._p, self._beta = self._terms(self._q, self._v)
+        self._data = Data(model)
+        if self._initialized:
+            self._terms(self._q, self._v, self._p, self._beta)
 
     # -- state --------------------------------------------------------------------------------
     @property
@@ -197,26 +206,46 @@ class MomentumObserver:
 
     @property
     def initialized(self):
-        return self._p is not None
+        return self._initialized
 
-    def _terms(self, q, v):
-        """(p, β) at (q, v) from one fused O(N) pass: β = Cᵀv − g − τ_f(v)."""
-        p, beta, g = _rd().observer_terms(self.model, q, v)
-        beta -= g
-        if self._friction_on:
-            beta -= friction_torque(v, self.friction_viscous, self.friction_coulomb,
-                                    self.friction_velocity_eps)
-        return p, beta
+    def _friction(self, v):
+        """τ_f(v), or zeros without a friction model."""
+        if not self._friction_on:
+            return self._zeros
+        return friction_torque(v, self.friction_viscous, self.friction_coulomb,
+                               self.friction_velocity_eps)
+
+    def _terms(self, q, v, p_out, beta_out):
+        """(p, β) at the validated state (q, v), from one fused O(N) pass, into the buffers."""
+        p, ctv, g = observer_terms(self.model, q, v, data=self._data)
+        p_out[:] = p
+        np.subtract(ctv, g, out=beta_out)
+        beta_out -= self._friction(v)
+
+    def _start(self, q, v, tau):
+        """Initialize at the state whose p, β are in self._p, self._beta."""
+        self._q[:], self._v[:] = q, v
+        self._have_tau = tau is not None
+        if self._have_tau:
+            self._tau[:] = tau
+        self._r[:] = 0.0
+        self._initialized = True
+        self.samples = 0
 
     def reset(self, q, v, tau=None):
         """Start over at this state: ``p(0) = M(q) v``, residual zero."""
-        q = _vec(q, self.nq, 'q')
-        v = _vec(v, self.nv, 'v')
-        self._p, self._beta = self._terms(q, v)
-        self._tau = None if tau is None else _vec(tau, self.nv, 'tau').copy()
-        self._q, self._v = q.copy(), v.copy()
-        self._r = np.zeros(self.nv)
-        self.samples = 0
+        q, v = check_state(self.model, q, v)
+        tau = None if tau is None else _vec(tau, self.nv, 'tau')
+        self._terms(q, v, self._p, self._beta)
+        self._start(q, v, tau)
+
+    def reset_from(self, data, tau=None):
+        """:meth:`reset` at the state of a workspace filled by ``rd.compute_all_terms``."""
+        tau = None if tau is None else _vec(tau, self.nv, 'tau')
+        self._p[:] = data.p
+        np.subtract(data.ctv, data.g, out=self._beta)
+        self._beta -= self._friction(data.v)
+        self._start(data.q, data.v, tau)
 
     def update(self, q, v, tau, dt):
         """Process one sample; returns the residual (nv,) after it.
@@ -225,24 +254,39 @@ class MomentumObserver:
         (see module docstring).  The first call after construction only initializes the
         observer (as :meth:`reset`) and returns zeros.
         """
-        q = _vec(q, self.nq, 'q')
-        v = _vec(v, self.nv, 'v')
-        tau = _vec(tau, self.nv, 'tau')
-        dt = float(dt)
-        if not (math.isfinite(dt) and dt > 0.0):
-            raise ValueError(f'dt must be a positive finite number, got {dt}')
-        if self._p is None:
+        q, v, tau = check_state(self.model, q, v, tau=tau)
+        dt = _positive_dt(dt)
+        if not self._initialized:
             self.reset(q, v, tau)
             return self._r.copy()
-        p1, beta1 = self._terms(q, v)
-        tau_eff = tau
-        if self.tau_average and self._tau is not None:
-            tau_eff = 0.5 * (tau + self._tau)
-        _residual_step(self._r, self._gain, dt, self._p, p1, self._beta, beta1, tau_eff)
-        self._p, self._beta, self._tau = p1, beta1, tau.copy()
-        self._q, self._v = q.copy(), v.copy()
+        p, ctv, g = observer_terms(self.model, q, v, data=self._data)
+        return self._step(p, ctv, g, q, v, tau, dt)
+
+    def update_from(self, data, tau, dt):
+        """:meth:`update` with p = M v, Cᵀ v, g and the state taken from ``data``, a workspace
+        that ``rd.compute_all_terms(model, q, v, data)`` filled for this sample (same model):
+        no kinematics pass of its own.  Only ``tau`` and ``dt`` are validated here."""
+        tau = _vec(tau, self.nv, 'tau')
+        dt = _positive_dt(dt)
+        if not self._initialized:
+            self.reset_from(data, tau)
+            return self._r.copy()
+        return self._step(data.p, data.ctv, data.g, data.q, data.v, tau, dt)
+
+    def _step(self, p, ctv, g, q, v, tau, dt):
+        _residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
+                       self._friction(v), tau, self.tau_average and self._have_tau)
+        self._have_tau = True
+        self._q[:], self._v[:] = q, v
         self.samples += 1
         return self._r.copy()
+
+
+def _positive_dt(dt):
+    dt = float(dt)
+    if not (math.isfinite(dt) and dt > 0.0):
+        raise ValueError(f'dt must be a positive finite number, got {dt}')
+    return dt
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,25 +298,13 @@ def joint_child_links(model):
 
     Floating-base DoFs (0..5) map to the base link.  Returns a list of length nv.
     """
-    names = list(getattr(model, 'body_names', None) or model.link_names)
-    dof_body = getattr(model, 'dof_body', None)
-    if dof_body is not None:
-        return [names[int(b)] for b in dof_body]
-    nv = int(model.nv)
-    if len(names) == nv:
-        return names
-    if getattr(model, 'floating_base', False) and len(names) == nv - 5:
-        return [names[0]] * 6 + names[1:]
-    raise ValueError('cannot map joints to links for this model')
+    return [model.body_names[int(b)] for b in model.dof_body]
 
 
 def _dof_depth(model):
     """Depth of each DoF in the DoF tree (number of DoFs on the path from the root)."""
     nv = int(model.nv)
-    parent = getattr(model, 'dof_parent', None)
-    if parent is None:   # serial chain assumption
-        return np.arange(1, nv + 1), np.arange(-1, nv - 1)
-    parent = np.asarray(parent, dtype=int)
+    parent = np.asarray(model.dof_parent, dtype=int)
     depth = np.zeros(nv, dtype=int)
     for s in range(nv):
         depth[s] = 1 if parent[s] < 0 else depth[parent[s]] + 1
@@ -329,21 +361,24 @@ class ContactDetector:
 
     def reset(self):
         self._active = np.zeros(self.nv, dtype=bool)
+        self._any_active = False
+        self._no_joints = np.zeros(self.nv, dtype=bool)
+        self._no_joints.flags.writeable = False      # shared by the free-motion states
         self._above_count = 0
         self._in_contact = False
         self.state = ContactState(joints=self._active.copy())
 
     def update(self, r):
         r = _vec(r, self.nv, 'r')
-        mag = np.abs(r)
-        above = mag > self.threshold
-        if not (self._in_contact or above.any() or self._active.any()):
+        if not (self._in_contact or self._any_active or _any_above(r, self.threshold)):
             # the usual case, free motion: nothing active, nothing to isolate
             self._above_count = 0
-            self.state = ContactState(False, None, np.zeros(self.nv, dtype=bool), None, [],
-                                      False, False)
+            self.state = ContactState(False, None, self._no_joints, None, [], False, False)
             return self.state
+        mag = np.abs(r)
+        above = mag > self.threshold
         self._active = above | (self._active & (mag >= self.release_ratio * self.threshold))
+        self._any_active = bool(self._active.any())
         self._above_count = self._above_count + 1 if above.any() else 0
         was = self._in_contact
         if not was:
@@ -393,12 +428,9 @@ def estimate_contact_wrench(model, q, r, link, point=None, force_only=False, rco
     right model for a point contact at a known location and needs only 3 joints between the
     root and the link instead of 6.
     """
-    nq, nv = int(model.nq), int(model.nv)
-    q = _vec(q, nq, 'q')
+    nv = int(model.nv)
     r = _vec(r, nv, 'r')
-    J = np.asarray(_rd().link_jacobian(model, q, link, point), dtype=float)
-    if J.shape != (6, nv):
-        raise ValueError(f'link Jacobian has shape {J.shape}, expected (6, {nv})')
+    J = link_jacobian(model, q, link, point)
     if force_only:
         f = np.linalg.lstsq(J[:3].T, r, rcond=rcond)[0]
         return np.concatenate([f, np.zeros(3)])

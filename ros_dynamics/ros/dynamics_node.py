@@ -6,11 +6,18 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
   base only), ``robot_description`` (std_msgs/String, transient local; used while the
   ``robot_description`` parameter is empty), ``~/commanded_torque`` (sensor_msgs/JointState,
   observer effort source ``commanded_torque``);
-* publishes ``~/mass_matrix``, ``~/coriolis_matrix``, ``~/mass_matrix_dot``, ``~/christoffel``
-  (std_msgs/Float64MultiArray), ``~/gravity_torque``, ``~/external_torque``
-  (sensor_msgs/JointState), ``~/contact`` (std_msgs/Bool), ``~/contact_link`` (std_msgs/String,
-  isolated link) and, while in contact, ``~/contact_wrench`` (geometry_msgs/WrenchStamped);
-* services ``~/compute_christoffel`` and ``~/reset_observer`` (std_srvs/Trigger).
+* publishes per accepted joint state one ``~/dynamics`` (ros_dynamics_msgs/Dynamics: M, C,
+  dM/dt, g with the joint state's stamp), every ``christoffel_decimation``-th one
+  ``~/christoffel`` (ros_dynamics_msgs/Christoffel; reliable, transient local, depth 1), and per
+  observer update ``~/external_torque`` (sensor_msgs/JointState, effort = residual) and,
+  while in contact and once when free, ``~/contact_estimate`` (ros_dynamics_msgs/ContactEstimate);
+  ``~/gravity_torque``
+  (sensor_msgs/JointState) on request;
+* services ``~/get_dynamics`` (GetDynamics), ``~/get_christoffel`` (GetChristoffel) at a
+  requested or the latest accepted state, ``~/reset_observer`` (std_srvs/Trigger).
+
+Without the interface package ``ros_dynamics_msgs`` the node runs with its standard-type outputs
+only (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package.
 
 Input policy (each rejected message is logged, throttled, and produces no output at all):
 
@@ -20,21 +27,22 @@ Input policy (each rejected message is logged, throttled, and produces no output
   effort of a required joint, empty ``velocity`` (unless ``allow_missing_velocity``: then the
   velocities are taken as zero), floating base without a valid odometry message yet.
 * empty ``effort`` (effort source ``joint_state``): the dynamics terms are published, the
-  observer is not updated and ``~/external_torque`` / ``~/contact*`` are not published.
+  observer is not updated and ``~/external_torque`` / ``~/contact_estimate`` are not published.
 
-Design for speed: one preallocated output message per topic whose ``data``/``effort`` field is
-an ``array.array('d')`` shared with a numpy view, so a cycle is: map names (cached index array),
-one fused ``rd.dynamics`` call, ``numpy.copyto`` into the views and ``publish``.
-All state belonging to one robot model lives in one ``_Engine`` object, built completely
-(including a warm-up call of every kernel) before it replaces the current one.
+Design for speed (1 kHz): every output message is preallocated once per model; its array fields
+are ``array.array('d')`` objects shared with numpy views, so a cycle writes the results straight
+into the message fields (the joint positions and velocities are gathered directly into the
+``~/dynamics`` message) and publishes. All core-library calls of one cycle are in
+:meth:`DynamicsNode._core_cycle`. All state belonging to one robot model lives in one ``_Engine``
+object, built completely (including a warm-up call of every kernel) before it replaces the
+current one.
 """
 from __future__ import annotations
 
 import array
-import inspect
+import gc
 import math
 import os
-import gc
 import sys
 import time
 
@@ -46,29 +54,46 @@ if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') =
     # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.
     ros_compat.reexec_if_needed()
 
-import rclpy  # noqa: E402
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange  # noqa: E402
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult  # noqa: E402
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType  # noqa: E402
+from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E402
                        ReliabilityPolicy)
 from nav_msgs.msg import Odometry  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from geometry_msgs.msg import WrenchStamped  # noqa: E402
-from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension, String  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+import rclpy.logging  # noqa: E402
+
+# Importing the core loads its compiled kernels, and compiles them on the first start after an
+# install or update (cached on disk afterwards): say so before the wait, not after it.
+rclpy.logging.get_logger('dynamics').info(
+    'loading the dynamics kernels (the first start after an install compiles them: up to a minute)')
 import ros_dynamics as rd  # noqa: E402
+from ros_dynamics.ros import process  # noqa: E402
 
-#: names of the six floating-base entries in ``~/gravity_torque`` / ``~/external_torque``
-#: (the generalized force dual to v = [v_lin, omega] in the base frame: force, then torque).
-BASE_DOF_NAMES = ('floating_base/force_x', 'floating_base/force_y', 'floating_base/force_z',
-                  'floating_base/torque_x', 'floating_base/torque_y', 'floating_base/torque_z')
+try:  # the interface package; optional (see BUILD_HINT)
+    from ros_dynamics_msgs.msg import Christoffel, ContactEstimate, Dynamics
+    from ros_dynamics_msgs.srv import GetChristoffel, GetDynamics
+    HAVE_MSGS = True
+except ImportError:  # pragma: no cover - exercised by a test in a separate process
+    Christoffel = ContactEstimate = Dynamics = GetChristoffel = GetDynamics = None
+    HAVE_MSGS = False
 
-OUTPUT_FLAGS = ('publish_mass_matrix', 'publish_coriolis_matrix', 'publish_mass_matrix_dot',
-                'publish_gravity_torque', 'publish_external_torque', 'publish_contact',
-                'publish_contact_link', 'publish_contact_wrench')
+BUILD_HINT = (
+    'the interface package ros_dynamics_msgs is not installed: only the standard-type outputs '
+    '~/external_torque and ~/gravity_torque (sensor_msgs/JointState) are published; ~/dynamics, '
+    '~/christoffel, ~/contact_estimate, ~/get_dynamics and ~/get_christoffel are off. Build it: '
+    'in a clone of ros_dynamics run scripts/build_interfaces.sh (scripts/setup_env.sh does it); on '
+    'a ROS 2 system `colcon build --paths <repo> <repo>/ros_dynamics_msgs` and source '
+    'install/setup.bash (README, "Building")')
+
+#: names of the six floating-base coordinates (v = [v_lin, omega] in the base frame, linear
+#: first; in a force vector: force, then torque), first in every ``names`` array.
+BASE_DOF_NAMES = ('floating_base/linear_x', 'floating_base/linear_y', 'floating_base/linear_z',
+                  'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z')
 
 #: parameters that change the model (a change rebuilds it, or is rejected if that fails)
 MODEL_PARAMS = ('robot_description', 'floating_base', 'gravity')
@@ -77,64 +102,77 @@ OBSERVER_PARAMS = ('observer_enabled', 'observer_gain', 'observer_friction_visco
 EFFORT_SOURCES = ('joint_state', 'commanded_torque')
 RELIABILITIES = {'reliable': ReliabilityPolicy.RELIABLE,
                  'best_effort': ReliabilityPolicy.BEST_EFFORT}
+EXECUTORS = ('single', 'events')
 
-# (name, default, description, extra descriptor fields)
+_DOUBLES = {'type': ParameterType.PARAMETER_DOUBLE_ARRAY}
+
+# (name, default, description, extra descriptor fields). Every parameter has a fixed type (the
+# descriptor's or the default's): `ros2 param set observer_gain 20.0` is rejected, write [20.0].
 _PARAMS = (
     ('robot_description', '',
      'URDF XML of the robot. Empty: use the latest message on the robot_description topic.', {}),
     ('floating_base', False,
      'Give the URDF root a 6-DoF free joint; base pose/twist come from the odom topic.', {}),
     ('gravity', [0.0, 0.0, -9.81],
-     'Gravity vector [gx, gy, gz] in m/s^2 in the world (root) frame.', {'dynamic_typing': True}),
-    ('publish_mass_matrix', True, 'Publish ~/mass_matrix.', {}),
-    ('publish_coriolis_matrix', True, 'Publish ~/coriolis_matrix.', {}),
-    ('publish_mass_matrix_dot', True, 'Publish ~/mass_matrix_dot.', {}),
-    ('publish_gravity_torque', True, 'Publish ~/gravity_torque.', {}),
-    ('publish_external_torque', True, 'Publish ~/external_torque (observer residual).', {}),
-    ('publish_contact', True, 'Publish ~/contact (observer detection).', {}),
-    ('publish_contact_link', True,
-     'Publish ~/contact_link (isolated contact link, empty string when free).', {}),
-    ('publish_contact_wrench', True,
-     'Publish ~/contact_wrench (least-squares contact force estimate) while in contact.', {}),
+     'Gravity vector [gx, gy, gz] in m/s^2 in the world (root) frame.', _DOUBLES),
+    ('world_frame', '',
+     'frame_id of the outputs (the world frame of gravity and of the floating-base pose). '
+     "Empty: the URDF root link for a fixed base, 'world' for a floating one.", {}),
+    ('publish_dynamics', True, 'Publish ~/dynamics (M, C, dM/dt, g per joint state).', {}),
+    ('publish_external_torque', True,
+     'Publish ~/external_torque (sensor_msgs/JointState, effort = observer residual).', {}),
+    ('publish_contact_estimate', True,
+     'Publish ~/contact_estimate (detection, isolated links, wrench): every observer update '
+     'while in contact, and once when free (first update, release).', {}),
+    ('publish_gravity_torque', False,
+     'Also publish ~/gravity_torque (sensor_msgs/JointState, effort = g); always on when '
+     'ros_dynamics_msgs is not installed.', {}),
     ('contact_wrench_link', '',
-     'Link at which ~/contact_wrench is estimated; empty: the isolated contact link.', {}),
+     'Link at which the contact wrench is estimated; empty: the isolated contact link.', {}),
     ('contact_wrench_point', [0.0, 0.0, 0.0],
-     'Contact point in the frame of that link (m): where the force is assumed to act.',
-     {'dynamic_typing': True}),
+     'Contact point in the frame of that link (m): where the force is assumed to act.', _DOUBLES),
     ('contact_wrench_force_only', True,
      'Estimate a pure force at the point (J_lin^T f = r, needs >= 3 joints up to the link); '
      'False: a minimum-norm 6-D wrench.', {}),
     ('christoffel_stream', True,
-     'Publish ~/christoffel with the other terms (every christoffel_decimation-th accepted '
-     'joint state). False: only on the ~/compute_christoffel service.', {}),
-    ('christoffel_decimation', 1, 'Stream Gamma every N-th accepted joint state (N >= 1).',
+     'Publish ~/christoffel every christoffel_decimation-th accepted joint state. False: only '
+     'the ~/get_christoffel service.', {}),
+    ('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state (N >= 1).',
      {'integer_range': [IntegerRange(from_value=1, to_value=1000000, step=1)]}),
-    ('qos_depth', 10, 'History depth of the output topics (except ~/christoffel: depth 1).',
-     {'read_only': True, 'integer_range': [IntegerRange(from_value=1, to_value=10000, step=1)]}),
+    ('qos_depth', 500,
+     'History depth of the output topics (except ~/christoffel: depth 1). Deep enough that a '
+     'reliable subscriber that falls behind for a while (ros2 topic echo) loses nothing at 1 kHz.',
+     {'read_only': True, 'integer_range': [IntegerRange(from_value=1, to_value=100000, step=1)]}),
     ('qos_reliability', 'reliable',
      "Reliability of the output topics except ~/christoffel: 'reliable' or 'best_effort'.",
      {'read_only': True}),
-    ('input_qos_depth', 10, 'History depth of the joint_states/odom/commanded_torque inputs.',
-     {'read_only': True, 'integer_range': [IntegerRange(from_value=1, to_value=10000, step=1)]}),
+    ('input_qos_depth', 1000,
+     'History depth of the joint_states/odom/commanded_torque inputs (a burst of this many '
+     'messages is queued, not dropped).',
+     {'read_only': True, 'integer_range': [IntegerRange(from_value=1, to_value=100000, step=1)]}),
     ('input_qos_reliability', 'reliable',
      "Reliability of the inputs: 'reliable' or 'best_effort' (best_effort also receives from "
      'reliable publishers).', {'read_only': True}),
+    ('executor', 'events',
+     "rclpy executor: 'events' (rclpy's experimental EventsExecutor, about half the CPU per "
+     "message; SingleThreadedExecutor where rclpy has none) or 'single' "
+     '(SingleThreadedExecutor).', {'read_only': True}),
     ('allow_missing_velocity', False,
      'Accept joint states with an empty velocity array and use zero velocity (otherwise such '
      'messages are rejected).', {}),
     ('observer_enabled', True, 'Run the generalized-momentum contact observer.', {}),
     ('observer_gain', [50.0],
      'Observer gain K in 1/s: one value, one per joint, or one per velocity coordinate.',
-     {'dynamic_typing': True}),
+     _DOUBLES),
     ('observer_friction_viscous', [0.0],
      'Viscous joint friction in N m s/rad (one value or one per joint) removed from the residual.',
-     {'dynamic_typing': True}),
+     _DOUBLES),
     ('observer_friction_coulomb', [0.0],
      'Coulomb joint friction in N m (one value or one per joint) removed from the residual.',
-     {'dynamic_typing': True}),
+     _DOUBLES),
     ('contact_threshold', [5.0],
      'Contact detection threshold on |residual| in N m (one value, one per joint, or one per '
-     'velocity coordinate).', {'dynamic_typing': True}),
+     'velocity coordinate).', _DOUBLES),
     ('contact_release_ratio', 0.5,
      'Hysteresis: a detected joint is released below contact_threshold * contact_release_ratio.',
      {'floating_point_range': [FloatingPointRange(from_value=0.0, to_value=1.0, step=0.0)]}),
@@ -195,6 +233,8 @@ class _Config:
             raise ValueError('contact_threshold must be > 0')
         if self.effort_source not in EFFORT_SOURCES:
             raise ValueError(f'effort_source must be one of {EFFORT_SOURCES}')
+        if self.executor not in EXECUTORS:
+            raise ValueError(f'executor must be one of {EXECUTORS}')
         for name in ('qos_reliability', 'input_qos_reliability'):
             if getattr(self, name) not in RELIABILITIES:
                 raise ValueError(f'{name} must be one of {tuple(RELIABILITIES)}')
@@ -207,25 +247,8 @@ class _Config:
 
 def load_model(xml: str, floating_base: bool, gravity) -> object:
     """Build a core model from URDF XML with the given gravity (raises on any problem)."""
-    gravity = np.asarray(gravity, dtype=float)
-    try:
-        params = inspect.signature(rd.load_urdf).parameters
-    except (TypeError, ValueError):
-        params = {}
-    if 'gravity' in params:
-        return rd.load_urdf(xml, floating_base=bool(floating_base), gravity=gravity)
-    model = rd.load_urdf(xml, floating_base=bool(floating_base))
-    if hasattr(model, 'set_gravity'):
-        model.set_gravity(gravity)
-    elif hasattr(model, 'gravity'):
-        model.gravity = gravity
-    elif not np.allclose(gravity, (0.0, 0.0, -9.81)):
-        raise ValueError('this core library version does not support a configurable gravity')
-    return model
-
-
-def _fdim(label, size, stride):
-    return MultiArrayDimension(label=label, size=size, stride=stride)
+    return rd.load_urdf(xml, floating_base=bool(floating_base),
+                        gravity=np.asarray(gravity, dtype=float))
 
 
 def _attach(msg, field, n):
@@ -245,30 +268,9 @@ def _as_f64(seq):
     return np.asarray(seq, dtype=np.float64)
 
 
-class _NameMap:
-    """Index map from one name list (a message layout) to the model's joints, cached."""
-
-    __slots__ = ('names', 'index', 'error')
-
-    def __init__(self, names, joint_names):
-        self.names = list(names)
-        self.index = None
-        self.error = None
-        pos = {}
-        dup = set()
-        for i, nm in enumerate(self.names):
-            if nm in pos:
-                dup.add(nm)
-            else:
-                pos[nm] = i
-        missing = [j for j in joint_names if j not in pos]
-        dups = [j for j in joint_names if j in dup]
-        if missing:
-            self.error = f'missing required joint(s) {missing}'
-        elif dups:
-            self.error = f'required joint(s) named more than once: {dups}'
-        else:
-            self.index = np.array([pos[j] for j in joint_names], dtype=np.intp)
+def _finite(x) -> bool:
+    """All entries finite (NaN and inf propagate into the sum; no temporary array)."""
+    return math.isfinite(x.sum())
 
 
 class _Engine:
@@ -290,57 +292,70 @@ class _Engine:
             raise ValueError(f'unsupported model layout: nq={self.nq}, nv={self.nv} for '
                              f'{self.nj} named joints (floating_base={self.floating})')
         n = self.nv
-        self.q = np.zeros(self.nq)
-        self.v = np.zeros(self.nv)
+        self.names = (list(BASE_DOF_NAMES) if self.floating else []) + self.joint_names
+        self.frame_id = cfg.world_frame or ('world' if self.floating
+                                            else (getattr(model, 'root_link', '') or 'world'))
+        q0 = np.zeros(self.nq)
         if self.floating:
-            self.q[6] = 1.0
-        # Warm up (JIT) and check every kernel on this model before it is used.
-        d = rd.dynamics(model, self.q, self.v)
-        for name in ('M', 'C', 'Mdot'):
-            if np.shape(getattr(d, name)) != (n, n):
-                raise ValueError(f'core returned {name} of shape {np.shape(getattr(d, name))}')
-        if np.shape(d.g) != (n,):
-            raise ValueError(f'core returned g of shape {np.shape(d.g)}')
-        if np.shape(rd.christoffel(model, self.q)) != (n, n, n):
-            raise ValueError('core returned Gamma of the wrong shape')
-        # ... and the observer's compiled step, so the first joint states are not delayed by
-        # a compile (which would overflow a publisher's history at 1 kHz).
+            q0[6] = 1.0
+        v0 = np.zeros(self.nv)
+        # Warm up (JIT) and check every kernel on this model before it is used, so the first
+        # joint states are not delayed by a compile (which would overflow queues at 1 kHz).
+        # The cycle's workspace: one kinematics pass fills M, C, Mdot, g, p = M v, C^T v (and
+        # Gamma every christoffel_decimation-th cycle) without allocating (rd.compute_all_terms).
+        self.data = rd.Data(model)
+        # (Gamma, nv^3 doubles, is allocated here only when it will stream)
+        rd.compute_all_terms(model, q0, v0, self.data,
+                             christoffel=bool(HAVE_MSGS and cfg.christoffel_stream))
         warm = rd.MomentumObserver(model)
-        warm.reset(self.q, self.v)
-        warm.update(self.q, self.v, np.zeros(n), 1e-3)
+        warm.reset_from(self.data)
+        warm.update_from(self.data, np.zeros(n), 1e-3)
         rd.ContactDetector(model).update(warm.residual)
 
-        def matrix(label0='rows', label1='cols'):
-            msg = Float64MultiArray()
-            msg.layout.dim = [_fdim(label0, n, n * n), _fdim(label1, n, n)]
-            msg.layout.data_offset = 0
-            return msg, _attach(msg, 'data', n * n).reshape(n, n)
-
-        self.M_msg, self.M_view = matrix()
-        self.C_msg, self.C_view = matrix()
-        self.Mdot_msg, self.Mdot_view = matrix()
-        self.G_msg = Float64MultiArray()
-        self.G_msg.layout.dim = [_fdim('i', n, n * n * n), _fdim('j', n, n * n), _fdim('k', n, n)]
-        self.G_msg.layout.data_offset = 0
-        self.G_view = _attach(self.G_msg, 'data', n * n * n).reshape(n, n, n)
-        names = (list(BASE_DOF_NAMES) if self.floating else []) + self.joint_names
+        # ---- preallocated outputs; q and v of a cycle are gathered straight into ~/dynamics
+        if HAVE_MSGS:
+            self.dyn_msg = Dynamics()
+            self.dyn_msg.header.frame_id = self.frame_id
+            self.dyn_msg.names = list(self.names)
+            self.q = _attach(self.dyn_msg, 'position', self.nq)
+            self.v = _attach(self.dyn_msg, 'velocity', self.nv)
+            self.M_view = _attach(self.dyn_msg, 'mass_matrix', n * n).reshape(n, n)
+            self.C_view = _attach(self.dyn_msg, 'coriolis_matrix', n * n).reshape(n, n)
+            self.Mdot_view = _attach(self.dyn_msg, 'mass_matrix_dot', n * n).reshape(n, n)
+            self.g_dyn_view = _attach(self.dyn_msg, 'gravity', n)
+            self.gam_msg = Christoffel()
+            self.gam_msg.header.frame_id = self.frame_id
+            self.gam_msg.names = list(self.names)
+            self.gam_q = _attach(self.gam_msg, 'position', self.nq)
+            self.G_view = _attach(self.gam_msg, 'christoffel', n * n * n).reshape(n, n, n)
+            self.contact_msg = ContactEstimate()
+            self.contact_msg.header.frame_id = self.frame_id
+            self.contact_msg.names = list(self.names)
+            self.contact_r = _attach(self.contact_msg, 'external_torque', n)
+        else:
+            self.dyn_msg = self.gam_msg = self.contact_msg = None
+            self.q = np.zeros(self.nq)
+            self.v = np.zeros(self.nv)
+        if self.floating:
+            self.q[6] = 1.0
 
         def torque():
             msg = JointState()
-            msg.name = list(names)
+            msg.name = list(self.names)
             return msg, _attach(msg, 'effort', n)
 
         self.g_msg, self.g_view = torque()
         self.ext_msg, self.ext_view = torque()
-        self.contact_msg = Bool()
-        self.link_msg = String()
-        self.wrench_msg = WrenchStamped()
-        # the Jacobian, hence the force, is in the world frame: the URDF root for a fixed base
-        self.wrench_msg.header.frame_id = 'world' if self.floating else (model.root_link or 'world')
         self.js_map = None       # _NameMap cache for joint_states
         self.cmd_map = None      # _NameMap cache for ~/commanded_torque
+        self.qj = np.zeros(self.nj)   # gather buffers of one joint state
+        self.vj = np.zeros(self.nj)
+        self.ej = np.zeros(self.nj)
         self.tau = np.zeros(self.nv)  # observer input (base entries stay zero)
-        self.latest = None       # (q copy, stamp) of the latest accepted joint state
+        self.latest_q = np.zeros(self.nq)  # the latest accepted state (for the services)
+        self.latest_v = np.zeros(self.nv)
+        self.latest_stamp = None
+        self.free_announced = False  # a ContactEstimate with in_contact=False was published
 
     def name_map(self, attr, names):
         cached = getattr(self, attr)
@@ -348,6 +363,70 @@ class _Engine:
             cached = _NameMap(names, self.joint_names)
             setattr(self, attr, cached)
         return cached
+
+    def state_from_request(self, req, with_velocity):
+        """(q, v) of a GetDynamics/GetChristoffel request; raises ValueError with the reason."""
+        js = req.state
+        names = list(js.name)
+        nmap = _NameMap(names, self.joint_names)
+        if nmap.unknown:
+            raise ValueError(f'unknown joint(s) {nmap.unknown}; the model has {self.joint_names}')
+        if nmap.error is not None:
+            raise ValueError(nmap.error)
+        n = len(names)
+        if len(js.position) != n:
+            raise ValueError(f'{len(js.position)} positions for {n} names')
+        if with_velocity and len(js.velocity) not in (0, n):
+            raise ValueError(f'{len(js.velocity)} velocities for {n} names (give none for zero '
+                             'velocity)')
+        q = np.zeros(self.nq)
+        v = np.zeros(self.nv)
+        q[self.base_q:] = _as_f64(js.position)[nmap.index]
+        if with_velocity and len(js.velocity):
+            v[self.base_v:] = _as_f64(js.velocity)[nmap.index]
+        if self.floating:
+            p, o = req.base_pose.position, req.base_pose.orientation
+            q[:7] = (p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+            if with_velocity:
+                t = req.base_twist
+                v[:6] = (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                         t.angular.z)
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise ValueError('NaN or inf in the requested state')
+        if self.floating:
+            norm = float(np.linalg.norm(q[3:7]))
+            if abs(norm - 1.0) > 1e-3:
+                raise ValueError(f'base_pose orientation quaternion norm {norm:.6g} is not 1')
+            q[3:7] /= norm
+        return q, v
+
+
+class _NameMap:
+    """Index map from one name list (a message layout) to the model's joints, cached."""
+
+    __slots__ = ('names', 'index', 'error', 'unknown')
+
+    def __init__(self, names, joint_names):
+        self.names = list(names)
+        self.index = None
+        self.error = None
+        pos = {}
+        dup = set()
+        for i, nm in enumerate(self.names):
+            if nm in pos:
+                dup.add(nm)
+            else:
+                pos[nm] = i
+        known = set(joint_names)
+        self.unknown = [nm for nm in pos if nm not in known]  # ignored in joint_states
+        missing = [j for j in joint_names if j not in pos]
+        dups = [j for j in joint_names if j in dup]
+        if missing:
+            self.error = f'missing required joint(s) {missing}'
+        elif dups:
+            self.error = f'required joint(s) named more than once: {dups}'
+        else:
+            self.index = np.array([pos[j] for j in joint_names], dtype=np.intp)
 
 
 class _Observer:
@@ -402,6 +481,13 @@ class _Observer:
 _UNSET = object()
 
 
+def _show(name, value):
+    """A parameter value for the log (a URDF is summarized)."""
+    if name == 'robot_description':
+        return f'<URDF, {len(value)} characters>' if value else "''"
+    return repr(list(value) if isinstance(value, tuple) else value)
+
+
 class DynamicsNode(Node):
     """ROS 2 node publishing M, C, dM/dt, g, Gamma and the observer outputs per joint state."""
 
@@ -420,9 +506,11 @@ class DynamicsNode(Node):
         self._topic_xml = None        # latest description received on the topic
         self._last_stamp_ns = None    # stamp of the last accepted joint state
         self._base = None             # (q7, v6) of the latest valid odometry
-        self._cmd = None              # (tau_joints, receipt ns) of the latest commanded torque
+        self._cmd = None              # (engine, tau_joints, receipt ns) of the latest command
         self._cycle = 0
         self.stats = {'accepted': 0, 'rejected': 0}
+        if not HAVE_MSGS:
+            self._log.warning(BUILD_HINT)
 
         cfg = self._cfg
         out_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(cfg.qos_depth),
@@ -434,21 +522,18 @@ class DynamicsNode(Node):
         latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self._pub_M = self.create_publisher(Float64MultiArray, '~/mass_matrix', out_qos)
-        self._pub_C = self.create_publisher(Float64MultiArray, '~/coriolis_matrix', out_qos)
-        self._pub_Mdot = self.create_publisher(Float64MultiArray, '~/mass_matrix_dot', out_qos)
-        self._pub_g = self.create_publisher(JointState, '~/gravity_torque', out_qos)
         self._pub_ext = self.create_publisher(JointState, '~/external_torque', out_qos)
-        self._pub_contact = self.create_publisher(Bool, '~/contact', out_qos)
-        self._pub_link = self.create_publisher(String, '~/contact_link', out_qos)
-        self._pub_wrench = self.create_publisher(WrenchStamped, '~/contact_wrench', out_qos)
-        self._pub_G = self.create_publisher(Float64MultiArray, '~/christoffel', latched)
+        self._pub_g = self.create_publisher(JointState, '~/gravity_torque', out_qos)
+        if HAVE_MSGS:
+            self._pub_dyn = self.create_publisher(Dynamics, '~/dynamics', out_qos)
+            self._pub_G = self.create_publisher(Christoffel, '~/christoffel', latched)
+            self._pub_contact = self.create_publisher(ContactEstimate, '~/contact_estimate',
+                                                      out_qos)
 
         if cfg.robot_description:
-            try:
-                self._swap(_Engine(cfg.robot_description, cfg), cfg)
-            except Exception as exc:  # noqa: BLE001 - any failure of a user description
-                self._log.error(f'robot_description parameter is not a usable model: {exc}')
+            eng = self._build_engine(cfg.robot_description, cfg, 'robot_description parameter')
+            if eng is not None:
+                self._swap(eng, cfg)
         self._sub_desc = self.create_subscription(String, 'robot_description',
                                                   self._on_description, latched)
         self._sub_js = self.create_subscription(JointState, 'joint_states',
@@ -456,8 +541,11 @@ class DynamicsNode(Node):
         self._sub_odom = self.create_subscription(Odometry, 'odom', self._on_odom, in_qos)
         self._sub_cmd = self.create_subscription(JointState, '~/commanded_torque',
                                                  self._on_commanded_torque, in_qos)
-        self._srv_gamma = self.create_service(Trigger, '~/compute_christoffel',
-                                              self._srv_compute_christoffel)
+        if HAVE_MSGS:
+            self._srv_dyn = self.create_service(GetDynamics, '~/get_dynamics',
+                                                self._srv_get_dynamics)
+            self._srv_gam = self.create_service(GetChristoffel, '~/get_christoffel',
+                                                self._srv_get_christoffel)
         self._srv_reset = self.create_service(Trigger, '~/reset_observer',
                                               self._srv_reset_observer)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -470,11 +558,26 @@ class DynamicsNode(Node):
     def engine(self):
         return self._engine
 
-    def _make_observer(self, eng, cfg):
-        """Observer for (eng, cfg), None if disabled/unavailable. Raises ValueError if invalid."""
-        if eng is None or not cfg.observer_enabled:
+    @property
+    def executor_kind(self):
+        return self._cfg.executor
+
+    def _build_engine(self, xml, cfg, source):
+        """A new engine from ``xml``, logged; None (and an error logged) if it fails."""
+        self._log.info(f'building the model from the {source} and compiling the kernels '
+                       '(the first start after an install compiles for 10-60 s; cached after)')
+        t0 = time.monotonic()
+        try:
+            eng = _Engine(xml, cfg)
+        except Exception as exc:  # noqa: BLE001 - any failure of a user description
+            self._log.error(f'{source} is not a usable model: {exc!r}')
             return None
-        if not hasattr(rd, 'MomentumObserver'):
+        self._log.info(f'model built and kernels ready in {time.monotonic() - t0:.1f} s')
+        return eng
+
+    def _make_observer(self, eng, cfg):
+        """Observer for (eng, cfg), None if disabled. Raises ValueError if invalid."""
+        if eng is None or not cfg.observer_enabled:
             return None
         return _Observer(eng, cfg)
 
@@ -491,11 +594,11 @@ class DynamicsNode(Node):
         self._engine = eng
         self._observer = observer
         self._cycle = 0
-        if not hasattr(rd, 'MomentumObserver') and cfg.observer_enabled:
-            self._log.warning('ros_dynamics.MomentumObserver is not available: '
-                              '~/external_torque and ~/contact are not published')
+        wait = self.resolve_topic_name('joint_states')
+        if eng.floating:
+            wait += f' and {self.resolve_topic_name("odom")}'
         self._log.info(f'model ready: {eng.nj} joints, nq={eng.nq}, nv={eng.nv}, '
-                       f'floating_base={eng.floating}')
+                       f'floating_base={eng.floating}; waiting for {wait}')
 
     def _on_description(self, msg):
         cfg = self._cfg
@@ -508,44 +611,50 @@ class DynamicsNode(Node):
         eng = self._engine
         if eng is not None and eng.xml == xml:
             return
-        try:
-            new = _Engine(xml, cfg)
-        except Exception as exc:  # noqa: BLE001
-            self._log.error(f'new robot_description from the topic rejected, keeping the '
-                            f'{"previous" if eng is not None else "missing"} model: {exc}')
+        new = self._build_engine(xml, cfg, 'robot_description topic')
+        if new is None:
+            self._log.error(f'keeping the {"previous" if eng is not None else "missing"} model')
             return
         self._swap(new, cfg)
 
     def _on_set_parameters(self, params):
+        old = self._cfg
         changes = {p.name: p.value for p in params}
-        values = {name: (changes[name] if name in changes else getattr(self._cfg, name))
+        values = {name: (changes[name] if name in changes else getattr(old, name))
                   for name in _Config.__slots__}
         try:
             cfg = _Config(values)
         except ValueError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
+        changed = [k for k in _Config.__slots__ if getattr(cfg, k) != getattr(old, k)]
         eng = self._engine
-        model_change = any(k in changes for k in MODEL_PARAMS) and (
-            cfg.robot_description != self._cfg.robot_description
-            or cfg.floating_base != self._cfg.floating_base or cfg.gravity != self._cfg.gravity)
+        model_change = [k for k in changed if k in MODEL_PARAMS]
+        if eng is not None and 'world_frame' in changed:
+            model_change.append('world_frame')
         if model_change:
             xml = cfg.robot_description or self._topic_xml or (eng.xml if eng else '')
             if xml:
+                self._log.info(f'rebuilding the model: {", ".join(model_change)} changed')
                 try:
                     eng = _Engine(xml, cfg)
                 except Exception as exc:  # noqa: BLE001
                     return SetParametersResult(
                         successful=False, reason=f'model rebuild failed: {exc}')
         observer = self._observer
-        obs_change = any(k in changes for k in OBSERVER_PARAMS)
-        if model_change or obs_change:
+        obs_change = bool(model_change) or any(k in OBSERVER_PARAMS for k in changed)
+        if obs_change:
             try:
                 observer = self._make_observer(eng, cfg)
             except Exception as exc:  # noqa: BLE001
                 return SetParametersResult(successful=False, reason=f'observer: {exc}')
         self._cfg = cfg
-        if model_change or obs_change:
+        for k in changed:
+            self._log.info(f'parameter {k}: {_show(k, getattr(old, k))} -> '
+                           f'{_show(k, getattr(cfg, k))}')
+        if obs_change:
             self._observer_error = None
+            if not model_change and observer is not None:
+                self._log.info('observer re-initialized with the new settings')
         if eng is not self._engine and eng is not None:
             self._swap(eng, cfg, observer)
         else:
@@ -628,166 +737,229 @@ class DynamicsNode(Node):
             self._reject(f'joint_states rejected: {len(eff)} efforts for {n} names')
             return
         idx = nmap.index
-        qj = _as_f64(pos)[idx]
-        vj = _as_f64(vel)[idx] if len(vel) else None
-        ej = _as_f64(eff)[idx] if len(eff) else None
-        if not (np.isfinite(qj).all() and (vj is None or np.isfinite(vj).all())
-                and (ej is None or np.isfinite(ej).all())):
+        qj, vj, ej = eng.qj, eng.vj, eng.ej
+        np.take(_as_f64(pos), idx, out=qj)
+        if len(vel):
+            np.take(_as_f64(vel), idx, out=vj)
+        else:
+            vj[:] = 0.0
+        has_effort = len(eff) > 0
+        if has_effort:
+            np.take(_as_f64(eff), idx, out=ej)
+        if not (_finite(qj) and _finite(vj) and (not has_effort or _finite(ej))):
             self._reject('joint_states rejected: NaN or inf in position, velocity or effort '
                          'of a required joint')
             return
-        q, v = eng.q, eng.v
+        base = None
         if eng.floating:
             base = self._base
             if base is None:
                 self._log.warning('joint_states ignored: floating base and no valid odom yet',
                                   throttle_duration_sec=self._throttle)
                 return
+        # ---- accepted: the state goes straight into the ~/dynamics message
+        q, v = eng.q, eng.v
+        if base is not None:
             q[:7] = base[0]
             v[:6] = base[1]
         q[eng.base_q:] = qj
-        if vj is None:
-            v[eng.base_v:] = 0.0
-        else:
-            v[eng.base_v:] = vj
-
-        # ---- compute everything first: nothing is published if any step fails
+        v[eng.base_v:] = vj
+        with_gamma = (HAVE_MSGS and cfg.christoffel_stream
+                      and self._cycle % cfg.christoffel_decimation == 0)
+        step = self._observer_step(eng, cfg, has_effort, stamp_ns)
         try:
-            d = rd.dynamics(eng.model, q, v)
-            stream_gamma = cfg.christoffel_stream and self._cycle % cfg.christoffel_decimation == 0
-            gamma = rd.christoffel(eng.model, q) if stream_gamma else None
-        except Exception as exc:  # noqa: BLE001
+            d, gamma, r, contact, wrench = self._core_cycle(eng, cfg, q, v, with_gamma, step)
+        except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
             self.stats['rejected'] += 1
             self._log.error(f'dynamics failed for this joint state: {exc}',
                             throttle_duration_sec=self._throttle)
+            if self._observer is not None:
+                self._observer.last_ns = None
             return
-        residual, contact = self._observe(eng, cfg, q, v, ej, stamp_ns)
-
+        if self._last_stamp_ns is None and self.stats['accepted'] == 0:
+            self._log.info('first joint state accepted: publishing')
         self._last_stamp_ns = stamp_ns
         self._cycle += 1
         self.stats['accepted'] += 1
-        eng.latest = (q.copy(), stamp)
-        # ---- publish (stamped JointState outputs last, external torque very last)
-        if cfg.publish_mass_matrix:
-            np.copyto(eng.M_view, d.M)
-            self._pub_M.publish(eng.M_msg)
-        if cfg.publish_coriolis_matrix:
-            np.copyto(eng.C_view, d.C)
-            self._pub_C.publish(eng.C_msg)
-        if cfg.publish_mass_matrix_dot:
-            np.copyto(eng.Mdot_view, d.Mdot)
-            self._pub_Mdot.publish(eng.Mdot_msg)
-        if gamma is not None:
-            np.copyto(eng.G_view, gamma)
-            self._pub_G.publish(eng.G_msg)
-        if contact is not None:
-            self._publish_contact(eng, cfg, q, residual, contact, stamp)
-        if cfg.publish_gravity_torque:
-            np.copyto(eng.g_view, d.g)
-            eng.g_msg.header.stamp = stamp
-            self._pub_g.publish(eng.g_msg)
-        if residual is not None and cfg.publish_external_torque:
-            np.copyto(eng.ext_view, residual)
-            eng.ext_msg.header.stamp = stamp
-            self._pub_ext.publish(eng.ext_msg)
+        np.copyto(eng.latest_q, q)
+        np.copyto(eng.latest_v, v)
+        eng.latest_stamp = stamp
+        self._publish(eng, cfg, stamp, d, gamma, r, contact, wrench)
 
-    def _publish_contact(self, eng, cfg, q, residual, state, stamp):
-        """~/contact, ~/contact_link and (while in contact) ~/contact_wrench."""
-        if cfg.publish_contact:
-            eng.contact_msg.data = bool(state.in_contact)
-            self._pub_contact.publish(eng.contact_msg)
-        if cfg.publish_contact_link:
-            eng.link_msg.data = (state.link or '') if state.in_contact else ''
-            self._pub_link.publish(eng.link_msg)
-        link = cfg.contact_wrench_link or state.link
-        if not (cfg.publish_contact_wrench and state.in_contact and link):
-            return
-        try:
-            F = rd.estimate_contact_wrench(eng.model, q, residual, link, cfg.contact_wrench_point,
-                                           force_only=cfg.contact_wrench_force_only)
-        except ValueError as exc:
-            self._log.warning(f'contact wrench not estimated: {exc}',
-                              throttle_duration_sec=self._throttle)
-            return
-        w = eng.wrench_msg
-        w.header.stamp = stamp
-        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in F[:3])
-        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = (float(x) for x in F[3:])
-        self._pub_wrench.publish(w)
-
-    def _observe(self, eng, cfg, q, v, ej, stamp_ns):
-        """Update the observer; returns (residual or None, ContactState or None)."""
+    def _observer_step(self, eng, cfg, has_effort, stamp_ns):
+        """What the observer does with this joint state: None (nothing), ('reset', t_ns) or
+        ('update', t_ns, dt); fills ``eng.tau`` for an update."""
         ob = self._observer
         if ob is None:
-            return None, None
-        tau = eng.tau
+            return None
         if cfg.effort_source == 'joint_state':
-            if ej is None:
+            if not has_effort:
                 self._log.info('joint_states without effort: observer not updated',
                                throttle_duration_sec=self._throttle)
-                return None, None
-            tau[eng.base_v:] = ej
+                return None
+            eng.tau[eng.base_v:] = eng.ej
         else:
             cmd = self._cmd
             if cmd is None or cmd[0] is not eng:
                 self._log.info('no ~/commanded_torque yet: observer not updated',
                                throttle_duration_sec=self._throttle)
-                return None, None
+                return None
             if cfg.commanded_torque_timeout > 0 and (
                     time.monotonic_ns() - cmd[2]) > cfg.commanded_torque_timeout * 1e9:
                 self._log.warning('~/commanded_torque is stale: observer not updated',
                                   throttle_duration_sec=self._throttle)
-                return None, None
-            tau[eng.base_v:] = cmd[1]
+                return None
+            eng.tau[eng.base_v:] = cmd[1]
         t_ns = stamp_ns if stamp_ns else self.get_clock().now().nanoseconds
-        try:
-            if ob.last_ns is None:
-                ob.obs.reset(q, v)
-                ob.last_ns = t_ns
-                return None, None
-            dt = (t_ns - ob.last_ns) * 1e-9
-            if dt <= 0.0:
-                return None, None  # duplicate stamp: nothing new to integrate
-            if dt > cfg.observer_max_dt:
-                self._log.warning(f'joint_states gap of {dt:.3g} s: observer re-initialized',
-                                  throttle_duration_sec=self._throttle)
-                ob.obs.reset(q, v)
-                ob.last_ns = t_ns
-                return None, None
-            r = ob.obs.update(q, v, tau, dt)
-            ob.last_ns = t_ns
-            contact = None
-            if ob.det is not None:
+        if ob.last_ns is None:
+            return ('reset', t_ns)
+        dt = (t_ns - ob.last_ns) * 1e-9
+        if dt <= 0.0:
+            return None  # duplicate stamp: nothing new to integrate
+        if dt > cfg.observer_max_dt:
+            self._log.warning(f'joint_states gap of {dt:.3g} s: observer re-initialized',
+                              throttle_duration_sec=self._throttle)
+            return ('reset', t_ns)
+        return ('update', t_ns, dt)
+
+    def _core_cycle(self, eng, cfg, q, v, with_gamma, step):
+        """Every core-library call of one cycle: (d, Gamma or None, residual or None,
+        ContactState or None, wrench (6,) or None). Raises on failure, changes nothing then
+        except the observer, which the caller re-initializes."""
+        model, data = eng.model, eng.data
+        rd.compute_all_terms(model, q, v, data, christoffel=with_gamma)   # one kinematics pass
+        d = data.dynamics
+        gamma = data.Gamma if with_gamma else None
+        r = contact = wrench = None
+        if step is not None:
+            ob = self._observer
+            if step[0] == 'reset':
+                ob.obs.reset_from(data)
+            else:
+                r = ob.obs.update_from(data, eng.tau, step[2])
                 contact = ob.det.update(r)
-            return r, contact
-        except Exception as exc:  # noqa: BLE001
-            self._log.error(f'observer failed, it will be re-initialized: {exc}',
-                            throttle_duration_sec=self._throttle)
-            ob.last_ns = None
-            return None, None
+                link = cfg.contact_wrench_link or contact.link
+                if contact.in_contact and link and HAVE_MSGS and cfg.publish_contact_estimate:
+                    try:
+                        wrench = rd.estimate_contact_wrench(
+                            model, q, r, link, cfg.contact_wrench_point,
+                            force_only=cfg.contact_wrench_force_only)
+                    except ValueError as exc:
+                        self._log.warning(f'contact wrench not estimated: {exc}',
+                                          throttle_duration_sec=self._throttle)
+            ob.last_ns = step[1]
+        return d, gamma, r, contact, wrench
+
+    def _publish(self, eng, cfg, stamp, d, gamma, r, contact, wrench):
+        """Write the results into the preallocated messages and publish them."""
+        if HAVE_MSGS:
+            if cfg.publish_dynamics:
+                m = eng.dyn_msg
+                m.header.stamp = stamp
+                np.copyto(eng.M_view, d.M)
+                np.copyto(eng.C_view, d.C)
+                np.copyto(eng.Mdot_view, d.Mdot)
+                np.copyto(eng.g_dyn_view, d.g)
+                self._pub_dyn.publish(m)
+            if gamma is not None:
+                m = eng.gam_msg
+                m.header.stamp = stamp
+                np.copyto(eng.gam_q, eng.q)
+                np.copyto(eng.G_view, gamma)
+                self._pub_G.publish(m)
+            # while in contact every update; when free only the first update and the release
+            # (the residual itself streams on ~/external_torque)
+            if contact is not None and cfg.publish_contact_estimate and (
+                    contact.in_contact or not eng.free_announced):
+                self._fill_contact(eng, cfg, stamp, r, contact, wrench)
+                self._pub_contact.publish(eng.contact_msg)
+                eng.free_announced = not contact.in_contact
+        if cfg.publish_gravity_torque or not HAVE_MSGS:
+            np.copyto(eng.g_view, d.g)
+            eng.g_msg.header.stamp = stamp
+            self._pub_g.publish(eng.g_msg)
+        if r is not None and cfg.publish_external_torque:
+            np.copyto(eng.ext_view, r)
+            eng.ext_msg.header.stamp = stamp
+            self._pub_ext.publish(eng.ext_msg)
+
+    @staticmethod
+    def _fill_contact(eng, cfg, stamp, r, contact, wrench):
+        m = eng.contact_msg
+        m.header.stamp = stamp
+        np.copyto(eng.contact_r, r)
+        m.in_contact = bool(contact.in_contact)
+        links = contact.links if contact.in_contact else []
+        if list(m.isolated_links) != links:
+            m.isolated_links = list(links)
+        m.wrench_valid = wrench is not None
+        if wrench is not None:
+            m.wrench_link = cfg.contact_wrench_link or contact.link
+            p = cfg.contact_wrench_point
+            m.wrench_point.x, m.wrench_point.y, m.wrench_point.z = p
+            w = m.wrench
+            w.force.x, w.force.y, w.force.z = (float(x) for x in wrench[:3])
+            w.torque.x, w.torque.y, w.torque.z = (float(x) for x in wrench[3:])
+        elif m.wrench_link:
+            m.wrench_link = ''
+            m.wrench_point.x = m.wrench_point.y = m.wrench_point.z = 0.0
+            w = m.wrench
+            w.force.x = w.force.y = w.force.z = 0.0
+            w.torque.x = w.torque.y = w.torque.z = 0.0
 
     # ------------------------------------------------------------------ services
-    def _srv_compute_christoffel(self, request, response):
+    def _service_state(self, request, with_velocity):
+        """(engine, q, v, stamp) for a GetDynamics/GetChristoffel request; raises ValueError."""
         eng = self._engine
-        latest = eng.latest if eng is not None else None
-        if latest is None:
-            response.success = False
-            response.message = ('no robot model yet' if eng is None else
-                                'no accepted joint state for the current model yet')
-            return response
-        q, stamp = latest
+        if eng is None:
+            raise ValueError('no robot model yet (set robot_description or publish it on the '
+                             'robot_description topic)')
+        if len(request.state.name) == 0:
+            if len(request.state.position) or len(request.state.velocity):
+                raise ValueError('positions or velocities without names')
+            if eng.latest_stamp is None:
+                raise ValueError('no joint state accepted yet: give a state in the request '
+                                 '(names and positions) or publish joint_states')
+            return eng, eng.latest_q.copy(), eng.latest_v.copy(), eng.latest_stamp
+        q, v = eng.state_from_request(request, with_velocity)
+        return eng, q, v, self.get_clock().now().to_msg()
+
+    def _srv_get_dynamics(self, request, response):
         try:
+            eng, q, v, stamp = self._service_state(request, with_velocity=True)
+            d = rd.dynamics(eng.model, q, v)
+        except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
+            response.success = False
+            response.message = str(exc)
+            return response
+        m = response.dynamics
+        m.header.stamp = stamp
+        m.header.frame_id = eng.frame_id
+        m.names = list(eng.names)
+        m.position = array.array('d', q)
+        m.velocity = array.array('d', v)
+        m.mass_matrix = array.array('d', d.M.ravel())
+        m.coriolis_matrix = array.array('d', d.C.ravel())
+        m.mass_matrix_dot = array.array('d', d.Mdot.ravel())
+        m.gravity = array.array('d', d.g)
+        response.success = True
+        return response
+
+    def _srv_get_christoffel(self, request, response):
+        try:
+            eng, q, _, stamp = self._service_state(request, with_velocity=False)
             gamma = rd.christoffel(eng.model, q)
         except Exception as exc:  # noqa: BLE001
             response.success = False
-            response.message = f'christoffel failed: {exc}'
+            response.message = str(exc)
             return response
-        np.copyto(eng.G_view, gamma)
-        self._pub_G.publish(eng.G_msg)
+        m = response.christoffel
+        m.header.stamp = stamp
+        m.header.frame_id = eng.frame_id
+        m.names = list(eng.names)
+        m.position = array.array('d', q)
+        m.christoffel = array.array('d', np.ascontiguousarray(gamma).ravel())
         response.success = True
-        response.message = (f'published Gamma [{eng.nv}x{eng.nv}x{eng.nv}] on '
-                            f'{self._pub_G.topic_name} for joint_states stamp '
-                            f'{stamp.sec}.{stamp.nanosec:09d}')
         return response
 
     def _srv_reset_observer(self, request, response):
@@ -799,10 +971,11 @@ class DynamicsNode(Node):
             response.success = False
             response.message = (self._observer_error or (
                 'observer disabled' if not self._cfg.observer_enabled else
-                'observer not available (no model or no ros_dynamics.MomentumObserver)')
-            ) + '; stamp history cleared'
+                'observer not available (no model yet)')) + '; stamp history cleared'
             return response
         ob.reset()
+        if self._engine is not None:
+            self._engine.free_announced = False
         response.success = True
         response.message = ('observer will be re-initialized at the next joint state; '
                             'stamp history cleared')
@@ -810,29 +983,20 @@ class DynamicsNode(Node):
 
 
 def main(args=None):
-    """Entry point of ``dynamics_node``."""
-    rclpy.init(args=args)
-    node = None
-    try:
+    """Entry point of ``dynamics_node``: spins until SIGINT/SIGTERM, then exits with status 0."""
+    def make():
         node = DynamicsNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
         # Everything built at start-up (modules, compiled kernels, the model) is long-lived:
         # move it out of the collector's reach so that GC pauses in the 1 kHz loop stay short.
         gc.collect()
         gc.freeze()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:  # noqa: BLE001
-        if rclpy.ok():
-            raise
-        # shutdown (SIGINT/SIGTERM) arrived while a callback was publishing: a clean exit
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        return node
+
+    def summary(node):
+        node.get_logger().info(f'joint states accepted: {node.stats["accepted"]}, rejected: '
+                               f'{node.stats["rejected"]}')
+
+    return process.run(make, args, executor=lambda node: node.executor_kind, on_stop=summary)
 
 
 if __name__ == '__main__':

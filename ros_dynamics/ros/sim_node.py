@@ -24,6 +24,21 @@ error of the plant's link inertias w.r.t. the published URDF), ``wall_stiffness`
 ``wall_damping``, ``push_force``, ``start_delay`` [s], ``wait_for_subscribers`` (number of
 ``joint_states`` subscribers to wait for before the clock starts, with ``wait_timeout`` [s]),
 ``publish_robot_description``.
+
+External control (``control: external``; ``builtin``, the default, is the scenario's own
+PD + gravity loop): the efforts of ``~/effort_command`` (sensor_msgs/JointState, ``name`` +
+``effort``, matched by name, extra names ignored; a message with a missing joint, mismatched
+lengths or a non-finite effort is rejected and logged, throttled) are applied from the next
+step on and held until the next command (:class:`ros_dynamics.simulation.external.HeldEffort`).
+``command_timeout`` [s of simulated time]: without a new command for longer (or before the
+first one) the plant gets gravity compensation + joint damping ``g(q) − D q̇`` (``D`` =
+``fallback_damping``, empty: the built-in loop's ``K_d``); the switch is logged (throttled) and
+commands resume external control at once.  ``lockstep_timeout`` [s wall] > 0: before each step
+wait up to that long for the command answering the joint state just published (its
+``header.stamp``), so a loaded machine slows the simulation instead of delaying the commands
+(0: free running at ``real_time_factor``).  At exit the node logs the loop latency (joint
+state published -> the command with its stamp received, wall clock, p50/p99) and how many
+steps ran on external commands.
 """
 
 import sys
@@ -42,6 +57,7 @@ def _bootstrap():
 def main(args=None):
     _bootstrap()
     import rclpy
+    import rclpy.exceptions
     from rclpy.node import Node
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
@@ -76,6 +92,10 @@ def main(args=None):
             p('wait_for_subscribers', 0)
             p('wait_timeout', 30.0)
             p('publish_robot_description', True)
+            p('control', 'builtin')
+            p('command_timeout', 0.1)
+            p('fallback_damping', rclpy.Parameter.Type.DOUBLE_ARRAY)
+            p('lockstep_timeout', 0.0)
             g = lambda n: self.get_parameter(n).value  # noqa: E731
 
             xml = g('robot_description')
@@ -107,6 +127,31 @@ def main(args=None):
                 wall_damping=g('wall_damping'), push_force=g('push_force'),
                 controller_model=model)
             self.names = list(model.joint_names)
+            self.control = g('control')
+            if self.control not in ('builtin', 'external'):
+                raise ValueError("control must be 'builtin' or 'external'")
+            self.external = None
+            self.lockstep = float(g('lockstep_timeout'))
+            self._cmd_cv = threading.Condition()
+            self._cmd_stamp = None
+            self._sent = {}           # stamp ns -> monotonic publish time (external mode)
+            self.latencies = []       # wall seconds, joint state -> its command
+            self._last_stamp = None   # stamp of the latest published joint state
+            self.in_time = 0          # commands that answered the latest joint state
+            if self.control == 'external':
+                from ros_dynamics.simulation.external import HeldEffort
+                try:
+                    damping = g('fallback_damping')
+                except rclpy.exceptions.ParameterUninitializedException:
+                    damping = None
+                if damping is None or len(damping) == 0:
+                    damping = self.sim.controller.kd
+                self.external = HeldEffort(model, g('command_timeout'), damping)
+                self.sim.controller = self.external
+                self._index = {n: i for i, n in enumerate(self.names)}
+                self.create_subscription(JointState, '~/effort_command', self._on_command,
+                                         QoSProfile(depth=100,
+                                                    reliability=ReliabilityPolicy.RELIABLE))
             self.nbq = int(model.nq) - len(self.names)
             self.nbv = int(model.nv) - len(self.names)
             self.duration = float(g('duration'))
@@ -132,7 +177,72 @@ def main(args=None):
             self.get_logger().info(
                 f'sim: {model.name!r} ({len(self.names)} joints), scenario '
                 f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
-                f'{rate:g} Hz')
+                f'{rate:g} Hz' + (', external efforts on ~/effort_command (gravity '
+                                  'compensation + damping until the first one)'
+                                  if self.external is not None else ''))
+
+        def _on_command(self, msg):
+            try:
+                if len(msg.effort) != len(msg.name):
+                    raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
+                tau = [None] * len(self.names)
+                for n, e in zip(msg.name, msg.effort):
+                    i = self._index.get(n)
+                    if i is not None:
+                        tau[i] = e
+                missing = [n for n, e in zip(self.names, tau) if e is None]
+                if missing:
+                    raise ValueError(f'missing joints {missing}')
+                self.external.command(tau, self.sim.t)
+            except ValueError as exc:
+                self.get_logger().warning(f'effort command rejected: {exc}',
+                                       throttle_duration_sec=1.0)
+                return
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            t_sent = self._sent.pop(stamp, None)
+            if t_sent is not None:
+                self.latencies.append(time.monotonic() - t_sent)
+            if stamp == self._last_stamp:
+                self.in_time += 1       # answers the latest joint state: acts in the next step
+            with self._cmd_cv:
+                self._cmd_stamp = stamp
+                self._cmd_cv.notify_all()
+
+        def _await_command(self, stamp_ns):
+            """Lock-step: wait (wall, bounded) for the command answering ``stamp_ns``."""
+            deadline = time.monotonic() + self.lockstep
+            with self._cmd_cv:
+                while self._cmd_stamp != stamp_ns and not self.done.is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cmd_cv.wait(left)
+            return True
+
+        def _report_mode(self, last):
+            ext = self.external
+            if ext.mode != last and ext.mode == 'fallback':
+                self.get_logger().warning(
+                    f'no effort command for > {ext.timeout:g} s (simulated): gravity '
+                    'compensation + joint damping until commands resume',
+                    throttle_duration_sec=1.0)
+            elif ext.mode != last and ext.mode == 'external' and last == 'fallback':
+                self.get_logger().info('effort commands resumed', throttle_duration_sec=1.0)
+            return ext.mode
+
+        def summary(self):
+            if self.external is None:
+                return
+            import numpy as np
+            ext = self.external
+            lat = np.array(self.latencies) * 1e3
+            msg = (f'external control: {ext.applied} steps on commands, {ext.fallback_steps} on '
+                   f'the fallback ({ext.transitions} timeouts); {lat.size} commands answered a '
+                   f'published joint state, {self.in_time} in time (before the next step)')
+            if lat.size:
+                msg += (f', loop latency p50 {np.percentile(lat, 50):.2f} ms, '
+                        f'p99 {np.percentile(lat, 99):.2f} ms (wall)')
+            self.get_logger().info(msg)
 
         def _publish(self, s, stamp_ns):
             from builtin_interfaces.msg import Time
@@ -143,6 +253,12 @@ def main(args=None):
             js.position = [float(x) for x in s.q[self.nbq:]]
             js.velocity = [float(x) for x in s.v[self.nbv:]]
             js.effort = [float(x) for x in s.tau[self.nbv:]]
+            if self.external is not None:
+                self._last_stamp = stamp_ns
+                self._sent[stamp_ns] = time.monotonic()
+                if len(self._sent) > 5000:
+                    for old in list(self._sent)[:1000]:
+                        self._sent.pop(old, None)
             self.pub_js.publish(js)
             tr = JointState()
             tr.header.stamp = stamp
@@ -170,8 +286,13 @@ def main(args=None):
                 dt_ns = int(round(self.dt * 1e9))
                 self._publish(self.sim.initial_sample(), t0_ns)
                 k = 0
+                mode = 'waiting'
                 while rclpy.ok() and not self.done.is_set():
+                    if self.external is not None and self.lockstep > 0:
+                        self._await_command(t0_ns + k * dt_ns)
                     s = self.sim.step()
+                    if self.external is not None:
+                        mode = self._report_mode(mode)
                     k += 1
                     self._publish(s, t0_ns + k * dt_ns)
                     if self.duration > 0 and s.t >= self.duration - 1e-12:
@@ -187,32 +308,26 @@ def main(args=None):
                             behind_warned = True
                         t0 += lag   # do not try to catch up a large backlog
             except Exception as exc:  # noqa: BLE001
-                self.get_logger().error(f'simulation stopped: {exc!r}')
+                if rclpy.ok() and not self.done.is_set():   # else: shutting down
+                    self.get_logger().error(f'simulation stopped: {exc!r}')
             finally:
                 self.done.set()
 
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimNode()
-        th = threading.Thread(target=node.loop, daemon=True)
-        th.start()
-        from rclpy.executors import SingleThreadedExecutor
-        ex = SingleThreadedExecutor()
-        ex.add_node(node)
-        while rclpy.ok() and not node.done.is_set():
-            ex.spin_once(timeout_sec=0.1)
+    from ros_dynamics.ros import process
+
+    def start(node):
+        node.thread = threading.Thread(target=node.loop, daemon=True)
+        node.thread.start()
+
+    def stop(node):
         node.done.set()
-        th.join(timeout=2.0)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if node is not None:
-            node.done.set()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+        if getattr(node, 'thread', None) is not None:
+            node.thread.join(timeout=2.0)
+        node.summary()
+
+    # spins until SIGINT/SIGTERM or the end of `duration`; exit status 0, no traceback
+    return process.run(SimNode, args, before_spin=start, on_stop=stop,
+                       keep_going=lambda node: not node.done.is_set())
 
 
 if __name__ == '__main__':

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import api as _api
+from .. import core as rd
 from .rigid_contact import Contact
 
 
@@ -44,6 +44,7 @@ class SphereWorld:
     def __init__(self, model, spheres, planes=(), self_pairs='none', margin=0.01,
                  sphere_mu=0.5, sphere_restitution=0.0):
         self.model = model
+        self._data = rd.Data(model)
         self.spheres = list(spheres)
         self.planes = list(planes)
         for s in self.spheres:
@@ -73,7 +74,10 @@ class SphereWorld:
     def poses(self, q):
         """World centres (k, 3) of the spheres and the link rotations/origins used."""
         out = np.empty((len(self.spheres), 3))
-        Rb, pb, _ = _api._placements(self.model, np.asarray(q, dtype=float))   # one O(N) pass
+        # one O(N) kinematics pass; it leaves every body's placement in data.R, data.pos
+        if self.model.nbodies:
+            rd.link_placement(self.model, q, self.model.body_names[0], data=self._data)
+        Rb, pb = self._data.R, self._data.pos
         frames = {}
         for k, s in enumerate(self.spheres):
             if s.link not in frames:

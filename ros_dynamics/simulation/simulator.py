@@ -26,6 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..control.trajectories import MinJerkTrajectory, SineTrajectory
+from ..core import configuration
+from ..core.api import forward_dynamics, gravity, link_jacobian, link_placement, mass_matrix
+from ..core.bundled import bundled_urdf as _bundled_urdf
 from ..estimation.observer import friction_torque
 
 __all__ = ['Simulator', 'PDGravityController', 'MinJerkTrajectory', 'SineTrajectory',
@@ -36,113 +40,21 @@ __all__ = ['Simulator', 'PDGravityController', 'MinJerkTrajectory', 'SineTraject
 SCENARIOS = ('wall', 'push', 'mixed', 'none')
 
 
-def _rd():
-    import ros_dynamics
-    return ros_dynamics
-
-
 def bundled_urdf(name='arm7'):
     """Path of a bundled URDF (``arm7`` or ``quadruped``), source tree or installed share."""
-    f = getattr(_rd(), 'bundled_urdf', None)
-    if f is not None:
-        return f(name)
-    import os
-    here = os.path.dirname(os.path.abspath(__file__))
-    cands = [os.path.join(here, '..', 'urdf', name + '.urdf')]
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        cands.append(os.path.join(get_package_share_directory('ros_dynamics'), 'urdf',
-                                  name + '.urdf'))
-    except Exception:   # noqa: BLE001  (not installed / no ament index)
-        pass
-    for c in cands:
-        if os.path.isfile(c):
-            return os.path.normpath(c)
-    raise FileNotFoundError(f'bundled URDF {name!r} not found')
-
-
-# ---------------------------------------------------------------------------------------------
-# Kinematics helpers (from the model's documented arrays)
-
-
-def _axis_rotation(axis, angle):
-    x, y, z = axis
-    c, s = math.cos(angle), math.sin(angle)
-    C = 1.0 - c
-    return np.array([[c + x * x * C, x * y * C - z * s, x * z * C + y * s],
-                     [y * x * C + z * s, c + y * y * C, y * z * C - x * s],
-                     [z * x * C - y * s, z * y * C + x * s, c + z * z * C]])
-
-
-def _quat_matrix(qx, qy, qz, qw):
-    n = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-    qx, qy, qz, qw = qx / n, qy / n, qz / n, qw / n
-    return np.array([
-        [1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)],
-        [2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)],
-        [2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)]])
-
-
-def _body_poses(model, q):
-    from ..core.model import FREE, PRISMATIC
-    N = model.nbodies
-    Rs = np.empty((N, 3, 3))
-    ps = np.empty((N, 3))
-    for i in range(N):
-        par = int(model.parent[i])
-        Rp, pp = (np.eye(3), np.zeros(3)) if par < 0 else (Rs[par], ps[par])
-        qi = int(model.q_idx[i])
-        jt = int(model.jtype[i])
-        if jt == FREE:
-            Rj = _quat_matrix(*q[qi + 3:qi + 7])
-            R = Rp @ model.X_R[i] @ Rj
-            p = pp + Rp @ (model.X_p[i] + model.X_R[i] @ q[qi:qi + 3])
-        elif jt == PRISMATIC:
-            R = Rp @ model.X_R[i]
-            p = pp + Rp @ model.X_p[i] + R @ (model.axis[i] * q[qi])
-        else:
-            R = Rp @ model.X_R[i] @ _axis_rotation(model.axis[i], q[qi])
-            p = pp + Rp @ model.X_p[i]
-        Rs[i], ps[i] = R, p
-    return Rs, ps
+    return _bundled_urdf(name)
 
 
 def link_point_position(model, q, link, point=None):
     """World position of ``point`` (link frame, default origin) of ``link`` at ``q``."""
     pt = np.zeros(3) if point is None else np.asarray(point, dtype=float)
-    f = getattr(_rd(), 'link_placement', None)
-    if f is not None:
-        R, p = f(model, q, link)
-        return np.asarray(p, dtype=float) + np.asarray(R, dtype=float) @ pt
-    body, Rl, pl = model.link_frames[link]
-    if body < 0:
-        return pl + Rl @ pt
-    Rs, ps = _body_poses(model, np.asarray(q, dtype=float))
-    return ps[body] + Rs[body] @ (pl + Rl @ pt)
+    R, p = link_placement(model, q, link)
+    return p + R @ pt
 
 
 def integrate(model, q, v, dt):
-    """``q ⊕ v dt``: plain sum for 1-DoF joints; for a free root joint the position moves by
-    ``R(quat) v_lin dt`` and the quaternion by ``exp(ω dt)`` (body-frame twist)."""
-    q = np.array(q, dtype=float)
-    if not getattr(model, 'floating_base', False):
-        return q + dt * np.asarray(v)
-    q[7:] += dt * np.asarray(v[6:])
-    R = _quat_matrix(*q[3:7])
-    q[0:3] += R @ (np.asarray(v[0:3]) * dt)
-    w = np.asarray(v[3:6]) * dt
-    th = float(np.linalg.norm(w))
-    if th > 1e-12:
-        ax = w / th
-        dq = np.concatenate([ax * math.sin(th / 2), [math.cos(th / 2)]])
-        x1, y1, z1, w1 = q[3:7]
-        x2, y2, z2, w2 = dq
-        q[3:7] = [w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                  w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-                  w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-                  w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2]
-        q[3:7] /= np.linalg.norm(q[3:7])
-    return q
+    """``q ⊕ v dt`` (:func:`ros_dynamics.core.configuration.integrate`)."""
+    return configuration.integrate(model, q, v, dt)
 
 
 def perturb_urdf_inertia(urdf_xml, rel_error=0.01, seed=0):
@@ -170,52 +82,6 @@ def perturb_urdf_inertia(urdf_xml, rel_error=0.01, seed=0):
 # Trajectories and controller
 
 
-class MinJerkTrajectory:
-    """Rest-to-rest minimum-jerk segments through ``waypoints`` at ``times`` (held after the
-    last one); with ``period`` the whole schedule repeats (the last waypoint should then equal
-    the first)."""
-
-    def __init__(self, times, waypoints, period=None):
-        self.times = np.asarray(times, dtype=float)
-        self.waypoints = np.asarray(waypoints, dtype=float)
-        if self.times.ndim != 1 or self.waypoints.shape[0] != self.times.shape[0]:
-            raise ValueError('one waypoint per time')
-        if np.any(np.diff(self.times) <= 0):
-            raise ValueError('times must increase')
-        self.period = period
-
-    def __call__(self, t):
-        if self.period:
-            t = t % self.period
-        T, W = self.times, self.waypoints
-        if t <= T[0]:
-            return W[0].copy(), np.zeros_like(W[0]), np.zeros_like(W[0])
-        if t >= T[-1]:
-            return W[-1].copy(), np.zeros_like(W[-1]), np.zeros_like(W[-1])
-        k = int(np.searchsorted(T, t, side='right')) - 1
-        h = T[k + 1] - T[k]
-        s = (t - T[k]) / h
-        d = W[k + 1] - W[k]
-        pos = 10 * s**3 - 15 * s**4 + 6 * s**5
-        vel = (30 * s**2 - 60 * s**3 + 30 * s**4) / h
-        acc = (60 * s - 180 * s**2 + 120 * s**3) / h**2
-        return W[k] + pos * d, vel * d, acc * d
-
-
-class SineTrajectory:
-    """``q_d = q0 + A (1 − cos ω t)`` per joint (starts at rest at ``q0``)."""
-
-    def __init__(self, q0, amplitude, frequency):
-        self.q0 = np.asarray(q0, dtype=float)
-        self.A = np.broadcast_to(np.asarray(amplitude, dtype=float), self.q0.shape).copy()
-        self.w = 2 * np.pi * np.broadcast_to(np.asarray(frequency, dtype=float),
-                                             self.q0.shape).copy()
-
-    def __call__(self, t):
-        c, s = np.cos(self.w * t), np.sin(self.w * t)
-        return self.q0 + self.A * (1 - c), self.A * self.w * s, self.A * self.w**2 * c
-
-
 class PDGravityController:
     """``τ = K_p (q_d − q) + K_d (v_d − v) + g(q)`` (+ optional ``M(q) a_d`` feed-forward off).
 
@@ -228,11 +94,11 @@ class PDGravityController:
         nj = len(model.joint_names)
         self.kp = np.broadcast_to(np.asarray(kp, dtype=float), (nj,)).copy()
         self.kd = np.broadcast_to(np.asarray(kd, dtype=float), (nj,)).copy()
-        self.nbase = int(model.nv) - nj
+        self.nbase = configuration.base_nv(model)
 
     def __call__(self, t, q, v, qd, vd):
-        qb = int(self.model.nq) - len(self.model.joint_names)
-        tau = np.asarray(_rd().gravity(self.model, q), dtype=float).copy()
+        qb = configuration.base_nq(self.model)
+        tau = gravity(self.model, q).copy()
         nb = self.nbase
         tau[nb:] += self.kp * (qd - q[qb:]) + self.kd * (vd - v[nb:])
         tau[:nb] = 0.0
@@ -273,7 +139,7 @@ class WrenchContact:
         s = self.scale(t)
         if s == 0.0:
             return None
-        J = np.asarray(_rd().link_jacobian(model, q, self.link, self.point), dtype=float)
+        J = link_jacobian(model, q, self.link, self.point)
         return s * self.W, J
 
 
@@ -297,7 +163,7 @@ class WallContact:
         d = -float((x - self.p0) @ self.n)
         if d <= 0.0:
             return None
-        J = np.asarray(_rd().link_jacobian(model, q, self.link, self.point), dtype=float)
+        J = link_jacobian(model, q, self.link, self.point)
         ddot = -float(self.n @ (J[:3] @ v))
         f = max(0.0, self.k * d + self.c * ddot)
         if f == 0.0:
@@ -348,9 +214,8 @@ class Simulator:
         nq, nv = int(model.nq), int(model.nv)
         qd0 = trajectory(0.0)[0]
         if q0 is None:
-            q0 = model.neutral() if hasattr(model, 'neutral') else np.zeros(nq)
-            q0 = np.array(q0, dtype=float)
-            q0[nq - nj:] = qd0
+            q0 = configuration.neutral(model)
+            q0[configuration.base_nq(model):] = qd0
         self.q = np.array(q0, dtype=float).reshape(nq)
         self.v = np.zeros(nv) if v0 is None else np.array(v0, dtype=float).reshape(nv)
         self.fv = friction_viscous
@@ -366,9 +231,9 @@ class Simulator:
         sq, sv, _ = self.noise
         q = self.q.copy()
         v = self.v.copy()
-        nj = len(self.model.joint_names)
         if sq > 0:
-            q[len(q) - nj:] += sq * self.rng.standard_normal(nj)
+            nb = configuration.base_nq(self.model)
+            q[nb:] += sq * self.rng.standard_normal(len(q) - nb)
         if sv > 0:
             v += sv * self.rng.standard_normal(len(v))
         return q, v
@@ -394,7 +259,6 @@ class Simulator:
         return tau_ext, tuple(links), tuple(wrenches), tuple(points)
 
     def step(self):
-        rd = _rd()
         t, q, v = self.t, self.q, self.v
         qd, vd, _ = self.trajectory(t)
         tau_cmd = self.controller(t, self.q_meas, self.v_meas, qd, vd)
@@ -402,7 +266,7 @@ class Simulator:
         tau = tau_cmd + tau_ext
         if np.any(self.fv) or np.any(self.fc):
             tau = tau - friction_torque(v, self.fv, self.fc, self.feps)
-        a = np.asarray(rd.forward_dynamics(self.model, q, v, tau), dtype=float)
+        a = forward_dynamics(self.model, q, v, tau)
         v1 = v + self.dt * a
         q1 = integrate(self.model, q, v1, self.dt)
         if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
@@ -507,8 +371,8 @@ def make_scenario(model, scenario='wall', dt=1e-3, noise_position=0.0, noise_vel
     home, target = _limits(model, home), _limits(model, target)
     last, mid = _deepest_links(model)
     link = contact_link or last
-    nb = int(model.nq) - nj
-    qh = model.neutral().copy() if hasattr(model, 'neutral') else np.zeros(model.nq)
+    nb = configuration.base_nq(model)
+    qh = configuration.neutral(model)
     qt = qh.copy()
     qh[nb:], qt[nb:] = home, target
     # contact points: off the axis of the link's own joint, so that joint feels the contact
@@ -541,7 +405,7 @@ def make_scenario(model, scenario='wall', dt=1e-3, noise_position=0.0, noise_vel
         d = xt - xh
         # wall normal: back towards home, perpendicular to the contact link's z axis at the
         # target (for the arm: a vertical wall, the force across the tool)
-        z = np.asarray(_rd().link_placement(model, qt, link)[0])[:, 2]
+        z = link_placement(model, qt, link)[0][:, 2]
         dn = d - (d @ z) * z
         if np.linalg.norm(dn) < 0.3 * np.linalg.norm(d):
             dn = d
@@ -573,9 +437,9 @@ def make_scenario(model, scenario='wall', dt=1e-3, noise_position=0.0, noise_vel
     if kp is None or kd is None:
         # per-joint bandwidth ω and damping ζ on the diagonal of M at home: K_p = ω² M_ii,
         # K_d = 2 ζ ω M_ii (a stable explicit loop needs K_d Δt / M_ii ≪ 2)
-        qh = model.neutral().copy() if hasattr(model, 'neutral') else np.zeros(model.nq)
-        qh[int(model.nq) - nj:] = home
-        Mii = np.diag(_rd().mass_matrix(model, qh))[int(model.nv) - nj:]
+        qh = configuration.neutral(model)
+        qh[configuration.base_nq(model):] = home
+        Mii = np.diag(mass_matrix(model, qh))[configuration.base_nv(model):]
         omega, zeta = 30.0, 1.0
         if kp is None:
             kp = omega**2 * Mii

@@ -1,0 +1,86 @@
+"""dtau/dv of inverse dynamics from Algorithm 1 (seed 000, Remark 3), floating base included.
+
+Inverse dynamics is tau = M(q) a + h(q, v) + g(q) with the bias h = C(q, v) v, quadratic in v.
+With Gamma[i, j, k] := dC_ij/dv_k (C_ij = sum_k Gamma[i, j, k] v_k, the conventions' index order)
+
+    dtau_i/dv_k = dh_i/dv_k = C_ik + sum_j Gamma[i, j, k] v_j.
+
+Joint coordinates (Remark 3).  Gamma is symmetric in (j, k), so sum_j Gamma[i, j, k] v_j = C_ik
+and dtau/dv = 2C: the Coriolis matrix of Algorithm 1, doubled, is the whole derivative.
+
+Floating base.  The free joint's rates are quasi-velocities, the base twist nu_0 = [upsilon; omega]
+in the base frame, and Gamma is no longer symmetric when j and k are both free-joint DoFs, so
+2C is wrong there (by O(|M| |v|): max |2C - dtau/dv| = 15.7 on the bundled floating quadruped
+at |v_i| <= 2).  The exact correction
+follows from Remark 4's form of C (eq. (30)) with world-frame joint axes Phi_j and body
+Jacobians J_b (column j = Phi_j for the DoFs j supporting body b, zero otherwise):
+
+    C = sum_b J_b^T [ B(v_b, I_b) J_b + I_b Jdot_b ],   h = C v = sum_b J_b^T [ v_b x* I_b v_b + I_b zeta_b ],
+
+with B the factorization of eq. (10), B(v, I) w = 1/2 [v x* I w + w x* I v - I (v x w)], and
+zeta_b = Jdot_b v = sum_j (v_lambda(j) x Phi_j) v_j (lambda(j): the body j moves; an axis fixed in
+that body has Phidot_j = v_lambda(j) x Phi_j, the time derivative of line 4).  Differentiating:
+
+  * d/dv_k [v_b x* I_b v_b] = Phi_k x* I_b v_b + v_b x* I_b Phi_k = 2 B(v_b, I_b) Phi_k + I_b (v_b x Phi_k).
+  * a 1-DoF joint k (a generalized coordinate) enters zeta_b through its own term and through
+    the velocities of the joints below it: dzeta_b/dv_k = 2 Phidot_k - v_b x Phi_k.
+  * the free joint's six terms sum to v_0 x v_0 = 0 (all six axes move with the base, v_0 =
+    sum_{k<6} Phi_k v_k), so for k < 6 only the joints below contribute:
+    dzeta_b/dv_k = Phi_k x (v_b - v_0) = (2 Phidot_k - v_b x Phi_k) - Phidot_k, Phidot_k = v_0 x Phi_k.
+
+Summing with J_b^T, the 2 B Phi_k + 2 I_b Phidot_k terms rebuild 2 C[:, k] (eq. (30)); what is
+left is, for the free-joint columns only,
+
+    dtau/dv = 2C + E,   E[i, k] = -Phi_i^T I^C_{lambda(i)} (v_0 x Phi_k)   (k < 6),  E[:, k] = 0 (k >= 6),
+
+where I^C_{lambda(i)} is the composite inertia of the subtree of DoF i's body (every body lies
+below the free joint).  The free joint's axes span the motion space, in base coordinates
+Phi_{0:6} = 1_6 (linear first), so v_0 x Phi_k = sum_l Phi_l (nu_0 x)_{lk} with the 6x6 motion
+cross-product matrix of the base twist in the base frame,
+
+    (nu_0 x) = [[omega x, upsilon x], [0, omega x]]   (linear first, as the free-flyer v),
+
+and Phi_i^T I^C_{lambda(i)} Phi_l = M_il for l < 6 (the CRBA entry, eq. (19)).  Hence
+
+    dtau/dv = 2C - [ M[:, 0:6] (nu_0 x) | 0 ]                                              (*)
+
+an O(36 nv) correction from outputs Algorithm 1 already returns: no Gamma is formed.  For a
+single free body (M = I, body frame) (*) reads (v x*) I + (I v) xbar* = d(v x* I v)/dv, the
+derivative of the Newton-Euler bias.  E is the Boltzmann-Hamel term: the base frame's
+quasi-velocities do not commute (their structure constants are those of (nu_0 x)).
+"""
+
+import numpy as np
+from numba import njit
+
+from .api import dynamics
+from .spatial import _JIT
+
+
+@njit(**_JIT)
+def free_joint_correction(M, v, D):
+    """D[:, 0:6] -= M[:, 0:6] (nu_0 x), nu_0 = v[0:6] = [upsilon; omega] (eq. (*) above).
+
+    Row by row, with r = M[i, 0:6] = [a; b]: r (nu_0 x) = [a x omega, a x upsilon + b x omega]
+    (a^T (w x) = (a x w)^T).  O(36 nv), no temporaries.
+    """
+    ux, uy, uz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+    for i in range(M.shape[0]):
+        ax, ay, az, bx, by, bz = M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5]
+        D[i, 0] -= ay * wz - az * wy
+        D[i, 1] -= az * wx - ax * wz
+        D[i, 2] -= ax * wy - ay * wx
+        D[i, 3] -= ay * uz - az * uy + by * wz - bz * wy
+        D[i, 4] -= az * ux - ax * uz + bz * wx - bx * wz
+        D[i, 5] -= ax * uy - ay * ux + bx * wy - by * wx
+
+
+def inverse_dynamics_dv(model, q, v):
+    """dtau/dv of inverse dynamics, (nv, nv): 2C (Remark 3), with the floating base's exact
+    correction -M[:, 0:6] (nu_0 x) in the free-joint columns (module docstring, eq. (*))."""
+    d = dynamics(model, q, v)                  # validates q, v (ValueError on bad input)
+    out = d.C
+    out *= 2.0
+    if model.floating_base:
+        free_joint_correction(d.M, np.asarray(v, dtype=float), out)
+    return out

@@ -1,0 +1,131 @@
+"""Process life cycle shared by the executables (``dynamics_node``, ``sim``): init, spin, stop.
+
+A ROS process should end with exit status 0 and no traceback when it is asked to stop, whether
+by Ctrl-C in a terminal, by ``ros2 launch`` (which forwards SIGINT to its children, often after
+the terminal already delivered one: two SIGINTs) or by SIGTERM (systemd, docker, ``kill``).
+rclpy's default handlers shut the context down *from the signal handler* and then raise
+KeyboardInterrupt wherever the main thread happens to be: inside a callback that is publishing
+("publisher's context is invalid"), inside the executor (ExternalShutdownException), or inside
+the kernel compile at start-up -- each a traceback and a non-zero status that ``ros2 launch``
+reports as "process has died".
+
+Here rclpy installs no handlers (``SignalHandlerOptions.NO``); ours only record the request and
+wake the executor through a guard condition, so a running callback always completes, the spin
+loop returns, and the node is destroyed before the context is shut down. While the node is
+still being built (model load, kernel compile) a stop request ends the process at once, quietly.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+
+
+class StopRequested(BaseException):
+    """Raised by the signal handler while the node is being built (nothing to finish yet).
+    A BaseException, like KeyboardInterrupt, so that the node's `except Exception` error
+    handling (e.g. around a model build) does not mistake it for a failure."""
+
+
+class Lifecycle:
+    """Signal handling and the spin loop of one process; see :func:`run`."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.signal_name = None
+        self._spinning = False
+        self._wake = None
+        self._previous = {}
+
+    def install(self):
+        for sig in self.SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def restore(self):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _on_signal(self, signum, frame):
+        first = not self.stop.is_set()
+        self.stop.set()
+        if first:
+            self.signal_name = signal.Signals(signum).name
+        if self._wake is not None:
+            self._wake()  # wakes a waiting executor
+        if not self._spinning and first:
+            raise StopRequested()
+
+
+def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=None,
+        before_spin=None) -> int:
+    """Init rclpy, build the node with ``make_node()``, spin until a signal, clean up; returns 0.
+
+    executor: 'single' (rclpy.executors.SingleThreadedExecutor) or 'events' (rclpy's
+      experimental EventsExecutor, implemented in C++), or a callable(node) returning one.
+    keep_going(node): optional; spinning also ends when it returns False.
+    on_stop(node): called after spinning ends (e.g. to stop a worker thread), before the node is
+      destroyed; the context is still valid then.
+    before_spin(node): called once the node exists (e.g. to start a worker thread).
+    """
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    life = Lifecycle()
+    life.install()
+    node = None
+    ex = None
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        node = make_node()
+        if life.stop.is_set():
+            return 0
+        ex = make_executor(executor(node) if callable(executor) else executor,
+                           node.get_logger())
+        ex.add_node(node)
+        if hasattr(ex, 'wake'):  # EventsExecutor: no guard conditions, a wake() instead
+            life._wake = ex.wake
+        else:
+            life._wake = node.create_guard_condition(lambda: None).trigger
+        if before_spin is not None:
+            before_spin(node)
+        life._spinning = True
+        if life.stop.is_set():
+            return 0
+        while not life.stop.is_set() and (keep_going is None or keep_going(node)):
+            ex.spin_once(timeout_sec=0.2)
+        if life.signal_name is not None:
+            node.get_logger().info(f'{life.signal_name} received: shutting down')
+    except StopRequested:
+        pass
+    finally:
+        life._spinning = True   # from here on a signal only sets the flag
+        try:
+            if node is not None and on_stop is not None:
+                on_stop(node)
+            if ex is not None:
+                ex.shutdown(timeout_sec=1.0)
+            if node is not None:
+                node.destroy_node()
+        finally:
+            rclpy.try_shutdown()
+            life.restore()
+    return 0
+
+
+def make_executor(kind: str, logger=None):
+    """An rclpy executor by name: 'events' (rclpy.experimental.EventsExecutor, rclpy >= 9 /
+    Kilted; falls back to 'single' where it does not exist) or 'single'."""
+    if kind == 'events':
+        try:
+            from rclpy.experimental import EventsExecutor
+            return EventsExecutor()
+        except ImportError:
+            if logger is not None:
+                logger.info('rclpy has no EventsExecutor here: using SingleThreadedExecutor')
+            kind = 'single'
+    if kind == 'single':
+        from rclpy.executors import SingleThreadedExecutor
+        return SingleThreadedExecutor()
+    raise ValueError(f"unknown executor {kind!r}: 'single' or 'events'")

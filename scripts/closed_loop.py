@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Closed loop through ROS: simulator (external efforts) + dynamics node + tracking controller,
+run once per control law; reports the RMS tracking error per joint per law, the loop latency
+and the fraction of cycles served, and saves a plot.
+
+    python scripts/closed_loop.py                 # ~1 min; writes out/closed_loop.png
+    python scripts/closed_loop.py --laws slotine_li --duration 5 --frequency 0.5
+
+Three real ROS 2 processes per law on the bundled ``arm7`` (fixed base, 7 joints, 1 kHz):
+
+* ``sim`` (``control: external``, ``scenario: none``, no sensor noise) publishes
+  ``joint_states`` in simulated time and applies ``/sim/effort_command``; by default in
+  lock-step (it waits, up to ``--lockstep`` wall seconds, for the command answering each joint
+  state, so the tracking numbers do not depend on the machine's load); ``--lockstep 0`` runs
+  it free at ``--real-time-factor`` (commands act when they arrive: latency matters);
+* ``dynamics_node`` publishes ``/dynamics/dynamics`` (M, C, dM/dt, g) per joint state;
+* ``tracking_controller`` pairs them by stamp and commands the efforts of the chosen law.
+
+All laws use the same feedback gains: K_p = ω² diag M(q0), K_d = 2 ω diag M(q0) with
+ω = ``--bandwidth`` (Slotine–Li: K_D = K_d, Λ = K_p/K_d; computed torque: ω², 2ω).  The
+reference is ``q0 + A (1 − cos 2π f t)`` on every joint from the arm's home pose.
+
+Measured here: RMS of ``q − q_d`` per joint over ``--duration`` simulated seconds from the
+first command (q_d rebuilt from the first command's stamp and that joint state), the loop
+latency as the simulator measures it (joint state published -> the command with its stamp
+received, wall clock), and the served fraction (commands / joint states in the window).  The
+plot shows reference vs actual per joint and law, and the Slotine–Li torque components
+``M q̈_r``, ``C q̇_r``, ``g`` (recomputed from the recorded joint states with the core library).
+
+Isolation: LOCALHOST discovery and a random ROS_DOMAIN_ID (as scripts/demo.py).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for p in (ROOT, HERE):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from demo import _setup_environment, _stop, _write_params  # noqa: E402
+
+LAWS = ('pd_gravity', 'computed_torque', 'slotine_li')
+
+
+def _parse():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--laws', nargs='+', default=list(LAWS), choices=LAWS)
+    ap.add_argument('--duration', type=float, default=3.0,
+                    help='simulated seconds evaluated per law (default 3)')
+    ap.add_argument('--amplitude', type=float, default=0.4, help='A [rad] (default 0.4)')
+    ap.add_argument('--frequency', type=float, default=1.0, help='f [Hz] (default 1)')
+    ap.add_argument('--trajectory', default='sine', choices=('sine', 'min_jerk'))
+    ap.add_argument('--bandwidth', type=float, default=30.0, help='ω [rad/s] (default 30)')
+    ap.add_argument('--real-time-factor', type=float, default=1.0,
+                    help='simulated seconds per wall second (default 1; an upper bound in '
+                         'lock-step)')
+    ap.add_argument('--lockstep', type=float, default=1.0,
+                    help='the sim waits up to this many wall seconds per step for the command '
+                         'answering its last joint state (default 1: results independent of '
+                         'the machine load); 0: free running at --real-time-factor, the '
+                         'commands act when they arrive')
+    ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'closed_loop.png'))
+    ap.add_argument('--json', default=None, help='also write the results as JSON here')
+    ap.add_argument('--timeout', type=float, default=120.0, help='wall-clock limit per law [s]')
+    ap.add_argument('--dynamics-module', default='ros_dynamics.ros.dynamics_node',
+                    help=argparse.SUPPRESS)
+    ap.add_argument('--quiet', action='store_true')
+    return ap.parse_args()
+
+
+def _percentiles(log, pattern):
+    m = re.findall(pattern, log)
+    return [float(x) for x in m[-1]] if m else None
+
+
+def run_law(law, args, xml, tmp, log_dir, say):
+    """One closed-loop run; returns the recorded joint states, commands and the logs."""
+    import numpy as np
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+
+    files = {n: os.path.join(tmp, f'{law}_{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
+    _write_params(files['sim'], 'sim', dict(
+        robot_description=xml, scenario='none', control='external', rate=1000.0,
+        real_time_factor=args.real_time_factor, duration=args.duration + 1.0,
+        wait_for_subscribers=3, wait_timeout=60.0, start_delay=0.5, command_timeout=0.1,
+        lockstep_timeout=args.lockstep, publish_robot_description=False))
+    _write_params(files['dyn'], 'dynamics', dict(
+        robot_description=xml, christoffel_stream=False, input_qos_depth=2000, qos_depth=2000))
+    _write_params(files['ctl'], 'tracking_controller', dict(
+        law=law, trajectory=args.trajectory, amplitude=[args.amplitude],
+        frequency=[args.frequency], bandwidth=args.bandwidth, damping_ratio=1.0,
+        report_period=0.0))
+    logs = {n: os.path.join(log_dir, f'{law}_{n}.log') for n in ('sim', 'dynamics_node',
+                                                                 'tracking_controller')}
+    procs = []
+
+    def start(name, module, params):
+        log = open(logs[name], 'w')
+        procs.append(subprocess.Popen(
+            [sys.executable, '-m', module, '--ros-args', '--params-file', params],
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT))
+        return procs[-1]
+
+    rclpy.init(args=[])
+    lis = Node('closed_loop_listener')
+    qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+    js, cmd = {}, {}
+
+    def key(m):
+        return m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+
+    lis.create_subscription(JointState, 'joint_states', lambda m: js.__setitem__(
+        key(m), (time.monotonic(), np.array(m.position), np.array(m.velocity))), qos)
+    lis.create_subscription(JointState, '/sim/effort_command', lambda m: cmd.__setitem__(
+        key(m), (time.monotonic(), np.array(m.effort))), qos)
+    t_start = time.monotonic()
+    try:
+        start('dynamics_node', args.dynamics_module, files['dyn'])
+        start('tracking_controller', 'ros_dynamics.ros.tracking_controller', files['ctl'])
+        sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
+        while sim.poll() is None and time.monotonic() - t_start < args.timeout:
+            rclpy.spin_once(lis, timeout_sec=0.05)
+        for _ in range(20):                      # drain what is still queued
+            rclpy.spin_once(lis, timeout_sec=0.01)
+    finally:
+        _stop(procs)
+        lis.destroy_node()
+        rclpy.try_shutdown()
+    text = {n: open(p).read() for n, p in logs.items()}
+    say(f'[closed_loop] {law}: {len(js)} joint states, {len(cmd)} commands '
+        f'({time.monotonic() - t_start:.0f} s wall)')
+    return js, cmd, text
+
+
+def evaluate(law, js, cmd, text, args, model):
+    import numpy as np
+
+    import ros_dynamics as rd
+    from ros_dynamics.control import make_law, make_trajectory
+    if not cmd:
+        raise RuntimeError(f'{law}: no effort command received; logs: {text}')
+    t0 = min(cmd)
+    q0 = js[t0][1]
+    traj = make_trajectory(args.trajectory, q0, args.amplitude, args.frequency)
+    end = t0 + int(round(args.duration * 1e9))
+    ks = sorted(k for k in js if t0 <= k <= end)
+    t = (np.array(ks) - t0) * 1e-9
+    Q = np.array([js[k][1] for k in ks])
+    V = np.array([js[k][2] for k in ks])
+    ref = [traj(x) for x in t]
+    Qd = np.array([r[0] for r in ref])
+    rms = np.sqrt(np.mean((Q - Qd) ** 2, axis=0))
+    served = sum(1 for k in ks if k in cmd) / len(ks)
+    lat_l = np.array([cmd[k][0] - js[k][0] for k in ks if k in cmd]) * 1e3
+    sim_lat = _percentiles(text['sim'], r'loop latency p50 ([\d.]+) ms, p99 ([\d.]+) ms')
+    ctl = re.findall(r'served (\d+)/(\d+) joint states \(([\d.]+) %\), late (\d+), '
+                     r'mismatched (\d+)', text['tracking_controller'])
+    ctl_lat = _percentiles(text['tracking_controller'],
+                           r'latency joint state -> command p50 ([\d.]+) ms, p99 ([\d.]+) ms')
+    applied = re.findall(r'(\d+) steps on commands, (\d+) on the fallback', text['sim'])
+    in_time = re.findall(r'(\d+) commands answered a published joint state, (\d+) in time',
+                         text['sim'])
+    # Slotine-Li torque components at the recorded states (same gains as the controller)
+    m = np.diag(rd.mass_matrix(model, q0))
+    w = args.bandwidth
+    sl = make_law('slotine_li', w * w * m, 2 * w * m)
+    comp = {c: np.empty_like(Q) for c in ('M_qdd_r', 'C_qd_r', 'g')}
+    for i, (q, v, r) in enumerate(zip(Q, V, ref)):
+        d = rd.dynamics(model, q, v)
+        sl(q, v, r[0], r[1], r[2], d.M, d.C, d.g)
+        for c in comp:
+            comp[c][i] = sl.components[c]
+    return {'law': law, 'rms': rms.tolist(), 'rms_all': float(np.sqrt(np.mean(rms ** 2))),
+            'max_abs_error': np.abs(Q - Qd).max(axis=0).tolist(), 'samples': len(ks),
+            'served_fraction': served,
+            'listener_latency_ms_p50_p99': (np.percentile(lat_l, [50, 99]).tolist()
+                                            if lat_l.size else None),
+            'sim_loop_latency_ms_p50_p99': sim_lat,
+            'controller_latency_ms_p50_p99': ctl_lat,
+            'controller_counts': ([int(x) if '.' not in x else float(x) for x in ctl[-1]]
+                                  if ctl else None),
+            'sim_steps_on_commands_fallback': [int(x) for x in applied[-1]] if applied else None,
+            'sim_commands_answered_in_time': [int(x) for x in in_time[-1]] if in_time else None,
+            '_t': t, '_Q': Q, '_Qd': Qd, '_comp': comp}
+
+
+def plot(results, names, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    n = len(names)
+    fig, axs = plt.subplots(n, 3, figsize=(15, 1.7 * n + 1.2), sharex=True)
+    colors = {'pd_gravity': 'C3', 'computed_torque': 'C2', 'slotine_li': 'C0'}
+    sl = next((r for r in results if r['law'] == 'slotine_li'), results[-1])
+    for j in range(n):
+        ax, ae, at = axs[j]
+        ax.plot(sl['_t'], sl['_Qd'][:, j], 'k--', lw=1.0, label='reference' if j == 0 else None)
+        for r in results:
+            c = colors.get(r['law'])
+            ax.plot(r['_t'], r['_Q'][:, j], color=c, lw=0.8, label=r['law'] if j == 0 else None)
+            ae.plot(r['_t'], (r['_Q'][:, j] - r['_Qd'][:, j]) * 1e3, color=c, lw=0.8)
+        for c, style in (('M_qdd_r', 'C0'), ('C_qd_r', 'C1'), ('g', 'C7')):
+            at.plot(sl['_t'], sl['_comp'][c][:, j], color=style, lw=0.8,
+                    label={'M_qdd_r': r'$M\ddot q_r$', 'C_qd_r': r'$C\dot q_r$',
+                           'g': '$g$'}[c] if j == 0 else None)
+        ax.set_ylabel(f'{names[j]}\n[rad]', fontsize=8)
+        ae.set_ylabel('error [mrad]', fontsize=8)
+        at.set_ylabel('[N m]', fontsize=8)
+    axs[0, 0].legend(fontsize=7, loc='upper right')
+    axs[0, 2].legend(fontsize=7, loc='upper right', ncol=3)
+    axs[0, 0].set_title('reference vs actual')
+    axs[0, 1].set_title('tracking error q - q_d')
+    axs[0, 2].set_title(f'Slotine-Li torque components ({sl["law"]} run)')
+    for a in axs[-1]:
+        a.set_xlabel('time [s]')
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    args = _parse()
+    import numpy as np
+
+    import ros_dynamics as rd
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+    with open(rd.bundled_urdf('arm7')) as f:
+        xml = f.read()
+    model = rd.load_urdf(xml)
+    names = list(model.joint_names)
+    say(f'[closed_loop] ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID")} (LOCALHOST); arm7, '
+        f'{args.trajectory} A = {args.amplitude} rad, f = {args.frequency} Hz, ω = '
+        f'{args.bandwidth} rad/s, real-time factor {args.real_time_factor}')
+    tmp = tempfile.mkdtemp(prefix='ros_dynamics_closed_loop_')
+    log_dir = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop_logs')
+    os.makedirs(log_dir, exist_ok=True)
+    results = []
+    for law in args.laws:
+        js, cmd, text = run_law(law, args, xml, tmp, log_dir, say)
+        results.append(evaluate(law, js, cmd, text, args, model))
+    say('[closed_loop] RMS tracking error per joint [mrad]:')
+    say('  law              ' + ' '.join(f'{n[-7:]:>7}' for n in names) + '     all')
+    for r in results:
+        say(f'  {r["law"]:16} ' + ' '.join(f'{x * 1e3:7.3f}' for x in r['rms'])
+            + f' {r["rms_all"] * 1e3:7.3f}')
+    for r in results:
+        say(f'  {r["law"]:16} served {100 * r["served_fraction"]:.1f} %, loop latency (sim) '
+            f'p50/p99 {r["sim_loop_latency_ms_p50_p99"]} ms, controller '
+            f'{r["controller_latency_ms_p50_p99"]} ms, counts (served, states, %, late, '
+            f'mismatched) {r["controller_counts"]}, sim: commands answered / in time '
+            f'{r["sim_commands_answered_in_time"]}')
+    base = next((r for r in results if r['law'] == 'pd_gravity'), None)
+    if base is not None:
+        for r in results:
+            if r is not base:
+                say(f'  {r["law"]}: {base["rms_all"] / r["rms_all"]:.1f}x smaller RMS error '
+                    'than pd_gravity')
+    plot(results, names, args.out)
+    say(f'[closed_loop] plot saved to {args.out}; logs in {log_dir}')
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump([{k: v for k, v in r.items() if not k.startswith('_')} for r in results],
+                      f, indent=1, default=float)
+    return 0 if all(np.isfinite(r['rms_all']) for r in results) else 1
+
+
+if __name__ == '__main__':
+    _setup_environment()
+    sys.exit(main())
