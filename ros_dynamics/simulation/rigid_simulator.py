@@ -21,7 +21,7 @@ import numpy as np
 
 from .contact_geometry import Plane, Sphere, SphereWorld
 from .rigid_contact import RigidContactStepper
-from .simulator import (PDGravityController, Sample, Simulator, WallContact, integrate,
+from .simulator import (PDGravityController, Simulator, WallContact, integrate,
                         make_scenario)
 
 
@@ -39,34 +39,20 @@ class RigidContactSimulator(Simulator):
         self.stepper = RigidContactStepper(model, self.world, dt=self.dt, nf=nf, erp=erp)
         self.last_info = None
 
-    def step(self):
-        from ..estimation.observer import friction_torque
-        t, q, v = self.t, self.q, self.v
-        qd, vd, _ = self.trajectory(t)
-        tau_cmd = self.controller(t, self.q_meas, self.v_meas, qd, vd)
-        tau_push, links, wrenches, points = self.external(t, q, v)
-        tau = tau_cmd + tau_push
-        if np.any(self.fv) or np.any(self.fc):
-            tau = tau - friction_torque(v, self.fv, self.fc, self.feps)
+    def _plant_step(self, q, v, tau, external):
+        """OS-LCP step (seed 002, Sec. 6-7) instead of the free forward dynamics; the contact
+        impulses join the external forces as tau_ext += J^T F / dt and one wrench per active
+        contact (the observer's ground truth)."""
         q1, v1, info = self.stepper.step(q, v, tau, lambda a, b, h: integrate(self.model, a, b, h))
-        if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
-            raise FloatingPointError(f'simulation diverged at t = {t:.4f} s')
         self.last_info = info
-        tau_ext = tau_push + info.tau_contact
+        tau_push, links, wrenches, points = external
         total = _total_impulses(info)
         active = [c for c, F in zip(info.contacts, total) if np.any(F)]
         links = tuple(links) + tuple(c.link_a for c in active)
         wrenches = tuple(wrenches) + tuple(np.concatenate([F / self.dt, np.zeros(3)])
                                            for F in total if np.any(F))
         points = tuple(points) + tuple(c.point_a for c in active)
-        self.q, self.v = q1, v1
-        self.k += 1
-        self.t = self.k * self.dt
-        self.q_meas, self.v_meas = self._measure()
-        se = self.noise[2]
-        tau_meas = tau_cmd if se <= 0 else tau_cmd + se * self.rng.standard_normal(len(tau_cmd))
-        return Sample(self.t, self.q_meas.copy(), self.v_meas.copy(), tau_meas, tau_ext,
-                      bool(links), links, q1.copy(), v1.copy(), wrenches, points)
+        return q1, v1, (tau_push + info.tau_contact, links, wrenches, points)
 
 
 def _total_impulses(info):
