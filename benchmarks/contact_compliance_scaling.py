@@ -5,8 +5,12 @@
 Random revolute chains (ros_dynamics.testing.chain) with m = 4 contact nodes (on the last link
 and at 1/4, 1/2, 3/4 of the chain).  Compares, interleaved in one process:
 
-* "os":    rd.contact_compliance, the O(N) + O(m^2) articulated-body recursion (public call);
+* "os":    rd.contact_compliance(..., data=data), the O(N) + O(m^2) articulated-body recursion
+           (public call into a reused rd.Data);
 * "dense": J M^-1 J^T from rd.link_jacobian, rd.mass_matrix and a dense Cholesky solve.
+
+Times are the minimum per-call CPU time of this thread (time.thread_time) over interleaved
+blocks, with BLAS on one thread, so the load of a shared machine does not count.
 
 Fits the log-log slope of each over N >= 32 (expected ~1 for "os", ~2-3 for "dense") and
 writes results/contact_compliance_scaling.csv and .png.
@@ -16,7 +20,12 @@ import argparse
 import csv
 import os
 
-import numpy as np
+for _var in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ.setdefault(_var, '1')     # dense on one thread: its CPU time is thread_time
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 from common import RESULTS, interleaved, log, machine_info
 
@@ -42,10 +51,12 @@ def main():
             Y = np.linalg.solve(c, J.T)
             return Y.T @ Y
 
+        data = rd.Data(model)
         L = rd.contact_compliance(model, q, points)
         err = np.abs(L - dense()).max() / np.abs(L).max()
-        t = interleaved({'os': lambda: rd.contact_compliance(model, q, points), 'dense': dense},
-                        blocks=11 if args.quick else 21)
+        t = interleaved({'os': lambda: rd.contact_compliance(model, q, points, data=data),
+                         'dense': dense},
+                        blocks=11 if args.quick else 21, clock=time.thread_time, stat='min')
         rows.append((N, t['os'], t['dense'], err))
         log(f'N={N:4d}  os {t["os"] * 1e6:9.1f} us  dense {t["dense"] * 1e6:9.1f} us  rel.diff {err:.1e}')
     Nv = np.array([r[0] for r in rows], float)
