@@ -42,3 +42,17 @@ def test_model_without_mimic_is_unchanged():
     model = rd.load_urdf(rd.bundled_urdf('arm7'))
     mc = rd.MimicCoordinates(model)
     assert np.array_equal(mc.A, np.eye(7)) and mc.independent == model.joint_names
+
+
+def test_chain_of_mimics_composes_offsets_as_the_urdf_defines_them():
+    """q = multiplier * q_leader + offset at every link of a chain (gripper fixture:
+    knuckle = 2 finger_right + 0.1, finger_right = -finger_left => knuckle = -2 finger_left + 0.1)."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), 'fixtures', 'urdf', 'gripper_mimic.urdf')
+    model = rd.load_urdf(path)
+    mc = rd.MimicCoordinates(model)
+    assert mc.independent == ['wrist_roll', 'wrist_pitch', 'finger_left']
+    q = mc.q(np.array([0.3, -0.2, 0.015]))
+    fr, kn = q[model.joint_q_index('finger_right')], q[model.joint_q_index('knuckle')]
+    assert np.isclose(fr, -0.015) and np.isclose(kn, 2 * fr + 0.1)
+    assert np.allclose(mc.A[:, 2], [0, 0, 1, -1, -2])

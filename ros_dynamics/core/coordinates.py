@@ -23,6 +23,7 @@ None: unchanged) and ``joint_names`` (the joint coordinates, in order).
 import numpy as np
 
 from .api import Dynamics, christoffel, dynamics, link_placement, mass_matrix
+from .spatial import quaternion_to_matrix
 from .spatial_numpy import skew
 
 
@@ -45,10 +46,12 @@ def transform_dynamics(d, A, Adot=None):
 def transform_christoffel(Gamma, A):
     """Gamma in new coordinates for a constant A (affine map, e.g. mimic joints):
 
-    Gammabar_ijk = sum A_ai A_bj A_ck Gamma_abc (the proof of Theorem 1 with d2q/dqbar2 = 0).
+    Gammabar_ijk = sum A_ai A_bj A_ck Gamma_abc (the proof of Theorem 1 with d2q/dqbar2 = 0),
+    contracted one index at a time (c, then b, then a).
     """
     A = np.asarray(A, dtype=float)
-    return np.einsum('ai,bj,ck,abc->ijk', A, A, A, Gamma, optimize=True)
+    G = np.swapaxes(Gamma @ A, 1, 2) @ A                      # [a, k, j]
+    return np.ascontiguousarray(np.swapaxes(np.tensordot(A, G, (0, 0)), 1, 2))
 
 
 class MimicCoordinates:
@@ -70,8 +73,9 @@ class MimicCoordinates:
                 if cur in seen:
                     raise ValueError(f'mimic joints form a cycle through {cur!r}')
                 seen.add(cur)
+                # q_name = k q_cur + off and q_cur = mult q_lead + offset (URDF <mimic>)
                 lead, mult, offset = model.mimic[cur]
-                k, off, cur = k * mult, off * mult + offset, lead
+                k, off, cur = k * mult, off + k * offset, lead
             leader[name] = (cur, k, off)
         self.independent = [n for n in model.joint_names if leader[n][0] == n]
         col = {n: base + i for i, n in enumerate(self.independent)}           # column of A
@@ -85,6 +89,11 @@ class MimicCoordinates:
             self.A[model.joint_v_index(name), col[lead]] = k
             self.offset[model.joint_q_index(name)] = off
             self._q_map.append((model.joint_q_index(name), qcol[lead], k))
+        base_q, base_v = (7, 6) if model.floating_base else (0, 0)
+        self._iq = np.r_[np.arange(base_q),                    # entries of qbar / vbar in q / v
+                         [model.joint_q_index(n) for n in self.independent]].astype(np.intp)
+        self._iv = np.r_[np.arange(base_v),
+                         [model.joint_v_index(n) for n in self.independent]].astype(np.intp)
 
     @property
     def nv(self):
@@ -118,11 +127,8 @@ class MimicCoordinates:
     def state(self, q, v):
         """(qbar, vbar): the independent entries of a full state (the mimic entries are dropped,
         not checked against their leaders)."""
-        base_q, base_v = (7, 6) if self.model.floating_base else (0, 0)
-        iq = [self.model.joint_q_index(n) for n in self.independent]
-        iv = [self.model.joint_v_index(n) for n in self.independent]
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-        return (np.concatenate([q[:base_q], q[iq]]), np.concatenate([v[:base_v], v[iv]]))
+        return q[self._iq], v[self._iv]
 
     def full_state(self, qbar, vbar):
         return self.q(qbar), self.v(vbar)
@@ -174,13 +180,21 @@ class CenterOfMassCoordinates:
         if not self.mass > 0.0:
             raise ValueError(f'model {model.name!r} has no mass')
         self.joint_names = list(model.joint_names)
+        self._R = np.empty((1, 3, 3))
+        q0 = model.neutral()   # the root link's frame is the free joint's: R from q[3:7]
+        q0[3:7] = np.array([0.3, -0.5, 0.1, 0.8]) / np.sqrt(0.99)
+        if not np.allclose(self._rotation(q0), link_placement(model, q0, model.root_link)[0],
+                           rtol=0, atol=1e-12):
+            raise ValueError(f'the root link {model.root_link!r} is not the free joint frame')
 
     @property
     def nv(self):
         return self.model.nv
 
     def _rotation(self, q):
-        return link_placement(self.model, q, self.model.root_link)[0]
+        """Base rotation (world <- base) of the free joint's quaternion q[3:7] (x y z w)."""
+        quaternion_to_matrix(q[3], q[4], q[5], q[6], self._R, 0)
+        return self._R[0].copy()
 
     def com_offset(self, M):
         """c: the CoM in the base frame, from M[0:3, 3:6] = -m (c x)."""
@@ -235,10 +249,15 @@ class CenterOfMassCoordinates:
         if M is None:
             M = mass_matrix(self.model, q)
         A = self.velocity_map(M, self._rotation(q))
-        GA = np.einsum('abc,ck->abk', Gamma, A, optimize=True)        # C(q, A e_k) in [:, :, k]
-        out = np.einsum('ai,abk,bj->ijk', A, GA, A, optimize=True)
-        for k in range(self.nv):
-            Ck = GA[:, :, k]
-            Adot = self.velocity_map_derivative(A, M, Ck + Ck.T, A[3:6, k])
-            out[:, :, k] += A.T @ M @ Adot
-        return out
+        m = self.mass
+        # all k at once, stacked along the first axis: Ck = C(q, A e_k) = GA[k]
+        GA = np.moveaxis(Gamma @ A, 2, 0)                              # [k, a, b]
+        out = A.T @ GA @ A                                              # A^T C(A e_k) A
+        # Adot(q, A e_k) has only three nonzero rows (velocity_map_derivative):
+        #   Adot_k[0:3] = -((omega_k x) M[0:3] + (Ck + Ck^T)[0:3]) A / m,  omega_k = A[3:6, k]
+        omega = A[3:6].T                                                # [k, 3]
+        WM = np.cross(omega[:, None, :], M[0:3].T[None, :, :])          # [k, col, 3] = omega_k x M[0:3, col]
+        T = np.swapaxes(WM, 1, 2) + GA[:, 0:3, :] + np.swapaxes(GA[:, :, 0:3], 1, 2)
+        Adot_top = -(T @ A) / m                                         # [k, 3, nv]
+        out += (A.T @ M[:, 0:3]) @ Adot_top                             # A^T M Adot_k
+        return np.ascontiguousarray(np.moveaxis(out, 0, 2))

@@ -16,6 +16,11 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
 * services ``~/get_dynamics`` (GetDynamics), ``~/get_christoffel`` (GetChristoffel) at a
   requested or the latest accepted state, ``~/reset_observer`` (std_srvs/Trigger).
 
+``~/dynamics``, ``~/christoffel`` and the two ``get_*`` services are in the coordinates chosen by
+the parameter ``coordinates`` (``joint``, ``mimic_reduced``, ``center_of_mass``): names, state
+and terms; the mapping is :class:`ros_dynamics.ros.output_coordinates.OutputCoordinates`. Inputs
+and the observer outputs are always in the model's joint coordinates.
+
 Without the interface package ``ros_dynamics_msgs`` the node runs with its standard-type outputs
 only (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package.
 
@@ -65,8 +70,15 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+import rclpy.logging  # noqa: E402
+
+# Importing the core loads its compiled kernels, and compiles them on the first start after an
+# install or update (cached on disk afterwards): say so before the wait, not after it.
+rclpy.logging.get_logger('dynamics').info(
+    'loading the dynamics kernels (the first start after an install compiles them: up to a minute)')
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics.ros import operational_space, process  # noqa: E402
+from ros_dynamics.ros.output_coordinates import COORDINATES, OutputCoordinates  # noqa: E402
 
 try:  # the interface package; optional (see BUILD_HINT)
     from ros_dynamics_msgs.msg import Christoffel, ContactEstimate, Dynamics
@@ -90,7 +102,7 @@ BASE_DOF_NAMES = ('floating_base/linear_x', 'floating_base/linear_y', 'floating_
                   'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z')
 
 #: parameters that change the model (a change rebuilds it, or is rejected if that fails)
-MODEL_PARAMS = ('robot_description', 'floating_base', 'gravity')
+MODEL_PARAMS = ('robot_description', 'floating_base', 'gravity', 'coordinates')
 OBSERVER_PARAMS = ('observer_enabled', 'observer_gain', 'observer_friction_viscous',
                    'observer_friction_coulomb', 'contact_threshold', 'contact_release_ratio')
 EFFORT_SOURCES = ('joint_state', 'commanded_torque')
@@ -109,6 +121,11 @@ _PARAMS = (
      'Give the URDF root a 6-DoF free joint; base pose/twist come from the odom topic.', {}),
     ('gravity', [0.0, 0.0, -9.81],
      'Gravity vector [gx, gy, gz] in m/s^2 in the world (root) frame.', _DOUBLES),
+    ('coordinates', 'joint',
+     "Coordinates of ~/dynamics, ~/christoffel, ~/get_dynamics and ~/get_christoffel (names, "
+     "position, velocity and every term): 'joint' (the model's), 'mimic_reduced' (independent "
+     "joints only; mimic joints dropped) or 'center_of_mass' (floating base: CoM position and "
+     'base angular velocity replace the base pose and twist). README "Output coordinates".', {}),
     ('world_frame', '',
      'frame_id of the outputs (the world frame of gravity and of the floating-base pose). '
      "Empty: the URDF root link for a fixed base, 'world' for a floating one.", {}),
@@ -227,6 +244,10 @@ class _Config:
             raise ValueError('contact_threshold must be > 0')
         if self.effort_source not in EFFORT_SOURCES:
             raise ValueError(f'effort_source must be one of {EFFORT_SOURCES}')
+        if self.coordinates not in COORDINATES:
+            raise ValueError(f'coordinates must be one of {COORDINATES}')
+        if self.coordinates == 'center_of_mass' and not self.floating_base:
+            raise ValueError("coordinates 'center_of_mass' need floating_base: true")
         if self.executor not in EXECUTORS:
             raise ValueError(f'executor must be one of {EXECUTORS}')
         for name in ('qos_reliability', 'input_qos_reliability'):
@@ -301,6 +322,12 @@ class _Engine:
         # (Gamma, nv^3 doubles, is allocated here only when it will stream)
         rd.compute_all_terms(model, q0, v0, self.data,
                              christoffel=bool(HAVE_MSGS and cfg.christoffel_stream))
+        # the published coordinates: built, warmed up and checked on the same state
+        self.coords = OutputCoordinates(model, cfg.coordinates, BASE_DOF_NAMES)
+        out = self.coords.apply(q0, v0, self.data.dynamics, rd.christoffel(model, q0))
+        m = self.coords.nv
+        if np.shape(out.d.M) != (m, m) or np.shape(out.gamma) != (m, m, m):
+            raise ValueError(f'{cfg.coordinates} coordinates: terms of the wrong shape')
         warm = rd.MomentumObserver(model)
         warm.reset_from(self.data)
         warm.update_from(self.data, np.zeros(n), 1e-3)
@@ -310,18 +337,23 @@ class _Engine:
         if HAVE_MSGS:
             self.dyn_msg = Dynamics()
             self.dyn_msg.header.frame_id = self.frame_id
-            self.dyn_msg.names = list(self.names)
-            self.q = _attach(self.dyn_msg, 'position', self.nq)
-            self.v = _attach(self.dyn_msg, 'velocity', self.nv)
-            self.M_view = _attach(self.dyn_msg, 'mass_matrix', n * n).reshape(n, n)
-            self.C_view = _attach(self.dyn_msg, 'coriolis_matrix', n * n).reshape(n, n)
-            self.Mdot_view = _attach(self.dyn_msg, 'mass_matrix_dot', n * n).reshape(n, n)
-            self.g_dyn_view = _attach(self.dyn_msg, 'gravity', n)
+            # ~/dynamics and ~/christoffel are in the published coordinates (size m)
+            co, m = self.coords, self.coords.nv
+            self.dyn_msg.names = list(co.names)
+            self.dyn_q = _attach(self.dyn_msg, 'position', co.nq)
+            self.dyn_v = _attach(self.dyn_msg, 'velocity', m)
+            self.M_view = _attach(self.dyn_msg, 'mass_matrix', m * m).reshape(m, m)
+            self.C_view = _attach(self.dyn_msg, 'coriolis_matrix', m * m).reshape(m, m)
+            self.Mdot_view = _attach(self.dyn_msg, 'mass_matrix_dot', m * m).reshape(m, m)
+            self.g_dyn_view = _attach(self.dyn_msg, 'gravity', m)
+            # joint coordinates: the state is gathered straight into the message
+            self.q = self.dyn_q if co.identity else np.zeros(self.nq)
+            self.v = self.dyn_v if co.identity else np.zeros(self.nv)
             self.gam_msg = Christoffel()
             self.gam_msg.header.frame_id = self.frame_id
-            self.gam_msg.names = list(self.names)
-            self.gam_q = _attach(self.gam_msg, 'position', self.nq)
-            self.G_view = _attach(self.gam_msg, 'christoffel', n * n * n).reshape(n, n, n)
+            self.gam_msg.names = list(co.names)
+            self.gam_q = _attach(self.gam_msg, 'position', co.nq)
+            self.G_view = _attach(self.gam_msg, 'christoffel', m * m * m).reshape(m, m, m)
             self.contact_msg = ContactEstimate()
             self.contact_msg.header.frame_id = self.frame_id
             self.contact_msg.names = list(self.names)
@@ -763,7 +795,7 @@ class DynamicsNode(Node):
                       and self._cycle % cfg.christoffel_decimation == 0)
         step = self._observer_step(eng, cfg, has_effort, stamp_ns)
         try:
-            d, gamma, r, contact, wrench = self._core_cycle(eng, cfg, q, v, with_gamma, step)
+            d, out, r, contact, wrench = self._core_cycle(eng, cfg, q, v, with_gamma, step)
         except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
             self.stats['rejected'] += 1
             self._log.error(f'dynamics failed for this joint state: {exc}',
@@ -779,7 +811,7 @@ class DynamicsNode(Node):
         np.copyto(eng.latest_q, q)
         np.copyto(eng.latest_v, v)
         eng.latest_stamp = stamp
-        self._publish(eng, cfg, stamp, d, gamma, r, contact, wrench)
+        self._publish(eng, cfg, stamp, d, out, r, contact, wrench)
 
     def _observer_step(self, eng, cfg, has_effort, stamp_ns):
         """What the observer does with this joint state: None (nothing), ('reset', t_ns) or
@@ -818,13 +850,15 @@ class DynamicsNode(Node):
         return ('update', t_ns, dt)
 
     def _core_cycle(self, eng, cfg, q, v, with_gamma, step):
-        """Every core-library call of one cycle: (d, Gamma or None, residual or None,
-        ContactState or None, wrench (6,) or None). Raises on failure, changes nothing then
+        """Every core-library call of one cycle: (d, out, residual or None, ContactState or
+        None, wrench (6,) or None); d in the model's coordinates, out (qbar, vbar, terms,
+        Gammabar or None) in the published ones. Raises on failure, changes nothing then
         except the observer, which the caller re-initializes."""
         model, data = eng.model, eng.data
         rd.compute_all_terms(model, q, v, data, christoffel=with_gamma)   # one kinematics pass
         d = data.dynamics
         gamma = data.Gamma if with_gamma else None
+        out = eng.coords.apply(q, v, d, gamma)       # into the published coordinates
         r = contact = wrench = None
         if step is not None:
             ob = self._observer
@@ -843,24 +877,28 @@ class DynamicsNode(Node):
                         self._log.warning(f'contact wrench not estimated: {exc}',
                                           throttle_duration_sec=self._throttle)
             ob.last_ns = step[1]
-        return d, gamma, r, contact, wrench
+        return d, out, r, contact, wrench
 
-    def _publish(self, eng, cfg, stamp, d, gamma, r, contact, wrench):
-        """Write the results into the preallocated messages and publish them."""
+    def _publish(self, eng, cfg, stamp, d, out, r, contact, wrench):
+        """Write the results into the preallocated messages and publish them (~/dynamics and
+        ~/christoffel from ``out``, in the published coordinates; the rest from ``d``)."""
         if HAVE_MSGS:
             if cfg.publish_dynamics:
                 m = eng.dyn_msg
                 m.header.stamp = stamp
-                np.copyto(eng.M_view, d.M)
-                np.copyto(eng.C_view, d.C)
-                np.copyto(eng.Mdot_view, d.Mdot)
-                np.copyto(eng.g_dyn_view, d.g)
+                if not eng.coords.identity:   # joint: q, v were gathered into the message
+                    np.copyto(eng.dyn_q, out.q)
+                    np.copyto(eng.dyn_v, out.v)
+                np.copyto(eng.M_view, out.d.M)
+                np.copyto(eng.C_view, out.d.C)
+                np.copyto(eng.Mdot_view, out.d.Mdot)
+                np.copyto(eng.g_dyn_view, out.d.g)
                 self._pub_dyn.publish(m)
-            if gamma is not None:
+            if out.gamma is not None:
                 m = eng.gam_msg
                 m.header.stamp = stamp
-                np.copyto(eng.gam_q, eng.q)
-                np.copyto(eng.G_view, gamma)
+                np.copyto(eng.gam_q, out.q)
+                np.copyto(eng.G_view, out.gamma)
                 self._pub_G.publish(m)
             # while in contact every update; when free only the first update and the release
             # (the residual itself streams on ~/external_torque)
@@ -922,7 +960,8 @@ class DynamicsNode(Node):
     def _srv_get_dynamics(self, request, response):
         try:
             eng, q, v, stamp = self._service_state(request, with_velocity=True)
-            d = rd.dynamics(eng.model, q, v)
+            out = eng.coords.apply(q, v, rd.dynamics(eng.model, q, v))
+            q, v, d = out.q, out.v, out.d
         except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
             response.success = False
             response.message = str(exc)
@@ -930,7 +969,7 @@ class DynamicsNode(Node):
         m = response.dynamics
         m.header.stamp = stamp
         m.header.frame_id = eng.frame_id
-        m.names = list(eng.names)
+        m.names = list(eng.coords.names)
         m.position = array.array('d', q)
         m.velocity = array.array('d', v)
         m.mass_matrix = array.array('d', d.M.ravel())
@@ -942,8 +981,10 @@ class DynamicsNode(Node):
 
     def _srv_get_christoffel(self, request, response):
         try:
-            eng, q, _, stamp = self._service_state(request, with_velocity=False)
-            gamma = rd.christoffel(eng.model, q)
+            eng, q, v, stamp = self._service_state(request, with_velocity=False)
+            M = None if eng.coords.identity else rd.mass_matrix(eng.model, q)
+            gamma = eng.coords.christoffel(q, rd.christoffel(eng.model, q), M)
+            q = eng.coords.state(q, v, M)[0]
         except Exception as exc:  # noqa: BLE001
             response.success = False
             response.message = str(exc)
@@ -951,7 +992,7 @@ class DynamicsNode(Node):
         m = response.christoffel
         m.header.stamp = stamp
         m.header.frame_id = eng.frame_id
-        m.names = list(eng.names)
+        m.names = list(eng.coords.names)
         m.position = array.array('d', q)
         m.christoffel = array.array('d', np.ascontiguousarray(gamma).ravel())
         response.success = True

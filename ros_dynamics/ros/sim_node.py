@@ -36,7 +36,8 @@ first one) the plant gets gravity compensation + joint damping ``g(q) − D q̇`
 commands resume external control at once.  ``lockstep_timeout`` [s wall] > 0: before each step
 wait up to that long for the command answering the joint state just published (its
 ``header.stamp``), so a loaded machine slows the simulation instead of delaying the commands
-(0: free running at ``real_time_factor``).  At exit the node logs the loop latency (joint
+(0: free running at ``real_time_factor``); the clock starts only once a command answers the
+initial state (re-published every second, up to ``wait_timeout``).  At exit the node logs the loop latency (joint
 state published -> the command with its stamp received, wall clock, p50/p99) and how many
 steps ran on external commands.
 """
@@ -208,9 +209,9 @@ def main(args=None):
                 self._cmd_stamp = stamp
                 self._cmd_cv.notify_all()
 
-        def _await_command(self, stamp_ns):
+        def _await_command(self, stamp_ns, timeout=None):
             """Lock-step: wait (wall, bounded) for the command answering ``stamp_ns``."""
-            deadline = time.monotonic() + self.lockstep
+            deadline = time.monotonic() + (self.lockstep if timeout is None else timeout)
             with self._cmd_cv:
                 while self._cmd_stamp != stamp_ns and not self.done.is_set():
                     left = deadline - time.monotonic()
@@ -284,7 +285,18 @@ def main(args=None):
                 t0 = time.monotonic()
                 behind_warned = False
                 dt_ns = int(round(self.dt * 1e9))
-                self._publish(self.sim.initial_sample(), t0_ns)
+                first = self.sim.initial_sample()
+                self._publish(first, t0_ns)
+                if self.external is not None and self.lockstep > 0:
+                    # Lock-step start: hold the clock at the initial state until a command
+                    # answers it (the controller and the dynamics node may still be starting),
+                    # re-publishing it every second in case it reached them before they were
+                    # ready; bounded by wait_timeout.
+                    t_first = time.monotonic()
+                    while (not self._await_command(t0_ns, 1.0) and not self.done.is_set()
+                           and time.monotonic() - t_first < self.wait_timeout):
+                        self._publish(first, t0_ns)
+                    t0 = time.monotonic()
                 k = 0
                 mode = 'waiting'
                 while rclpy.ok() and not self.done.is_set():
