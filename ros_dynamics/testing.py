@@ -15,7 +15,8 @@ and ``R`` is the random rpy of the ``<inertial><origin>``.
 
 import numpy as np
 
-__all__ = ['chain', 'binary_tree', 'quadruped_like', 'random_inertial', 'JOINT_TYPES']
+__all__ = ['chain', 'binary_tree', 'quadruped_like', 'random_inertial', 'JOINT_TYPES', 'sphere_pendulum',
+           'point_mass']
 
 JOINT_TYPES = ('revolute', 'continuous', 'prismatic')
 
@@ -155,3 +156,54 @@ def quadruped_like(legs=4, links_per_leg=3, seed=0, joint_types=('revolute',)):
             i = leg * links_per_leg + k
             parents.append(-1 if k == 0 else i - 1)
     return _tree(f'quadruped_like_{legs}x{links_per_leg}', parents, seed, joint_types)
+
+
+# -- models for the contact dynamics (seed 002) -----------------------------------------------------
+
+def _sphere_inertial(mass, radius, xyz, indent='    '):
+    i = 0.4 * mass * radius * radius
+    return _inertial_xml(mass, np.asarray(xyz, float), np.zeros(3), (i, i, i), indent)
+
+
+def sphere_pendulum(n, length=12.0, mass=1.0, base_height=10.0):
+    """Jain's Sec. 8 pendulum: n identical solid spheres (``mass`` each) on pin joints about y.
+
+    The spheres touch end to end, so the radius is length / (2 n); joint k sits at the top of
+    sphere k (``link_k``, centre at z = -r in its frame), joint 0 at (0, 0, base_height).
+    Angle q_k > 0 swings the chain towards -x.  ``nq = nv = n``, fixed base.
+    """
+    if int(n) != n or n < 1:
+        raise ValueError(f'n must be a positive integer, got {n!r}')
+    r = length / (2.0 * n)
+    parts = [f'<?xml version="1.0"?>\n<robot name="sphere_pendulum_{n}">\n  <link name="base"/>\n']
+    for k in range(n):
+        parent = 'base' if k == 0 else f'link_{k - 1}'
+        xyz = (0.0, 0.0, base_height) if k == 0 else (0.0, 0.0, -2.0 * r)
+        parts.append(f'  <joint name="joint_{k}" type="continuous">\n'
+                     f'    <parent link="{parent}"/>\n    <child link="link_{k}"/>\n'
+                     f'    <origin xyz="{_vec(xyz)}" rpy="0 0 0"/>\n    <axis xyz="0 1 0"/>\n'
+                     f'  </joint>\n')
+        parts.append(f'  <link name="link_{k}">\n{_sphere_inertial(mass, r, (0.0, 0.0, -r))}  </link>\n')
+    parts.append('</robot>\n')
+    return ''.join(parts)
+
+
+def point_mass(mass=1.0, radius=0.05, axes='xyz'):
+    """A solid sphere ``ball`` moved by prismatic joints along the world ``axes`` (no rotation).
+
+    Intermediate links ``slide_<axis>`` carry no mass; ``nq = nv = len(axes)``, fixed base.
+    """
+    unit = {'x': '1 0 0', 'y': '0 1 0', 'z': '0 0 1'}
+    parts = ['<?xml version="1.0"?>\n<robot name="point_mass">\n  <link name="base"/>\n']
+    parent = 'base'
+    for k, a in enumerate(axes):
+        child = 'ball' if k == len(axes) - 1 else f'slide_{a}'
+        parts.append(f'  <joint name="{a}" type="prismatic">\n    <parent link="{parent}"/>\n'
+                     f'    <child link="{child}"/>\n    <origin xyz="0 0 0" rpy="0 0 0"/>\n'
+                     f'    <axis xyz="{unit[a]}"/>\n'
+                     f'    <limit lower="-100" upper="100" velocity="100" effort="1000"/>\n  </joint>\n')
+        if child != 'ball':
+            parts.append(f'  <link name="{child}"/>\n')
+        parent = child
+    parts.append(f'  <link name="ball">\n{_sphere_inertial(mass, radius, (0, 0, 0))}  </link>\n</robot>\n')
+    return ''.join(parts)

@@ -58,19 +58,25 @@ fi
 
 # 3. Configure, build, install. AMENT_PREFIX_PATH is needed as well as CMAKE_PREFIX_PATH: rosidl
 #    finds its type supports through the ament index.
+#    The build tree belongs to one source tree (CMake refuses another one, e.g. a second clone or
+#    worktree sharing this venv): start afresh when the cached source differs. Every command must
+#    succeed (set -e does not apply inside a subshell followed by ||).
 BUILD="$VENV/build/ros_dynamics_msgs"
+if ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$SRC" "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  rm -rf "$BUILD"
+fi
 t0=$(date +%s)
 (
   export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV" PATH="$VENV/bin:$PATH"
   cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-    -DCMAKE_PREFIX_PATH="$VENV" -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$PY"
-  cmake --build "$BUILD" -j "$(nproc)"
+    -DCMAKE_PREFIX_PATH="$VENV" -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$PY" &&
+  cmake --build "$BUILD" -j "$(nproc)" &&
   cmake --install "$BUILD"
 ) >> "$LOG" 2>&1 || { tail -n 40 "$LOG"; echo "[interfaces] build failed (log: $LOG)" >&2; exit 1; }
 
 # 4. Check that it imports with the run-time environment alone (a fresh interpreter).
-"$PY" -c 'from ros_dynamics_msgs.msg import Dynamics, Christoffel, ContactEstimate
-from ros_dynamics_msgs.srv import GetDynamics, GetChristoffel' >> "$LOG" 2>&1 \
+"$PY" -c 'from ros_dynamics_msgs.msg import Dynamics, Christoffel, ContactEstimate, OperationalSpace
+from ros_dynamics_msgs.srv import GetDynamics, GetChristoffel, GetOperationalSpace' >> "$LOG" 2>&1 \
   || { tail -n 20 "$LOG"; echo "[interfaces] built but not importable (log: $LOG)" >&2; exit 1; }
 rm -f "$VENV"/.ros_dynamics_msgs-*
 touch "$STAMP"

@@ -8,7 +8,8 @@ from . import _numba_cache  # noqa: F401  (first: stamps the kernels' disk cache
 from . import configuration
 from .api import (Data, Dynamics, check_configuration, check_state, check_vector, christoffel,
                   christoffel_batch, compute_all_terms, compute_all_terms_unchecked,
-                  coriolis_matrix, coriolis_transpose_times_v, dynamics, dynamics_batch,
+                  contact_compliance, contact_nodes, coriolis_matrix, coriolis_transpose_times_v,
+                  dynamics, dynamics_batch,
                   forward_dynamics, gravity, inverse_dynamics, link_jacobian, link_placement,
                   mass_matrix, mass_matrix_derivative, momentum, observer_terms)
 from .bundled import bundled_urdf
@@ -22,8 +23,8 @@ __all__ = [
     'CenterOfMassCoordinates', 'Data', 'Dynamics', 'MimicCoordinates', 'Model', 'URDFWarning',
     'attach_payload', 'bundled_urdf', 'check_configuration', 'check_state', 'check_vector',
     'christoffel', 'christoffel_batch', 'compute_all_terms', 'compute_all_terms_unchecked',
-    'configuration', 'coriolis_matrix', 'coriolis_transpose_times_v', 'dynamics',
-    'dynamics_batch', 'forward_dynamics', 'gravity', 'inverse_dynamics', 'inverse_dynamics_dv',
+    'configuration', 'contact_compliance', 'contact_nodes', 'coriolis_matrix',
+    'coriolis_transpose_times_v', 'dynamics', 'dynamics_batch', 'forward_dynamics', 'gravity', 'inverse_dynamics', 'inverse_dynamics_dv',
     'link_jacobian', 'link_placement', 'load_urdf', 'load_urdf_string', 'mass_matrix',
     'mass_matrix_derivative', 'momentum', 'observer_terms', 'transform_christoffel',
     'transform_dynamics',

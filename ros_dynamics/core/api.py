@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit, prange, types
 
 from . import christoffel as _christoffel
+from . import contact_compliance as _cc
 from . import coriolis as _coriolis
 from . import crba as _crba
 from . import forward_dynamics as _fd
@@ -83,6 +84,21 @@ def _sealed(restype, *argtypes):
     return njit(restype(*argtypes), **_CHECK)
 
 
+def _sealed_on_first_call(restype, *argtypes):
+    """:func:`_sealed`, but compiled (or loaded from the cache) at the first call, for entry
+    kernels that most processes never call: they then add nothing to the import."""
+    def decorate(fn):
+        kernel = None
+
+        def call(*args):
+            nonlocal kernel
+            if kernel is None:
+                kernel = _sealed(restype, *argtypes)(fn)
+            return kernel(*args)
+        return call
+    return decorate
+
+
 # -- the workspace ---------------------------------------------------------------------------------
 
 class Data:
@@ -92,7 +108,8 @@ class Data:
     (nv, nv); ``g``, ``p`` (= M v), ``ctv`` (= C^T v), ``tau`` (inverse dynamics), ``ddq``
     (forward dynamics) (nv,); ``J`` (6, nv) (link Jacobian); ``q``, ``v``: the state
     :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv) and ``dtau_dv`` (nv, nv)
-    (:func:`inverse_dynamics_dv`), each allocated on first use.
+    (:func:`inverse_dynamics_dv`), each allocated on first use; ``Lambda`` (the last
+    :func:`contact_compliance`; its size follows the number of nodes).
     Kinematics (valid after any call at q): ``R`` (N, 3, 3), ``pos`` (N, 3): world rotation
     and origin of each body; ``Phi`` (nv, 6): world motion subspaces (angular first).
     """
@@ -640,3 +657,70 @@ def christoffel_batch(model, Q):
     Gamma = np.empty((Q.shape[0],) + (model.nv,) * 3)
     _christoffel_batch(model.ints, model.reals, Q, Gamma)
     return Gamma
+
+
+# -- contact dynamics in minimal coordinates (seed 002) -------------------------------------------
+
+@_sealed_on_first_call(types.int64, _INTS, _REALS, _VEC, _VEC, types.int64[::1],
+                       types.float64[:, ::1], types.int64, types.float64[:, ::1])
+def _contact_compliance(ints, reals, q, work, cbody, clocal, width, Lam):
+    """0: done, 1: invalid input, 2: M not positive definite."""
+    m = tree(ints, reals)
+    if not _valid(m, q, None):
+        return 1
+    w = workspace(m, work)
+    return 0 if _cc.contact_compliance(m, q, cbody, clocal, width, Lam, w) else 2
+
+
+def contact_nodes(model, points):
+    """(body indices, points in the body frames) of contact nodes ``[(link, (x, y, z)), ...]``."""
+    try:
+        points = list(points)
+    except TypeError:
+        raise ValueError('points must be a sequence of (link_name, (x, y, z))') from None
+    body = np.empty(len(points), dtype=np.int64)
+    local = np.zeros((len(points), 3))
+    for i, item in enumerate(points):
+        try:
+            link, xyz = item
+        except (TypeError, ValueError):
+            raise ValueError(f'points[{i}] must be (link_name, (x, y, z)), got {item!r}') from None
+        b, Rl, pl = _link(model, link)
+        body[i] = b
+        local[i] = Rl @ check_vector(xyz, 3, f'points[{i}] position') + pl
+    return body, local
+
+
+def contact_compliance(model, q, points, spatial=False, data=None):
+    """Operational-space compliance matrix Lambda = J M^-1 J^T of contact nodes (seed 002, Eq. 51).
+
+    ``points``: ``[(link_name, (x, y, z)), ...]``, each a point fixed in the link's frame.
+    Returns (3m, 3m) for the world-frame linear velocities of the points; with ``spatial=True``
+    (6m, 6m) for [linear velocity of the point; angular velocity] per node (the rows of
+    :func:`link_jacobian`).  Computed by the O(N) + O(m^2) articulated-body recursion of the
+    paper's appendix (Lemma 1): neither M^-1 nor J is formed.  With ``data``: the scratch is
+    data's, the result is written into and returned as ``data.Lambda`` (reallocated only when
+    the number of nodes or the width changes), and data.R, data.pos, data.Phi hold the
+    placements at q.
+    """
+    body, local = contact_nodes(model, points)
+    width = 6 if spatial else 3
+    n = width * len(body)
+    work = _buffer(model, data)
+    if data is None:
+        Lam = np.empty((n, n))
+    else:
+        Lam = getattr(data, 'Lambda', None)
+        if Lam is None or Lam.shape != (n, n):
+            Lam = data.Lambda = np.empty((n, n))
+    try:
+        status = _contact_compliance(model.ints, model.reals, q, work, body, local, width, Lam)
+    except TypeError:
+        q = _vec(q, model.nq, 'q')
+        status = _contact_compliance(model.ints, model.reals, q, work, body, local, width, Lam)
+    if status == 1:
+        _explain(model, q)
+    if status == 2:
+        raise ValueError('the mass matrix is not positive definite at this configuration'
+                         + _massless_hint(model))
+    return Lam

@@ -98,7 +98,9 @@ def workspace(m, work):
         view2(work, o[8], 6, nv), work[o[9]:o[10]], work[o[10]:o[11]],
         view3(work, o[11], N, 3, 3), view2(work, o[12], N, 3), view2(work, o[13], nv, 6),
         view2(work, o[14], nv, 6), view2(work, o[15], N, NI), view2(work, o[16], N, 6),
-        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), work[o[19]:o[20]])
+        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), work[o[19]:o[20]],
+        view3(work, o[20], nv, 6, 6), view2(work, o[21], nv, 6), work[o[22]:o[23]],
+        view3(work, o[23], nv, 6, 6))
 
 
 @njit(**_JIT)

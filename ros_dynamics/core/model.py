@@ -29,7 +29,8 @@ Workspace layout (``WORK_FIELDS``): one float64 buffer per :class:`Data`, cut in
 outputs (M, C, Mdot, g, the observer's p and C^T v, tau, ddq, a link Jacobian J, the state q, v
 the outputs were computed at) and the algorithms' scratch (world placements R, pos, motion
 subspaces Phi, Phid, world inertias I, body velocities vel, per-body 6x6 rows W, an nv x nv
-matrix H and an nv vector tmp).  ``WORK_FIELDS`` is the single definition of that layout:
+matrix H and an nv vector tmp; the operational-space compliance's articulated-body P, U, D and
+path products seg).  ``WORK_FIELDS`` is the single definition of that layout:
 Python's Data views and the kernels' ``kinematics.workspace`` read the same offsets.
 """
 
@@ -45,6 +46,9 @@ WORK_FIELDS = (
     ('q', ('nq',)), ('v', ('nv',)),
     ('R', ('N', 3, 3)), ('pos', ('N', 3)), ('Phi', ('nv', 6)), ('Phid', ('nv', 6)),
     ('I', ('N', NI)), ('vel', ('N', 6)), ('W', (6, 'N', 6)), ('H', ('nv', 'nv')), ('tmp', ('nv',)),
+    # operational-space compliance (contact_compliance.py): articulated inertias P (reused for
+    # Upsilon), U = P H^*, D = H U, and the psi products along the paths between key nodes
+    ('P', ('nv', 6, 6)), ('U', ('nv', 6)), ('D', ('nv',)), ('seg', ('nv', 6, 6)),
 )
 WORK_INDEX = {name: k for k, (name, _) in enumerate(WORK_FIELDS)}
 N_HEADER = 3          # ints[0:3] = N, nv, nq

@@ -89,7 +89,7 @@ import rclpy.logging  # noqa: E402
 rclpy.logging.get_logger('dynamics').info(
     'loading the dynamics kernels (the first start after an install compiles them: up to a minute)')
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.ros import operational_space, process  # noqa: E402
 from ros_dynamics.ros.output_coordinates import COORDINATES, OutputCoordinates  # noqa: E402
 
 try:  # the interface package; optional (see BUILD_HINT)
@@ -740,6 +740,7 @@ class DynamicsNode(Node):
                                                 self._srv_get_dynamics)
             self._srv_gam = self.create_service(GetChristoffel, '~/get_christoffel',
                                                 self._srv_get_christoffel)
+            self._srv_os = operational_space.register(self)
         self._srv_reset = self.create_service(Trigger, '~/reset_observer',
                                               self._srv_reset_observer)
         self.add_on_set_parameters_callback(self._on_set_parameters)

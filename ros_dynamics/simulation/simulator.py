@@ -262,13 +262,12 @@ class Simulator:
         t, q, v = self.t, self.q, self.v
         qd, vd, _ = self.trajectory(t)
         tau_cmd = self.controller(t, self.q_meas, self.v_meas, qd, vd)
-        tau_ext, links, wrenches, points = self.external(t, q, v)
-        tau = tau_cmd + tau_ext
+        external = self.external(t, q, v)
+        tau = tau_cmd + external[0]
         if np.any(self.fv) or np.any(self.fc):
             tau = tau - friction_torque(v, self.fv, self.fc, self.feps)
-        a = forward_dynamics(self.model, q, v, tau)
-        v1 = v + self.dt * a
-        q1 = integrate(self.model, q, v1, self.dt)
+        q1, v1, external = self._plant_step(q, v, tau, external)
+        tau_ext, links, wrenches, points = external
         if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
             raise FloatingPointError(f'simulation diverged at t = {t:.4f} s')
         self.q, self.v = q1, v1
@@ -279,6 +278,15 @@ class Simulator:
         tau_meas = tau_cmd if se <= 0 else tau_cmd + se * self.rng.standard_normal(len(tau_cmd))
         return Sample(self.t, self.q_meas.copy(), self.v_meas.copy(), tau_meas, tau_ext,
                       bool(links), links, q1.copy(), v1.copy(), wrenches, points)
+
+    def _plant_step(self, q, v, tau, external):
+        """One step of the plant under the total joint torque tau: semi-implicit Euler on the
+        forward dynamics.  ``external`` = (tau_ext, links, wrenches, points) of the applied
+        external forces; a subclass that adds contact forces returns them extended.
+        Returns (q1, v1, external)."""
+        a = forward_dynamics(self.model, q, v, tau)
+        v1 = v + self.dt * a
+        return integrate(self.model, q, v1, self.dt), v1, external
 
     def run(self, duration, callback=None):
         """Simulate ``duration`` seconds; returns a dict of stacked arrays (the initial sample
