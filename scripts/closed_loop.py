@@ -21,7 +21,7 @@ All laws use the same feedback gains: K_p = ω² diag M(q0), K_d = 2 ω diag M(q
 reference is ``q0 + A (1 − cos 2π f t)`` on every joint from the arm's home pose.
 
 Measured here: RMS of ``q − q_d`` per joint over ``--duration`` simulated seconds from the
-first command (q_d rebuilt from the first command's stamp and that joint state), the loop
+first joint state (q_d rebuilt from its stamp and position, as the controller does), the loop
 latency as the simulator measures it (joint state published -> the command with its stamp
 received, wall clock), and the served fraction (commands / joint states in the window).  The
 plot shows reference vs actual per joint and law, and the Slotine–Li torque components
@@ -128,10 +128,13 @@ def run_law(law, args, xml, tmp, log_dir, say):
         start('dynamics_node', args.dynamics_module, files['dyn'])
         start('tracking_controller', 'ros_dynamics.ros.tracking_controller', files['ctl'])
         sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
+        from ros_dynamics.ros.process import make_executor
+        executor = make_executor('events')      # keeps up with 2 topics at 1 kHz under load
+        executor.add_node(lis)
         while sim.poll() is None and time.monotonic() - t_start < args.timeout:
-            rclpy.spin_once(lis, timeout_sec=0.05)
-        for _ in range(20):                      # drain what is still queued
-            rclpy.spin_once(lis, timeout_sec=0.01)
+            executor.spin_once(timeout_sec=0.05)
+        for _ in range(200):                     # drain what is still queued
+            executor.spin_once(timeout_sec=0.01)
     finally:
         _stop(procs)
         lis.destroy_node()
@@ -149,7 +152,10 @@ def evaluate(law, js, cmd, text, args, model):
     from ros_dynamics.control import make_law, make_trajectory
     if not cmd:
         raise RuntimeError(f'{law}: no effort command received; logs: {text}')
-    t0 = min(cmd)
+    # t = 0 is the first joint state: in lock-step the simulator holds its clock there until a
+    # command answers it, so it is where the controller's reference starts too (not the first
+    # command this listener happened to receive: under load its subscription can match late)
+    t0 = min(js)
     q0 = js[t0][1]
     traj = make_trajectory(args.trajectory, q0, args.amplitude, args.frequency)
     end = t0 + int(round(args.duration * 1e9))
