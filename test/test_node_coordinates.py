@@ -17,7 +17,7 @@ import pytest
 
 from test_node_floating import base_state, joints, odom
 from test_node_support import (QUADRUPED, christoffel_array, dynamics_arrays, read,
-                               running_node)
+                               running_node, set_model_params)
 
 pytestmark = pytest.mark.ros
 
@@ -151,7 +151,7 @@ def test_coordinates_parameter_at_runtime(gripper, gripper_model):
     assert not res.successful and 'floating_base' in res.reason
     res = probe.set_params(coordinates='minimal')
     assert not res.successful and 'mimic_reduced' in res.reason
-    assert probe.set_params(coordinates='joint').successful
+    assert set_model_params(proc, probe, coordinates='joint').successful   # a rebuild
     try:
         q, v, _, _ = gripper_state(model, 9)
         dyn = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, None,
@@ -161,7 +161,7 @@ def test_coordinates_parameter_at_runtime(gripper, gripper_model):
         d = rd.dynamics(model, q, v)
         assert_terms(dyn, d, q, v)
     finally:
-        assert probe.set_params(coordinates='mimic_reduced').successful
+        assert set_model_params(proc, probe, coordinates='mimic_reduced').successful
     dyn = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, None, next(_stamps)))
     assert dyn is not None and list(dyn.names) == INDEPENDENT
     assert 'parameter coordinates' in proc.log()
