@@ -54,6 +54,7 @@ from . import rnea as _rnea
 from .configuration import QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
 from .kinematics import per_body_6x6, placements, tree, workspace
 from .model import WORK_FIELDS, WORK_INDEX, massless_bodies
+from .spatial import _JIT
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
 Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
@@ -65,8 +66,9 @@ _ND = np.ndarray
 _EQ10 = _coriolis.EQ10
 _NO_GAMMA = np.zeros((0, 0, 0))
 
-# The input checks are compiled without fastmath (which would fold isfinite to True); the
-# algorithms they call keep their own fastmath flags.
+# Entry kernels are compiled with spatial._JIT, whose fastmath flags keep NaN/inf semantics, so
+# the input checks they inline stay checks; called on their own (from Python) the checks are
+# compiled with plain IEEE semantics.
 _CHECK = dict(cache=True, nogil=True)
 
 # Argument types of the entry kernels (kinematics.py convention): the model's read-only packed
@@ -80,7 +82,7 @@ _GAMMA = types.float64[:, :, ::1]
 def _sealed(restype, *argtypes):
     """@njit for exactly this signature: compiled (or loaded from the disk cache) at import, and
     a call with other argument types raises TypeError instead of compiling a new version."""
-    return njit(restype(*argtypes), **_CHECK)
+    return njit(restype(*argtypes), **_JIT)
 
 
 # -- the workspace ---------------------------------------------------------------------------------
@@ -154,7 +156,7 @@ def _all_finite(a):
     return True
 
 
-@njit(**_CHECK)
+@njit(inline='always', **_CHECK)
 def _valid(m, q, v):
     """q (nq,) and v (nv,; None: not used) finite, the free joint's quaternion of unit length."""
     if q.shape[0] != m.nq or not _all_finite(q):
@@ -164,7 +166,7 @@ def _valid(m, q, v):
     return quaternion_ok(m.jtype, q)
 
 
-@njit(**_CHECK)
+@njit(inline='always', **_CHECK)
 def _valid_vector(m, x):
     return x.shape[0] == m.nv and _all_finite(x)
 
