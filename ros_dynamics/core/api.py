@@ -42,7 +42,7 @@ does Python redo the checks one by one to raise the error that names the problem
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange, types
+from numba import get_num_threads, njit, prange, types
 
 from . import christoffel as _christoffel
 from . import coriolis as _coriolis
@@ -574,19 +574,25 @@ def link_jacobian(model, q, link, point=None, data=None):
 
 # -- batches --------------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
-def _dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, fact):
-    for k in prange(Q.shape[0]):      # (namedtuples can't cross into a parfor: unpack inside)
+@njit(parallel=True, **_JIT)
+def _dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, fact, threads):
+    # one workspace per thread, alive for the whole loop (the views in w don't own memory)
+    work = np.empty((threads, ints[-1]))
+    for t in prange(threads):         # (namedtuples can't cross into a parfor: unpack inside)
         m = tree(ints, reals)
-        w = workspace(m, np.empty(m.work[-1]))
-        _coriolis.coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, fact)
+        w = workspace(m, work[t])
+        for k in range(t, Q.shape[0], threads):
+            _coriolis.coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, fact)
 
 
-@njit(parallel=True, cache=True)
-def _christoffel_batch(ints, reals, Q, Gamma):
-    for k in prange(Q.shape[0]):
+@njit(parallel=True, **_JIT)
+def _christoffel_batch(ints, reals, Q, Gamma, threads):
+    work = np.empty((threads, ints[-1]))
+    for t in prange(threads):
         m = tree(ints, reals)
-        _christoffel.christoffel(m, Q[k], Gamma[k], workspace(m, np.empty(m.work[-1])))
+        w = workspace(m, work[t])
+        for k in range(t, Q.shape[0], threads):
+            _christoffel.christoffel(m, Q[k], Gamma[k], w)
 
 
 def _batch(model, X, n, name, configuration=False):
@@ -628,7 +634,7 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    _dynamics_batch(model.ints, model.reals, Q, V, M, C, Mdot, g, fact)
+    _dynamics_batch(model.ints, model.reals, Q, V, M, C, Mdot, g, fact, get_num_threads())
     return Dynamics(M, C, Mdot, g)
 
 
@@ -636,5 +642,5 @@ def christoffel_batch(model, Q):
     """:func:`christoffel` for K configurations at once: Q (K, nq) -> (K, nv, nv, nv)."""
     Q = _batch(model, Q, model.nq, 'Q', True)
     Gamma = np.empty((Q.shape[0],) + (model.nv,) * 3)
-    _christoffel_batch(model.ints, model.reals, Q, Gamma)
+    _christoffel_batch(model.ints, model.reals, Q, Gamma, get_num_threads())
     return Gamma

@@ -29,9 +29,10 @@ Kernel calling convention (every compiled algorithm follows it)
   converts and retries).  They validate first (``_valid(m, q, v)``: lengths, finiteness, unit
   quaternion) and return False/a status instead of computing on bad input.
 * ``tree`` and ``workspace`` are inlined (``inline='always'``), so building the named views
-  costs nothing for the fields a kernel does not use.  The views are C-contiguous (``_c_view``):
-  numba's ``as_strided`` would give layout-'A' arrays, whose run-time strides cost 8-18 % in
-  the algorithms' loops (chain-7 to chain-40).
+  costs nothing for the fields a kernel does not use.  The views are C-contiguous and borrowed
+  (``_c_view``: no run-time checks, no reference counts), so the buffers they view must stay
+  alive while they are used: in an entry kernel they are its arguments; a kernel that makes its
+  own buffer holds it for the whole computation (see api's batch kernels).
 * Every kernel that takes ``m`` or ``w`` is inlined too (``@njit(inline='always', **_JIT)``):
   a namedtuple of arrays crosses a compiled call as some hundred scalar arguments (~0.2 us per
   call measured for ``w``), while inlined the unused fields vanish.  An entry kernel thus
@@ -43,7 +44,6 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 from numba.core import cgutils, types
-from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
@@ -59,9 +59,13 @@ Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
 def _c_view(typingctx, a, offset, shape):
     """The prod(shape) elements of the C-contiguous array a from flat index ``offset`` on, seen as
     a C-contiguous array of that shape, without run-time checks (the caller guarantees the
-    range: the offsets come from the model's layout, checked against the buffer by api).  numba's ``reshape`` checks at run time (~30 ns a
-    view) and ``as_strided`` gives a layout-'A' array, whose run-time strides keep LLVM from
-    vectorizing and from folding the index arithmetic of every access in the algorithms."""
+    range: the offsets come from the model's layout, checked against the buffer by api).
+
+    The view does not own its memory (no reference count): ``a`` must outlive it, as the
+    arguments of an entry kernel do.  Why not numba's own: ``reshape`` checks at run time (~30 ns
+    a view), ``as_strided`` gives a layout-'A' array, whose run-time strides keep LLVM from
+    vectorizing and folding the index arithmetic of every access, and reference-counted views
+    cost two atomic operations each per call (~0.25 us for the ~30 views of tree + workspace)."""
     if not isinstance(a, types.Array) or a.layout != 'C':
         return None
     ndim = len(shape)
@@ -76,9 +80,16 @@ def _c_view(typingctx, a, offset, shape):
             strides.insert(0, stride)
             stride = builder.mul(stride, d)
         populate_array(view, data=builder.gep(base.data, [args[1]]), shape=dims, strides=strides,
-                       itemsize=base.itemsize, meminfo=base.meminfo, parent=base.parent)
-        return impl_ret_borrowed(context, builder, retty, view._getvalue())
+                       itemsize=base.itemsize, meminfo=cgutils.get_null_value(base.meminfo.type),
+                       parent=cgutils.get_null_value(base.parent.type))
+        return view._getvalue()
     return retty(a, offset, types.UniTuple(types.intp, ndim)), codegen
+
+
+@njit(inline='always', **_JIT)
+def view1(a, o, n):
+    """a[o:o + n] (same memory)."""
+    return _c_view(a, o, (n,))
 
 
 @njit(inline='always', **_JIT)
@@ -104,19 +115,19 @@ def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
     N, nv, nq = ints[0], ints[1], ints[2]
     o = N_HEADER
-    parent, jtype = ints[o:o + N], ints[o + N:o + 2 * N]
-    q_idx, v_idx = ints[o + 2 * N:o + 3 * N], ints[o + 3 * N:o + 4 * N]
+    parent, jtype = view1(ints, o, N), view1(ints, o + N, N)
+    q_idx, v_idx = view1(ints, o + 2 * N, N), view1(ints, o + 3 * N, N)
     o += 4 * N
-    dof_body, dof_parent = ints[o:o + nv], ints[o + nv:o + 2 * nv]
-    work = ints[o + 2 * nv:]
-    gravity = reals[0:3]
+    dof_body, dof_parent = view1(ints, o, nv), view1(ints, o + nv, nv)
+    work = view1(ints, o + 2 * nv, len(WORK_FIELDS) + 1)
+    gravity = view1(reals, 0, 3)
     X_R = view3(reals, 3, N, 3, 3)
     o = 3 + 9 * N
     X_p = view2(reals, o, N, 3)
     axis = view2(reals, o + 3 * N, N, 3)
     com = view2(reals, o + 6 * N, N, 3)
     inertia = view3(reals, o + 9 * N, N, 3, 3)
-    mass = reals[o + 18 * N:o + 19 * N]
+    mass = view1(reals, o + 18 * N, N)
     return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
                 com, inertia, mass, gravity, work)
 
@@ -127,11 +138,12 @@ def workspace(m, work):
     N, nv, o = m.N, m.nv, m.work
     return Work(
         view2(work, o[0], nv, nv), view2(work, o[1], nv, nv), view2(work, o[2], nv, nv),
-        work[o[3]:o[4]], work[o[4]:o[5]], work[o[5]:o[6]], work[o[6]:o[7]], work[o[7]:o[8]],
-        view2(work, o[8], 6, nv), work[o[9]:o[10]], work[o[10]:o[11]],
+        view1(work, o[3], nv), view1(work, o[4], nv), view1(work, o[5], nv),
+        view1(work, o[6], nv), view1(work, o[7], nv), view2(work, o[8], 6, nv),
+        view1(work, o[9], m.nq), view1(work, o[10], nv),
         view3(work, o[11], N, 3, 3), view2(work, o[12], N, 3), view2(work, o[13], nv, 6),
         view2(work, o[14], nv, 6), view2(work, o[15], N, NI), view2(work, o[16], N, 6),
-        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), work[o[19]:o[20]])
+        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), view1(work, o[19], nv))
 
 
 @njit(inline='always', **_JIT)
