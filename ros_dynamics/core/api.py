@@ -576,7 +576,8 @@ def link_jacobian(model, q, link, point=None, data=None):
 
 @njit(parallel=True, **_JIT)
 def _dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, fact, threads):
-    # one workspace per thread, alive for the whole loop (the views in w don't own memory)
+    # one workspace per thread, alive for the whole loop (the views in w do not own memory);
+    # ints[-1] is the last workspace offset (model.py): the size of one buffer
     work = np.empty((threads, ints[-1]))
     for t in prange(threads):         # (namedtuples can't cross into a parfor: unpack inside)
         m = tree(ints, reals)
