@@ -42,7 +42,7 @@ does Python redo the checks one by one to raise the error that names the problem
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange, types
+from numba import get_num_threads, njit, prange, types
 
 from . import christoffel as _christoffel
 from . import contact_compliance as _cc
@@ -55,6 +55,7 @@ from . import rnea as _rnea
 from .configuration import QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
 from .kinematics import per_body_6x6, placements, tree, workspace
 from .model import WORK_FIELDS, WORK_INDEX, massless_bodies
+from .spatial import _JIT
 
 Dynamics = namedtuple('Dynamics', 'M C Mdot g')
 Dynamics.__doc__ = 'Result of :func:`dynamics`: mass matrix, Coriolis matrix, dM/dt, gravity.'
@@ -66,8 +67,9 @@ _ND = np.ndarray
 _EQ10 = _coriolis.EQ10
 _NO_GAMMA = np.zeros((0, 0, 0))
 
-# The input checks are compiled without fastmath (which would fold isfinite to True); the
-# algorithms they call keep their own fastmath flags.
+# Entry kernels are compiled with spatial._JIT, whose fastmath flags keep NaN/inf semantics, so
+# the input checks they inline stay checks; called on their own (from Python) the checks are
+# compiled with plain IEEE semantics.
 _CHECK = dict(cache=True, nogil=True)
 
 # Argument types of the entry kernels (kinematics.py convention): the model's read-only packed
@@ -81,7 +83,7 @@ _GAMMA = types.float64[:, :, ::1]
 def _sealed(restype, *argtypes):
     """@njit for exactly this signature: compiled (or loaded from the disk cache) at import, and
     a call with other argument types raises TypeError instead of compiling a new version."""
-    return njit(restype(*argtypes), **_CHECK)
+    return njit(restype(*argtypes), **_JIT)
 
 
 def _sealed_on_first_call(restype, *argtypes):
@@ -175,7 +177,7 @@ def _all_finite(a):
     return True
 
 
-@njit(**_CHECK)
+@njit(inline='always', **_CHECK)
 def _valid(m, q, v):
     """q (nq,) and v (nv,; None: not used) finite, the free joint's quaternion of unit length."""
     if q.shape[0] != m.nq or not _all_finite(q):
@@ -185,7 +187,7 @@ def _valid(m, q, v):
     return quaternion_ok(m.jtype, q)
 
 
-@njit(**_CHECK)
+@njit(inline='always', **_CHECK)
 def _valid_vector(m, x):
     return x.shape[0] == m.nv and _all_finite(x)
 
@@ -593,19 +595,26 @@ def link_jacobian(model, q, link, point=None, data=None):
 
 # -- batches --------------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
-def _dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, fact):
-    for k in prange(Q.shape[0]):      # (namedtuples can't cross into a parfor: unpack inside)
+@njit(parallel=True, **_JIT)
+def _dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, fact, threads):
+    # one workspace per thread, alive for the whole loop (the views in w do not own memory);
+    # ints[-1] is the last workspace offset (model.py): the size of one buffer
+    work = np.empty((threads, ints[-1]))
+    for t in prange(threads):         # (namedtuples can't cross into a parfor: unpack inside)
         m = tree(ints, reals)
-        w = workspace(m, np.empty(m.work[-1]))
-        _coriolis.coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, fact)
+        w = workspace(m, work[t])
+        for k in range(t, Q.shape[0], threads):
+            _coriolis.coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, fact)
 
 
-@njit(parallel=True, cache=True)
-def _christoffel_batch(ints, reals, Q, Gamma):
-    for k in prange(Q.shape[0]):
+@njit(parallel=True, **_JIT)
+def _christoffel_batch(ints, reals, Q, Gamma, threads):
+    work = np.empty((threads, ints[-1]))
+    for t in prange(threads):
         m = tree(ints, reals)
-        _christoffel.christoffel(m, Q[k], Gamma[k], workspace(m, np.empty(m.work[-1])))
+        w = workspace(m, work[t])
+        for k in range(t, Q.shape[0], threads):
+            _christoffel.christoffel(m, Q[k], Gamma[k], w)
 
 
 def _batch(model, X, n, name, configuration=False):
@@ -647,7 +656,7 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    _dynamics_batch(model.ints, model.reals, Q, V, M, C, Mdot, g, fact)
+    _dynamics_batch(model.ints, model.reals, Q, V, M, C, Mdot, g, fact, get_num_threads())
     return Dynamics(M, C, Mdot, g)
 
 
@@ -655,7 +664,7 @@ def christoffel_batch(model, Q):
     """:func:`christoffel` for K configurations at once: Q (K, nq) -> (K, nv, nv, nv)."""
     Q = _batch(model, Q, model.nq, 'Q', True)
     Gamma = np.empty((Q.shape[0],) + (model.nv,) * 3)
-    _christoffel_batch(model.ints, model.reals, Q, Gamma)
+    _christoffel_batch(model.ints, model.reals, Q, Gamma, get_num_threads())
     return Gamma
 
 

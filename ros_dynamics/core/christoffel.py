@@ -26,14 +26,14 @@ from .model import FREE
 from .spatial import _JIT, add_row, body_factorization, dot6, factor_T_times, factor_times, row6
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def christoffel(m, q, Gamma, w):
     """Fill Gamma (nv x nv x nv) at configuration q."""
     forward_kinematics(m, q, w)                            # lines 1-3: I^C_i = I_i
     christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, True)
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
     """Lines 4-23 from the world Phi and inertias I.  ``accumulate``: I holds the body
     inertias and line 22 sums them into composites as the sweep goes; otherwise I already

@@ -27,7 +27,7 @@ EQ10 = 10   # Niemeyer-Slotine factorization, Christoffel-consistent C (default)
 EQ9 = 9     # B = (v x*) I
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def coriolis(m, q, qd, M, C, Mdot, g, w, factorization):
     """Fill M, C, Mdot (nv x nv) and g (nv) at (q, qd).  On return w.I holds the composite
     inertias I^C_b of every body (used by the Christoffel sweep of the same state)."""

@@ -55,7 +55,7 @@ def ltdl_solve(H, parent, x):
             j = parent[j]
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def forward_dynamics(m, q, qd, tau, qdd, w):
     """qdd such that M qdd + C qd + g = tau.  Returns False if M is not positive definite."""
     nv = m.nv

@@ -5,7 +5,7 @@ from numba import njit
 from .spatial import _JIT
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def point_jacobian(m, Phi, body, point, Jac):
     """Jac (6 x nv) of the body-fixed point at world position ``point``, from the world motion
     subspaces Phi of :func:`kinematics.placements`.

@@ -29,14 +29,23 @@ Kernel calling convention (every compiled algorithm follows it)
   converts and retries).  They validate first (``_valid(m, q, v)``: lengths, finiteness, unit
   quaternion) and return False/a status instead of computing on bad input.
 * ``tree`` and ``workspace`` are inlined (``inline='always'``), so building the named views
-  costs nothing for the fields a kernel does not use.
+  costs nothing for the fields a kernel does not use.  The views are C-contiguous and borrowed
+  (``_c_view``: no run-time checks, no reference counts), so the buffers they view must stay
+  alive while they are used: in an entry kernel they are its arguments; a kernel that makes its
+  own buffer holds it for the whole computation (see api's batch kernels).
+* Every kernel that takes ``m`` or ``w`` is inlined too (``@njit(inline='always', **_JIT)``):
+  a namedtuple of arrays crosses a compiled call as some hundred scalar arguments (~0.2 us per
+  call measured for ``w``), while inlined the unused fields vanish.  An entry kernel thus
+  compiles into one function, with the flags of ``spatial._JIT``.
 """
 
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
-from numpy.lib.stride_tricks import as_strided
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 from .model import FREE, N_HEADER, PRISMATIC, REVOLUTE, WORK_FIELDS
 from .spatial import I_H, I_J, NI, _JIT, motion_cross, quaternion_to_matrix, row6
@@ -46,24 +55,59 @@ Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent 
 Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
 
 
-@njit(**_JIT)
+@intrinsic
+def _c_view(typingctx, a, offset, shape):
+    """The prod(shape) elements of the C-contiguous array a from flat index ``offset`` on, seen as
+    a C-contiguous array of that shape, without run-time checks (the caller guarantees the
+    range: the offsets come from the model's layout, checked against the buffer by api).
+
+    The view does not own its memory (no reference count): ``a`` must outlive it, as the
+    arguments of an entry kernel do.  Why not numba's own: ``reshape`` checks at run time (~30 ns
+    a view), ``as_strided`` gives a layout-'A' array, whose run-time strides keep LLVM from
+    vectorizing and folding the index arithmetic of every access, and reference-counted views
+    cost two atomic operations each per call (~0.25 us for the ~30 views of tree + workspace)."""
+    if not isinstance(a, types.Array) or a.layout != 'C':
+        return None
+    ndim = len(shape)
+    retty = a.copy(ndim=ndim, layout='C')
+
+    def codegen(context, builder, sig, args):
+        base = make_array(sig.args[0])(context, builder, args[0])
+        view = make_array(retty)(context, builder)
+        dims = cgutils.unpack_tuple(builder, args[2])
+        strides, stride = [], base.itemsize
+        for d in reversed(dims):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, d)
+        populate_array(view, data=builder.gep(base.data, [args[1]]), shape=dims, strides=strides,
+                       itemsize=base.itemsize, meminfo=cgutils.get_null_value(base.meminfo.type),
+                       parent=cgutils.get_null_value(base.parent.type))
+        return view._getvalue()
+    return retty(a, offset, types.UniTuple(types.intp, ndim)), codegen
+
+
+@njit(inline='always', **_JIT)
+def view1(a, o, n):
+    """a[o:o + n] (same memory)."""
+    return _c_view(a, o, (n,))
+
+
+@njit(inline='always', **_JIT)
 def view2(a, o, n0, n1):
-    """a[o:o + n0 n1] as an (n0, n1) array of float64 (``reshape`` costs ~30 ns of run-time
-    checks per view in numba; a strided view of a known-contiguous buffer is free)."""
-    return as_strided(a[o:o + n0 * n1], shape=(n0, n1), strides=(8 * n1, 8))
+    """a[o:o + n0 n1] as a C-contiguous (n0, n1) array (same memory)."""
+    return _c_view(a, o, (n0, n1))
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def view3(a, o, n0, n1, n2):
-    """a[o:o + n0 n1 n2] as an (n0, n1, n2) array of float64."""
-    return as_strided(a[o:o + n0 * n1 * n2], shape=(n0, n1, n2), strides=(8 * n1 * n2, 8 * n2, 8))
+    """a[o:o + n0 n1 n2] as a C-contiguous (n0, n1, n2) array (same memory)."""
+    return _c_view(a, o, (n0, n1, n2))
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def per_body_6x6(W):
     """The (6, N, 6) scratch ``w.W`` seen as N 6x6 matrices (same memory)."""
-    N = W.shape[1]
-    return as_strided(W, shape=(N, 6, 6), strides=(288, 48, 8))
+    return _c_view(W, 0, (W.shape[1], 6, 6))
 
 
 @njit(inline='always', **_JIT)
@@ -71,19 +115,19 @@ def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
     N, nv, nq = ints[0], ints[1], ints[2]
     o = N_HEADER
-    parent, jtype = ints[o:o + N], ints[o + N:o + 2 * N]
-    q_idx, v_idx = ints[o + 2 * N:o + 3 * N], ints[o + 3 * N:o + 4 * N]
+    parent, jtype = view1(ints, o, N), view1(ints, o + N, N)
+    q_idx, v_idx = view1(ints, o + 2 * N, N), view1(ints, o + 3 * N, N)
     o += 4 * N
-    dof_body, dof_parent = ints[o:o + nv], ints[o + nv:o + 2 * nv]
-    work = ints[o + 2 * nv:]
-    gravity = reals[0:3]
+    dof_body, dof_parent = view1(ints, o, nv), view1(ints, o + nv, nv)
+    work = view1(ints, o + 2 * nv, len(WORK_FIELDS) + 1)
+    gravity = view1(reals, 0, 3)
     X_R = view3(reals, 3, N, 3, 3)
     o = 3 + 9 * N
     X_p = view2(reals, o, N, 3)
     axis = view2(reals, o + 3 * N, N, 3)
     com = view2(reals, o + 6 * N, N, 3)
     inertia = view3(reals, o + 9 * N, N, 3, 3)
-    mass = reals[o + 18 * N:o + 19 * N]
+    mass = view1(reals, o + 18 * N, N)
     return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
                 com, inertia, mass, gravity, work)
 
@@ -94,16 +138,17 @@ def workspace(m, work):
     N, nv, o = m.N, m.nv, m.work
     return Work(
         view2(work, o[0], nv, nv), view2(work, o[1], nv, nv), view2(work, o[2], nv, nv),
-        work[o[3]:o[4]], work[o[4]:o[5]], work[o[5]:o[6]], work[o[6]:o[7]], work[o[7]:o[8]],
-        view2(work, o[8], 6, nv), work[o[9]:o[10]], work[o[10]:o[11]],
+        view1(work, o[3], nv), view1(work, o[4], nv), view1(work, o[5], nv),
+        view1(work, o[6], nv), view1(work, o[7], nv), view2(work, o[8], 6, nv),
+        view1(work, o[9], m.nq), view1(work, o[10], nv),
         view3(work, o[11], N, 3, 3), view2(work, o[12], N, 3), view2(work, o[13], nv, 6),
         view2(work, o[14], nv, 6), view2(work, o[15], N, NI), view2(work, o[16], N, 6),
-        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), work[o[19]:o[20]],
-        view3(work, o[20], nv, 6, 6), view2(work, o[21], nv, 6), work[o[22]:o[23]],
+        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), view1(work, o[19], nv),
+        view3(work, o[20], nv, 6, 6), view2(work, o[21], nv, 6), view1(work, o[22], nv),
         view3(work, o[23], nv, 6, 6))
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def forward_kinematics(m, q, w):
     """placements + world_inertias: what every algorithm needs first."""
     placements(m, q, w.R, w.pos, w.Phi)
@@ -116,7 +161,7 @@ def set6(A, i, x):
     A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5] = x
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def placements(m, q, R, p, Phi):
     """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF."""
     X_R, X_p, axis = m.X_R, m.X_p, m.axis
@@ -173,7 +218,7 @@ def placements(m, q, R, p, Phi):
             set6(Phi, s, (0.0, 0.0, 0.0, a0, a1, a2))
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def world_inertias(m, R, p, I):
     """Body inertias in the world frame, rows (m, h, J): h = m c, J = R Ic R^T + m (|c|^2 1 - c c^T)."""
     com, inertia = m.com, m.inertia
@@ -210,7 +255,7 @@ def _row_times(R, i, r, G, j):
             R0 * G[j, 0, 2] + R1 * G[j, 1, 2] + R2 * G[j, 2, 2])
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def velocities(m, Phi, qd, vel, Phid):
     """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (seed 000, Alg. 1 lines 3-4)."""
     nv, dof_body = m.nv, m.dof_body

@@ -15,7 +15,7 @@ from .kinematics import forward_kinematics, set6, velocities
 from .spatial import _JIT, add_row, dot6, gravity_force, inertia_times, row6
 
 
-@njit(**_JIT)
+@njit(inline='always', **_JIT)
 def momentum_terms(m, q, qd, p_out, ctv_out, g_out, w):
     """p = M(q) qd, C(q, qd)^T qd and g(q), each (nv,)."""
     N, nv = m.N, m.nv

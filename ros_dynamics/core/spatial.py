@@ -18,8 +18,11 @@ keeps everything in registers; a slice would be a new array object with referenc
 import numpy as np
 from numba import njit
 
-# fastmath: allow reassociation/FMA; error_model='numpy': no Python ZeroDivisionError checks.
-_JIT = dict(cache=True, nogil=True, fastmath=True, error_model='numpy')
+# fastmath: allow reassociation/FMA, but keep NaN and inf semantics (no 'nnan', 'ninf'): the
+# entry kernels inline the algorithms and the input checks, and np.isfinite must stay a test;
+# error_model='numpy': no Python ZeroDivisionError checks.
+_JIT = dict(cache=True, nogil=True, fastmath={'reassoc', 'contract', 'nsz', 'arcp', 'afn'},
+            error_model='numpy')
 
 # columns of an inertia row: mass, first moment h = m c, J = [xx, xy, xz, yy, yz, zz]
 I_M, I_H, I_J, NI = 0, 1, 4, 10
