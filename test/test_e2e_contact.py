@@ -75,8 +75,15 @@ def test_contacts_detected_on_the_right_link_with_the_expected_delay(demo_result
 
 def test_every_sample_observed_and_residual_tracks_truth(demo_result):
     r = demo_result
-    # the sim runs at half real time here, so a loaded CI machine still keeps up
-    assert r['samples_observed'] >= 0.95 * r['samples_sent'] > 8000
+    # the sim runs at half real time here, so a loaded CI machine still keeps up: every joint
+    # state the sim published (its own count) was accepted by the node and answered by the
+    # observer (the node's own counts; the first sample only initialises the observer)
+    assert r['samples_sent'] > 8000, r['_stdout']
+    assert r['samples_accepted'] == r['samples_sent'] and r['samples_rejected'] == 0, r['_stdout']
+    assert r['samples_sent'] - 2 <= r['observer_outputs'] <= r['samples_sent'], r['_stdout']
+    # the test's own listener compares the residual with the truth on what it received (a
+    # third process on a shared machine, it may miss some; enough to judge the accuracy)
+    assert r['samples_compared'] >= 0.5 * r['samples_sent'], r['_stdout']
     # noise ~ K M σ_v on the proximal joints; the wrist is nearly exact
     err = r['max_abs_error_vs_filtered_truth']
     assert max(err) < 3.0 and max(err[4:]) < 0.2, err

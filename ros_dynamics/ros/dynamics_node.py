@@ -683,7 +683,7 @@ class DynamicsNode(Node):
         self._base = None             # (q7, v6) of the latest valid odometry
         self._cmd = None              # (engine, tau_joints, receipt ns) of the latest command
         self._cycle = 0
-        self.stats = {'accepted': 0, 'rejected': 0}
+        self.stats = {'accepted': 0, 'rejected': 0, 'observer_outputs': 0}
         self._throttle_state = {}     # rejection kind -> (last log time, count since)
         self._stamp_trouble = False   # a joint state was refused for its stamp (observer resets)
         if not HAVE_MSGS:
@@ -1221,6 +1221,8 @@ class DynamicsNode(Node):
             np.copyto(eng.g_view, d.g)
             eng.g_msg.header.stamp = stamp
             self._pub_g.publish(eng.g_msg)
+        if r is not None:
+            self.stats['observer_outputs'] += 1
         if r is not None and cfg.publish_external_torque:
             np.copyto(eng.ext_view, r)
             eng.ext_msg.header.stamp = stamp
@@ -1343,7 +1345,8 @@ def main(args=None):
 
     def summary(node):
         node.get_logger().info(f'joint states accepted: {node.stats["accepted"]}, rejected: '
-                               f'{node.stats["rejected"]}')
+                               f'{node.stats["rejected"]}; observer outputs: '
+                               f'{node.stats["observer_outputs"]}')
 
     return process.run(make, args, executor=lambda node: node.executor_kind, on_stop=summary)
 

@@ -37,9 +37,10 @@ commands resume external control at once.  ``lockstep_timeout`` [s wall] > 0: be
 wait up to that long for the command answering the joint state just published (its
 ``header.stamp``), so a loaded machine slows the simulation instead of delaying the commands
 (0: free running at ``real_time_factor``); the clock starts only once a command answers the
-initial state (re-published every second, up to ``wait_timeout``).  At exit the node logs the loop latency (joint
-state published -> the command with its stamp received, wall clock, p50/p99) and how many
-steps ran on external commands.
+initial state (re-published every second, up to ``wait_timeout``).  At exit the node logs how
+many joint states it published (distinct stamps) and, with external control, the loop latency
+(joint state published -> the command with its stamp received, wall clock, p50/p99) and how
+many steps ran on external commands.
 """
 
 import sys
@@ -138,6 +139,8 @@ def main(args=None):
             self._sent = {}           # stamp ns -> monotonic publish time (external mode)
             self.latencies = []       # wall seconds, joint state -> its command
             self._last_stamp = None   # stamp of the latest published joint state
+            self._pub_stamp = None    # the same in every mode (re-publications not counted)
+            self.states_published = 0
             self.in_time = 0          # commands that answered the latest joint state
             if self.control == 'external':
                 from ros_dynamics.simulation.external import HeldEffort
@@ -232,6 +235,7 @@ def main(args=None):
             return ext.mode
 
         def summary(self):
+            self.get_logger().info(f'joint states published: {self.states_published}')
             if self.external is None:
                 return
             import numpy as np
@@ -254,6 +258,9 @@ def main(args=None):
             js.position = [float(x) for x in s.q[self.nbq:]]
             js.velocity = [float(x) for x in s.v[self.nbv:]]
             js.effort = [float(x) for x in s.tau[self.nbv:]]
+            if stamp_ns != self._pub_stamp:
+                self._pub_stamp = stamp_ns
+                self.states_published += 1
             if self.external is not None:
                 self._last_stamp = stamp_ns
                 self._sent[stamp_ns] = time.monotonic()

@@ -529,7 +529,8 @@ def detection_metrics(res, gain=None, settle=None, fp_guard=0.3):
         onset = [i for i in range(a, min(len(t), b + int(0.5 / dt))) if det[i]]
         delay = np.nan   # from the start of the first contact period (t[a] - dt)
         if onset:
-            delay = (onset[0] - a + 1) * dt if not (a > 0 and det[a - 1]) else 0.0
+            # by time, not by sample count: the samples may have gaps (a ROS listener's)
+            delay = t[onset[0]] - (t[a] - dt) if not (a > 0 and det[a - 1]) else 0.0
         k = min(b - 1, a + int(round(settle / dt)))
         fe = res['force_err'][k:b]
         fe = fe[np.isfinite(fe)]
