@@ -143,7 +143,7 @@ def profile(name, xml, extra_params, cycles=3000):
     timeit('deserialize JointState', lambda k: deserialize_message(wire[k], JointState))
     if eng.dyn_msg is not None:
         timeit('publish Dynamics', lambda k: node._pub_dyn.publish(eng.dyn_msg))
-        timeit('publish Christoffel (n^3)', lambda k: node._pub_G.publish(eng.gam_msg))
+        timeit('publish Christoffel (n^3)', lambda k: node._pub_G.publish(eng.gamma_message()))
         timeit('publish ContactEstimate', lambda k: node._pub_contact.publish(eng.contact_msg))
     timeit('publish JointState', lambda k: node._pub_ext.publish(eng.ext_msg))
     node._last_stamp_ns = None
