@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from test_node_floating import base_state, joints, odom
+from test_node_operational_space import matrices, request as os_request
 from test_node_support import (QUADRUPED, christoffel_array, dynamics_arrays, read,
                                running_node, set_model_params)
 
@@ -142,6 +143,85 @@ def test_mimic_reduced_services(gripper, gripper_model):
     assert resp.success and list(resp.dynamics.names) == INDEPENDENT
 
 
+def test_mimic_reduced_accepts_the_independent_joints_alone(gripper, gripper_model):
+    """A joint state with the independent joints only: the followers come from the mimic
+    relation (A and offset written out from the URDF here), ~/dynamics is the core's reduction
+    at that full state; leader efforts drive the observer as the full efforts [leaders, 0] do
+    (A^T tau = the leader efforts), the residual compared over two identical observer runs."""
+    proc, probe = gripper
+    model = gripper_model
+    mc = rd.MimicCoordinates(model)
+    q, v, qbar, vbar = gripper_state(model, 31)
+    perm = [2, 0, 1]                                  # any order, matched by name
+    names = [INDEPENDENT[i] for i in perm]
+    stamp = next(_stamps)
+    dyn = probe.send_and_wait(probe.joint_state(names, qbar[perm], vbar[perm], None, stamp))
+    assert dyn is not None, proc.log()
+    assert list(dyn.names) == INDEPENDENT
+    assert_terms(dyn, mc.reduce(rd.dynamics(model, q, v)), qbar, vbar)
+    assert probe.spin_until(lambda: probe.find_stamped('christoffel', stamp) is not None)
+    np.testing.assert_allclose(christoffel_array(probe.find_stamped('christoffel', stamp)),
+                               rd.transform_christoffel(rd.christoffel(model, q), mc.A),
+                               rtol=0, atol=ATOL)
+    # the services take the independent joints alone as well
+    resp = probe.get('dynamics', INDEPENDENT, qbar, vbar)
+    assert resp.success, resp.message
+    assert_terms(resp.dynamics, mc.reduce(rd.dynamics(model, q, v)), qbar, vbar)
+    # observer: the same two states, leader efforts only, then all joints with 0 at followers
+    q2, v2, qbar2, vbar2 = gripper_state(model, 32)
+    ebar = np.array([0.7, -0.4, 2.5])
+    e = np.zeros(model.nv)
+    e[[model.joint_v_index(n) for n in INDEPENDENT]] = ebar
+    residuals = []
+    for full in (False, True):
+        assert probe.trigger('reset_observer').success
+        s1, s2 = next(_stamps), next(_stamps)
+        for s, (qq, vv, qb, vb) in ((s1, (q, v, qbar, vbar)), (s2, (q2, v2, qbar2, vbar2))):
+            msg = (probe.joint_state(model.joint_names, qq, vv, e, s) if full
+                   else probe.joint_state(INDEPENDENT, qb, vb, ebar, s))
+            assert probe.send_and_wait(msg) is not None, proc.log()
+        assert probe.spin_until(lambda: probe.find_stamped('external_torque', s2) is not None)
+        ext = probe.find_stamped('external_torque', s2)
+        assert list(ext.name) == list(model.joint_names)
+        residuals.append(np.asarray(ext.effort))
+    assert np.abs(residuals[0]).max() > 1.0            # the efforts are not balanced: r != 0
+    np.testing.assert_allclose(residuals[0], residuals[1], rtol=0, atol=1e-12)
+    # an independent joint missing: refused with the independent joints named
+    resp = probe.get('dynamics', INDEPENDENT[:2], qbar[:2])
+    assert not resp.success and "missing required joint(s) ['finger_left']" in resp.message
+
+
+def test_mimic_reduced_operational_space(gripper, gripper_model):
+    """~/get_operational_space answers the constrained system's Lambdabar = J A (A^T M A)^-1
+    A^T J^T (rd.MimicCoordinates.contact_compliance, checked against finite differences and
+    Pinocchio in test_coordinates.py), not the free model's J M^-1 J^T; position = qbar."""
+    proc, probe = gripper
+    model = gripper_model
+    mc = rd.MimicCoordinates(model)
+    links, points = ['left_finger', 'right_tip'], [(0.0, 0.01, 0.05), (0.0, -0.005, 0.03)]
+    nodes = list(zip(links, points))
+    q, v, qbar, vbar = gripper_state(model, 41)
+    expected = mc.contact_compliance(q, nodes)
+    free = rd.contact_compliance(model, q, nodes)
+    assert np.abs(free - expected).max() > 0.1 * np.abs(free).max()
+    for names, x in ((model.joint_names, q), (INDEPENDENT, qbar)):
+        resp = os_request(probe, links, points, names=names, q=x)
+        lam, _ = matrices(resp)
+        np.testing.assert_allclose(lam, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+        np.testing.assert_allclose(np.asarray(resp.operational_space.position), qbar,
+                                   rtol=0, atol=1e-14)
+    # 6 node rows, 3 independent coordinates: Lambdabar has rank 3, no inertia
+    assert np.linalg.matrix_rank(expected, tol=1e-9 * np.abs(expected).max()) == 3
+    resp = os_request(probe, links, points, names=INDEPENDENT, q=qbar, inertia=True)
+    assert not resp.success and 'singular' in resp.message
+    # the latest accepted state (a leader-only joint state)
+    stamp = next(_stamps)
+    assert probe.send_and_wait(probe.joint_state(INDEPENDENT, qbar, vbar, None, stamp)) is not None
+    lam, _ = matrices(os_request(probe, links, points, spatial=True))
+    np.testing.assert_allclose(lam, mc.contact_compliance(q, nodes, spatial=True), rtol=0,
+                               atol=1e-12 * np.abs(lam).max())
+
+
 def test_coordinates_parameter_at_runtime(gripper, gripper_model):
     """'joint' publishes all five joints again; a fixed base refuses 'center_of_mass'; an
     unknown choice is refused with the list of choices. Back to mimic_reduced at the end."""
@@ -153,6 +233,17 @@ def test_coordinates_parameter_at_runtime(gripper, gripper_model):
     assert not res.successful and 'mimic_reduced' in res.reason
     assert set_model_params(proc, probe, coordinates='joint').successful   # a rebuild
     try:
+        # the independent joints alone are refused in joint coordinates, with the reason
+        q, v, qbar, vbar = gripper_state(model, 8)
+        resp = probe.get('dynamics', INDEPENDENT, qbar, vbar)
+        assert not resp.success
+        assert "missing required joint(s) ['finger_right', 'knuckle']" in resp.message
+        assert 'mimic_reduced' in resp.message
+        bad = next(_stamps)
+        probe.js_pub.publish(probe.joint_state(INDEPENDENT, qbar, vbar, None, bad))
+        assert probe.spin_until(lambda: "joint_states rejected: missing required joint(s) "
+                                "['finger_right', 'knuckle'] (with coordinates 'mimic_reduced'"
+                                in proc.log()), proc.log()
         q, v, _, _ = gripper_state(model, 9)
         dyn = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, None,
                                                     next(_stamps)))
@@ -160,6 +251,7 @@ def test_coordinates_parameter_at_runtime(gripper, gripper_model):
         assert list(dyn.names) == list(model.joint_names)
         d = rd.dynamics(model, q, v)
         assert_terms(dyn, d, q, v)
+        assert probe.find_stamped('dynamics', bad) is None
     finally:
         assert set_model_params(proc, probe, coordinates='mimic_reduced').successful
     dyn = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, None, next(_stamps)))

@@ -22,7 +22,8 @@ None: unchanged) and ``joint_names`` (the joint coordinates, in order).
 
 import numpy as np
 
-from .api import Dynamics, christoffel, dynamics, link_placement, mass_matrix
+from .api import (Dynamics, christoffel, contact_nodes, dynamics, link_jacobian, link_placement,
+                  mass_matrix)
 from .spatial import quaternion_to_matrix
 from .spatial_numpy import skew
 
@@ -140,6 +141,42 @@ class MimicCoordinates:
     def christoffel(self, q):
         """Gammabar[i, j, k] in the independent coordinates (constant A: transform_christoffel)."""
         return transform_christoffel(christoffel(self.model, q), self.A)
+
+    @property
+    def joint_map(self):
+        """(E, offset): the joint positions from the independent ones, q_joints = E qbar_joints +
+        offset (E: the joint block of A, nj x n_independent; rates v_joints = E vbar_joints)."""
+        bq, bv = (7, 6) if self.model.floating_base else (0, 0)
+        return self.A[bv:, bv:], self.offset[bq:]
+
+    def contact_compliance(self, q, points, spatial=False):
+        """Lambdabar = Jbar Mbar^-1 Jbar^T of contact nodes in the independent coordinates.
+
+        The nodes' velocity is J v = J A vbar, so Jbar = J A, and Mbar = A^T M A (eq. (23)):
+            Lambdabar = J A (A^T M A)^-1 A^T J^T,
+        which is not J M^-1 J^T: the mimic relation couples joints (across branches, e.g. two
+        fingers) that the articulated-body recursion of :func:`contact_compliance` (seed 002,
+        Eq. 51) treats as free.  The constraint does not fit that recursion, so Lambdabar is
+        formed densely here: ``link_jacobian`` per node and a Cholesky factor of Mbar (reduced
+        systems are small).  ``points``, ``spatial`` and the row layout as in
+        :func:`contact_compliance`.
+        """
+        nodes = list(points)
+        contact_nodes(self.model, nodes)                 # the same validation and messages
+        rows = 6 if spatial else 3
+        A = self.A
+        Jbar = np.empty((rows * len(nodes), A.shape[1]))
+        for i, (link, xyz) in enumerate(nodes):
+            Jbar[rows * i:rows * (i + 1)] = link_jacobian(self.model, q, link, xyz)[:rows] @ A
+        Mbar = A.T @ mass_matrix(self.model, q) @ A
+        try:
+            L = np.linalg.cholesky(Mbar)
+        except np.linalg.LinAlgError:
+            raise ValueError('the reduced mass matrix A^T M A is not positive definite at this '
+                             'configuration') from None
+        X = np.linalg.solve(L, Jbar.T)                   # L^-1 Jbar^T
+        Lam = X.T @ X
+        return 0.5 * (Lam + Lam.T)
 
 
 class CenterOfMassCoordinates:

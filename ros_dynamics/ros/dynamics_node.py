@@ -19,7 +19,9 @@ Interface (fixed by CONVENTIONS.md, documented in README "ROS 2 node"):
 ``~/dynamics``, ``~/christoffel`` and the two ``get_*`` services are in the coordinates chosen by
 the parameter ``coordinates`` (``joint``, ``mimic_reduced``, ``center_of_mass``): names, state
 and terms; the mapping is :class:`ros_dynamics.ros.output_coordinates.OutputCoordinates`. Inputs
-and the observer outputs are always in the model's joint coordinates.
+and the observer outputs are always in the model's joint coordinates; with ``mimic_reduced`` the
+inputs may carry the independent joints alone (followers from the mimic relation, see
+:class:`_NameMap`), and ``~/get_operational_space`` answers the constrained system's Lambda.
 
 Without the interface package ``ros_dynamics_msgs`` the node runs with its standard-type outputs
 only (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package.
@@ -431,6 +433,11 @@ class _Engine:
             HAVE_MSGS and cfg.christoffel_stream and self.with_gamma))
         # the published coordinates: built, warmed up and checked on the same state
         self.coords = OutputCoordinates(model, cfg.coordinates, BASE_DOF_NAMES)
+        # inputs: every joint, or (mimic_reduced) the independent joints alone (_NameMap)
+        self.mimic = self.coords.joint_map
+        self.missing_hint = ('' if self.mimic is not None or not getattr(model, 'mimic', None)
+                             else " (with coordinates 'mimic_reduced' the independent joints "
+                             'alone are accepted)')
         out = self.coords.apply(q0, v0, self.data.dynamics,
                                 rd.christoffel(model, q0) if self.with_gamma else None)
         m = self.coords.nv
@@ -527,7 +534,7 @@ class _Engine:
     def name_map(self, attr, names):
         cached = getattr(self, attr)
         if cached is None or (cached.names is not names and cached.names != names):
-            cached = _NameMap(names, self.joint_names)
+            cached = _NameMap(names, self.joint_names, self.mimic, self.missing_hint)
             setattr(self, attr, cached)
         return cached
 
@@ -535,7 +542,7 @@ class _Engine:
         """(q, v) of a GetDynamics/GetChristoffel request; raises ValueError with the reason."""
         js = req.state
         names = list(js.name)
-        nmap = _NameMap(names, self.joint_names)
+        nmap = _NameMap(names, self.joint_names, self.mimic, self.missing_hint)
         if nmap.unknown:
             raise ValueError(f'unknown joint(s) {nmap.unknown}; the model has {self.joint_names}')
         if nmap.error is not None:
@@ -548,9 +555,9 @@ class _Engine:
                              'velocity)')
         q = np.zeros(self.nq)
         v = np.zeros(self.nv)
-        q[self.base_q:] = _as_f64(js.position)[nmap.index]
+        nmap.positions(_as_f64(js.position), q[self.base_q:])
         if with_velocity and len(js.velocity):
-            v[self.base_v:] = _as_f64(js.velocity)[nmap.index]
+            nmap.rates(_as_f64(js.velocity), v[self.base_v:])
         if self.floating:
             p, o = req.base_pose.position, req.base_pose.orientation
             q[:7] = (p.x, p.y, p.z, o.x, o.y, o.z, o.w)
@@ -569,14 +576,24 @@ class _Engine:
 
 
 class _NameMap:
-    """Index map from one name list (a message layout) to the model's joints, cached."""
+    """Index map from one name list (a message layout) to the model's joints, cached.
 
-    __slots__ = ('names', 'index', 'error', 'unknown')
+    ``mimic`` (coordinates ``mimic_reduced`` with mimic joints: OutputCoordinates.joint_map)
+    also accepts a layout with the independent joints only: the followers are then computed
+    from the mimic relation, q_joints = E q_independent + offset, v_joints = E v_independent;
+    efforts go to the independent joints and the followers get zero, so that A^T tau is the
+    given independent efforts (tau_bar = A^T tau, seed 000 eq. (26)).  Follower entries that
+    are in the message without all the others are then ignored.  ``hint`` is appended to the
+    "missing" error.
+    """
 
-    def __init__(self, names, joint_names):
+    __slots__ = ('names', 'index', 'error', 'unknown', 'expand')
+
+    def __init__(self, names, joint_names, mimic=None, hint=''):
         self.names = list(names)
         self.index = None
         self.error = None
+        self.expand = None     # (E, offset, indices of the independent joints in joint_names)
         pos = {}
         dup = set()
         for i, nm in enumerate(self.names):
@@ -587,13 +604,48 @@ class _NameMap:
         known = set(joint_names)
         self.unknown = [nm for nm in pos if nm not in known]  # ignored in joint_states
         missing = [j for j in joint_names if j not in pos]
-        dups = [j for j in joint_names if j in dup]
+        required = joint_names
+        if missing and mimic is not None:
+            independent, E, offset = mimic
+            missing = [j for j in independent if j not in pos]
+            if missing:
+                hint = ' (the independent joints; the mimic joints may be left out)'
+            else:           # independent joints only: the followers from the mimic relation
+                required = independent
+                self.expand = (E, offset, np.array([joint_names.index(j) for j in independent],
+                                                   dtype=np.intp))
+        dups = [j for j in required if j in dup]
         if missing:
-            self.error = f'missing required joint(s) {missing}'
+            self.error = f'missing required joint(s) {missing}{hint}'
         elif dups:
             self.error = f'required joint(s) named more than once: {dups}'
         else:
-            self.index = np.array([pos[j] for j in joint_names], dtype=np.intp)
+            self.index = np.array([pos[j] for j in required], dtype=np.intp)
+
+    def positions(self, x, out):
+        """The model's joint positions from a message's ``x`` (float64 array) into ``out``."""
+        if self.expand is None:
+            np.take(x, self.index, out=out)
+        else:
+            E, offset, _ = self.expand
+            np.dot(E, x[self.index], out=out)
+            out += offset
+
+    def rates(self, x, out):
+        """The model's joint rates (velocities) from a message's ``x`` into ``out``."""
+        if self.expand is None:
+            np.take(x, self.index, out=out)
+        else:
+            np.dot(self.expand[0], x[self.index], out=out)
+
+    def efforts(self, x, out):
+        """The model's joint efforts from a message's ``x`` into ``out`` (followers 0 when
+        only the independent joints are given: A^T out = their efforts)."""
+        if self.expand is None:
+            np.take(x, self.index, out=out)
+        else:
+            out[:] = 0.0
+            out[self.expand[2]] = x[self.index]
 
 
 class _Observer:
@@ -943,7 +995,8 @@ class DynamicsNode(Node):
             self._warn('cmd_length', f'~/commanded_torque rejected: {len(msg.effort)} efforts '
                        f'for {len(msg.name)} names')
             return
-        tau = _as_f64(msg.effort)[nmap.index]
+        tau = np.empty(eng.nj)
+        nmap.efforts(_as_f64(msg.effort), tau)
         if not (np.abs(tau) <= eng.eff_bound).all():
             self._warn('cmd_bound', '~/commanded_torque rejected: non-finite effort or beyond '
                        'the effort limit (input_limit_factor x URDF limit)')
@@ -1059,16 +1112,15 @@ class DynamicsNode(Node):
         if len(eff) not in (0, n):
             self._reject('efforts', f'{len(eff)} efforts for {n} names')
             return
-        idx = nmap.index
         qj, vj, ej = eng.qj, eng.vj, eng.ej
-        np.take(_as_f64(pos), idx, out=qj)
+        nmap.positions(_as_f64(pos), qj)
         if len(vel):
-            np.take(_as_f64(vel), idx, out=vj)
+            nmap.rates(_as_f64(vel), vj)
         else:
             vj[:] = 0.0
         has_effort = len(eff) > 0
         if has_effort:
-            np.take(_as_f64(eff), idx, out=ej)
+            nmap.efforts(_as_f64(eff), ej)
         if not (_finite(qj) and _finite(vj) and (not has_effort or _finite(ej))):
             self._reject('nonfinite', 'NaN or inf in position, velocity or effort of a required '
                          'joint')

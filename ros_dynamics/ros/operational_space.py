@@ -4,17 +4,18 @@ For operational-space and whole-body controllers (Khatib 1987) and contact solve
 operational-space compliance of m nodes (points fixed in links) and, on request, its inverse,
 the operational-space inertia.  Lambda comes from :func:`ros_dynamics.contact_compliance`, the
 O(N) + O(m^2) articulated-body recursion of Jain, "Contact Dynamics Formulation Using Minimal
-Coordinates" (Eq. 51, App. 10), which forms neither M^-1 nor J.  The state is parsed exactly as
-for ``~/get_dynamics`` (the node's ``_service_state``: a requested state, or the latest accepted
-one).  Message layout and units: ros_dynamics_msgs/OperationalSpace.
+Coordinates" (Eq. 51, App. 10), which forms neither M^-1 nor J; with ``coordinates:
+mimic_reduced`` it is the constrained system's J A (A^T M A)^-1 A^T J^T instead (the node's
+OutputCoordinates.contact_compliance decides), and ``position`` is the state in the node's
+coordinates, as in ``~/dynamics``.  The state is parsed exactly as for ``~/get_dynamics`` (the
+node's ``_service_state``: a requested state, or the latest accepted one).  Message layout and
+units: ros_dynamics_msgs/OperationalSpace.
 """
 
 import array
 
 import numpy as np
 from geometry_msgs.msg import Point
-
-import ros_dynamics as rd
 
 try:  # the interface package; optional, as for the node's other typed services
     from ros_dynamics_msgs.srv import GetOperationalSpace
@@ -55,8 +56,9 @@ def handle(node, request, response):
                              'link, or none for the link origins)')
         points = [(p.x, p.y, p.z) for p in request.points] or [(0.0, 0.0, 0.0)] * len(links)
         eng, q, _, stamp = node._service_state(request, with_velocity=False)
-        lam = rd.contact_compliance(eng.model, q, list(zip(links, points)),
-                                    spatial=request.spatial)
+        # in the node's coordinates: with mimic_reduced the constrained system's Lambdabar
+        lam = eng.coords.contact_compliance(q, list(zip(links, points)), spatial=request.spatial)
+        qbar = eng.coords.state(q, np.zeros(eng.nv))[0]
         inertia = operational_space_inertia(lam) if request.inertia else None
     except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
         response.success = False
@@ -68,7 +70,7 @@ def handle(node, request, response):
     m.links = links
     m.points = list(request.points) or [Point() for _ in links]
     m.dim = 6 if request.spatial else 3
-    m.position = array.array('d', q)
+    m.position = array.array('d', qbar)
     m.compliance = array.array('d', lam.ravel())
     if inertia is not None:
         m.inertia = array.array('d', inertia.ravel())

@@ -99,6 +99,29 @@ class OutputCoordinates:
             return self.co.christoffel(q, Gamma=Gamma, M=M)
         return rd.transform_christoffel(Gamma, self.co.A)
 
+    def contact_compliance(self, q, points, spatial=False):
+        """Operational-space compliance of contact nodes at q in these coordinates.
+
+        Lambda = J M^-1 J^T does not change under an invertible change of coordinates (Jbar = J A,
+        Mbar = A^T M A give Jbar Mbar^-1 Jbar^T = J M^-1 J^T), so ``joint`` and
+        ``center_of_mass`` take the O(N) recursion (rd.contact_compliance); ``mimic_reduced``
+        constrains the joints and gets J A (A^T M A)^-1 A^T J^T
+        (rd.MimicCoordinates.contact_compliance).
+        """
+        if self.kind == 'mimic_reduced' and not self.identity:
+            return self.co.contact_compliance(q, points, spatial=spatial)
+        return rd.contact_compliance(self.model, q, points, spatial=spatial)
+
+    @property
+    def joint_map(self):
+        """``mimic_reduced`` with mimic joints: (independent joint names, E, offset) with the
+        model's joint positions q_joints = E q_independent + offset and rates v_joints = E
+        v_independent (rd.MimicCoordinates.joint_map); None otherwise."""
+        if self.kind != 'mimic_reduced' or self.identity:
+            return None
+        E, offset = self.co.joint_map
+        return list(self.co.joint_names), E, offset
+
     def apply(self, q, v, d, Gamma=None):
         """One cycle: :class:`Output` (qbar, vbar, terms, Gammabar or None)."""
         if self.identity:
