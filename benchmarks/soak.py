@@ -247,6 +247,9 @@ def soak(args):
         ex.shutdown()
         node.destroy_node()
         ctx.try_shutdown()
+        for child in (proc, sub):   # never leave a stopped process behind (injected stalls)
+            if child.poll() is None:
+                child.send_signal(signal.SIGCONT)
         proc.send_signal(2)
         try:
             rc = proc.wait(15)
