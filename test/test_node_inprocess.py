@@ -149,3 +149,27 @@ def test_refused_stamp_reinitializes_the_observer(make_node):
     assert node.published == {'dyn': 3, 'ext': 1}
     node._on_joint_state(arm_state(model, 5, t + 3 * 10**6))
     assert node.published['ext'] == 2
+
+
+def test_refused_publication_does_not_stop_the_node(make_node):
+    """A sample the middleware refuses (rclpy raises RCLError; seen with Fast DDS while a
+    reliable subscriber was stalled) is counted and logged; the node and its observer go on
+    and the other outputs of that cycle are still published."""
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    node = make_node(robot_description=read(ARM7))
+    model = node.engine.model
+    counting = node._pub_dyn.publish
+    refused = []
+
+    def refuse(msg):
+        refused.append(msg.header.stamp.nanosec)
+        raise _rclpy.RCLError('Failed to publish: cannot publish data')
+    node._pub_dyn.publish = refuse
+    t = 10**12
+    node._on_joint_state(arm_state(model, 1, t))            # observer initialized
+    node._on_joint_state(arm_state(model, 2, t + 10**6))    # observer updated
+    assert len(refused) == 2 and node.stats['publish_failed'] == 2
+    assert node.stats['accepted'] == 2 and node.published == {'dyn': 0, 'ext': 1}
+    node._pub_dyn.publish = counting
+    node._on_joint_state(arm_state(model, 3, t + 2 * 10**6))
+    assert node.published == {'dyn': 1, 'ext': 2} and node.stats['publish_failed'] == 2

@@ -735,7 +735,7 @@ class DynamicsNode(Node):
         self._base = None             # (q7, v6) of the latest valid odometry
         self._cmd = None              # (engine, tau_joints, receipt ns) of the latest command
         self._cycle = 0
-        self.stats = {'accepted': 0, 'rejected': 0, 'observer_outputs': 0}
+        self.stats = {'accepted': 0, 'rejected': 0, 'observer_outputs': 0, 'publish_failed': 0}
         self._throttle_state = {}     # rejection kind -> (last log time, count since)
         self._stamp_trouble = False   # a joint state was refused for its stamp (observer resets)
         if not HAVE_MSGS:
@@ -1255,30 +1255,42 @@ class DynamicsNode(Node):
                 np.copyto(eng.C_view, out.d.C)
                 np.copyto(eng.Mdot_view, out.d.Mdot)
                 np.copyto(eng.g_dyn_view, out.d.g)
-                self._pub_dyn.publish(m)
+                self._send(self._pub_dyn, m)
             if out.gamma is not None:
                 m = eng.gamma_message()
                 m.header.stamp = stamp
                 np.copyto(eng.gam_q, out.q)
                 np.copyto(eng.G_view, out.gamma)
-                self._pub_G.publish(m)
+                self._send(self._pub_G, m)
             # while in contact every update; when free only the first update and the release
             # (the residual itself streams on ~/external_torque)
             if contact is not None and cfg.publish_contact_estimate and (
                     contact.in_contact or not eng.free_announced):
                 self._fill_contact(eng, cfg, stamp, r, contact, wrench)
-                self._pub_contact.publish(eng.contact_msg)
+                self._send(self._pub_contact, eng.contact_msg)
                 eng.free_announced = not contact.in_contact
         if cfg.publish_gravity_torque or not HAVE_MSGS:
             np.copyto(eng.g_view, d.g)
             eng.g_msg.header.stamp = stamp
-            self._pub_g.publish(eng.g_msg)
+            self._send(self._pub_g, eng.g_msg)
         if r is not None:
             self.stats['observer_outputs'] += 1
         if r is not None and cfg.publish_external_torque:
             np.copyto(eng.ext_view, r)
             eng.ext_msg.header.stamp = stamp
-            self._pub_ext.publish(eng.ext_msg)
+            self._send(self._pub_ext, eng.ext_msg)
+
+    def _send(self, pub, msg):
+        """Publish one output; a sample the middleware refuses is counted and logged (kind
+        'publish'), and the node goes on. Seen with Fast DDS in the soak benchmark while a
+        reliable subscriber of ~/dynamics was stalled (SIGSTOP): the DataWriter's write()
+        failed ("cannot publish data"), which used to end the node."""
+        try:
+            pub.publish(msg)
+        except RuntimeError as exc:   # rclpy's RCLError
+            self.stats['publish_failed'] += 1
+            self._warn('publish', f'{pub.topic_name}: publishing failed: {_reason(exc)}',
+                       'error')
 
     @staticmethod
     def _fill_contact(eng, cfg, stamp, r, contact, wrench):
