@@ -1410,7 +1410,8 @@ def main(args=None):
     def summary(node):
         node.get_logger().info(f'joint states accepted: {node.stats["accepted"]}, rejected: '
                                f'{node.stats["rejected"]}; observer outputs: '
-                               f'{node.stats["observer_outputs"]}')
+                               f'{node.stats["observer_outputs"]}; publications failed: '
+                               f'{node.stats["publish_failed"]}')
 
     return process.run(make, args, executor=lambda node: node.executor_kind, on_stop=summary)
 
