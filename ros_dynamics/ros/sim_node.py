@@ -139,7 +139,6 @@ def main(args=None):
             self._sent = {}           # stamp ns -> monotonic publish time (external mode)
             self.latencies = []       # wall seconds, joint state -> its command
             self._last_stamp = None   # stamp of the latest published joint state
-            self._pub_stamp = None    # the same in every mode (re-publications not counted)
             self.states_published = 0
             self.in_time = 0          # commands that answered the latest joint state
             if self.control == 'external':
@@ -258,11 +257,10 @@ def main(args=None):
             js.position = [float(x) for x in s.q[self.nbq:]]
             js.velocity = [float(x) for x in s.v[self.nbv:]]
             js.effort = [float(x) for x in s.tau[self.nbv:]]
-            if stamp_ns != self._pub_stamp:
-                self._pub_stamp = stamp_ns
+            if stamp_ns != self._last_stamp:   # re-publications of a state not counted
+                self._last_stamp = stamp_ns
                 self.states_published += 1
             if self.external is not None:
-                self._last_stamp = stamp_ns
                 self._sent[stamp_ns] = time.monotonic()
                 if len(self._sent) > 5000:
                     for old in list(self._sent)[:1000]:
