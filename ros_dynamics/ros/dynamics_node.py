@@ -1333,49 +1333,52 @@ class DynamicsNode(Node):
         q, v = eng.state_from_request(request, with_velocity)
         return eng, q, v, self.get_clock().now().to_msg()
 
-    def _srv_get_dynamics(self, request, response):
+    def _serve(self, response, field, compute):
+        """The path every data service shares: ``compute()`` returns (engine, stamp, {field of
+        the response's ``field`` message: value}) or raises; a failure goes back as
+        success=false with the reason in ``message`` and nothing filled."""
         try:
-            eng, q, v, stamp = self._service_state(request, with_velocity=True)
-            out = eng.coords.apply(q, v, rd.dynamics(eng.model, q, v))
-            q, v, d = out.q, out.v, out.d
+            eng, stamp, values = compute()
         except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
             response.success = False
             response.message = str(exc)
             return response
-        m = response.dynamics
+        m = getattr(response, field)
         m.header.stamp = stamp
         m.header.frame_id = eng.frame_id
-        m.names = list(eng.coords.names)
-        m.position = array.array('d', q)
-        m.velocity = array.array('d', v)
-        m.mass_matrix = array.array('d', d.M.ravel())
-        m.coriolis_matrix = array.array('d', d.C.ravel())
-        m.mass_matrix_dot = array.array('d', d.Mdot.ravel())
-        m.gravity = array.array('d', d.g)
+        for name, value in values.items():
+            setattr(m, name, value)
         response.success = True
         return response
 
+    def _srv_get_dynamics(self, request, response):
+        def compute():
+            eng, q, v, stamp = self._service_state(request, with_velocity=True)
+            out = eng.coords.apply(q, v, rd.dynamics(eng.model, q, v))
+            d = out.d
+            return eng, stamp, {
+                'names': list(eng.coords.names),
+                'position': array.array('d', out.q),
+                'velocity': array.array('d', out.v),
+                'mass_matrix': array.array('d', d.M.ravel()),
+                'coriolis_matrix': array.array('d', d.C.ravel()),
+                'mass_matrix_dot': array.array('d', d.Mdot.ravel()),
+                'gravity': array.array('d', d.g)}
+        return self._serve(response, 'dynamics', compute)
+
     def _srv_get_christoffel(self, request, response):
-        try:
+        def compute():
             eng, q, v, stamp = self._service_state(request, with_velocity=False)
             if not eng.with_gamma:
                 raise ValueError(f'Gamma is not computed for this model: nv = {eng.nv} > '
                                  f'christoffel_max_nv ({self._cfg.christoffel_max_nv})')
             M = None if eng.coords.identity else rd.mass_matrix(eng.model, q)
             gamma = eng.coords.christoffel(q, rd.christoffel(eng.model, q), M)
-            q = eng.coords.state(q, v, M)[0]
-        except Exception as exc:  # noqa: BLE001
-            response.success = False
-            response.message = str(exc)
-            return response
-        m = response.christoffel
-        m.header.stamp = stamp
-        m.header.frame_id = eng.frame_id
-        m.names = list(eng.coords.names)
-        m.position = array.array('d', q)
-        m.christoffel = array.array('d', np.ascontiguousarray(gamma).ravel())
-        response.success = True
-        return response
+            return eng, stamp, {
+                'names': list(eng.coords.names),
+                'position': array.array('d', eng.coords.state(q, v, M)[0]),
+                'christoffel': array.array('d', np.ascontiguousarray(gamma).ravel())}
+        return self._serve(response, 'christoffel', compute)
 
     def _srv_reset_observer(self, request, response):
         # also forget the last stamp, so that a source whose clock was reset (simulation reset,

@@ -46,8 +46,9 @@ def operational_space_inertia(lam):
 
 
 def handle(node, request, response):
-    """Fill ``response`` (GetOperationalSpace) for ``request``; failures go back as a message."""
-    try:
+    """Fill ``response`` (GetOperationalSpace) for ``request``; failures go back as a message
+    (the node's shared service path)."""
+    def compute():
         links = list(request.links)
         if not links:
             raise ValueError('no nodes: give at least one link (and its point)')
@@ -58,21 +59,12 @@ def handle(node, request, response):
         eng, q, _, stamp = node._service_state(request, with_velocity=False)
         # in the node's coordinates: with mimic_reduced the constrained system's Lambdabar
         lam = eng.coords.contact_compliance(q, list(zip(links, points)), spatial=request.spatial)
-        qbar = eng.coords.state(q, np.zeros(eng.nv))[0]
-        inertia = operational_space_inertia(lam) if request.inertia else None
-    except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
-        response.success = False
-        response.message = str(exc)
-        return response
-    m = response.operational_space
-    m.header.stamp = stamp
-    m.header.frame_id = eng.frame_id
-    m.links = links
-    m.points = list(request.points) or [Point() for _ in links]
-    m.dim = 6 if request.spatial else 3
-    m.position = array.array('d', qbar)
-    m.compliance = array.array('d', lam.ravel())
-    if inertia is not None:
-        m.inertia = array.array('d', inertia.ravel())
-    response.success = True
-    return response
+        values = {'links': links,
+                  'points': list(request.points) or [Point() for _ in links],
+                  'dim': 6 if request.spatial else 3,
+                  'position': array.array('d', eng.coords.state(q, np.zeros(eng.nv))[0]),
+                  'compliance': array.array('d', lam.ravel())}
+        if request.inertia:
+            values['inertia'] = array.array('d', operational_space_inertia(lam).ravel())
+        return eng, stamp, values
+    return node._serve(response, 'operational_space', compute)
