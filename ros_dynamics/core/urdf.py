@@ -54,7 +54,8 @@ from collections import Counter
 
 import numpy as np
 
-from .model import FREE, PRISMATIC, REVOLUTE, Model, massless_bodies
+from .configuration import FREE, PRISMATIC, REVOLUTE
+from .model import Model, massless_bodies
 from .spatial_numpy import lump_inertia, rpy_to_matrix
 
 _JOINT_TYPES = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC}
@@ -182,7 +183,7 @@ class _Reader:
         self.strict_inertia = strict_inertia
         self.messages = []
         self.unknown = Counter()
-        self.inconsistent = []          # links whose inertia violates the triangle inequality
+        self.inconsistent = []          # bodies whose inertia violates the triangle inequality
 
     def warn(self, message):
         if message not in self.messages:
@@ -261,18 +262,27 @@ class _Reader:
         return m, c, R @ I @ R.T
 
     def check_inertia(self, I, name):
-        """Moments of inertia are >= 0; principal moments satisfy the triangle inequality."""
-        lam = np.linalg.eigvalsh(I)
+        """Moments of inertia are >= 0 (the physical consistency of the principal moments is
+        checked on the rigid bodies after fixed links are merged: :meth:`check_body`)."""
         tol = _INERTIA_RTOL * abs(np.trace(I)) + _INERTIA_ATOL
         if np.diag(I).min() < -tol:
             raise ValueError(f'link {name!r}: <inertia> has a negative moment of inertia '
                              f'(ixx, iyy, izz = {I[0, 0]:g}, {I[1, 1]:g}, {I[2, 2]:g})')
+
+    def check_body(self, I, links):
+        """Principal moments of a moving body (its link and the links fixed to it) positive
+        semi-definite and satisfying the triangle inequality, up to round-off.  Checked on the
+        body the dynamics uses, so that a placeholder link (e.g. a massless frame with a dummy
+        inertia) merged into a real one is not reported."""
+        lam = np.linalg.eigvalsh(I)
+        tol = _INERTIA_RTOL * abs(np.trace(I)) + _INERTIA_ATOL
         if lam[0] < -tol or lam[0] + lam[1] < lam[2] - tol:
+            name = ' + '.join(repr(link) for link in links)
             moments = f'principal moments {lam[0]:.4g}, {lam[1]:.4g}, {lam[2]:.4g}'
             if self.strict_inertia:
-                raise ValueError(f'link {name!r}: <inertia> is not physically consistent ({moments} '
+                raise ValueError(f'link {name}: <inertia> is not physically consistent ({moments} '
                                  'are not positive semi-definite or violate the triangle inequality)')
-            self.inconsistent.append(f'{name!r} ({moments})')
+            self.inconsistent.append(f'{name} ({moments})')
 
     def joint(self, element, index):
         """A dict describing one <joint>."""
@@ -422,6 +432,7 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
 
     body_names, joint_names, parent, jtype = [], [], [], []
     X_R, X_p, axis, inertial = [], [], [], []
+    members = []                  # per body: the links whose inertia it carries
     link_frames, mimic, limits = {}, {}, {}
 
     def add_body(name, parent_body, jt, R, p, a):
@@ -432,6 +443,7 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
         X_p.append(p)
         axis.append(a)
         inertial.append((0.0, np.zeros(3), np.zeros((3, 3))))
+        members.append([])
         return len(body_names) - 1
 
     # Depth-first walk in URDF child order (as Pinocchio numbers joints), with an explicit stack
@@ -459,6 +471,7 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
         link_frames[link] = (body, R, p)
         m, c, Ic = reader.inertial(links[link], link)
         if body >= 0 and (m != 0.0 or Ic.any()):
+            members[body].append(link)
             mb, cb, Ib = inertial[body]
             if link == body_names[body]:              # the body's own link, in its own frame
                 inertial[body] = (m, c, Ic)
@@ -467,6 +480,10 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
         for child in reversed(children[link]):
             j = joints[child]
             stack.append((j['child'], child, body, R @ j['R'], R @ j['p'] + p))
+
+    for body, (_, _, Ic) in enumerate(inertial):
+        if members[body]:
+            reader.check_body(Ic, members[body])
 
     if len(link_frames) != len(links):                 # unreached links hang from a detached cycle
         start = next(name for name in links if name not in link_frames)
