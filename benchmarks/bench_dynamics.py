@@ -120,16 +120,20 @@ def time_pair(pair, blocks, block_s):
 
 def time_kernels(pair, blocks, block_s):
     """The compiled entry kernels called directly (validation inside, no Python-side checks,
-    writing into a Data buffer): model.ints, model.reals, q, (v), data.work (, Gamma)."""
-    from ros_dynamics.core import api
+    writing into a Data buffer): kernels.terms(model.ints, model.reals, data.work, q, v, Gamma,
+    factorization, flags, body, point)."""
+    from ros_dynamics.core import kernels
+    from ros_dynamics.core.jit import ready
     m = pair.model
     _, _, _, Q, V, _ = pair.states(1, seed=7)
     q, v = Q[0], V[0]
     data = rd.Data(m)
     G = data.Gamma
+    terms = ready(kernels.terms)
+    none, no_v, point = np.zeros((0, 0, 0)), np.zeros(0), np.zeros(3)
     r = interleaved({
-        'C': lambda: api._dynamics(m.ints, m.reals, q, v, data.work, 10),
-        'Gamma': lambda: api._christoffel_symbols(m.ints, m.reals, q, data.work, G),
+        'C': lambda: terms(m.ints, m.reals, data.work, q, v, none, 10, kernels.DYNAMICS, -1, point),
+        'Gamma': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, 10, 0, -1, point),
     }, blocks=blocks, block_s=block_s, **TIMING)
     return r['C'], r['Gamma']
 
@@ -165,26 +169,29 @@ def time_batch(pair, K, repeats):
 def profile(pair, blocks, block_s):
     """Where one rd.dynamics(model, q, v, data=data) call goes: per-call seconds of each piece.
 
-    Pieces: the Python-side Data check (api._buffer), the numba dispatch of a 6-argument call
+    Pieces: the Python-side Data check (api._work), the numba dispatch of a 10-argument call
     (an empty compiled function of the same argument types), and the compiled entry kernel
     (unpacking of the model and workspace views, validation, Algorithm 1).
     """
     from numba import njit
-    from ros_dynamics.core import api
+    from ros_dynamics.core import api, kernels
+    from ros_dynamics.core.jit import ready
     m = pair.model
     _, _, _, Q, V, _ = pair.states(1, seed=7)
     q, v = Q[0], V[0]
     data = rd.Data(m)
+    terms = ready(kernels.terms)
+    none, point = np.zeros((0, 0, 0)), np.zeros(3)
 
     @njit(cache=False)
-    def empty(ints, reals, q, v, work, fact):
-        return True
+    def empty(ints, reals, work, q, v, Gamma, fact, flags, body, point):
+        return 0
 
     funcs = {
         'api': lambda: rd.dynamics(m, q, v, data=data),
-        'checks': lambda: api._buffer(m, data),
-        'dispatch': lambda: empty(m.ints, m.reals, q, v, data.work, 10),
-        'kernel': lambda: api._dynamics(m.ints, m.reals, q, v, data.work, 10),
+        'checks': lambda: api._work(m, data, 'dynamics'),
+        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, none, 10, kernels.DYNAMICS, -1, point),
+        'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, 10, kernels.DYNAMICS, -1, point),
     }
     for f in funcs.values():
         f()
@@ -193,9 +200,9 @@ def profile(pair, blocks, block_s):
 
 def profile_rows(prof):
     """(piece, seconds) rows that add up to the API call."""
-    rows = [('Python-side Data check (api._buffer; types are checked by the sealed dispatcher)',
+    rows = [('Python-side Data check (api._work; types are checked by the sealed dispatcher)',
              prof['checks']),
-            ('numba dispatch of the 6 arguments (empty compiled function, same types)', prof['dispatch']),
+            ('numba dispatch of the 10 arguments (empty compiled function, same types)', prof['dispatch']),
             ('compiled entry: model/workspace views, finiteness check, Algorithm 1',
              prof['kernel'] - prof['dispatch'])]
     rows.append(('rest (Python call, attribute lookups, returning data.dynamics)',

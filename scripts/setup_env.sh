@@ -18,6 +18,7 @@ if [ ! -f "$STAMP" ]; then
   rm -f .venv/.installed-*
   touch "$STAMP"
   echo "[setup] done"
+  .venv/bin/python -m ros_dynamics.warmup    # compile the numba kernels into the cache now
 fi
 # The interface package ros_dynamics_msgs, built with CMake into .venv (cached: rebuilt only when
 # ros_dynamics_msgs/ changes); afterwards it needs no environment beyond what is set below.

@@ -204,7 +204,7 @@ GRIPPER = robot(
 def test_mimic_reduced_gripper_outputs():
     model = rd.load_urdf(GRIPPER)
     mc = rd.MimicCoordinates(model)
-    assert mc.joint_names == ['wrist', 'tilt'] and mc.base_names is None
+    assert mc.joint_names == ['wrist', 'tilt'] and mc.base_names == ()
     rng = np.random.default_rng(9)
     qbar, vbar = rng.uniform(-1, 1, 2), rng.uniform(-2, 2, 2)
     q, v = mc.full_state(qbar, vbar)

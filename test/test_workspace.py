@@ -195,15 +195,18 @@ def test_model_is_frozen_and_owns_its_arrays():
 # -- numba's disk cache is keyed on all core sources ----------------------------------------------
 
 def test_core_kernels_are_stamped_with_all_core_sources():
-    from ros_dynamics.core import _numba_cache, api, kinematics
-    for kernel in (api._dynamics, api._christoffel_symbols, api._dynamics_batch, kinematics.placements):
+    from ros_dynamics.core import api, jit, kernels, kinematics
+    for kernel in (kernels.terms, kernels.observer_terms, kernels.dynamics_batch, kinematics.placements):
         locator = kernel._cache._impl.locator
-        assert isinstance(locator, _numba_cache.CoreSourcesLocator)
-        assert locator.get_source_stamp() == _numba_cache.sources_digest()
+        assert isinstance(locator, jit.CoreSourcesLocator)
+        assert locator.get_source_stamp() == jit.sources_digest()
+        # what else numba asks of a locator is the usual locator's (e.g. its warning when it
+        # declines to cache a function names the source file)
+        assert locator._py_file == kernel.py_func.__code__.co_filename
     # the stamp covers every core source: it differs from the one file numba would hash
     import hashlib
     with open(api.__file__, 'rb') as f:
-        assert hashlib.sha256(f.read()).digest() != _numba_cache.sources_digest()
+        assert hashlib.sha256(f.read()).digest() != jit.sources_digest()
 
 
 # -- configuration space ----------------------------------------------------------------------------

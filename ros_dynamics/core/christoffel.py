@@ -21,19 +21,20 @@ which the kernel writes after the sweep (the other entries keep the symmetric fo
 
 from numba import njit
 
+from .jit import JIT
 from .kinematics import forward_kinematics, per_body_6x6
-from .model import FREE
-from .spatial import _JIT, add_row, body_factorization, dot6, factor_T_times, factor_times, row6
+from .configuration import FREE
+from .spatial import add_row, body_factorization, dot6, factor_T_times, factor_times, row6
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def christoffel(m, q, Gamma, w):
     """Fill Gamma (nv x nv x nv) at configuration q."""
     forward_kinematics(m, q, w)                            # lines 1-3: I^C_i = I_i
     christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, True)
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
     """Lines 4-23 from the world Phi and inertias I.  ``accumulate``: I holds the body
     inertias and line 22 sums them into composites as the sweep goes; otherwise I already

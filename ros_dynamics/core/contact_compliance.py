@@ -42,13 +42,13 @@ B = [S(x); 1] and B^* V = u + w x x is the point's linear velocity (``width`` 3)
 """
 
 import numpy as np
-from numba import njit
 
+from .jit import JIT, helper
 from .kinematics import forward_kinematics
-from .spatial import I_H, I_J, _JIT
+from .spatial import I_H, I_J
 
 
-@njit(**_JIT)
+@helper
 def _spatial_inertia(I, b, out):
     """6x6 world spatial inertia [[J, S(h)], [S(h)^T, m 1]] of body b, added into ``out``."""
     m = I[b, 0]
@@ -80,13 +80,13 @@ def _spatial_inertia(I, b, out):
         out[r, r] += m
 
 
-@njit(**_JIT)
+@helper
 def last_dof(m, b):
     """The last DoF node of body b's joint (where the body's inertia sits in the DoF tree)."""
     return m.v_idx[b + 1] - 1 if b + 1 < m.N else m.nv - 1
 
 
-@njit(**_JIT)
+@helper
 def articulated_body_inertias(m, Phi, I, P, U, D):
     """Tip-to-base AB sweep over the DoF tree: P(k), U(k) = P(k) H^*(k), D(k) = H(k) U(k).
 
@@ -115,7 +115,7 @@ def articulated_body_inertias(m, Phi, I, P, U, D):
     return True
 
 
-@njit(**_JIT)
+@helper
 def compliance_kernel(m, Phi, U, D, Ups):
     """Base-to-tip sweep of Eq. 68: Upsilon(k) = psi^* Upsilon(p(k)) psi + H^* D^-1 H.
 
@@ -143,7 +143,7 @@ def compliance_kernel(m, Phi, U, D, Ups):
                                 + Phi[k, r] * Phi[k, c] * (gYg + 1.0 / d))
 
 
-@njit(**_JIT)
+@helper
 def _apply_psi(Phi, U, D, k, X):
     """X <- psi(p(k), k) X = X - U(k) D^-1(k) (H(k) X), column by column."""
     for c in range(X.shape[1]):
@@ -155,7 +155,7 @@ def _apply_psi(Phi, U, D, k, X):
             X[r, c] -= U[k, r] * s
 
 
-@njit(**_JIT)
+@helper
 def _pick_off(R, p, body, local, width, B):
     """B (6 x width) of the node at ``local`` (body frame) of ``body``; see the module doc."""
     x0 = p[body, 0] + R[body, 0, 0] * local[0] + R[body, 0, 1] * local[1] + R[body, 0, 2] * local[2]
@@ -171,7 +171,7 @@ def _pick_off(R, p, body, local, width, B):
         B[0, 3], B[1, 4], B[2, 5] = 1.0, 1.0, 1.0
 
 
-@njit(**_JIT)
+@helper
 def contact_compliance(m, q, cbody, clocal, width, Lam, ws):
     """Lambda (nc*width square, nc = len(cbody), zeroed here) for contact nodes (cbody[i], clocal[i]).
 
@@ -310,7 +310,7 @@ def contact_compliance(m, q, cbody, clocal, width, Lam, ws):
     return True
 
 
-@njit(**_JIT)
+@helper
 def _apply_psi_block(S, X):
     """X <- S X for a 6x6 S and a 6 x w block X."""
     tmp = np.empty(6)
@@ -324,7 +324,7 @@ def _apply_psi_block(S, X):
             X[r, col] = tmp[r]
 
 
-@njit(**_JIT)
+@helper
 def _lambda_block(blk, Yb, i, j, w, Lam):
     """Lambda(i, j) = blk_i^* Upsilon(c) blk_j (and its transpose at (j, i))."""
     for a in range(w):

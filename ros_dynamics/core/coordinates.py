@@ -1,4 +1,6 @@
-"""Change of generalized coordinates (seed 000, Sec. 3.3), e.g. to reduce mimic joints.
+"""Output coordinates: one interface for the model's own coordinates and their changes
+(Echeandia & Wensing, Sec. 3.3), e.g. to reduce mimic joints or to put a floating base in
+centre-of-mass coordinates.
 
 With q = q(qbar) and A = dq/dqbar (eq. (22)), qd = A qbard and qdd = A qbardd + Adot qbard, so
 
@@ -8,24 +10,56 @@ With q = q(qbar) and A = dq/dqbar (eq. (22)), qd = A qbard and qdd = A qbardd + 
 
 and, by Theorem 1, the Christoffel-consistent C maps to the Christoffel-consistent Cbar.
 For mimic joints q_m = k q_l + offset the map is affine, so A is constant and Adot = 0.
-
 The same laws hold for generalized speeds (quasi-velocities) v = A(q) vbar (Remark 5), which
 is how :class:`CenterOfMassCoordinates` puts a floating base in centre-of-mass coordinates
 (Remark 6); its derivation is in that class.
 
-Every coordinate object offers the same calls, so a caller (e.g. the ROS node) can switch between
-them: ``state(q, v) -> (qbar, vbar)``, ``full_state(qbar, vbar) -> (q, v)``,
-``dynamics(q, v) -> Dynamics`` (Mbar, Cbar, Mbar_dot, gbar at the full state q, v),
-``christoffel(q) -> Gammabar`` and the names ``base_names`` (six floating-base coordinates, or
-None: unchanged) and ``joint_names`` (the joint coordinates, in order).
+``output_coordinates(model, kind)`` with kind in :data:`COORDINATES` gives one of
+
+``'joint'``           :class:`JointCoordinates`: the model's coordinates, unchanged (no work);
+                      names = [floating_base/linear_x..z, floating_base/angular_x..z,] joints;
+                      position = q, velocity = v (base twist in the base frame, linear first).
+``'mimic_reduced'``   :class:`MimicCoordinates`: the independent coordinates only, the mimic
+                      joints (q_m = k q_leader + offset, chains resolved) dropped;
+                      names = [floating_base/*,] the independent joints in model order.  A is
+                      constant, so Gamma maps as Gammabar_ijk = A_ai A_bj A_ck Gamma_abc.
+                      Without mimic joints this is the identity (``identity``; no work).
+``'center_of_mass'``  :class:`CenterOfMassCoordinates` (floating base only, Remark 6):
+                      names = [center_of_mass/x..z, floating_base/angular_x..z,] joints;
+                      position = [CoM in the world (3), base quaternion x y z w (4), joints];
+                      velocity = [CoM velocity in the world (3), base angular velocity in the
+                      base frame (3), joint rates].  M becomes block-diagonal [m 1_3, 0; 0, M22]
+                      and the CoM rows/columns of C, dM/dt and Gamma vanish.
+
+and every one answers the same calls: ``names`` (the velocity coordinates, base first),
+``base_names``, ``joint_names``, ``nq`` / ``nv`` (sizes of qbar / vbar), ``identity``,
+``state(q, v, M=None) -> (qbar, vbar)``, ``full_state(qbar, vbar) -> (q, v)``,
+``dynamics(q, v, d=None)`` (Mbar, Cbar, Mbar_dot, gbar at the full state; ``d``: M, C, Mdot, g
+there if at hand), ``christoffel(q, Gamma=None, M=None)``, ``contact_compliance(q, points,
+spatial=False)``, ``joint_map`` and ``apply(q, v, d, Gamma=None) -> Output`` for one cycle.
 """
+
+from collections import namedtuple
 
 import numpy as np
 
-from .api import (Dynamics, christoffel, contact_nodes, dynamics, link_jacobian, link_placement,
-                  mass_matrix)
-from .spatial import quaternion_to_matrix
+from .api import (christoffel, contact_compliance, contact_nodes, dynamics, link_jacobian,
+                  link_placement, mass_matrix)
+from .configuration import quaternion_matrix
+from .data import Dynamics
 from .spatial_numpy import skew
+
+#: names of the free joint's six velocity coordinates (body twist in the base frame, linear first)
+BASE_DOF_NAMES = ('floating_base/linear_x', 'floating_base/linear_y', 'floating_base/linear_z',
+                  'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z')
+#: the same in centre-of-mass coordinates: the CoM velocity (world frame) replaces the linear part
+CENTER_OF_MASS_NAMES = ('center_of_mass/x', 'center_of_mass/y', 'center_of_mass/z') + BASE_DOF_NAMES[3:]
+#: the choices of :func:`output_coordinates`
+COORDINATES = ('joint', 'mimic_reduced', 'center_of_mass')
+
+#: one cycle's results in output coordinates: qbar (nq,), vbar (nv,), terms (an object with
+#: M, C, Mdot, g), Gammabar (nv, nv, nv) or None
+Output = namedtuple('Output', 'q v d gamma')
 
 
 def transform_dynamics(d, A, Adot=None):
@@ -55,7 +89,69 @@ def transform_christoffel(Gamma, A):
     return np.ascontiguousarray(np.swapaxes(np.tensordot(A, G, (0, 0)), 1, 2))
 
 
-class MimicCoordinates:
+class Coordinates:
+    """What every output coordinates object shares (module docstring): the names and sizes
+    and the per-cycle :meth:`apply`.  Subclasses set ``kind``, ``base_names``, ``joint_names``
+    and define ``state``, ``full_state``, ``dynamics`` and ``christoffel``."""
+
+    kind = None
+    identity = False      # True: qbar = q, vbar = v and every term unchanged (no work)
+    joint_map = None      # see MimicCoordinates.joint_map
+
+    def __init__(self, model, base_names, joint_names):
+        self.model = model
+        self.base_names = tuple(base_names) if model.floating_base else ()
+        self.joint_names = list(joint_names)
+        self.names = list(self.base_names) + self.joint_names
+        self.nv = len(self.names)
+        self.nq = self.nv + (1 if model.floating_base else 0)  # the base quaternion: 4 entries, 3 rates
+
+    def contact_compliance(self, q, points, spatial=False):
+        """Operational-space compliance of contact nodes at q in these coordinates.
+
+        Lambda = J M^-1 J^T does not change under an invertible change of coordinates (Jbar =
+        J A, Mbar = A^T M A give Jbar Mbar^-1 Jbar^T = J M^-1 J^T): the O(N) recursion of
+        :func:`~ros_dynamics.contact_compliance` (overridden where the map constrains the
+        joints, :meth:`MimicCoordinates.contact_compliance`).
+        """
+        return contact_compliance(self.model, q, points, spatial=spatial)
+
+    def apply(self, q, v, d, Gamma=None):
+        """One cycle: :class:`Output` (qbar, vbar, terms, Gammabar or None) from the full state
+        and ``d`` (M, C, Mdot, g there); the identity returns its inputs untouched."""
+        if self.identity:
+            return Output(q, v, d, Gamma)
+        qbar, vbar = self.state(q, v, d.M)
+        gbar = None if Gamma is None else self.christoffel(q, Gamma, d.M)
+        return Output(qbar, vbar, self.dynamics(q, v, d), gbar)
+
+    def __repr__(self):
+        return f'<ros_dynamics {type(self).__name__} of {self.model.name!r}: nq={self.nq}, nv={self.nv}>'
+
+
+class JointCoordinates(Coordinates):
+    """The model's own coordinates: the identity (``kind = 'joint'``)."""
+
+    kind = 'joint'
+    identity = True
+
+    def __init__(self, model):
+        super().__init__(model, BASE_DOF_NAMES, model.joint_names)
+
+    def state(self, q, v, M=None):
+        return q, v
+
+    def full_state(self, qbar, vbar):
+        return qbar, vbar
+
+    def dynamics(self, q, v, d=None):
+        return dynamics(self.model, q, v) if d is None else d
+
+    def christoffel(self, q, Gamma=None, M=None):
+        return christoffel(self.model, q) if Gamma is None else Gamma
+
+
+class MimicCoordinates(Coordinates):
     """The independent coordinates of a model whose URDF has mimic joints.
 
     ``A`` (nv x nv_independent) maps independent rates to all joint rates; ``q(qbar)`` expands
@@ -63,8 +159,9 @@ class MimicCoordinates:
     result.  Chains of mimics (a mimic of a mimic) are resolved; floating-base DoFs stay.
     """
 
+    kind = 'mimic_reduced'
+
     def __init__(self, model):
-        self.model = model
         base = 6 if model.floating_base else 0
         leader = {}
         for name in model.joint_names:
@@ -95,10 +192,8 @@ class MimicCoordinates:
                          [model.joint_q_index(n) for n in self.independent]].astype(np.intp)
         self._iv = np.r_[np.arange(base_v),
                          [model.joint_v_index(n) for n in self.independent]].astype(np.intp)
-
-    @property
-    def nv(self):
-        return self.A.shape[1]
+        super().__init__(model, BASE_DOF_NAMES, self.independent)
+        self.identity = self.nv == model.nv          # no mimic joints: A = 1
 
     def q(self, qbar):
         """Full configuration from the independent one (floating-base block copied)."""
@@ -119,13 +214,7 @@ class MimicCoordinates:
         """Mbar, Cbar (Christoffel-consistent), Mbar_dot, gbar from the full-coordinate result."""
         return transform_dynamics(d, self.A)
 
-    base_names = None          # the floating-base coordinates (if any) are kept as they are
-
-    @property
-    def joint_names(self):
-        return list(self.independent)
-
-    def state(self, q, v):
+    def state(self, q, v, M=None):
         """(qbar, vbar): the independent entries of a full state (the mimic entries are dropped,
         not checked against their leaders)."""
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
@@ -134,20 +223,23 @@ class MimicCoordinates:
     def full_state(self, qbar, vbar):
         return self.q(qbar), self.v(vbar)
 
-    def dynamics(self, q, v):
+    def dynamics(self, q, v, d=None):
         """Mbar, Cbar, Mbar_dot, gbar at the full state (q, v) (eqs. (23)-(25), Adot = 0)."""
-        return self.reduce(dynamics(self.model, q, v))
+        return self.reduce(dynamics(self.model, q, v) if d is None else d)
 
-    def christoffel(self, q):
+    def christoffel(self, q, Gamma=None, M=None):
         """Gammabar[i, j, k] in the independent coordinates (constant A: transform_christoffel)."""
-        return transform_christoffel(christoffel(self.model, q), self.A)
+        return transform_christoffel(christoffel(self.model, q) if Gamma is None else Gamma, self.A)
 
     @property
     def joint_map(self):
-        """(E, offset): the joint positions from the independent ones, q_joints = E qbar_joints +
-        offset (E: the joint block of A, nj x n_independent; rates v_joints = E vbar_joints)."""
+        """With mimic joints: (independent joint names, E, offset) with the model's joint
+        positions q_joints = E q_independent + offset and rates v_joints = E v_independent (E:
+        the joint block of A, nj x n_independent); None without (the identity)."""
+        if self.identity:
+            return None
         bq, bv = (7, 6) if self.model.floating_base else (0, 0)
-        return self.A[bv:, bv:], self.offset[bq:]
+        return list(self.independent), self.A[bv:, bv:], self.offset[bq:]
 
     def contact_compliance(self, q, points, spatial=False):
         """Lambdabar = Jbar Mbar^-1 Jbar^T of contact nodes in the independent coordinates.
@@ -155,12 +247,14 @@ class MimicCoordinates:
         The nodes' velocity is J v = J A vbar, so Jbar = J A, and Mbar = A^T M A (eq. (23)):
             Lambdabar = J A (A^T M A)^-1 A^T J^T,
         which is not J M^-1 J^T: the mimic relation couples joints (across branches, e.g. two
-        fingers) that the articulated-body recursion of :func:`contact_compliance` (seed 002,
+        fingers) that the articulated-body recursion of :func:`contact_compliance` (Jain,
         Eq. 51) treats as free.  The constraint does not fit that recursion, so Lambdabar is
         formed densely here: ``link_jacobian`` per node and a Cholesky factor of Mbar (reduced
         systems are small).  ``points``, ``spatial`` and the row layout as in
-        :func:`contact_compliance`.
+        :func:`contact_compliance`.  Without mimic joints: the O(N) Lambda.
         """
+        if self.identity:
+            return super().contact_compliance(q, points, spatial)
         nodes = list(points)
         contact_nodes(self.model, nodes)                 # the same validation and messages
         rows = 6 if spatial else 3
@@ -179,8 +273,8 @@ class MimicCoordinates:
         return 0.5 * (Lam + Lam.T)
 
 
-class CenterOfMassCoordinates:
-    """Centre-of-mass coordinates of a floating-base model (seed 000, Remark 6).
+class CenterOfMassCoordinates(Coordinates):
+    """Centre-of-mass coordinates of a floating-base model (Echeandia & Wensing, Remark 6).
 
     Choice: the paper's generalized speeds ``nu = [pdot_CoM, nu_2]`` with
         qbar = [p_CoM (world), base quaternion (x y z w), joint positions]      (nq entries)
@@ -205,33 +299,25 @@ class CenterOfMassCoordinates:
     By Remark 5 / Prop. 3 Cbar is an admissible factorization (Mbar_dot = Cbar + Cbar^T).
     """
 
-    base_names = ('center_of_mass/x', 'center_of_mass/y', 'center_of_mass/z',
-                  'floating_base/angular_x', 'floating_base/angular_y', 'floating_base/angular_z')
+    kind = 'center_of_mass'
 
     def __init__(self, model):
         if not model.floating_base:
-            raise ValueError('centre-of-mass coordinates need a floating-base model '
+            raise ValueError("coordinates 'center_of_mass' need a floating-base model "
                              '(load_urdf(..., floating_base=True))')
-        self.model = model
+        super().__init__(model, CENTER_OF_MASS_NAMES, model.joint_names)
         self.mass = model.total_mass()
         if not self.mass > 0.0:
             raise ValueError(f'model {model.name!r} has no mass')
-        self.joint_names = list(model.joint_names)
-        self._R = np.empty((1, 3, 3))
         q0 = model.neutral()   # the root link's frame is the free joint's: R from q[3:7]
         q0[3:7] = np.array([0.3, -0.5, 0.1, 0.8]) / np.sqrt(0.99)
         if not np.allclose(self._rotation(q0), link_placement(model, q0, model.root_link)[0],
                            rtol=0, atol=1e-12):
             raise ValueError(f'the root link {model.root_link!r} is not the free joint frame')
 
-    @property
-    def nv(self):
-        return self.model.nv
-
     def _rotation(self, q):
         """Base rotation (world <- base) of the free joint's quaternion q[3:7] (x y z w)."""
-        quaternion_to_matrix(q[3], q[4], q[5], q[6], self._R, 0)
-        return self._R[0].copy()
+        return quaternion_matrix(q[3], q[4], q[5], q[6])
 
     def com_offset(self, M):
         """c: the CoM in the base frame, from M[0:3, 3:6] = -m (c x)."""
@@ -298,3 +384,15 @@ class CenterOfMassCoordinates:
         Adot_top = -(T @ A) / m                                         # [k, 3, nv]
         out += (A.T @ M[:, 0:3]) @ Adot_top                             # A^T M Adot_k
         return np.ascontiguousarray(np.moveaxis(out, 0, 2))
+
+
+def output_coordinates(model, kind):
+    """The output coordinates ``kind`` (one of :data:`COORDINATES`) of ``model`` (module
+    docstring); 'mimic_reduced' without mimic joints is the identity."""
+    if kind == 'joint':
+        return JointCoordinates(model)
+    if kind == 'mimic_reduced':
+        return MimicCoordinates(model)
+    if kind == 'center_of_mass':
+        return CenterOfMassCoordinates(model)
+    raise ValueError(f'coordinates must be one of {COORDINATES}, got {kind!r}')

@@ -19,22 +19,29 @@ multiplied, and F3 has a zero linear part.
 
 from numba import njit
 
+from .jit import JIT
 from .kinematics import forward_kinematics, per_body_6x6, velocities
-from .spatial import (_JIT, add6, add_row, body_factorization, body_factorization_eq9, dot6,
+from .spatial import (add6, add_row, body_factorization, body_factorization_eq9, dot6,
                       factor_T_times, factor_times, gravity_force, inertia_times, row6)
 
 EQ10 = 10   # Niemeyer-Slotine factorization, Christoffel-consistent C (default)
 EQ9 = 9     # B = (v x*) I
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def coriolis(m, q, qd, M, C, Mdot, g, w, factorization):
     """Fill M, C, Mdot (nv x nv) and g (nv) at (q, qd).  On return w.I holds the composite
     inertias I^C_b of every body (used by the Christoffel sweep of the same state)."""
+    forward_kinematics(m, q, w)                           # line 5: I^C_i = I_i
+    coriolis_sweep(m, qd, M, C, Mdot, g, w, factorization)
+
+
+@njit(inline='always', **JIT)
+def coriolis_sweep(m, qd, M, C, Mdot, g, w, factorization):
+    """:func:`coriolis` after ``forward_kinematics`` at q (w.Phi, w.I): lines 3-25."""
     N, nv, dof_body, dof_parent = m.N, m.nv, m.dof_body, m.dof_parent
     Phi, Phid, I, vel = w.Phi, w.Phid, w.I, w.vel
     B = per_body_6x6(w.W)
-    forward_kinematics(m, q, w)                           # line 5: I^C_i = I_i
     velocities(m, Phi, qd, vel, Phid)                     # lines 3-4
     nb = 3 if factorization == EQ10 else 6                # columns of B^C that can be nonzero
     for i in range(N):                                    # line 6: B^C_i = B(v_i, I_i)

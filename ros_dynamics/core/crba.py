@@ -8,18 +8,19 @@ is zero (branch-induced sparsity).
 
 from numba import njit
 
+from .jit import JIT
 from .kinematics import forward_kinematics
-from .spatial import _JIT, add_row, dot6, inertia_times, row6
+from .spatial import add_row, dot6, inertia_times, row6
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def crba(m, q, M, w):
     """Fill M (nv x nv) for configuration q (scratch: the workspace views w)."""
     forward_kinematics(m, q, w)                      # I^C_i = I_i
     composite_mass_matrix(m, w.Phi, w.I, M)
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def composite_mass_matrix(m, Phi, I, M):
     """The backward sweep: fill M from the world Phi and body inertias I (summed in place)."""
     nv, dof_body, dof_parent = m.nv, m.dof_body, m.dof_parent

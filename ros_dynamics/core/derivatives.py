@@ -54,10 +54,10 @@ import numpy as np
 from numba import njit
 
 from .api import dynamics
-from .spatial import _JIT
+from .jit import JIT
 
 
-@njit(**_JIT)
+@njit(**JIT)
 def free_joint_correction(M, v, D):
     """D[:, 0:6] -= M[:, 0:6] (nu_0 x), nu_0 = v[0:6] = [upsilon; omega] (eq. (*) above).
 

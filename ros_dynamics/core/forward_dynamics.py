@@ -8,13 +8,13 @@ forward-substitutions.
 
 from numba import njit
 
+from .jit import JIT, helper
 from .crba import composite_mass_matrix
 from .kinematics import forward_kinematics, velocities
 from .rnea import newton_euler
-from .spatial import _JIT
 
 
-@njit(**_JIT)
+@helper
 def ltdl(H, parent):
     """In-place L^T D L factorization of H; ``parent`` is the DoF tree lambda (-1 = none).
 
@@ -37,7 +37,7 @@ def ltdl(H, parent):
     return True
 
 
-@njit(**_JIT)
+@helper
 def ltdl_solve(H, parent, x):
     """Solve (L^T D L) y = x in place, H as left by ``ltdl``."""
     n = H.shape[0]
@@ -55,7 +55,7 @@ def ltdl_solve(H, parent, x):
             j = parent[j]
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def forward_dynamics(m, q, qd, tau, qdd, w):
     """qdd such that M qdd + C qd + g = tau.  Returns False if M is not positive definite."""
     nv = m.nv

@@ -2,10 +2,10 @@
 
 from numba import njit
 
-from .spatial import _JIT
+from .jit import JIT
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def point_jacobian(m, Phi, body, point, Jac):
     """Jac (6 x nv) of the body-fixed point at world position ``point``, from the world motion
     subspaces Phi of :func:`kinematics.placements`.

@@ -8,9 +8,9 @@ joint axes are fixed in their body, so the apparent derivative Phi-ring is zero)
 
 Kernel calling convention (every compiled algorithm follows it)
 ---------------------------------------------------------------
-* An *entry* kernel (called from Python, ``api.py``) takes the model's two packed read-only
+* An *entry* kernel (called from Python, ``kernels.py``) takes the model's two packed read-only
   arrays, the inputs and the workspace buffer of a :class:`ros_dynamics.Data`, e.g.
-  ``_dynamics(model.ints, model.reals, q, v, data.work, factorization)``: few arguments, so
+  ``terms(model.ints, model.reals, data.work, q, v, Gamma, factorization, flags)``: few arguments, so
   the dispatch is cheap, and nothing is allocated.  It unpacks them once::
 
       m = tree(ints, reals)        # named model views: m.parent[i], m.jtype[i], m.X_R[i], ...
@@ -21,22 +21,23 @@ Kernel calling convention (every compiled algorithm follows it)
   touch: ``placements(m, q, w.R, w.pos, w.Phi)``, ``world_inertias(m, w.R, w.pos, w.I)``,
   ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of body i
   is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular first).
-* A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py),
-  a line in ``workspace`` below and the name in ``Work``: Data and the kernels then share it.
-* Entry kernels live in api.py and are sealed to one signature, e.g.
-  ``@_sealed(types.boolean, _INTS, _REALS, _VEC, _VEC)`` (model arrays, q, work): compiled at
-  import, and numba's dispatcher rejects other argument types (the public function then
-  converts and retries).  They validate first (``_valid(m, q, v)``: lengths, finiteness, unit
-  quaternion) and return False/a status instead of computing on bad input.
+* A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py):
+  ``Work`` and ``workspace`` below are generated from it, so Data and the kernels share it.
+* Entry kernels live in kernels.py and are sealed to one signature, e.g.
+  ``@entry(types.int64, INTS, REALS, VEC, VEC)`` (model arrays, work, q): compiled at their
+  first call (jit.py), and numba's dispatcher rejects other argument types (the public function
+  then converts and retries).  They validate first (``valid_state(m, q, v)``: lengths,
+  finiteness, unit quaternion) and return a status (0 done, 1 invalid input, 2 singular M)
+  instead of computing on bad input.
 * ``tree`` and ``workspace`` are inlined (``inline='always'``), so building the named views
   costs nothing for the fields a kernel does not use.  The views are C-contiguous and borrowed
   (``_c_view``: no run-time checks, no reference counts), so the buffers they view must stay
   alive while they are used: in an entry kernel they are its arguments; a kernel that makes its
-  own buffer holds it for the whole computation (see api's batch kernels).
-* Every kernel that takes ``m`` or ``w`` is inlined too (``@njit(inline='always', **_JIT)``):
+  own buffer holds it for the whole computation (see the batch kernels).
+* Every kernel that takes ``m`` or ``w`` is inlined too (``@njit(inline='always', **JIT)``):
   a namedtuple of arrays crosses a compiled call as some hundred scalar arguments (~0.2 us per
   call measured for ``w``), while inlined the unused fields vanish.  An entry kernel thus
-  compiles into one function, with the flags of ``spatial._JIT``.
+  compiles into one function, with the flags of ``jit.JIT``.
 """
 
 from collections import namedtuple
@@ -47,8 +48,10 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from .model import FREE, N_HEADER, PRISMATIC, REVOLUTE, WORK_FIELDS
-from .spatial import I_H, I_J, NI, _JIT, motion_cross, quaternion_to_matrix, row6
+from .configuration import FREE, PRISMATIC, REVOLUTE
+from .model import N_HEADER, WORK_FIELDS
+from .jit import JIT, helper
+from .spatial import I_H, I_J, NI, motion_cross, quaternion_to_matrix, row6
 
 Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent X_R X_p axis com '
                           'inertia mass gravity work')
@@ -59,7 +62,7 @@ Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
 def _c_view(typingctx, a, offset, shape):
     """The prod(shape) elements of the C-contiguous array a from flat index ``offset`` on, seen as
     a C-contiguous array of that shape, without run-time checks (the caller guarantees the
-    range: the offsets come from the model's layout, checked against the buffer by api).
+    range: the offsets come from the model's layout, checked against the buffer by data.work_buffer).
 
     The view does not own its memory (no reference count): ``a`` must outlive it, as the
     arguments of an entry kernel do.  Why not numba's own: ``reshape`` checks at run time (~30 ns
@@ -86,31 +89,31 @@ def _c_view(typingctx, a, offset, shape):
     return retty(a, offset, types.UniTuple(types.intp, ndim)), codegen
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def view1(a, o, n):
     """a[o:o + n] (same memory)."""
     return _c_view(a, o, (n,))
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def view2(a, o, n0, n1):
     """a[o:o + n0 n1] as a C-contiguous (n0, n1) array (same memory)."""
     return _c_view(a, o, (n0, n1))
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def view3(a, o, n0, n1, n2):
     """a[o:o + n0 n1 n2] as a C-contiguous (n0, n1, n2) array (same memory)."""
     return _c_view(a, o, (n0, n1, n2))
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def per_body_6x6(W):
     """The (6, N, 6) scratch ``w.W`` seen as N 6x6 matrices (same memory)."""
     return _c_view(W, 0, (W.shape[1], 6, 6))
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
     N, nv, nq = ints[0], ints[1], ints[2]
@@ -132,36 +135,45 @@ def tree(ints, reals):
                 com, inertia, mass, gravity, work)
 
 
-@njit(inline='always', **_JIT)
-def workspace(m, work):
-    """Named views of a Data buffer (layout ``WORK_FIELDS`` of model.py; field k is the k-th)."""
-    N, nv, o = m.N, m.nv, m.work
-    return Work(
-        view2(work, o[0], nv, nv), view2(work, o[1], nv, nv), view2(work, o[2], nv, nv),
-        view1(work, o[3], nv), view1(work, o[4], nv), view1(work, o[5], nv),
-        view1(work, o[6], nv), view1(work, o[7], nv), view2(work, o[8], 6, nv),
-        view1(work, o[9], m.nq), view1(work, o[10], nv),
-        view3(work, o[11], N, 3, 3), view2(work, o[12], N, 3), view2(work, o[13], nv, 6),
-        view2(work, o[14], nv, 6), view2(work, o[15], N, NI), view2(work, o[16], N, 6),
-        view3(work, o[17], 6, N, 6), view2(work, o[18], nv, nv), view1(work, o[19], nv),
-        view3(work, o[20], nv, 6, 6), view2(work, o[21], nv, 6), view1(work, o[22], nv),
-        view3(work, o[23], nv, 6, 6))
+def _workspace_source():
+    """Source of ``workspace``: one view per field of ``WORK_FIELDS``, in order (model.py)."""
+    dims = {'N': 'm.N', 'nv': 'm.nv', 'nq': 'm.nq'}
+    lines = ['def workspace(m, work):',
+             '    """Named views of a Data buffer (layout ``WORK_FIELDS`` of model.py)."""',
+             '    o = m.work',
+             '    return Work(']
+    for k, (name, shape) in enumerate(WORK_FIELDS):
+        sizes = ', '.join(dims[d] if isinstance(d, str) else str(d) for d in shape)
+        lines.append(f'        view{len(shape)}(work, o[{k}], {sizes}),   # {name}')
+    lines.append('    )')
+    return '\n'.join(lines) + '\n'
 
 
-@njit(inline='always', **_JIT)
+def _compile_workspace():
+    # generated from WORK_FIELDS, so a new field needs no edit here; compiled with this file's
+    # name, so numba finds its source file (cache locator) like any other kernel's
+    namespace = {'Work': Work, 'view1': view1, 'view2': view2, 'view3': view3}
+    exec(compile(_workspace_source(), __file__, 'exec'), namespace)
+    return njit(inline='always', **JIT)(namespace['workspace'])
+
+
+workspace = _compile_workspace()
+
+
+@njit(inline='always', **JIT)
 def forward_kinematics(m, q, w):
     """placements + world_inertias: what every algorithm needs first."""
     placements(m, q, w.R, w.pos, w.Phi)
     world_inertias(m, w.R, w.pos, w.I)
 
 
-@njit(**_JIT)
+@helper
 def set6(A, i, x):
     """A[i] = x for a 6-tuple x."""
     A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5] = x
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def placements(m, q, R, p, Phi):
     """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF."""
     X_R, X_p, axis = m.X_R, m.X_p, m.axis
@@ -218,7 +230,7 @@ def placements(m, q, R, p, Phi):
             set6(Phi, s, (0.0, 0.0, 0.0, a0, a1, a2))
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def world_inertias(m, R, p, I):
     """Body inertias in the world frame, rows (m, h, J): h = m c, J = R Ic R^T + m (|c|^2 1 - c c^T)."""
     com, inertia = m.com, m.inertia
@@ -246,7 +258,7 @@ def world_inertias(m, R, p, I):
         I[i, I_J + 5] = t20 * R20 + t21 * R21 + t22 * R22 + mi * (cc - c2 * c2)      # zz
 
 
-@njit(**_JIT)
+@helper
 def _row_times(R, i, r, G, j):
     """Row r of the 3x3 product R[i] G[j]."""
     R0, R1, R2 = R[i, r, 0], R[i, r, 1], R[i, r, 2]
@@ -255,7 +267,7 @@ def _row_times(R, i, r, G, j):
             R0 * G[j, 0, 2] + R1 * G[j, 1, 2] + R2 * G[j, 2, 2])
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def velocities(m, Phi, qd, vel, Phid):
     """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (seed 000, Alg. 1 lines 3-4)."""
     nv, dof_body = m.nv, m.dof_body

@@ -36,8 +36,10 @@ Python's Data views and the kernels' ``kinematics.workspace`` read the same offs
 
 import numpy as np
 
-from .configuration import FREE, JOINT_NQ, JOINT_NV, PRISMATIC, REVOLUTE, base_nq, base_nv  # noqa: F401
+from .configuration import FREE, JOINT_NQ, JOINT_NV, base_nq, base_nv, neutral
 from .spatial import NI
+from .spatial_numpy import lump_inertia
+from .validation import close_names
 
 # (name, shape in terms of N bodies, nv, nq); the order is the order in the buffer.
 WORK_FIELDS = (
@@ -169,20 +171,34 @@ class Model:
     # -- conveniences -------------------------------------------------------------------------
     @property
     def link_names(self):
-        """Names of the moving bodies, in body order (merged fixed links are in ``link_frames``)."""
+        """Names of the moving bodies, in body order (merged fixed links: :attr:`frame_names`)."""
         return list(self.body_names)
+
+    @property
+    def frame_names(self):
+        """Every link name the functions that take a link accept: the moving bodies
+        (:attr:`link_names`) and the links merged into them, or into the world, by fixed joints
+        (e.g. ``tool0``, a camera frame); ``link_frames[name]`` = (body index or -1 for the
+        world, R, p of the frame in the body frame)."""
+        return list(self.link_frames)
+
+    def _joint(self, name):
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise ValueError(f'unknown joint {name!r}'
+                             + close_names(name, self.joint_names, 'joints (model.joint_names)')) from None
 
     def joint_v_index(self, name):
         """Index in v (and in the rows of M) of the named joint."""
-        return self.joint_names.index(name) + base_nv(self)
+        return self._joint(name) + base_nv(self)
 
     def joint_q_index(self, name):
         """Index in q of the named joint."""
-        return self.joint_names.index(name) + base_nq(self)
+        return self._joint(name) + base_nq(self)
 
     def neutral(self):
         """The neutral configuration (zeros; identity quaternion for a floating base)."""
-        from .configuration import neutral
         return neutral(self)
 
     def total_mass(self):
@@ -211,9 +227,9 @@ def attach_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
     inertia about that CoM in the link frame (default zero: a point mass).  A negative mass
     removes a previously attached payload of the same parameters.
     """
-    from .spatial_numpy import lump_inertia
     if link not in model.link_frames:
-        raise ValueError(f'unknown link {link!r}')
+        raise ValueError(f'unknown link {link!r}'
+                         + close_names(link, model.link_frames, 'frames (model.frame_names)'))
     body, R, p = model.link_frames[link]
     if body < 0:
         raise ValueError(f'link {link!r} is fixed to the world: a payload there has no effect')

@@ -11,11 +11,12 @@ For the Christoffel-consistent C this is the familiar C^T v = dT/dq.  g comes fr
 
 from numba import njit
 
+from .jit import JIT
 from .kinematics import forward_kinematics, set6, velocities
-from .spatial import _JIT, add_row, dot6, gravity_force, inertia_times, row6
+from .spatial import add_row, dot6, gravity_force, inertia_times, row6
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def momentum_terms(m, q, qd, p_out, ctv_out, g_out, w):
     """p = M(q) qd, C(q, qd)^T qd and g(q), each (nv,)."""
     N, nv = m.N, m.nv

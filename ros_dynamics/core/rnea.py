@@ -9,11 +9,12 @@ composite mass and first moment are needed.
 
 from numba import njit
 
+from .jit import JIT
 from .kinematics import forward_kinematics, set6, velocities
-from .spatial import _JIT, add6, add_row, dot6, force_cross, gravity_force, inertia_times, row6
+from .spatial import add6, add_row, dot6, force_cross, gravity_force, inertia_times, row6
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def rnea(m, q, qd, qdd, tau, w):
     """tau = M(q) qdd + C(q, qd) qd + g(q)."""
     forward_kinematics(m, q, w)
@@ -21,7 +22,7 @@ def rnea(m, q, qd, qdd, tau, w):
     newton_euler(m, w.Phi, w.Phid, w.I, w.vel, qd, qdd, w.W[0], w.W[1], tau)
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def newton_euler(m, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
     """The two sweeps, given the kinematics; ``acc`` and ``f`` are (N, 6) scratch."""
     N, nv, gravity, dof_body = m.N, m.nv, m.gravity, m.dof_body
@@ -50,7 +51,7 @@ def newton_euler(m, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
             add_row(f, i, m.parent[i])
 
 
-@njit(inline='always', **_JIT)
+@njit(inline='always', **JIT)
 def generalized_gravity(m, q, g, w):
     """g(q) = RNEA(q, 0, 0): g_i = Phi_i^T I^C_i a_0 (only the composite m and h are needed)."""
     forward_kinematics(m, q, w)

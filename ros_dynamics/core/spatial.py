@@ -16,44 +16,40 @@ keeps everything in registers; a slice would be a new array object with referenc
 """
 
 import numpy as np
-from numba import njit
 
-# fastmath: allow reassociation/FMA, but keep NaN and inf semantics (no 'nnan', 'ninf'): the
-# entry kernels inline the algorithms and the input checks, and np.isfinite must stay a test;
-# error_model='numpy': no Python ZeroDivisionError checks.
-_JIT = dict(cache=True, nogil=True, fastmath={'reassoc', 'contract', 'nsz', 'arcp', 'afn'},
-            error_model='numpy')
+from .jit import JIT, helper
+
 
 # columns of an inertia row: mass, first moment h = m c, J = [xx, xy, xz, yy, yz, zz]
 I_M, I_H, I_J, NI = 0, 1, 4, 10
 
 
-@njit(**_JIT)
+@helper
 def row6(A, i):
     """Row i of an (n, 6) array as a 6-tuple."""
     return A[i, 0], A[i, 1], A[i, 2], A[i, 3], A[i, 4], A[i, 5]
 
 
-@njit(**_JIT)
+@helper
 def dot6(A, i, x):
     """A[i] . x for a 6-tuple x."""
     return (A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2]
             + A[i, 3] * x[3] + A[i, 4] * x[4] + A[i, 5] * x[5])
 
 
-@njit(**_JIT)
+@helper
 def add6(x, y):
     return x[0] + y[0], x[1] + y[1], x[2] + y[2], x[3] + y[3], x[4] + y[4], x[5] + y[5]
 
 
-@njit(**_JIT)
+@helper
 def add_row(A, src, dst):
     """A[dst] += A[src] (composite sums in the world frame need no transform)."""
     for c in range(A.shape[1]):
         A[dst, c] += A[src, c]
 
 
-@njit(**_JIT)
+@helper
 def motion_cross(v, x):
     """v x x, the motion/motion cross product (v x) x = [w x xw; w x xu + u x xw]."""
     w0, w1, w2, u0, u1, u2 = v
@@ -66,7 +62,7 @@ def motion_cross(v, x):
             w0 * b1 - w1 * b0 + u0 * a1 - u1 * a0)
 
 
-@njit(**_JIT)
+@helper
 def force_cross(v, f):
     """v x* f, the motion/force cross product [w x n + u x f; w x f]."""
     w0, w1, w2, u0, u1, u2 = v
@@ -79,7 +75,7 @@ def force_cross(v, f):
             w0 * f1 - w1 * f0)
 
 
-@njit(**_JIT)
+@helper
 def inertia_times(I, b, x):
     """I_b x for the inertia in row b of I: [J xw + h x xu; m xu - h x xw]."""
     m, h0, h1, h2 = I[b, 0], I[b, 1], I[b, 2], I[b, 3]
@@ -93,7 +89,7 @@ def inertia_times(I, b, x):
             m * b2 - (h0 * a1 - h1 * a0))
 
 
-@njit(**_JIT)
+@helper
 def gravity_force(I, b, gravity):
     """I_b a_0 with a_0 = [0; -gravity]: [h x (-gravity); -m gravity] (only m, h needed)."""
     m, h0, h1, h2 = I[b, 0], I[b, 1], I[b, 2], I[b, 3]
@@ -101,7 +97,7 @@ def gravity_force(I, b, gravity):
     return (h2 * g1 - h1 * g2, h0 * g2 - h2 * g0, h1 * g0 - h0 * g1, -m * g0, -m * g1, -m * g2)
 
 
-@njit(**_JIT)
+@helper
 def body_factorization(v, I, b, B, k):
     """B[k] = B(v, I_b) of seed 000 eq. (10), the Niemeyer-Slotine factorization of v x* I v:
 
@@ -142,7 +138,7 @@ def body_factorization(v, I, b, B, k):
     B[k, 5, 0], B[k, 5, 1], B[k, 5, 2] = f1, -f0, 0.0
 
 
-@njit(**_JIT)
+@helper
 def body_factorization_eq9(v, I, b, B, k):
     """B[k] = (v x*) I_b, seed 000 eq. (9): admissible but not Christoffel-consistent.
 
@@ -156,7 +152,7 @@ def body_factorization_eq9(v, I, b, B, k):
             B[k, r, c] = col[r]
 
 
-@njit(**_JIT)
+@helper
 def factor_times(B, k, x, ncols):
     """B[k] x using the first ``ncols`` columns (3 for the factorization of eq. (10), else 6)."""
     if ncols == 3:
@@ -171,7 +167,7 @@ def factor_times(B, k, x, ncols):
             dot6(B[k], 3, x), dot6(B[k], 4, x), dot6(B[k], 5, x))
 
 
-@njit(**_JIT)
+@helper
 def factor_T_times(B, k, x, ncols):
     """B[k]^T x; with ``ncols`` = 3 (eq. (10)) the linear part is zero."""
     def col(c):
@@ -182,7 +178,7 @@ def factor_T_times(B, k, x, ncols):
     return col(0), col(1), col(2), col(3), col(4), col(5)
 
 
-@njit(**_JIT)
+@helper
 def quaternion_to_matrix(x, y, z, w, R, i):
     """R[i] = rotation matrix of the quaternion (x, y, z, w), normalised first."""
     s = 1.0 / np.sqrt(x * x + y * y + z * z + w * w)

@@ -58,16 +58,22 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from numba import types
+
+from ..core.api import link_jacobian, observer_terms
+from ..core.data import Data
+from ..core.jit import entry, ready
+from ..core.kernels import VEC
+from ..core.validation import check_state, check_vector
 
 __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_contact_wrench',
            'friction_torque', 'joint_child_links', 'calibrate_thresholds']
 
+_FLAGS = dict(cache=True, nogil=True)
 
-from ..core.api import Data, check_state, check_vector as _vec, link_jacobian, observer_terms
 
-
-@njit(cache=True, nogil=True)
+@entry(types.none, VEC, VEC, types.float64, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC,
+       types.boolean, **_FLAGS)
 def _residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average):
     """One exact zero-order-hold step of the residual filter, in place (module docstring):
 
@@ -84,7 +90,7 @@ def _residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, averag
         p0[i], beta0[i], tau0[i] = p1[i], b1, tau1[i]
 
 
-@njit(cache=True, nogil=True)
+@entry(types.boolean, VEC, VEC, **_FLAGS)
 def _any_above(r, threshold):
     """any(|r_i| > threshold_i) in one compiled call (the detector's free-motion fast path)."""
     for i in range(r.shape[0]):
@@ -157,6 +163,7 @@ class MomentumObserver:
         self.tau_average = bool(tau_average)
         self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
         self._data = Data(model)                  # workspace of update(q, v, ...)
+        ready(_residual_step)                     # compiled (or loaded) here, not at a sample
         n = self.nv
         self._r = np.zeros(n)
         self._p, self._beta, self._tau = np.zeros(n), np.zeros(n), np.zeros(n)   # last sample
@@ -235,13 +242,13 @@ class MomentumObserver:
     def reset(self, q, v, tau=None):
         """Start over at this state: ``p(0) = M(q) v``, residual zero."""
         q, v = check_state(self.model, q, v)
-        tau = None if tau is None else _vec(tau, self.nv, 'tau')
+        tau = None if tau is None else check_vector(tau, self.nv, 'tau')
         self._terms(q, v, self._p, self._beta)
         self._start(q, v, tau)
 
     def reset_from(self, data, tau=None):
         """:meth:`reset` at the state of a workspace filled by ``rd.compute_all_terms``."""
-        tau = None if tau is None else _vec(tau, self.nv, 'tau')
+        tau = None if tau is None else check_vector(tau, self.nv, 'tau')
         self._p[:] = data.p
         np.subtract(data.ctv, data.g, out=self._beta)
         self._beta -= self._friction(data.v)
@@ -266,7 +273,7 @@ class MomentumObserver:
         """:meth:`update` with p = M v, Cᵀ v, g and the state taken from ``data``, a workspace
         that ``rd.compute_all_terms(model, q, v, data)`` filled for this sample (same model):
         no kinematics pass of its own.  Only ``tau`` and ``dt`` are validated here."""
-        tau = _vec(tau, self.nv, 'tau')
+        tau = check_vector(tau, self.nv, 'tau')
         dt = _positive_dt(dt)
         if not self._initialized:
             self.reset_from(data, tau)
@@ -348,6 +355,7 @@ class ContactDetector:
         self.release_ratio = float(release_ratio)
         self.min_samples = max(1, int(min_samples))
         self.joint_links = joint_child_links(model)
+        ready(_any_above)
         self._depth, self._parent = _dof_depth(model)
         # ancestors (inclusive) of every DoF, to find the leaves of the active set
         self._ancestors = []
@@ -369,7 +377,7 @@ class ContactDetector:
         self.state = ContactState(joints=self._active.copy())
 
     def update(self, r):
-        r = _vec(r, self.nv, 'r')
+        r = check_vector(r, self.nv, 'r')
         if not (self._in_contact or self._any_active or _any_above(r, self.threshold)):
             # the usual case, free motion: nothing active, nothing to isolate
             self._above_count = 0
@@ -429,7 +437,7 @@ def estimate_contact_wrench(model, q, r, link, point=None, force_only=False, rco
     root and the link instead of 6.
     """
     nv = int(model.nv)
-    r = _vec(r, nv, 'r')
+    r = check_vector(r, nv, 'r')
     J = link_jacobian(model, q, link, point)
     if force_only:
         f = np.linalg.lstsq(J[:3].T, r, rcond=rcond)[0]

@@ -1,0 +1,169 @@
+"""The entry kernels: input check + algorithm in one compiled call (kinematics.py convention).
+
+Each is sealed to one signature (``jit.entry``: float64 C-contiguous inputs, the model's two
+read-only packed arrays and a Data buffer) and compiled at its first call.  Argument order:
+``(ints, reals, work, q, <the (nv,) inputs>, <the rest>)``; the result is a status:
+
+    OK (0): done,  INVALID (1): invalid input, nothing computed,  SINGULAR (2): M not positive
+    definite (forward dynamics, contact compliance).
+
+One kernel serves everything a control cycle needs (``terms``: ``dynamics``,
+``compute_all_terms``, ``christoffel``, ``link_jacobian``, ``link_placement``): the checks, the
+kinematics pass and the sweeps are compiled once for all of them, so a process that streams the
+terms and estimates contact wrenches compiles one kernel (plus the observer's two small ones).
+"""
+
+import numpy as np
+from numba import prange, types
+
+from .christoffel import christoffel, christoffel_sweep
+from .contact_compliance import contact_compliance as compliance
+from .coriolis import coriolis, coriolis_sweep
+from .crba import crba
+from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
+from .jacobian import point_jacobian
+from .jit import JIT, entry
+from .kinematics import forward_kinematics, per_body_6x6, tree, workspace
+from .momentum import momentum_terms
+from .rnea import generalized_gravity, rnea
+from .validation import valid_state, valid_vector
+
+OK, INVALID, SINGULAR = 0, 1, 2
+
+# flags of ``terms``
+DYNAMICS = 1        # M, C, Mdot, g at (q, v) (Algorithm 1)
+PRODUCTS = 2        # and p = M v, C^T v and copies of q, v in the workspace
+UNCHECKED = 4       # the inputs passed the boundary already: no check
+
+# Argument types: the model's read-only packed arrays, float64 C-contiguous vectors and
+# workspace, a C-contiguous Gamma, integers, a flag.
+INTS = types.Array(types.int64, 1, 'C', readonly=True)
+REALS = types.Array(types.float64, 1, 'C', readonly=True)
+VEC = types.float64[::1]
+MAT = types.float64[:, ::1]
+GAMMA = types.float64[:, :, ::1]
+BATCH = dict(JIT, parallel=True)
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC, VEC, GAMMA, types.int64, types.int64, types.int64, VEC)
+def terms(ints, reals, work, q, v, Gamma, factorization, flags, body, local):
+    """What a control cycle needs, from one forward-kinematics pass at q (w.R, w.pos, w.Phi,
+    w.I): Algorithm 1 (flags & DYNAMICS: M, C, Mdot, g at (q, v); & PRODUCTS: p = M v, C^T v
+    and copies of q, v); if Gamma.size > 0, Algorithm 2 (on the composite inertias Algorithm
+    1 leaves, else on the body inertias); if body >= 0, the Jacobian w.J of the point
+    ``local`` (body frame) of ``body``."""
+    m = tree(ints, reals)
+    dyn = flags & DYNAMICS != 0
+    if flags & UNCHECKED == 0 and not (valid_state(m, q, None) and (not dyn or valid_vector(m, v))):
+        return INVALID
+    w = workspace(m, work)
+    forward_kinematics(m, q, w)
+    if dyn:
+        M, C = w.M, w.C
+        coriolis_sweep(m, v, M, C, w.Mdot, w.g, w, factorization)
+        if flags & PRODUCTS != 0:
+            nv = m.nv
+            for i in range(m.nq):
+                w.q[i] = q[i]
+            for i in range(nv):
+                w.v[i] = v[i]
+            for i in range(nv):                                 # p = M v, C^T v
+                pi, ci = 0.0, 0.0
+                for j in range(nv):
+                    pi += M[i, j] * v[j]
+                    ci += C[j, i] * v[j]
+                w.p[i], w.ctv[i] = pi, ci
+    if Gamma.size > 0:
+        christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, not dyn)
+    if body >= 0:
+        R, p = w.R, w.pos
+        x0 = p[body, 0] + R[body, 0, 0] * local[0] + R[body, 0, 1] * local[1] + R[body, 0, 2] * local[2]
+        x1 = p[body, 1] + R[body, 1, 0] * local[0] + R[body, 1, 1] * local[1] + R[body, 1, 2] * local[2]
+        x2 = p[body, 2] + R[body, 2, 0] * local[0] + R[body, 2, 1] * local[1] + R[body, 2, 2] * local[2]
+        point_jacobian(m, w.Phi, body, (x0, x1, x2), w.J)
+    return OK
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC, VEC)
+def observer_terms(ints, reals, work, q, v):
+    """p = M v, C^T v, g in one O(N) pass (momentum.py)."""
+    m = tree(ints, reals)
+    if not valid_state(m, q, v):
+        return INVALID
+    w = workspace(m, work)
+    momentum_terms(m, q, v, w.p, w.ctv, w.g, w)
+    return OK
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC)
+def mass_matrix(ints, reals, work, q):
+    m = tree(ints, reals)
+    if not valid_state(m, q, None):
+        return INVALID
+    w = workspace(m, work)
+    crba(m, q, w.M, w)
+    return OK
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC)
+def gravity(ints, reals, work, q):
+    m = tree(ints, reals)
+    if not valid_state(m, q, None):
+        return INVALID
+    w = workspace(m, work)
+    generalized_gravity(m, q, w.g, w)
+    return OK
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC, VEC, VEC)
+def inverse_dynamics(ints, reals, work, q, v, a):
+    m = tree(ints, reals)
+    if not (valid_state(m, q, v) and valid_vector(m, a)):
+        return INVALID
+    w = workspace(m, work)
+    rnea(m, q, v, a, w.tau, w)
+    return OK
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC, VEC, VEC)
+def forward_dynamics(ints, reals, work, q, v, tau):
+    m = tree(ints, reals)
+    if not (valid_state(m, q, v) and valid_vector(m, tau)):
+        return INVALID
+    w = workspace(m, work)
+    return OK if ltdl_forward_dynamics(m, q, v, tau, w.ddq, w) else SINGULAR
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC, types.int64[::1], MAT, types.int64, MAT)
+def contact_compliance(ints, reals, work, q, cbody, clocal, width, Lam):
+    """Lambda = J M^-1 J^T of the contact nodes (contact_compliance.py)."""
+    m = tree(ints, reals)
+    if not valid_state(m, q, None):
+        return INVALID
+    w = workspace(m, work)
+    return OK if compliance(m, q, cbody, clocal, width, Lam, w) else SINGULAR
+
+
+# -- batches (inputs validated in Python; all cores) ---------------------------------------------
+
+@entry(types.none, INTS, REALS, MAT, MAT, GAMMA, GAMMA, GAMMA, MAT, types.int64, types.int64,
+       **BATCH)
+def dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, factorization, threads):
+    # one workspace per thread, alive for the whole loop (the views in w do not own memory);
+    # ints[-1] is the last workspace offset (model.py): the size of one buffer
+    work = np.empty((threads, ints[-1]))
+    for t in prange(threads):         # (namedtuples can't cross into a parfor: unpack inside)
+        m = tree(ints, reals)
+        w = workspace(m, work[t])
+        for k in range(t, Q.shape[0], threads):
+            coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, factorization)
+
+
+@entry(types.none, INTS, REALS, MAT, types.float64[:, :, :, ::1], types.int64, **BATCH)
+def christoffel_batch(ints, reals, Q, Gamma, threads):
+    work = np.empty((threads, ints[-1]))
+    for t in prange(threads):
+        m = tree(ints, reals)
+        w = workspace(m, work[t])
+        for k in range(t, Q.shape[0], threads):
+            christoffel(m, Q[k], Gamma[k], w)

@@ -1,0 +1,47 @@
+"""Compile every kernel into numba's disk cache ahead of time (e.g. once at set-up).
+
+    python -m ros_dynamics.warmup
+
+Importing ros_dynamics compiles nothing; each kernel is compiled at its first call, or loaded
+from the disk cache if a process compiled it before (core/jit.py).  This compiles them all, one
+line of progress per kernel with the CPU time it typically takes (measured on a 2-core x86-64
+laptop-class machine; a kernel already in the cache loads in well under a second).  Processes
+started meanwhile wait for a kernel being compiled and then load it (an inter-process lock in
+the cache directory), so it is safe to start nodes while this runs.
+"""
+
+import sys
+import time
+
+# typical compile CPU seconds per kernel (benchmarks/compile_cost.py; kernels not listed: ~1 s)
+ESTIMATE = {
+    'terms': 9.0, 'observer_terms': 6.0, 'mass_matrix': 5.0, 'gravity': 4.0,
+    'inverse_dynamics': 6.0, 'forward_dynamics': 8.0, 'contact_compliance': 10.0,
+    'dynamics_batch': 15.0, 'christoffel_batch': 12.0, '_residual_step': 0.7, '_any_above': 0.1,
+}
+
+
+def main(argv=None):
+    import ros_dynamics  # noqa: F401  (defines every kernel; compiles nothing)
+    from ros_dynamics.core.jit import ENTRY_KERNELS, ready
+
+    kernels = list(ENTRY_KERNELS.items())
+    total = sum(ESTIMATE.get(name, 1.0) for name, _ in kernels)
+    print(f'ros_dynamics: compiling {len(kernels)} kernels into the numba cache '
+          f'(about {total:.0f} s CPU if none is cached yet)', flush=True)
+    t_all = time.process_time()
+    for i, (name, (kernel, _)) in enumerate(kernels, 1):
+        cached = bool(kernel.overloads)
+        t0, w0 = time.process_time(), time.perf_counter()
+        print(f'  [{i:2d}/{len(kernels)}] {name:20s} (~{ESTIMATE.get(name, 1.0):4.1f} s) ... ',
+              end='', flush=True)
+        ready(kernel)
+        cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+        how = 'already loaded' if cached else ('loaded from the cache' if cpu < 0.5 else 'compiled')
+        print(f'{how}, {cpu:.1f} s CPU ({wall:.1f} s wall)', flush=True)
+    print(f'ros_dynamics: kernels ready ({time.process_time() - t_all:.1f} s CPU)', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

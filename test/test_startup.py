@@ -1,0 +1,76 @@
+"""Start-up: importing compiles nothing, a kernel is compiled (or loaded from the disk cache) at
+its first call, under an inter-process lock, and numba's cache works with any NUMBA_OPT.
+
+Each check runs a fresh interpreter (the package's own state is per process)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ros_dynamics as rd
+from ros_dynamics.core import jit, kernels
+
+pytestmark = pytest.mark.core
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python(code, **env):
+    return subprocess.Popen([sys.executable, '-c', code], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=REPO, **env))
+
+
+def test_import_compiles_nothing():
+    p = _python('import ros_dynamics\n'
+                'from ros_dynamics.core.jit import ENTRY_KERNELS\n'
+                'print(sorted(n for n, (k, _) in ENTRY_KERNELS.items() if k.overloads))')
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert out.strip() == '[]'
+
+
+def test_every_entry_kernel_is_sealed_to_one_signature():
+    """A call with other argument types is refused by the dispatcher (the public function then
+    converts), never compiled into a second version."""
+    model = rd.load_urdf(rd.bundled_urdf('arm7'))
+    rd.mass_matrix(model, [0.1] * 7)            # a list: converted, the sealed kernel called
+    assert len(kernels.mass_matrix.overloads) == 1
+    with pytest.raises(TypeError):
+        kernels.mass_matrix(model.ints, model.reals, rd.Data(model).work, [0.1] * 7)
+    assert len(kernels.mass_matrix.overloads) == 1
+    assert set(jit.ENTRY_KERNELS) >= {'terms', 'observer_terms', 'mass_matrix',
+                                      'gravity', 'inverse_dynamics', 'forward_dynamics',
+                                      'contact_compliance', 'dynamics_batch', 'christoffel_batch'}
+
+
+def test_a_second_process_waits_for_the_compile_lock():
+    """While this process holds the lock of the cache directory, another process that needs a
+    kernel waits; once released it gets the kernel."""
+    kernel = kernels.gravity
+    child = ('import sys, ros_dynamics as rd\n'
+             'm = rd.load_urdf(rd.bundled_urdf("arm7"))\n'
+             'print("calling", flush=True)\n'
+             'print(rd.gravity(m, [0.0] * 7)[1], flush=True)\n')
+    with jit.compile_lock(kernel):
+        p = _python(child)
+        assert p.stdout.readline().strip() == 'calling'
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=3.0)                 # blocked on the lock (it would take ~0.1 s)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    model = rd.load_urdf(rd.bundled_urdf('arm7'))
+    assert float(out.strip()) == pytest.approx(rd.gravity(model, [0.0] * 7)[1], rel=1e-12)
+
+
+def test_unoptimized_kernels_compile_and_run(tmp_path):
+    """NUMBA_OPT=0 (e.g. for debugging): numba may decline to cache some kernel and warns
+    through the locator; the core's locator answers as numba's own does."""
+    p = _python('import numpy as np, ros_dynamics as rd\n'
+                'm = rd.load_urdf(rd.bundled_urdf("arm7"))\n'
+                'J = rd.link_jacobian(m, np.zeros(7), m.link_names[-1])\n'
+                'print(J.shape)', NUMBA_OPT='0', NUMBA_CACHE_DIR=str(tmp_path))
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert out.strip() == '(6, 7)'
