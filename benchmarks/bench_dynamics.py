@@ -39,7 +39,7 @@ import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 # time (robust on a shared, loaded machine); --wall: median of wall-clock blocks instead.
 TIMING = dict(stat='min', clock=time.thread_time)
 
-# Seed 000 (Echeandia & Wensing), Table 1, microseconds (their i7 3.2 GHz)
+# Echeandia & Wensing (2021), Table 1, microseconds (their i7 3.2 GHz)
 PAPER = {'chain-20': (18.0, 122.0), 'tree-20': (10.0, 33.0)}
 
 

@@ -1,4 +1,4 @@
-"""Cost of the OSCM Lambda = J M^-1 J^T vs the number of bodies N at fixed m (seed 002, App. 10).
+"""Cost of the OSCM Lambda = J M^-1 J^T vs the number of bodies N at fixed m (Jain et al. 2012, appendix).
 
     python benchmarks/contact_compliance_scaling.py [--quick]
 

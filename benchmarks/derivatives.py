@@ -1,4 +1,4 @@
-"""dtau/dv of inverse dynamics: Algorithm 1 (seed 000, Remark 3) vs Pinocchio's RNEA derivatives.
+"""dtau/dv of inverse dynamics: Algorithm 1 (Echeandia & Wensing 2021, Remark 3) vs Pinocchio's RNEA derivatives.
 
     python benchmarks/derivatives.py            # writes results/derivatives.md
     python benchmarks/derivatives.py --quick    # fewer timing blocks

@@ -1,4 +1,4 @@
-"""Jain's Sec. 8 experiment (seed 002): an n-link pendulum of spheres hitting a floor, a wall and itself.
+"""The Sec. 8 experiment of Jain et al. (2012): an n-link pendulum of spheres hitting a floor, a wall and itself.
 
     python benchmarks/pendulum.py                 # n = 3, 6, 12, 15, 24, 30; 3 s of motion each
     python benchmarks/pendulum.py --quick         # n = 3, 6, 12; 1 s

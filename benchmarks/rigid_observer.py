@@ -3,7 +3,7 @@
     python benchmarks/rigid_observer.py
 
 The arm7 'wall' scenario (6 s) with the spring-damper wall (k = 5000 N/m, c = 50 Ns/m) and with
-the rigid wall (OS LCP, seed 002; truth = the LCP's J^T F / dt).  Observer gain K = 50 1/s.
+the rigid wall (OS LCP of Jain et al. 2012; truth = the LCP's J^T F / dt).  Observer gain K = 50 1/s.
 Reports, over the contact samples later than 5/K after each contact onset ("settled") and over
 all contact samples: the relative error |r - tau_ext| / |tau_ext| (median, 95th percentile),
 the force-estimate error at the true point, and the peak |tau_ext| (the rigid wall's impact).

@@ -1,4 +1,4 @@
-"""Run time vs number of bodies N for serial chains and binary trees (seed 000, Figs. 2-3).
+"""Run time vs number of bodies N for serial chains and binary trees (Echeandia & Wensing 2021, Figs. 2-3).
 
     python benchmarks/scaling.py            # N = 5, 10, 20, ..., 100  (~1 min)
     python benchmarks/scaling.py --quick    # N = 5, 10, 20, 40, 60, 100, fewer repeats
