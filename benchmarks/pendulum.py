@@ -27,7 +27,6 @@ docs/reproduction.md is kept in benchmarks/results/.
 """
 
 import argparse
-import os
 import time
 
 import numpy as np

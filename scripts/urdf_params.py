@@ -17,6 +17,16 @@ import sys
 import yaml
 
 
+def read_urdf(path, xacro_args=''):
+    """URDF XML text of a .urdf file, or of a .xacro file expanded with the xacro module."""
+    if path.endswith('.xacro'):
+        import xacro
+        mappings = dict(a.split(':=', 1) for a in xacro_args.split())
+        return xacro.process_file(path, mappings=mappings).toxml()
+    with open(path) as f:
+        return f.read()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('urdf', help='URDF file, or xacro file (expanded with the xacro module)')
@@ -24,14 +34,7 @@ def main(argv=None):
     ap.add_argument('--floating-base', action='store_true', help='also set floating_base: true')
     ap.add_argument('-o', '--out', default=None, help='output file (default: standard output)')
     args = ap.parse_args(argv)
-    if args.urdf.endswith('.xacro'):
-        import xacro
-        mappings = dict(a.split(':=', 1) for a in args.xacro_args.split())
-        xml = xacro.process_file(args.urdf, mappings=mappings).toxml()
-    else:
-        with open(args.urdf) as f:
-            xml = f.read()
-    params = {'robot_description': xml}
+    params = {'robot_description': read_urdf(args.urdf, args.xacro_args)}
     if args.floating_base:
         params['floating_base'] = True
     text = yaml.safe_dump({'/**': {'ros__parameters': params}}, default_flow_style=False)
