@@ -325,7 +325,7 @@ def main():
     if not ks:
         print('[demo] no residual received from the dynamics node; logs in ' + log_dir)
         return 1
-    t = (np.array(ks) - ks[0]) * 1e-9
+    t = (np.array(ks) - (t0_ns if t0_ns is not None else ks[0])) * 1e-9   # the printed times
     R = np.array([data['est'][k] for k in ks])
     T = np.array([data['truth'][k] for k in ks])
     # what the two processes say they did (their exit summaries): the listener above is a third
@@ -333,8 +333,8 @@ def main():
     # the truth on the samples it did receive
     logs = {n: open(os.path.join(log_dir, n + '.log')).read() for n in ('sim', 'dynamics_node')}
     m_sim = re.search(r'joint states published: (\d+)', logs['sim'])
-    m_dyn = re.search(r'joint states accepted: (\d+), rejected: (\d+); observer outputs: (\d+)',
-                      logs['dynamics_node'])
+    m_dyn = re.search(r'joint states accepted: (\d+), rejected: (\d+)[^;]*; observer outputs: '
+                      r'(\d+)', logs['dynamics_node'])
     sent = int(m_sim.group(1)) if m_sim else len(data['truth'])
     accepted, rejected, outputs = (int(x) for x in m_dyn.groups()) if m_dyn else (None,) * 3
     contact_true = np.any(T != 0.0, axis=1)
@@ -408,7 +408,8 @@ def main():
         ax.set_ylabel(f'{names[j]}\n[N m]', fontsize=8)
     axs[0].legend(loc='upper right', fontsize=7, ncol=4)
     axs[0].set_title(f'{robot}: momentum observer residual (K = {args.gain:g} 1/s) against the '
-                     'true external torque; green: detections, grey: true contact')
+                     'true external torque\ngrey: true contact, green: detections, dashed: '
+                     'thresholds')
     axs[-1].set_xlabel('time [s]')
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
