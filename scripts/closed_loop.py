@@ -3,7 +3,7 @@
 run once per control law; reports the RMS tracking error per joint per law, the loop latency
 and the fraction of cycles served, and saves a plot.
 
-    python scripts/closed_loop.py                 # ~1 min; writes out/closed_loop.png
+    python scripts/closed_loop.py                 # ~2 min; writes out/closed_loop.png
     python scripts/closed_loop.py --laws slotine_li --duration 5 --frequency 0.5
 
 Three real ROS 2 processes per law on the bundled ``arm7`` (fixed base, 7 joints, 1 kHz):
