@@ -87,7 +87,7 @@ def main():
     ax.grid(True, which='both', alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    ax.set_title('Contact compliance $\\Lambda$ of 4 nodes: recursion vs dense')
+    ax.set_title('$\\Lambda$ of 4 contact nodes: recursion vs dense')
     fig.tight_layout()
     fig.savefig(png_path, dpi=120)
     wrote(csv_path, png_path)
