@@ -121,7 +121,7 @@ def time_pair(pair, blocks, block_s):
 def time_kernels(pair, blocks, block_s):
     """The compiled entry kernels called directly (validation inside, no Python-side checks,
     writing into a Data buffer): kernels.terms(model.ints, model.reals, data.work, q, v, Gamma,
-    factorization, flags, body, point)."""
+    flags, point)."""
     from ros_dynamics.core import kernels
     from ros_dynamics.core.jit import ready
     m = pair.model
@@ -132,8 +132,8 @@ def time_kernels(pair, blocks, block_s):
     terms = ready(kernels.terms)
     none, no_v, point = np.zeros((0, 0, 0)), np.zeros(0), np.zeros(3)
     r = interleaved({
-        'C': lambda: terms(m.ints, m.reals, data.work, q, v, none, 10, kernels.DYNAMICS, -1, point),
-        'Gamma': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, 10, 0, -1, point),
+        'C': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
+        'Gamma': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, 0, point),
     }, blocks=blocks, block_s=block_s, **TIMING)
     return r['C'], r['Gamma']
 
@@ -169,7 +169,7 @@ def time_batch(pair, K, repeats):
 def profile(pair, blocks, block_s):
     """Where one rd.dynamics(model, q, v, data=data) call goes: per-call seconds of each piece.
 
-    Pieces: the Python-side Data check (api._work), the numba dispatch of a 10-argument call
+    Pieces: the Python-side Data check (api._work), the numba dispatch of an 8-argument call
     (an empty compiled function of the same argument types), and the compiled entry kernel
     (unpacking of the model and workspace views, validation, Algorithm 1).
     """
@@ -184,14 +184,14 @@ def profile(pair, blocks, block_s):
     none, point = np.zeros((0, 0, 0)), np.zeros(3)
 
     @njit(cache=False)
-    def empty(ints, reals, work, q, v, Gamma, fact, flags, body, point):
+    def empty(ints, reals, work, q, v, Gamma, flags, point):
         return 0
 
     funcs = {
         'api': lambda: rd.dynamics(m, q, v, data=data),
         'checks': lambda: api._work(m, data, 'dynamics'),
-        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, none, 10, kernels.DYNAMICS, -1, point),
-        'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, 10, kernels.DYNAMICS, -1, point),
+        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
+        'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
     }
     for f in funcs.values():
         f()
@@ -202,7 +202,7 @@ def profile_rows(prof):
     """(piece, seconds) rows that add up to the API call."""
     rows = [('Python-side Data check (api._work; types are checked by the sealed dispatcher)',
              prof['checks']),
-            ('numba dispatch of the 10 arguments (empty compiled function, same types)', prof['dispatch']),
+            ('numba dispatch of the 8 arguments (empty compiled function, same types)', prof['dispatch']),
             ('compiled entry: model/workspace views, finiteness check, Algorithm 1',
              prof['kernel'] - prof['dispatch'])]
     rows.append(('rest (Python call, attribute lookups, returning data.dynamics)',

@@ -31,7 +31,6 @@ import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing as models
 from ros_dynamics.core import kernels  # noqa: E402
 from ros_dynamics.core.jit import ready  # noqa: E402
-from ros_dynamics.core import coriolis as co  # noqa: E402
 
 
 FIT_FROM = 20
@@ -70,10 +69,9 @@ def time_model(xml, blocks, block_s, seed=0):
     terms = ready(kernels.terms)
     none, no_v, point = np.zeros((0, 0, 0)), np.zeros(0), np.zeros(3)
     r = interleaved({
-        'dyn_kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, co.EQ10, kernels.DYNAMICS,
-                                    -1, point),
+        'dyn_kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
         'dyn_api': lambda: rd.dynamics(m, q, v),
-        'gam_kernel': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, co.EQ10, 0, -1, point),
+        'gam_kernel': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, 0, point),
         'gam_api': lambda: rd.christoffel(m, q),
     }, blocks=blocks, block_s=block_s)
     r['rel_diff'] = err

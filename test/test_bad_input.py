@@ -94,3 +94,42 @@ def test_input_arrays_are_not_modified(arm):
     rd.christoffel(arm, q)
     rd.forward_dynamics(arm, q, v, v)
     assert np.array_equal(q, q0) and np.array_equal(v, v0)
+
+
+def test_unknown_names_list_the_closest_ones(arm):
+    q = np.zeros(arm.nq)
+    with pytest.raises(ValueError, match=r"unknown link 'arm_link7' \(closest: 'arm_link_7'.*"
+                                         r"; 9 frames \(model.frame_names\) in all\)"):
+        rd.link_jacobian(arm, q, 'arm_link7')
+    with pytest.raises(ValueError, match=r"unknown joint 'arm_joint1' \(closest: 'arm_joint_1'"):
+        arm.joint_v_index('arm_joint1')
+    with pytest.raises(ValueError, match=r"unknown link 'nothing_like_it' \(9 frames"):
+        rd.contact_compliance(arm, q, [('nothing_like_it', (0, 0, 0))])
+    with pytest.raises(ValueError, match='closest'):
+        rd.attach_payload(arm, 'tool_', 1.0)
+
+
+def test_merged_fixed_frames_are_accepted_everywhere(arm):
+    """'tool' is fixed to the last arm link: not a body (link_names) but a frame (frame_names)."""
+    assert 'tool' in arm.frame_names and 'tool' not in arm.link_names
+    assert set(arm.link_names) < set(arm.frame_names)
+    q = np.full(arm.nq, 0.2)
+    body, R, p = arm.link_frames['tool']
+    R_last, p_last = rd.link_placement(arm, q, arm.body_names[body])
+    R_tool, p_tool = rd.link_placement(arm, q, 'tool')
+    np.testing.assert_allclose(R_tool, R_last @ R, atol=1e-14)
+    np.testing.assert_allclose(p_tool, R_last @ p + p_last, atol=1e-14)
+    J = rd.link_jacobian(arm, q, 'tool')
+    np.testing.assert_allclose(J, rd.link_jacobian(arm, q, arm.body_names[body], p), atol=1e-14)
+
+
+def test_a_wrong_call_signature_is_explained(arm):
+    q, v = np.zeros(arm.nq), np.zeros(arm.nv)
+    with pytest.raises(ValueError, match=r'data must be a ros_dynamics.Data, got ndarray \(called as '
+                                         r'christoffel\(model, q, data=None\): Gamma depends on q '
+                                         r'alone and takes no velocity'):
+        rd.christoffel(arm, q, v)
+    with pytest.raises(ValueError, match=r'call it as compute_all_terms\(model, q, v, data'):
+        rd.compute_all_terms(arm, q, v, None)
+    with pytest.raises(ValueError, match=r'called as mass_matrix\(model, q, data=None\)'):
+        rd.mass_matrix(arm, q, v)

@@ -28,16 +28,16 @@ that takes a link accepts any of ``model.frame_names``.
 import numpy as np
 from numba import get_num_threads
 
-from . import kernels
-from .coriolis import EQ9, EQ10
+from . import coriolis, kernels
 from .data import Data, Dynamics, new_dynamics, output, work_buffer
 from .jit import ready
-from .kernels import DYNAMICS, INVALID, PRODUCTS, UNCHECKED
+from .kernels import BODY_SHIFT, DYNAMICS, EQ9, INVALID, PRODUCTS, UNCHECKED
 from .model import massless_bodies
 from .validation import (as_vector, check_batch, check_configuration, check_vector,
                          close_names, explain)
 
-_FACTORIZATIONS = {'eq10': EQ10, 'christoffel': EQ10, 'eq9': EQ9}
+# factorization -> its flag of kernels.terms; the batch kernel takes coriolis.EQ9 / EQ10
+_FACTORIZATIONS = {'eq10': 0, 'christoffel': 0, 'eq9': EQ9}
 _NO_GAMMA = np.zeros((0, 0, 0))
 _NO_V = np.zeros(0)
 _NO_POINT = np.zeros(3)
@@ -143,9 +143,9 @@ def dynamics(model, q, v, factorization='eq10', data=None):
     admissible C of B = (v x*) I.  Returns a :class:`Dynamics` named tuple (M, C, Mdot, g)
     (with ``data``: ``data.dynamics``, whose arrays are data's views).
     """
-    fact = EQ10 if factorization == 'eq10' else _factorization(factorization)
+    fact = 0 if factorization == 'eq10' else _factorization(factorization)
     work = _work(model, data, 'dynamics')
-    _run(kernels.terms, model, work, ('q', 'v'), q, v, _NO_GAMMA, fact, DYNAMICS, -1, _NO_POINT)
+    _run(kernels.terms, model, work, ('q', 'v'), q, v, _NO_GAMMA, DYNAMICS | fact, _NO_POINT)
     if data is not None:
         return data.dynamics
     n = model.nv                     # M, C, Mdot, g lead the buffer (WORK_FIELDS): cut them at once
@@ -171,7 +171,7 @@ def christoffel(model, q, data=None):
     """
     work = _work(model, data, 'christoffel')
     Gamma = np.empty((model.nv,) * 3) if data is None else data.Gamma
-    _run(kernels.terms, model, work, ('q',), q, _NO_V, Gamma, EQ10, 0, -1, _NO_POINT)
+    _run(kernels.terms, model, work, ('q',), q, _NO_V, Gamma, 0, _NO_POINT)
     return Gamma
 
 
@@ -187,9 +187,9 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
         raise ValueError(f'compute_all_terms writes into a workspace: call it as '
                          f'{USAGE["compute_all_terms"]} with data = rd.Data(model)')
     work = _work(model, data, 'compute_all_terms')
-    fact = EQ10 if factorization == 'eq10' else _factorization(factorization)
+    fact = 0 if factorization == 'eq10' else _factorization(factorization)
     _run(kernels.terms, model, work, ('q', 'v'), q, v, data.Gamma if christoffel else _NO_GAMMA,
-         fact, _ALL_TERMS, -1, _NO_POINT)
+         _ALL_TERMS | fact, _NO_POINT)
     return data
 
 
@@ -199,7 +199,7 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
     :class:`Data` of this model.  Bad values give wrong numbers, not an error."""
     ready(kernels.terms)(model.ints, model.reals, data.work, q, v,
                          data.Gamma if christoffel else _NO_GAMMA,
-                         _FACTORIZATIONS[factorization], _ALL_TERMS | UNCHECKED, -1, _NO_POINT)
+                         _ALL_TERMS | UNCHECKED | _FACTORIZATIONS[factorization], _NO_POINT)
     return data
 
 
@@ -243,7 +243,7 @@ def link_placement(model, q, link, data=None):
         check_configuration(model, q)
         return Rl.copy(), pl.copy()
     work = _work(model, data, 'link_placement')
-    _run(kernels.terms, model, work, ('q',), q, _NO_V, _NO_GAMMA, EQ10, 0, -1, _NO_POINT)
+    _run(kernels.terms, model, work, ('q',), q, _NO_V, _NO_GAMMA, 0, _NO_POINT)
     R, p = (data.R, data.pos) if data is not None else (output(model, work, 'R'), output(model, work, 'pos'))
     return R[body] @ Rl, R[body] @ pl + p[body]
 
@@ -264,7 +264,8 @@ def link_jacobian(model, q, link, point=None, data=None):
         data.J[:] = 0.0
         return data.J
     work = _work(model, data, 'link_jacobian')
-    _run(kernels.terms, model, work, ('q',), q, _NO_V, _NO_GAMMA, EQ10, 0, body, Rl @ local + pl)
+    _run(kernels.terms, model, work, ('q',), q, _NO_V, _NO_GAMMA, (body + 1) << BODY_SHIFT,
+         Rl @ local + pl)
     return data.J if data is not None else output(model, work, 'J')
 
 
@@ -288,7 +289,7 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
     Q, V = check_batch(model, Q, model.nq, 'Q', True), check_batch(model, V, model.nv, 'V')
     if Q.shape[0] != V.shape[0]:
         raise ValueError(f'Q and V must have the same number of rows ({Q.shape[0]} != {V.shape[0]})')
-    fact = _factorization(factorization)
+    fact = coriolis.EQ9 if _factorization(factorization) == EQ9 else coriolis.EQ10
     K, n = Q.shape[0], model.nv
     if out is None:
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))

@@ -69,7 +69,7 @@ def work_buffer(model, data):
     """data's buffer (checked against the model's layout), or a new one for ``data=None``."""
     if data is None:
         return np.empty(model.work_offsets[-1])
-    if type(data) is not Data:
+    if not isinstance(data, Data):
         raise ValueError(f'data must be a ros_dynamics.Data, got {type(data).__name__}')
     if data.layout is model.work_offsets or data.layout == model.work_offsets:
         return data.work

@@ -18,7 +18,8 @@ from numba import prange, types
 
 from .christoffel import christoffel, christoffel_sweep
 from .contact_compliance import contact_compliance as compliance
-from .coriolis import coriolis, coriolis_sweep
+from .coriolis import EQ10, coriolis, coriolis_sweep
+from .coriolis import EQ9 as EQ9_FACTORIZATION
 from .crba import crba
 from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
 from .jacobian import point_jacobian
@@ -30,10 +31,13 @@ from .validation import valid_state, valid_vector
 
 OK, INVALID, SINGULAR = 0, 1, 2
 
-# flags of ``terms``
+# flags of ``terms`` (low bits), and the body of the Jacobian (bits from BODY_SHIFT on: body + 1)
 DYNAMICS = 1        # M, C, Mdot, g at (q, v) (Algorithm 1)
 PRODUCTS = 2        # and p = M v, C^T v and copies of q, v in the workspace
 UNCHECKED = 4       # the inputs passed the boundary already: no check
+EQ9 = 8             # the factorization B = (v x*) I of eq. (9) instead of eq. (10)
+BODY_SHIFT = 8      # flags >> BODY_SHIFT = 1 + the body whose point Jacobian to compute (0: none)
+
 
 # Argument types: the model's read-only packed arrays, float64 C-contiguous vectors and
 # workspace, a C-contiguous Gamma, integers, a flag.
@@ -45,22 +49,24 @@ GAMMA = types.float64[:, :, ::1]
 BATCH = dict(JIT, parallel=True)
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, VEC, GAMMA, types.int64, types.int64, types.int64, VEC)
-def terms(ints, reals, work, q, v, Gamma, factorization, flags, body, local):
+@entry(types.int64, INTS, REALS, VEC, VEC, VEC, GAMMA, types.int64, VEC)
+def terms(ints, reals, work, q, v, Gamma, flags, local):
     """What a control cycle needs, from one forward-kinematics pass at q (w.R, w.pos, w.Phi,
-    w.I): Algorithm 1 (flags & DYNAMICS: M, C, Mdot, g at (q, v); & PRODUCTS: p = M v, C^T v
-    and copies of q, v); if Gamma.size > 0, Algorithm 2 (on the composite inertias Algorithm
-    1 leaves, else on the body inertias); if body >= 0, the Jacobian w.J of the point
-    ``local`` (body frame) of ``body``."""
+    w.I): Algorithm 1 (flags & DYNAMICS: M, C, Mdot, g at (q, v), eq. (10) or (& EQ9) eq. (9);
+    & PRODUCTS: p = M v, C^T v and copies of q, v); if Gamma.size > 0, Algorithm 2 (on the
+    composite inertias Algorithm 1 leaves, else on the body inertias); if flags >> BODY_SHIFT
+    = body + 1 > 0, the Jacobian w.J of the point ``local`` (body frame) of ``body``.  (Few
+    arguments: each one costs dispatch time on every call.)"""
     m = tree(ints, reals)
     dyn = flags & DYNAMICS != 0
+    body = (flags >> BODY_SHIFT) - 1
     if flags & UNCHECKED == 0 and not (valid_state(m, q, None) and (not dyn or valid_vector(m, v))):
         return INVALID
     w = workspace(m, work)
     forward_kinematics(m, q, w)
     if dyn:
         M, C = w.M, w.C
-        coriolis_sweep(m, v, M, C, w.Mdot, w.g, w, factorization)
+        coriolis_sweep(m, v, M, C, w.Mdot, w.g, w, EQ9_FACTORIZATION if flags & EQ9 else EQ10)
         if flags & PRODUCTS != 0:
             nv = m.nv
             for i in range(m.nq):

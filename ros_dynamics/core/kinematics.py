@@ -9,8 +9,8 @@ joint axes are fixed in their body, so the apparent derivative Phi-ring is zero)
 Kernel calling convention (every compiled algorithm follows it)
 ---------------------------------------------------------------
 * An *entry* kernel (called from Python, ``kernels.py``) takes the model's two packed read-only
-  arrays, the inputs and the workspace buffer of a :class:`ros_dynamics.Data`, e.g.
-  ``terms(model.ints, model.reals, data.work, q, v, Gamma, factorization, flags)``: few arguments, so
+  arrays, the workspace buffer of a :class:`ros_dynamics.Data` and the inputs, e.g.
+  ``terms(model.ints, model.reals, data.work, q, v, Gamma, flags, point)``: few arguments, so
   the dispatch is cheap, and nothing is allocated.  It unpacks them once::
 
       m = tree(ints, reals)        # named model views: m.parent[i], m.jtype[i], m.X_R[i], ...
@@ -37,7 +37,9 @@ Kernel calling convention (every compiled algorithm follows it)
 * Every kernel that takes ``m`` or ``w`` is inlined too (``@njit(inline='always', **JIT)``):
   a namedtuple of arrays crosses a compiled call as some hundred scalar arguments (~0.2 us per
   call measured for ``w``), while inlined the unused fields vanish.  An entry kernel thus
-  compiles into one function, with the flags of ``jit.JIT``.
+  compiles into one function, with the flags of ``jit.JIT``.  The small functions of scalars
+  and (array, row) pairs they call (spatial.py, ``set6``, ...) are ``@helper`` (jit.py):
+  compiled once per process each and inlined by LLVM.
 """
 
 from collections import namedtuple

@@ -10,9 +10,10 @@ first moment ``h = m c`` and the symmetric 3x3 rotational inertia ``J`` about th
 i.e. the 6x6 matrix ``[[J, S(h)], [S(h)^T, m 1]]`` (seed 000, App. A).  Composite inertias are
 plain row sums.
 
-Speed notes (these helpers run in the innermost loops): vectors are passed and returned as
-tuples of scalars, and arrays as ``(array, row)`` pairs, never as slices.  After inlining, LLVM
-keeps everything in registers; a slice would be a new array object with reference counting.
+Speed notes (these helpers, ``@helper`` of jit.py, run in the innermost loops): vectors are
+passed and returned as tuples of scalars, and arrays as ``(array, row)`` pairs, never as
+slices.  After inlining, LLVM keeps everything in registers; a slice would be a new array
+object with reference counting.
 """
 
 import numpy as np
