@@ -4,20 +4,21 @@
 
 Importing ros_dynamics compiles nothing; each kernel is compiled at its first call, or loaded
 from the disk cache if a process compiled it before (core/jit.py).  This compiles them all, one
-line of progress per kernel with the CPU time it typically takes (measured on a 2-core x86-64
-laptop-class machine; a kernel already in the cache loads in well under a second).  Processes
-started meanwhile wait for a kernel being compiled and then load it (an inter-process lock in
-the cache directory), so it is safe to start nodes while this runs.
+line of progress per kernel with the CPU time it typically takes (``ESTIMATE``) and the time it
+took; one line if all are cached already.  Processes started meanwhile wait for a kernel being
+compiled and then load it (an inter-process lock in the cache directory), so it is safe to
+start nodes while this runs.
 """
 
 import sys
 import time
 
-# typical compile CPU seconds per kernel (benchmarks/compile_cost.py; kernels not listed: ~1 s)
+# compile CPU seconds per kernel, measured cold by benchmarks/compile_cost.py on a shared
+# 2-core machine (less on an idle one); a kernel already in the cache loads in ~0.1 s
 ESTIMATE = {
-    'terms': 9.0, 'observer_terms': 6.0, 'mass_matrix': 5.0, 'gravity': 4.0,
-    'inverse_dynamics': 6.0, 'forward_dynamics': 8.0, 'contact_compliance': 10.0,
-    'dynamics_batch': 15.0, 'christoffel_batch': 12.0, '_residual_step': 0.7, '_any_above': 0.1,
+    'terms': 12.0, 'observer_terms': 9.0, 'mass_matrix': 7.0, 'gravity': 6.0,
+    'inverse_dynamics': 9.0, 'forward_dynamics': 12.0, 'contact_compliance': 13.0,
+    'dynamics_batch': 18.0, 'christoffel_batch': 15.0, '_residual_step': 0.5, '_any_above': 0.1,
 }
 
 
