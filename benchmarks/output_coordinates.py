@@ -1,14 +1,14 @@
 """Cost per cycle of dynamics_node's output coordinates (parameter ``coordinates``).
 
 The node computes M, C, dM/dt, g (and, on Christoffel cycles, Gamma) in the model's joint
-coordinates and maps them with ros_dynamics.ros.output_coordinates.OutputCoordinates.  This
+coordinates and maps them with the core's rd.output_coordinates(model, kind).  This
 times that mapping next to the cycle's core call it adds to, in CPU time (thread_time,
 interleaved medians; see common.py), per robot and coordinate choice:
 
   dynamics      rd.dynamics(model, q, v)                  the core call of every cycle
-  map           OutputCoordinates.apply(q, v, d)          added to every cycle
+  map           Coordinates.apply(q, v, d)                added to every cycle
   christoffel   rd.christoffel(model, q)                  the core call of a Gamma cycle
-  map+Gamma     OutputCoordinates.apply(q, v, d, Gamma)   added to a Gamma cycle (incl. map)
+  map+Gamma     Coordinates.apply(q, v, d, Gamma)         added to a Gamma cycle (incl. map)
 
 Every mapping is checked against the core library's coordinate objects before it is timed.
 With --node it also times the whole node callback per joint state in-process (no DDS peers;
@@ -26,12 +26,9 @@ import numpy as np
 from common import interleaved, log, machine_info, us
 
 import ros_dynamics as rd
-from ros_dynamics.ros.output_coordinates import OutputCoordinates
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRIPPER = os.path.join(os.path.dirname(HERE), 'test', 'fixtures', 'urdf', 'gripper_mimic.urdf')
-BASE = tuple(f'floating_base/{a}' for a in ('linear_x', 'linear_y', 'linear_z',
-                                              'angular_x', 'angular_y', 'angular_z'))
 
 CASES = [  # (label, URDF, floating base, coordinates)
     ('gripper (5 joints, 2 mimic)', GRIPPER, False, 'joint'),
@@ -52,17 +49,17 @@ def state(model, rng):
 
 
 def check(oc, model, q, v):
-    """The adapter's output equals the core coordinate object's (or the input for joint)."""
+    """apply() equals the separate calls (state, dynamics, christoffel; or the input for joint)."""
     d = rd.dynamics(model, q, v)
     G = rd.christoffel(model, q)
     out = oc.apply(q, v, d, G)
     if oc.identity:
         ref_d, ref_G, ref_q = d, G, q
     elif oc.kind == 'mimic_reduced':
-        ref_d, ref_G = oc.co.reduce(d), rd.transform_christoffel(G, oc.co.A)
-        ref_q = oc.co.state(q, v)[0]
+        ref_d, ref_G = oc.reduce(d), rd.transform_christoffel(G, oc.A)
+        ref_q = oc.state(q, v)[0]
     else:
-        ref_d, ref_G, ref_q = oc.co.dynamics(q, v), oc.co.christoffel(q), oc.co.state(q, v)[0]
+        ref_d, ref_G, ref_q = oc.dynamics(q, v), oc.christoffel(q), oc.state(q, v)[0]
     err = max(np.abs(np.asarray(getattr(out.d, f)) - getattr(ref_d, f)).max()
               for f in ('M', 'C', 'Mdot', 'g'))
     err = max(err, np.abs(out.gamma - ref_G).max(), np.abs(out.q - ref_q).max())
@@ -108,7 +105,7 @@ def main():
     print('|---|---|---|---:|---:|---:|---:|---:|')
     for label, urdf, floating, kind in CASES:
         model = rd.load_urdf(urdf, floating_base=floating)
-        oc = OutputCoordinates(model, kind, BASE)
+        oc = rd.output_coordinates(model, kind)
         q, v = state(model, rng)
         err = check(oc, model, q, v)
         d = rd.dynamics(model, q, v)
