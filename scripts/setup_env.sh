@@ -17,8 +17,10 @@ _ros_dynamics_setup() {
   # 1. .venv and ros_dynamics_msgs (a separate program: its strict mode stays there).
   "$root/scripts/install_venv.sh" || { echo "[setup] failed (see the messages above)" >&2; return 1; }
   # The numba kernels into the disk cache (progress per kernel; one line when all are cached).
-  PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$root/.venv/bin/python" -m ros_dynamics.warmup \
-    || { echo "[setup] compiling the kernels failed" >&2; return 1; }
+  if [ -f "$root/ros_dynamics/warmup.py" ]; then
+    PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$root/.venv/bin/python" -m ros_dynamics.warmup \
+      || { echo "[setup] compiling the kernels failed" >&2; return 1; }
+  fi
 
   # 2. The environment, in the caller's shell (nothing is added twice when sourced again).
   case ":$PATH:" in
