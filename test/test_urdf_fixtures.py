@@ -245,3 +245,19 @@ def test_joint_limits_follow_the_urdf_defaults(clean):
     assert model.joint_limits['elbow'] == dict(lower=0.0, upper=0.0, velocity=None, effort=20.0)
     model = load_quietly(xml.replace('type="revolute"', 'type="continuous"').replace('velocity="nan"', ''))
     assert model.joint_limits['elbow'] == dict(lower=None, upper=None, velocity=None, effort=20.0)
+
+
+def test_a_placeholder_inertia_merged_into_a_real_body_is_not_reported():
+    # Go1's 'base' link: mass 1e-6 and every inertia entry 1e-6 (principal moments 0, 0, 3e-6:
+    # the triangle inequality fails), fixed to the trunk, whose merged inertia is consistent.
+    dummy = ('<link name="dummy"><inertial><mass value="1e-6"/><inertia ixx="1e-6" ixy="1e-6" '
+             'ixz="1e-6" iyy="1e-6" iyz="1e-6" izz="1e-6"/></inertial></link>')
+    xml = models.chain(3, seed=1).replace('</robot>', dummy + '<joint name="jd" type="fixed">'
+                                          '<parent link="link_1"/><child link="dummy"/></joint></robot>')
+    model = rd.load_urdf(xml)
+    assert not any('triangle' in w for w in model.warnings), model.warnings
+    # the same inertia as a moving body of its own reaches the dynamics: reported
+    alone = xml.replace('<joint name="jd" type="fixed">', '<joint name="jd" type="revolute">'
+                        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/>')
+    with pytest.warns(rd.URDFWarning, match=r"'dummy' \(principal moments"):
+        rd.load_urdf(alone)

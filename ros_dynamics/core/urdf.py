@@ -80,6 +80,16 @@ _READ = {
 _INERTIA_RTOL, _INERTIA_ATOL = 1e-9, 1e-12
 
 
+def inconsistent_moments(I):
+    """'principal moments a, b, c' if the inertia I is not positive semi-definite or violates
+    the triangle inequality beyond round-off, else ''."""
+    lam = np.linalg.eigvalsh(I)
+    tol = _INERTIA_RTOL * abs(np.trace(I)) + _INERTIA_ATOL
+    if lam[0] < -tol or lam[0] + lam[1] < lam[2] - tol:
+        return f'principal moments {lam[0]:.4g}, {lam[1]:.4g}, {lam[2]:.4g}'
+    return ''
+
+
 class URDFWarning(UserWarning):
     """Something in a URDF was skipped or assumed while loading (see ``model.warnings``)."""
 
@@ -183,7 +193,7 @@ class _Reader:
         self.strict_inertia = strict_inertia
         self.messages = []
         self.unknown = Counter()
-        self.inconsistent = []          # bodies whose inertia violates the triangle inequality
+        self.inconsistent = {}          # link -> its principal moments, if inconsistent
 
     def warn(self, message):
         if message not in self.messages:
@@ -262,27 +272,17 @@ class _Reader:
         return m, c, R @ I @ R.T
 
     def check_inertia(self, I, name):
-        """Moments of inertia are >= 0 (the physical consistency of the principal moments is
-        checked on the rigid bodies after fixed links are merged: :meth:`check_body`)."""
+        """Moments of inertia are >= 0; principal moments satisfy the triangle inequality."""
         tol = _INERTIA_RTOL * abs(np.trace(I)) + _INERTIA_ATOL
         if np.diag(I).min() < -tol:
             raise ValueError(f'link {name!r}: <inertia> has a negative moment of inertia '
                              f'(ixx, iyy, izz = {I[0, 0]:g}, {I[1, 1]:g}, {I[2, 2]:g})')
-
-    def check_body(self, I, links):
-        """Principal moments of a moving body (its link and the links fixed to it) positive
-        semi-definite and satisfying the triangle inequality, up to round-off.  Checked on the
-        body the dynamics uses, so that a placeholder link (e.g. a massless frame with a dummy
-        inertia) merged into a real one is not reported."""
-        lam = np.linalg.eigvalsh(I)
-        tol = _INERTIA_RTOL * abs(np.trace(I)) + _INERTIA_ATOL
-        if lam[0] < -tol or lam[0] + lam[1] < lam[2] - tol:
-            name = ' + '.join(repr(link) for link in links)
-            moments = f'principal moments {lam[0]:.4g}, {lam[1]:.4g}, {lam[2]:.4g}'
+        moments = inconsistent_moments(I)
+        if moments:
             if self.strict_inertia:
-                raise ValueError(f'link {name}: <inertia> is not physically consistent ({moments} '
+                raise ValueError(f'link {name!r}: <inertia> is not physically consistent ({moments} '
                                  'are not positive semi-definite or violate the triangle inequality)')
-            self.inconsistent.append(f'{name} ({moments})')
+            self.inconsistent[name] = moments
 
     def joint(self, element, index):
         """A dict describing one <joint>."""
@@ -481,9 +481,12 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
             j = joints[child]
             stack.append((j['child'], child, body, R @ j['R'], R @ j['p'] + p))
 
-    for body, (_, _, Ic) in enumerate(inertial):
-        if members[body]:
-            reader.check_body(Ic, members[body])
+    # An inconsistent link does not reach the dynamics if it is fixed to the world, or merged
+    # into a moving body whose total inertia is consistent (e.g. a placeholder frame with a
+    # dummy inertia, as Go1's 'base'): only the others are reported.
+    reaching = {link for body, (_, _, Ic) in enumerate(inertial) if inconsistent_moments(Ic)
+                for link in members[body]}
+    reader.inconsistent = {link: m for link, m in reader.inconsistent.items() if link in reaching}
 
     if len(link_frames) != len(links):                 # unreached links hang from a detached cycle
         start = next(name for name in links if name not in link_frames)
@@ -500,7 +503,7 @@ def load_urdf(source, floating_base=False, gravity=(0.0, 0.0, -9.81), *, allow_f
     if reader.inconsistent:
         reader.warn('link inertias that violate the triangle inequality or are not positive '
                     'semi-definite, used as given (strict_inertia=True refuses them): '
-                    + _listed(reader.inconsistent))
+                    + _listed([f'{name!r} ({moments})' for name, moments in reader.inconsistent.items()]))
 
     if not joint_names:
         reader.warn('the robot has no moving joint: ' + (
