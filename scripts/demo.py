@@ -74,7 +74,7 @@ def _parse():
 
 def _calibrate(model, gain, noise, rate):
     """Thresholds from 10 s of contact-free simulated motion (margin 2, floor 0.2 N m)."""
-    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics import simulation as S
     from ros_dynamics.estimation.observer import MomentumObserver, calibrate_thresholds
     sim, _ = S.make_scenario(model, 'none', dt=1.0 / rate, seed=1234, **noise)
     res = S.simulate_observer(sim, MomentumObserver(model, gain), None, 10.0)
@@ -106,7 +106,7 @@ def main():
     import numpy as np
 
     import ros_dynamics as rd
-    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics import simulation as S
     from ros_dynamics.estimation.observer import ContactDetector, estimate_contact_wrench
 
     with open(rd.bundled_urdf('arm7')) as f:

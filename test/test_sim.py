@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.simulation import simulator as S
+from ros_dynamics import simulation as S
+from ros_dynamics.control.trajectories import MinJerkTrajectory, SineTrajectory
 
 pytestmark = pytest.mark.core
 
@@ -49,9 +50,9 @@ def test_integrate_floating_base_quaternion():
 
 
 def test_holds_still_at_rest_and_tracks():
-    home = S._home_pose(MODEL)[0]
+    home = S.home_pose(MODEL)[0]
     ctrl = S.make_scenario(MODEL, 'none')[0].controller
-    sim = S.Simulator(MODEL, S.MinJerkTrajectory([0.0, 1.0], [home, home]), ctrl)
+    sim = S.Simulator(MODEL, MinJerkTrajectory([0.0, 1.0], [home, home]), ctrl)
     out = sim.run(0.5)
     assert np.abs(out['q'] - home).max() < 1e-9              # exact gravity compensation
     sim, _ = S.make_scenario(MODEL, 'none')
@@ -101,7 +102,7 @@ def test_scenarios_validate():
     with pytest.raises(ValueError):
         S.make_scenario(MODEL, 'nope')
     with pytest.raises(ValueError):
-        S.Simulator(MODEL, S.SineTrajectory(np.zeros(7), 0.1, 0.2), dt=0.0)
+        S.Simulator(MODEL, SineTrajectory(np.zeros(7), 0.1, 0.2), dt=0.0)
     # a generic robot (the quadruped on a stand) also gets every scenario
     qm = rd.load_urdf(rd.bundled_urdf('quadruped'))
     for sc in S.SCENARIOS:

@@ -1,6 +1,6 @@
 """Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (seed 002) instead of springs.
 
-:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.simulator.Simulator` whose
+:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.plant.Simulator` whose
 step integrates with :class:`~ros_dynamics.simulation.rigid_contact.RigidContactStepper`:
 controller torques and the known-wrench contacts (pushes) enter as applied joint torques, the
 sphere contacts of a :class:`~ros_dynamics.simulation.contact_geometry.SphereWorld` as LCP
@@ -21,8 +21,8 @@ import numpy as np
 
 from .contact_geometry import Plane, Sphere, SphereWorld
 from .rigid_contact import RigidContactStepper
-from .simulator import (PDGravityController, Simulator, WallContact, integrate,
-                        make_scenario)
+from .plant import PDGravityController, Simulator, WallContact, integrate
+from .scenarios import make_scenario
 
 
 class RigidContactSimulator(Simulator):
@@ -36,7 +36,7 @@ class RigidContactSimulator(Simulator):
                  erp=0.2, **kwargs):
         super().__init__(model, trajectory, controller, contacts, **kwargs)
         self.world = world if world is not None else SphereWorld(model, [])
-        self.stepper = RigidContactStepper(model, self.world, dt=self.dt, nf=nf, erp=erp)
+        self.stepper = RigidContactStepper(self.plant, self.world, dt=self.dt, nf=nf, erp=erp)
         self.last_info = None
 
     def _plant_step(self, q, v, tau, external):
