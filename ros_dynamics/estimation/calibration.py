@@ -1,0 +1,740 @@
+"""Calibration of the observer's model from recorded free motion (no ROS).
+
+A real robot carries tools its URDF does not know and has joint friction; both enter the
+momentum residual as a bias, ``r → −(Y(q, v, v̇) π + τ_f(v))`` in free motion, which the contact
+detector mistakes for contact.  This module estimates, from samples ``(t, q, v, τ)`` of
+contact-free motion:
+
+* per-joint friction ``τ_f,i = F_v,i v_i + F_c,i tanh(v_i / ε)`` (the observer's model,
+  :func:`ros_dynamics.estimation.observer.friction_torque`), and
+* a rigid payload on one link: the 10 inertial parameters
+  ``π = [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz]`` (first moment
+  ``h = m c`` and rotational inertia ``I_o`` about the *link origin*, link axes).
+
+Both enter the rigid-body equations linearly: the joint torques of a body are linear in its
+10 inertial parameters (Atkeson, An & Hollerbach 1986, IJRR 5(3):101-119; Khalil & Dombre 2002,
+Ch. 12), and the friction model is linear in ``(F_v, F_c)``.  The columns of the payload's
+regressor are computed with the core library, as finite columns of the dynamics of the model
+with unit parameter sets lumped into the link (``attach_payload`` is exactly additive in π), so
+no separate regressor algorithm is needed; :func:`payload_regressor` gives the inverse-dynamics
+form ``τ_payload = Y(q, v, a) π`` (checked against ``attach_payload`` + ``inverse_dynamics``
+in the tests).
+
+Data: the momentum residual, not inverse dynamics with differentiated velocities
+-----------------------------------------------------------------------------------------
+The residual of the observer (De Luca & Mattone 2003) is linear in the model's parameters: one
+step is ``r_{k+1} = a r_k + (1 − a) w_k`` with ``w_k = (p_{k+1} − p_k)/Δt − τ_{k+1} − ½(β_k +
+β_{k+1})``, ``p = M v`` and ``β = Cᵀ v − g − τ_f`` linear in π and in the friction
+coefficients.  So the residual of the observer *with* the parameters θ is
+
+    r(θ) = r_0 + Σ_j θ_j ρ_j,
+
+``r_0`` the residual of the nominal observer (the node's pipeline on the recording) and
+``ρ_j`` the same filter run on the change of ``(p, β)`` per unit of parameter ``j``.  In free
+motion the correct θ makes ``r(θ) ≈ 0``, hence the linear least-squares problem
+``min_θ ‖r_0 + P θ‖²`` over all samples and joints (the integrated, "energy/momentum" form of
+identification, Gautier 1997; Gaz et al. 2019 use the same residual-based idea).  This avoids
+joint accelerations entirely (the momentum difference ``Δp/Δt`` is exact over a sample), uses
+exactly the discretization the node runs, and the fitted residual *is* the residual the node
+will show, which is what the thresholds are derived from.
+
+Uncertainty: the residual samples are correlated over about ``1/K`` s (it is a low-pass
+output), so the ordinary LS covariance ``σ² (PᵀP)⁻¹`` is inflated by the integrated
+autocorrelation time of the fitted residual, ``1 + 2 Σ ρ(ℓ)`` (a Newey-West-type correction).
+Rows are weighted per joint by the inverse of the joint's residual scale (two passes).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.api import Data, check_state, gravity, inverse_dynamics, observer_terms
+from ..core.model import attach_payload
+from .observer import ContactDetector, MomentumObserver, calibrate_thresholds
+
+__all__ = ['Samples', 'Calibration', 'PayloadEstimate', 'CalibrationError', 'ContactInData',
+           'calibrate', 'estimate_payload', 'apply_payload', 'payload_regressor',
+           'payload_parameters', 'payload_from_parameters', 'inertia_matrix',
+           'observer_residuals', 'PAYLOAD_PARAMETERS']
+
+PAYLOAD_PARAMETERS = ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')
+_I6 = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))   # ixx, ixy, ixz, iyy, iyz, izz
+
+
+class CalibrationError(ValueError):
+    """The data cannot give the requested calibration (the message says why)."""
+
+
+class ContactInData(CalibrationError):
+    """The residual stays far above its noise over stretches friction and payload cannot
+    explain: the recording contains contact (or a large unmodelled effect)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Samples and payload parameters
+
+
+@dataclass
+class Samples:
+    """Recorded joint states: ``t`` (T,) [s], ``q`` (T, nq), ``v`` (T, nv), ``tau`` (T, nv) (the
+    motor torque that acted during the period ending at each sample), ``names`` (joint names
+    in column order, optional)."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    names: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.t = np.asarray(self.t, dtype=float).reshape(-1)
+        T = self.t.size
+        for k in ('q', 'v', 'tau'):
+            a = np.asarray(getattr(self, k), dtype=float)
+            if a.ndim != 2 or a.shape[0] != T:
+                raise ValueError(f'samples: {k} must be a ({T}, n) array, got shape {a.shape}')
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f'samples: {k} has non-finite values')
+            setattr(self, k, a)
+        if self.v.shape != self.tau.shape:
+            raise ValueError('samples: v and tau must have the same shape')
+        self.names = list(self.names)
+
+    def __len__(self):
+        return self.t.size
+
+    def slice(self, start=None, stop=None):
+        """The samples with ``start <= t - t[0] < stop`` (seconds from the first sample)."""
+        rel = self.t - (self.t[0] if len(self) else 0.0)
+        m = np.ones(len(self), dtype=bool)
+        if start is not None:
+            m &= rel >= start
+        if stop is not None:
+            m &= rel < stop
+        return Samples(self.t[m], self.q[m], self.v[m], self.tau[m], self.names)
+
+
+def inertia_matrix(inertia6):
+    """The symmetric 3x3 matrix of ``[ixx, ixy, ixz, iyy, iyz, izz]`` (URDF order)."""
+    a = np.asarray(inertia6, dtype=float).reshape(-1)
+    if a.shape != (6,):
+        raise ValueError(f'inertia must have 6 values [ixx, ixy, ixz, iyy, iyz, izz], got {a.size}')
+    I = np.zeros((3, 3))
+    for x, (i, j) in zip(a, _I6):
+        I[i, j] = I[j, i] = x
+    return I
+
+
+def _skew2(c):
+    """``|c|² E − c cᵀ`` (the parallel-axis term per unit mass)."""
+    c = np.asarray(c, dtype=float)
+    return (c @ c) * np.eye(3) - np.outer(c, c)
+
+
+def payload_parameters(mass, com=(0.0, 0.0, 0.0), inertia=None):
+    """π (10,) of a payload: mass, CoM (link frame), inertia 3x3 about the CoM (link axes)."""
+    com = np.asarray(com, dtype=float).reshape(3)
+    Ic = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float).reshape(3, 3)
+    Io = Ic + float(mass) * _skew2(com)
+    return np.concatenate([[float(mass)], float(mass) * com, [Io[i, j] for i, j in _I6]])
+
+
+def payload_from_parameters(pi):
+    """(mass, com (3,), inertia about the CoM (3, 3)) of π; com is zero when the mass is."""
+    pi = np.asarray(pi, dtype=float).reshape(10)
+    m = float(pi[0])
+    com = pi[1:4] / m if m != 0.0 else np.zeros(3)
+    Io = inertia_matrix(pi[4:])
+    return m, com, Io - m * _skew2(com)
+
+
+def _check_physical(mass, inertia, what='payload'):
+    """Reason why (mass, inertia about the CoM) is not a rigid body, or None."""
+    if mass < 0:
+        return f'{what} mass must be >= 0 (got {mass:g})'
+    w = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(w))))
+    if np.any(w < -tol):
+        return f'{what} inertia must be positive semi-definite (eigenvalues {np.round(w, 9).tolist()})'
+    a, b, c = np.sort(w)
+    if a + b < c - tol:
+        return (f'{what} inertia violates the triangle inequality (principal moments '
+                f'{[float(a), float(b), float(c)]}): no rigid body has it')
+    if mass == 0 and np.any(np.abs(w) > tol):
+        return f'{what} inertia must be zero when the mass is zero'
+    return None
+
+
+def apply_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia6=(0.0,) * 6):
+    """The model with a payload on ``link`` from node parameters, validated.
+
+    ``mass`` [kg] >= 0, ``com`` 3 values [m] in the link frame, ``inertia6`` =
+    ``[ixx, ixy, ixz, iyy, iyz, izz]`` [kg m²] about the CoM in link axes (URDF order; all zero:
+    a point mass).  ``mass == 0`` returns ``model`` unchanged.  Raises ValueError naming the
+    problem (unknown link, link fixed to the world, wrong sizes, non-finite values, negative
+    mass, an inertia no rigid body has).
+    """
+    if not isinstance(link, str) or not link:
+        raise ValueError('payload_link must be a link name')
+    if link not in model.link_frames:
+        raise ValueError(f'payload_link {link!r} is not a link of the model {model.name!r}')
+    if model.link_frames[link][0] < 0:
+        raise ValueError(f'payload_link {link!r} is fixed to the world: a payload there has '
+                         'no effect on the joints')
+    try:
+        mass = float(mass)
+    except (TypeError, ValueError):
+        raise ValueError(f'payload_mass must be a number, got {mass!r}') from None
+    com = np.asarray(com, dtype=float).reshape(-1)
+    if com.shape != (3,):
+        raise ValueError(f'payload_com must have 3 values [x, y, z], got {com.size}')
+    I = inertia_matrix(inertia6)
+    if not (math.isfinite(mass) and np.all(np.isfinite(com)) and np.all(np.isfinite(I))):
+        raise ValueError('payload_mass, payload_com and payload_inertia must be finite')
+    reason = _check_physical(mass, I)
+    if reason:
+        raise ValueError(reason)
+    if mass == 0.0:
+        return model
+    return attach_payload(model, link, mass, com, I)
+
+
+# ---------------------------------------------------------------------------------------------
+# The payload's columns, from the core library
+
+
+class _PayloadColumns:
+    """Unit-parameter models of a payload on ``link``: ``model`` itself, ``π₀`` (1 kg at the
+    link origin) and ``π₀ + e_j`` (j = 1..9); differences of their dynamics are the columns
+    of the linear map π ↦ (effect of the payload), exactly (lumping is additive in π)."""
+
+    def __init__(self, model, link):
+        if link not in model.link_frames:
+            raise ValueError(f'payload link {link!r} is not a link of the model {model.name!r}')
+        if model.link_frames[link][0] < 0:
+            raise ValueError(f'payload link {link!r} is fixed to the world')
+        self.models = [model, attach_payload(model, link, 1.0)]
+        for j in range(1, 10):
+            pi = np.zeros(10)
+            pi[0], pi[j] = 1.0, 1.0
+            m, c, Ic = payload_from_parameters(pi)
+            self.models.append(attach_payload(model, link, m, c, Ic))
+        self.data = [Data(m) for m in self.models]
+
+    def _columns(self, values):
+        base, unit = values[0], values[1]
+        out = np.empty(base.shape + (10,))
+        out[..., 0] = unit - base
+        for j in range(1, 10):
+            out[..., j] = values[j + 1] - unit
+        return out
+
+    def observer_terms(self, q, v):
+        """(Δp, Δβ_rigid) (nv, 10): the payload's change of ``p = M v`` and of ``Cᵀ v − g`` per
+        unit of each parameter."""
+        p, b = [], []
+        for m, d in zip(self.models, self.data):
+            pk, ctv, g = observer_terms(m, q, v, data=d)
+            p.append(pk.copy())
+            b.append(ctv - g)
+        return self._columns(p), self._columns(b)
+
+    def inverse_dynamics(self, q, v, a):
+        return self._columns([inverse_dynamics(m, q, v, a, data=d).copy()
+                              for m, d in zip(self.models, self.data)])
+
+    def gravity(self, q):
+        return self._columns([gravity(m, q, data=d).copy() for m, d in zip(self.models, self.data)])
+
+
+def payload_regressor(model, link, q, v, a):
+    """``Y`` (nv, 10) with ``τ_payload = Y(q, v, a) π`` (π in :data:`PAYLOAD_PARAMETERS` order):
+    the joint torques a payload on ``link`` adds to the inverse dynamics (Atkeson et al. 1986)."""
+    q, v = check_state(model, q, v)
+    return _PayloadColumns(model, link).inverse_dynamics(q, v, np.asarray(a, dtype=float))
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline the node runs, on recorded samples
+
+
+class _ObserverCycle:
+    """The node's per-sample observer pipeline (momentum observer + contact detector) behind
+    the interface of ``ros_dynamics.estimation.cycle.Cycle``: ``step(q, v, tau, stamp_ns)`` ->
+    result with ``residual`` (None when the observer (re)started), ``contact``, ``link``."""
+
+    @dataclass
+    class Result:
+        residual: object
+        contact: bool
+        link: object
+
+    def __init__(self, model, gain, friction_viscous, friction_coulomb, threshold,
+                 release_ratio, max_dt, velocity_eps):
+        self.obs = MomentumObserver(model, gain, friction_viscous, friction_coulomb,
+                                    velocity_eps)
+        self.det = ContactDetector(model, threshold, release_ratio) if threshold is not None \
+            else None
+        self.max_dt = float(max_dt)
+        self.last = None
+
+    def step(self, q, v, tau, stamp_ns):
+        dt = None if self.last is None else (stamp_ns - self.last) * 1e-9
+        self.last = stamp_ns
+        if dt is None or not 0.0 < dt <= self.max_dt:
+            self.obs.reset(q, v, tau)
+            if self.det is not None:
+                self.det.reset()
+            return self.Result(None, False, None)
+        r = self.obs.update(q, v, tau, dt)
+        st = self.det.update(r) if self.det is not None else None
+        return self.Result(r, bool(st and st.in_contact), st.link if st else None)
+
+
+def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
+                       threshold=None, release_ratio=0.5, max_dt=0.1, velocity_eps=1e-2):
+    """Replay ``samples`` through the observer pipeline; returns a dict with ``t``, ``r``
+    (T, nv; NaN where the observer (re)started: first sample, gaps > ``max_dt`` or stamps not
+    increasing), ``restart`` (T,) bool, ``contact`` (T,) bool and ``link`` (list) when a
+    ``threshold`` is given."""
+    cyc = _ObserverCycle(model, gain, friction_viscous, friction_coulomb, threshold,
+                         release_ratio, max_dt, velocity_eps)
+    T, nv = len(samples), int(model.nv)
+    r = np.full((T, nv), np.nan)
+    restart = np.zeros(T, dtype=bool)
+    contact = np.zeros(T, dtype=bool)
+    link = [None] * T
+    stamps = np.round(samples.t * 1e9).astype(np.int64)
+    for k in range(T):
+        res = cyc.step(samples.q[k], samples.v[k], samples.tau[k], int(stamps[k]))
+        if res.residual is None:
+            restart[k] = True
+        else:
+            r[k] = res.residual
+        contact[k], link[k] = res.contact, res.link
+    return {'t': samples.t, 'r': r, 'restart': restart, 'contact': contact, 'link': link}
+
+
+# ---------------------------------------------------------------------------------------------
+# The regression
+
+
+def _filter_columns(W, restart, a):
+    """Run ``ρ_{k+1} = a_k ρ_k + (1 − a_k) W_k`` per segment (ρ = 0 at each restart sample);
+    ``W`` (T, nv, p), ``a`` (T, nv).  Returns ρ (T, nv, p)."""
+    rho = np.zeros_like(W)
+    cur = np.zeros(W.shape[1:])
+    for k in range(W.shape[0]):
+        if restart[k]:
+            cur[:] = 0.0
+        else:
+            cur = a[k][:, None] * cur + (1.0 - a[k])[:, None] * W[k]
+        rho[k] = cur
+    return rho
+
+
+def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True):
+    """Columns ρ (T, nv, p) of the residual's dependence on the parameters, and their names."""
+    T, nv = len(samples), int(model.nv)
+    nb = nv - len(model.joint_names)
+    nj = nv - nb
+    cols = []
+    names = []
+    v = samples.v
+    if friction:
+        # β gains −τ_f: the column of a coefficient is −φ(v) in β, i.e. +½(φ_k + φ_{k+1}) in w
+        phi_v = np.zeros((T, nv, nj))
+        phi_c = np.zeros((T, nv, nj))
+        for i in range(nj):
+            phi_v[:, nb + i, i] = v[:, nb + i]
+            phi_c[:, nb + i, i] = np.tanh(v[:, nb + i] / velocity_eps) if velocity_eps > 0 \
+                else np.sign(v[:, nb + i])
+        beta_f = -np.concatenate([phi_v, phi_c], axis=2)
+        p_f = np.zeros_like(beta_f)
+        cols.append((p_f, beta_f))
+        names += [f'Fv[{n}]' for n in model.joint_names] + [f'Fc[{n}]' for n in model.joint_names]
+    if link is not None:
+        pc = _PayloadColumns(model, link)
+        P = np.empty((T, nv, 10))
+        B = np.empty((T, nv, 10))
+        for k in range(T):
+            P[k], B[k] = pc.observer_terms(samples.q[k], samples.v[k])
+        cols.append((P, B))
+        names += list(PAYLOAD_PARAMETERS)
+    Pm = np.concatenate([c[0] for c in cols], axis=2)
+    Bm = np.concatenate([c[1] for c in cols], axis=2)
+    dt = np.diff(samples.t, prepend=samples.t[0])
+    dt[restart] = 1.0                       # unused (restart rows), avoids dividing by zero
+    W = np.zeros_like(Pm)
+    W[1:] = (Pm[1:] - Pm[:-1]) / dt[1:, None, None] - 0.5 * (Bm[1:] + Bm[:-1])
+    K = np.broadcast_to(np.asarray(gain, dtype=float), (nv,))
+    a = np.exp(-K[None, :] * dt[:, None])
+    return _filter_columns(W, restart, a), names
+
+
+def _autocorrelation_time(e, max_lag=2000):
+    """Integrated autocorrelation time ``1 + 2 Σ ρ(ℓ)`` of the columns of ``e`` (T, n),
+    summed until ρ first drops below 0.05 (mean over the columns)."""
+    taus = []
+    for x in e.T:
+        x = x - x.mean()
+        var = x @ x
+        if var <= 0:
+            continue
+        s = 1.0
+        for lag in range(1, min(max_lag, x.size // 4)):
+            rho = (x[:-lag] @ x[lag:]) / var
+            if rho < 0.05:
+                break
+            s += 2.0 * rho
+        taus.append(s)
+    return float(np.mean(taus)) if taus else 1.0
+
+
+def _solve(A, b, w, names):
+    """Weighted LS ``min ‖diag(w)(A θ + b)‖²``; returns θ, the standard errors (inflated by the
+    autocorrelation time) and the weighted residual."""
+    Aw, bw = A * w[:, None], b * w
+    scale = np.linalg.norm(Aw, axis=0)
+    if np.any(scale == 0):
+        dead = [n for n, s in zip(names, scale) if s == 0]
+        raise CalibrationError(f'the recording does not excite {dead} (all their columns are '
+                               'zero: those joints never move, or the payload link is not moved)')
+    An = Aw / scale
+    theta_n, _, rank, sv = np.linalg.lstsq(An, -bw, rcond=None)
+    if rank < An.shape[1] or sv[-1] < 1e-10 * sv[0]:
+        raise CalibrationError('the recording does not determine all parameters (rank '
+                               f'{rank} of {An.shape[1]}): use a richer motion')
+    theta = theta_n / scale
+    e = bw + Aw @ theta
+    return theta, An, scale, e, sv
+
+
+def _payload_block(theta, names):
+    i = names.index('m')
+    return theta[i:i + 10]
+
+
+@dataclass
+class Calibration:
+    """Result of :func:`calibrate` (units: N m s/rad, N m, kg, m, kg m²)."""
+    joint_names: list
+    friction_viscous: np.ndarray
+    friction_coulomb: np.ndarray
+    friction_viscous_se: np.ndarray
+    friction_coulomb_se: np.ndarray
+    payload_link: object = None
+    payload_mass: float = 0.0
+    payload_com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    payload_inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    payload_mass_se: float = float('nan')
+    payload_com_se: np.ndarray = field(default_factory=lambda: np.full(3, np.nan))
+    payload_inertia_se: np.ndarray = field(default_factory=lambda: np.full(6, np.nan))
+    inertia_identified: bool = False
+    gain: np.ndarray = None
+    velocity_eps: float = 1e-2
+    thresholds: np.ndarray = None
+    margin: float = 2.0
+    floor: float = 0.2
+    before: dict = field(default_factory=dict)   # residual statistics, nominal model
+    after: dict = field(default_factory=dict)    # residual statistics, calibrated
+    residual_before: np.ndarray = None           # (T, nv) residuals, NaN at restarts
+    residual_after: np.ndarray = None
+    t: np.ndarray = None
+    autocorrelation_time: float = 1.0
+    notes: list = field(default_factory=list)
+
+    def model(self, model):
+        """``model`` with the calibrated payload attached."""
+        if self.payload_link is None or self.payload_mass == 0.0:
+            return model
+        return attach_payload(model, self.payload_link, self.payload_mass, self.payload_com,
+                              self.payload_inertia)
+
+    def parameters(self):
+        """The node parameters (``dynamics`` node's names) of this calibration."""
+        p = {'observer_gain': [float(x) for x in np.atleast_1d(self.gain)],
+             'observer_friction_viscous': [float(x) for x in self.friction_viscous],
+             'observer_friction_coulomb': [float(x) for x in self.friction_coulomb],
+             'contact_threshold': [float(x) for x in self.thresholds]}
+        if self.payload_link is not None:
+            I = self.payload_inertia
+            p.update(payload_link=str(self.payload_link), payload_mass=float(self.payload_mass),
+                     payload_com=[float(x) for x in self.payload_com],
+                     payload_inertia=[float(I[i, j]) for i, j in _I6])
+        return p
+
+    def summary(self):
+        """A human-readable report (lines)."""
+        out = []
+        f = lambda a: '[' + ', '.join(f'{x:.4g}' for x in a) + ']'  # noqa: E731
+        out.append(f'friction viscous [N m s/rad]: {f(self.friction_viscous)} '
+                   f'(± {f(self.friction_viscous_se)})')
+        out.append(f'friction Coulomb [N m]:       {f(self.friction_coulomb)} '
+                   f'(± {f(self.friction_coulomb_se)})')
+        if self.payload_link is not None:
+            out.append(f'payload on {self.payload_link!r}: mass {self.payload_mass:.4f} ± '
+                       f'{self.payload_mass_se:.4f} kg, CoM {f(self.payload_com)} ± '
+                       f'{f(self.payload_com_se)} m')
+            I = self.payload_inertia
+            out.append('  inertia about the CoM [kg m²]: '
+                       + (f'{f([I[i, j] for i, j in _I6])} ± {f(self.payload_inertia_se)}'
+                          if self.inertia_identified else 'not identified (not excited by '
+                          'the motion; point mass assumed)'))
+        for k in ('before', 'after'):
+            s = getattr(self, k)
+            out.append(f'residual {k:6s}: rms {f(s["rms"])}, max |r| {f(s["max"])} N m')
+        out.append(f'contact_threshold = max({self.floor:g}, {self.margin:g} x max |r| after) '
+                   f'= {f(self.thresholds)} N m')
+        out += self.notes
+        return out
+
+
+def _stats(r):
+    ok = ~np.any(np.isnan(r), axis=1)
+    x = r[ok]
+    return {'rms': np.sqrt(np.mean(x ** 2, axis=0)), 'max': np.max(np.abs(x), axis=0),
+            'mean': np.mean(x, axis=0)}
+
+
+def _runs(mask):
+    m = np.concatenate([[False], mask, [False]]).astype(int)
+    d = np.flatnonzero(np.diff(m))
+    return list(zip(d[0::2], d[1::2]))
+
+
+def _check_contact(t, e, valid, names, ratio=10.0, min_duration=0.05):
+    """Raise :class:`ContactInData` when the fitted residual has stretches far above its
+    robust noise level (> ``ratio`` × 1.4826 MAD per joint, for at least ``min_duration`` s)."""
+    x = e[valid]
+    mad = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
+    scale = np.maximum(mad, 1e-3)
+    out = np.zeros(len(t), dtype=bool)
+    out[valid] = np.any(np.abs(x) > ratio * scale, axis=1)
+    bad = [(a, b) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
+    if bad:
+        t0 = t[0]
+        spans = ', '.join(f'{t[a] - t0:.2f}-{t[b - 1] - t0:.2f} s' for a, b in bad[:5])
+        worst = np.argmax(np.max(np.abs(x) / scale, axis=0))
+        raise ContactInData(
+            f'the recording looks like it contains contact: after fitting friction and payload '
+            f'the residual still exceeds {ratio:g} x its noise level during {spans} '
+            f'(largest on joint {names[worst]!r}: {np.max(np.abs(x[:, worst])):.3g} N m vs '
+            f'noise {scale[worst]:.3g} N m).  Friction and a payload cannot explain that: '
+            'calibrate on contact-free motion (cut the contact out with --start/--stop).')
+
+
+def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
+              margin=2.0, floor=0.2, velocity_eps=1e-2, max_dt=0.1, check_contact=True):
+    """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
+
+    ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
+    fit the payload's rotational inertia (True), not (False: a point mass at the CoM), or
+    ``'auto'``: keep it when it is determined (every standard error below 25 % of the largest
+    principal moment, or below 1e-4 kg m²) and physically consistent.  Thresholds:
+    ``max(floor, margin * max |r|)`` of the calibrated residual per joint
+    (:func:`ros_dynamics.estimation.observer.calibrate_thresholds`).  Returns a
+    :class:`Calibration`; raises :class:`CalibrationError` (or :class:`ContactInData`) when the
+    data cannot give it.
+    """
+    nv = int(model.nv)
+    nb = nv - len(model.joint_names)
+    if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
+        raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
+                               f'{samples.v.shape[1]} velocities; the model needs {model.nq} '
+                               f'and {nv}')
+    if len(samples) < 50:
+        raise CalibrationError(f'{len(samples)} samples: too few to calibrate (need >= 50)')
+    gain = np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy()
+    base = observer_residuals(model, samples, gain, max_dt=max_dt, velocity_eps=velocity_eps)
+    r0, restart = base['r'], base['restart']
+    valid = ~restart
+    rho, names = _regressor(model, samples, restart, gain, payload_link, velocity_eps, friction)
+    A = rho[valid].reshape(-1, rho.shape[2])
+    b = r0[valid].reshape(-1)
+    fixed = np.zeros(rho.shape[2], dtype=bool)
+    notes = []
+    inertia_ok = payload_link is not None and inertia is not False
+    nvalid = int(valid.sum())
+
+    def fit(fixed, offset):
+        w = np.ones(A.shape[0])
+        free = ~fixed
+        for _ in range(2):   # pass 2: rows weighted by 1 / (the joint's residual rms)
+            theta_f, An, scale, e, sv = _solve(A[:, free], b + A[:, fixed] @ offset[fixed], w,
+                                               [n for n, f in zip(names, free) if f])
+            e_j = (e / w).reshape(nvalid, nv)
+            s = np.sqrt(np.mean(e_j ** 2, axis=0))
+            s = np.maximum(s, 1e-6 * max(1e-12, s.max()))
+            w = np.tile(1.0 / s, nvalid)
+        theta = offset.copy()
+        theta[free] = theta_f
+        return theta, An, scale, e, w
+
+    offset = np.zeros(rho.shape[2])
+    theta, An, scale, e, w = fit(fixed, offset)
+    inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
+
+    def covariance(An, scale, e, free):
+        dof = max(1, e.size - An.shape[1])
+        sigma2 = float(e @ e) / dof
+        tau_c = _autocorrelation_time(e.reshape(nvalid, nv)[:, nb:])
+        cov_n = np.linalg.pinv(An.T @ An) * sigma2 * tau_c
+        cov = np.full((len(names), len(names)), 0.0)
+        cov[np.ix_(free, free)] = cov_n / np.outer(scale, scale)
+        return cov, tau_c
+
+    cov, tau_c = covariance(An, scale, e, ~fixed)
+    inertia_identified = False
+    if payload_link is not None:
+        m, c, Ic = payload_from_parameters(_payload_block(theta, names))
+        se_I = np.sqrt(np.diag(cov)[inertia_idx])
+        wI = np.linalg.eigvalsh(0.5 * (Ic + Ic.T))
+        determined = np.all(se_I < max(1e-4, 0.25 * float(np.max(np.abs(wI)))))
+        consistent = _check_physical(m, Ic) is None
+        if inertia is True or (inertia == 'auto' and determined and consistent):
+            inertia_identified = inertia_ok
+            if not consistent:
+                notes.append(f'note: the fitted payload inertia is not physically consistent '
+                             f'({_check_physical(m, Ic)})')
+        else:
+            if inertia == 'auto':
+                notes.append('payload inertia not identified (standard errors '
+                             f'{np.round(se_I, 5).tolist()} kg m² vs principal moments '
+                             f'{np.round(wI, 5).tolist()}' + ('' if consistent else
+                                                              ', not physically consistent')
+                             + '): point mass at the CoM assumed')
+            # a point mass: I_o = m S(c)ᵀS(c) is nonlinear in (m, h); fix it at the current
+            # estimate and refit (m, h) (a fixed-point iteration, 3 rounds)
+            fixed = np.zeros(len(names), dtype=bool)
+            fixed[inertia_idx] = True
+            for _ in range(3):
+                m, c, _Ic = payload_from_parameters(_payload_block(theta, names))
+                Io = max(m, 0.0) * _skew2(c)
+                offset = np.zeros(len(names))
+                offset[inertia_idx] = [Io[i, j] for i, j in _I6]
+                theta, An, scale, e, w = fit(fixed, offset)
+            cov, tau_c = covariance(An, scale, e, ~fixed)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+
+    nj = nv - nb
+    fv = theta[:nj] if friction else np.zeros(nj)
+    fc = theta[nj:2 * nj] if friction else np.zeros(nj)
+    for kind, x in (('viscous', fv), ('Coulomb', fc)):
+        if np.any(x < 0):
+            bad = [n for n, xi in zip(model.joint_names, x) if xi < 0]
+            notes.append(f'note: negative {kind} friction fitted on {bad} (set to 0; the '
+                         'observer needs >= 0): unmodelled effects on those joints')
+    cal = Calibration(list(model.joint_names), np.maximum(fv, 0.0), np.maximum(fc, 0.0),
+                      se[:nj] if friction else np.zeros(nj),
+                      se[nj:2 * nj] if friction else np.zeros(nj),
+                      gain=gain, velocity_eps=velocity_eps, margin=margin, floor=floor,
+                      autocorrelation_time=tau_c, notes=notes, t=samples.t)
+    if payload_link is not None:
+        pi = _payload_block(theta, names)
+        m, c, Ic = payload_from_parameters(pi)
+        i0 = names.index('m')
+        cov_p = cov[i0:i0 + 10, i0:i0 + 10]
+        # CoM c = h / m: first-order propagation, J = [−h/m², I/m]
+        Jc = np.hstack([-pi[1:4, None] / m ** 2, np.eye(3) / m]) if m != 0 else np.zeros((3, 4))
+        cal.payload_link = payload_link
+        cal.payload_mass = m
+        cal.payload_com = c
+        cal.payload_mass_se = float(se[i0])
+        cal.payload_com_se = np.sqrt(np.maximum(np.diag(Jc @ cov_p[:4, :4] @ Jc.T), 0.0))
+        cal.inertia_identified = inertia_identified
+        if inertia_identified:
+            cal.payload_inertia = Ic
+            cal.payload_inertia_se = se[i0 + 4:i0 + 10]   # of I_o; about the CoM to first order
+        else:
+            cal.payload_inertia = np.zeros((3, 3))
+        if m <= 0:
+            raise CalibrationError(f'the fitted payload mass is {m:.3g} kg (± {se[i0]:.2g}): no '
+                                   f'payload on {payload_link!r}, or the motion does not '
+                                   'determine it')
+    # the calibrated residual: the node's pipeline again, with the calibrated model
+    after = observer_residuals(cal.model(model), samples, gain, cal.friction_viscous,
+                               cal.friction_coulomb, max_dt=max_dt, velocity_eps=velocity_eps)
+    r1 = after['r']
+    if check_contact:
+        _check_contact(samples.t, r1[:, nb:], valid, list(model.joint_names))
+    cal.residual_before, cal.residual_after = r0, r1
+    cal.before, cal.after = _stats(r0[:, nb:]), _stats(r1[:, nb:])
+    cal.thresholds = calibrate_thresholds(r1[valid][:, nb:], margin=margin, floor=floor)
+    return cal
+
+
+# ---------------------------------------------------------------------------------------------
+# A payload from a few static poses (tool change)
+
+
+@dataclass
+class PayloadEstimate:
+    """Result of :func:`estimate_payload`."""
+    link: str
+    mass: float
+    com: np.ndarray
+    mass_se: float
+    com_se: np.ndarray
+    residual_rms: float
+    poses: int
+
+    def inertia6(self):
+        return [0.0] * 6
+
+
+def estimate_payload(model, samples, link, friction_coulomb=None, max_speed=0.05):
+    """Mass and CoM (link frame) of a payload on ``link`` from static or slow poses.
+
+    At rest ``g_true(q) = τ``, and the payload's share of gravity is linear in ``(m, m c)``:
+    ``τ − g(q) = G(q) [m, m c]`` (the gravity columns of the inertial-parameter regressor), solved
+    by least squares over the poses.  ``samples``: a :class:`Samples`, or a sequence of
+    ``(q, tau)`` pairs (``v`` taken as zero).  Samples faster than ``max_speed`` [rad/s] on any
+    joint are ignored (their dynamics is not gravity only).  Needs poses in which the link has
+    at least two different orientations with respect to gravity (otherwise the CoM along the
+    vertical is not observable): raises :class:`CalibrationError` saying so.  Static friction
+    is not modelled (it biases the estimate by at most the joints' stiction torques).
+    """
+    if not isinstance(samples, Samples):
+        pairs = list(samples)
+        if not pairs:
+            raise CalibrationError('no poses given')
+        q = np.array([np.asarray(p[0], dtype=float) for p in pairs])
+        tau = np.array([np.asarray(p[1], dtype=float) for p in pairs])
+        samples = Samples(np.arange(len(pairs), dtype=float), q, np.zeros_like(tau), tau)
+    nv = int(model.nv)
+    if samples.q.shape[1] != int(model.nq) or samples.tau.shape[1] != nv:
+        raise CalibrationError(f'poses have {samples.q.shape[1]} positions and '
+                               f'{samples.tau.shape[1]} efforts; the model needs {model.nq} '
+                               f'and {nv}')
+    slow = np.max(np.abs(samples.v), axis=1) <= max_speed if len(samples) else np.zeros(0, bool)
+    if not np.any(slow):
+        raise CalibrationError(f'no sample is static (all move faster than {max_speed:g} rad/s)')
+    pc = _PayloadColumns(model, link)
+    rows, rhs = [], []
+    for q, tau in zip(samples.q[slow], samples.tau[slow]):
+        rows.append(pc.gravity(q)[:, :4])
+        rhs.append(tau - gravity(model, q))
+    A, b = np.concatenate(rows), np.concatenate(rhs)
+    scale = np.linalg.norm(A, axis=0)
+    if np.any(scale == 0):
+        raise CalibrationError(f'gravity does not act on link {link!r} through the joints')
+    An = A / scale
+    x, _, rank, sv = np.linalg.lstsq(An, b, rcond=None)
+    if rank < 4 or sv[-1] < 1e-6 * sv[0]:
+        raise CalibrationError(
+            f'the poses do not determine the payload on {link!r} (rank {rank} of 4): use at '
+            'least two poses in which the link is oriented differently with respect to gravity '
+            '(e.g. rotate the wrist by 90 degrees)')
+    x = x / scale
+    e = b - A @ x
+    dof = max(1, b.size - 4)
+    cov = np.linalg.pinv(An.T @ An) * float(e @ e) / dof / np.outer(scale, scale)
+    m = float(x[0])
+    if m <= 0:
+        raise CalibrationError(f'the estimated payload mass is {m:.3g} kg: no payload on {link!r}')
+    c = x[1:4] / m
+    Jc = np.hstack([-x[1:4, None] / m ** 2, np.eye(3) / m])
+    return PayloadEstimate(link, m, c, float(np.sqrt(cov[0, 0])),
+                           np.sqrt(np.maximum(np.diag(Jc @ cov @ Jc.T), 0.0)),
+                           float(np.sqrt(np.mean(e ** 2))), int(slow.sum()))
