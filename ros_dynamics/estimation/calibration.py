@@ -79,12 +79,13 @@ class ContactInData(CalibrationError):
 class Samples:
     """Recorded joint states: ``t`` (T,) [s], ``q`` (T, nq), ``v`` (T, nv), ``tau`` (T, nv) (the
     motor torque that acted during the period ending at each sample), ``names`` (joint names
-    in column order, optional)."""
+    in column order, optional), ``t0_ns`` (the absolute stamp of ``t = 0``, if known)."""
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
     tau: np.ndarray
     names: list = field(default_factory=list)
+    t0_ns: int = 0
 
     def __post_init__(self):
         self.t = np.asarray(self.t, dtype=float).reshape(-1)
@@ -111,7 +112,7 @@ class Samples:
             m &= rel >= start
         if stop is not None:
             m &= rel < stop
-        return Samples(self.t[m], self.q[m], self.v[m], self.tau[m], self.names)
+        return Samples(self.t[m], self.q[m], self.v[m], self.tau[m], self.names, self.t0_ns)
 
 
 def inertia_matrix(inertia6):
