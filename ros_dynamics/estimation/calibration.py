@@ -441,6 +441,7 @@ class Calibration:
     after: dict = field(default_factory=dict)    # residual statistics, calibrated
     residual_before: np.ndarray = None           # (T, nv) residuals, NaN at restarts
     residual_after: np.ndarray = None
+    friction_observed: np.ndarray = None         # (T, nv) −residual with the payload fitted
     t: np.ndarray = None
     autocorrelation_time: float = 1.0
     notes: list = field(default_factory=list)
@@ -653,6 +654,13 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
             raise CalibrationError(f'the fitted payload mass is {m:.3g} kg (± {se[i0]:.2g}): no '
                                    f'payload on {payload_link!r}, or the motion does not '
                                    'determine it')
+    # the friction the data shows: minus the residual with only the payload's part removed
+    # (low-pass filtered like the residual), for the friction plots
+    r_p = r0.copy()
+    if payload_link is not None:
+        i0 = names.index('m')
+        r_p = r0 + rho[:, :, i0:i0 + 10] @ theta[i0:i0 + 10]
+    cal.friction_observed = -r_p[:, nb:]
     # the calibrated residual: the node's pipeline again, with the calibrated model
     after = observer_residuals(cal.model(model), samples, gain, cal.friction_viscous,
                                cal.friction_coulomb, max_dt=max_dt, velocity_eps=velocity_eps)
