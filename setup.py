@@ -18,6 +18,7 @@ setup(
     install_requires=['setuptools', 'numpy', 'numba', 'xacro', 'pyyaml'],
     extras_require={
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib'],
+        'calibrate': ['rosbags', 'matplotlib'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',

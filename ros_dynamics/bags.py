@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .estimation.calibration import Samples
+from .estimation.joint_input import JointNameMap
 
 __all__ = ['BagError', 'read_joint_states', 'write_joint_states', 'bag_topics', 'STORAGES']
 
@@ -78,7 +79,7 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
             raise BagError(f'{path}: topic {topic!r} has type {topics[topic]}, not {JOINT_STATE}')
         conns = [c for c in reader.connections if c.topic == topic]
         names = list(joint_names) if joint_names is not None else None
-        index_cache = {}
+        maps = {}   # one name map per message layout
         t, t_rx, q, v, tau = [], [], [], [], []
         n_msgs = no_effort = no_velocity = 0
         for conn, ts, raw in reader.messages(connections=conns):
@@ -87,14 +88,12 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
             mnames = tuple(msg.name)
             if names is None:
                 names = list(mnames)
-            idx = index_cache.get(mnames)
-            if idx is None:
-                pos = {n: i for i, n in enumerate(mnames)}
-                missing = [n for n in names if n not in pos]
-                if missing:
-                    raise BagError(f'{path}: {topic} message {n_msgs} lacks joints {missing} of '
-                                   f'the model (it has {list(mnames)})')
-                idx = index_cache[mnames] = np.array([pos[n] for n in names], dtype=int)
+            nmap = maps.get(mnames)
+            if nmap is None:
+                nmap = maps[mnames] = JointNameMap(mnames, names)
+                if nmap.error:
+                    raise BagError(f'{path}: {topic} message {n_msgs}: {nmap.error} of the model '
+                                   f'(the message has {list(mnames)})')
             n = len(mnames)
             if len(msg.effort) != n:
                 no_effort += 1
@@ -102,12 +101,16 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
             if len(msg.velocity) != n or len(msg.position) != n:
                 no_velocity += 1
                 continue
+            qk, vk, ek = np.empty(len(names)), np.empty(len(names)), np.empty(len(names))
+            nmap.positions(np.asarray(msg.position, dtype=float), qk)
+            nmap.rates(np.asarray(msg.velocity, dtype=float), vk)
+            nmap.efforts(np.asarray(msg.effort, dtype=float), ek)
             st = msg.header.stamp
             t.append(st.sec * 1_000_000_000 + st.nanosec)
             t_rx.append(ts)
-            q.append(np.asarray(msg.position, dtype=float)[idx])
-            v.append(np.asarray(msg.velocity, dtype=float)[idx])
-            tau.append(np.asarray(msg.effort, dtype=float)[idx])
+            q.append(qk)
+            v.append(vk)
+            tau.append(ek)
     finally:
         reader.close()
     if n_msgs == 0:

@@ -51,13 +51,16 @@ import numpy as np
 
 from ..core.api import Data, check_state, gravity, inverse_dynamics, observer_terms
 from ..core.model import attach_payload
-from .observer import ContactDetector, MomentumObserver, calibrate_thresholds
+from .cycle import Cycle, ObserverSettings
+from .observer import calibrate_thresholds
 
 __all__ = ['Samples', 'Calibration', 'PayloadEstimate', 'CalibrationError', 'ContactInData',
            'calibrate', 'estimate_payload', 'apply_payload', 'payload_regressor',
            'payload_parameters', 'payload_from_parameters', 'inertia_matrix',
            'observer_residuals', 'PAYLOAD_PARAMETERS']
 
+# Smoothing velocity of the Coulomb term: the node's observer uses MomentumObserver's default.
+VELOCITY_EPS = 1e-2
 PAYLOAD_PARAMETERS = ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')
 _I6 = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))   # ixx, ixy, ixz, iyy, iyz, izz
 
@@ -259,61 +262,46 @@ def payload_regressor(model, link, q, v, a):
 # The pipeline the node runs, on recorded samples
 
 
-class _ObserverCycle:
-    """The node's per-sample observer pipeline (momentum observer + contact detector) behind
-    the interface of ``ros_dynamics.estimation.cycle.Cycle``: ``step(q, v, tau, stamp_ns)`` ->
-    result with ``residual`` (None when the observer (re)started), ``contact``, ``link``."""
-
-    @dataclass
-    class Result:
-        residual: object
-        contact: bool
-        link: object
-
-    def __init__(self, model, gain, friction_viscous, friction_coulomb, threshold,
-                 release_ratio, max_dt, velocity_eps):
-        self.obs = MomentumObserver(model, gain, friction_viscous, friction_coulomb,
-                                    velocity_eps)
-        self.det = ContactDetector(model, threshold, release_ratio) if threshold is not None \
-            else None
-        self.max_dt = float(max_dt)
-        self.last = None
-
-    def step(self, q, v, tau, stamp_ns):
-        dt = None if self.last is None else (stamp_ns - self.last) * 1e-9
-        self.last = stamp_ns
-        if dt is None or not 0.0 < dt <= self.max_dt:
-            self.obs.reset(q, v, tau)
-            if self.det is not None:
-                self.det.reset()
-            return self.Result(None, False, None)
-        r = self.obs.update(q, v, tau, dt)
-        st = self.det.update(r) if self.det is not None else None
-        return self.Result(r, bool(st and st.in_contact), st.link if st else None)
+def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio):
+    """The node's own per-sample pipeline (:class:`ros_dynamics.estimation.cycle.Cycle`) with
+    these observer settings: the one place where replay and calibration meet the node."""
+    settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
+                                friction_coulomb=friction_coulomb,
+                                threshold=threshold if threshold is not None else 1e300,
+                                release_ratio=release_ratio)
+    return Cycle(model, observer=settings)
 
 
 def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                       threshold=None, release_ratio=0.5, max_dt=0.1, velocity_eps=1e-2):
-    """Replay ``samples`` through the observer pipeline; returns a dict with ``t``, ``r``
-    (T, nv; NaN where the observer (re)started: first sample, gaps > ``max_dt`` or stamps not
-    increasing), ``restart`` (T,) bool, ``contact`` (T,) bool and ``link`` (list) when a
-    ``threshold`` is given."""
-    cyc = _ObserverCycle(model, gain, friction_viscous, friction_coulomb, threshold,
-                         release_ratio, max_dt, velocity_eps)
+                       threshold=None, release_ratio=0.5):
+    """Replay ``samples`` through the node's pipeline; returns a dict with ``t``, ``r``
+    (T, nv; NaN where the observer (re)started or skipped the sample: the first sample, gaps
+    beyond the pipeline's gap limit, repeated stamps), ``restart`` (T,) bool (the observer
+    restarted at that sample), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
+    list (with a ``threshold``), ``reasons`` (the restarts: (t, why))."""
+    cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio)
     T, nv = len(samples), int(model.nv)
     r = np.full((T, nv), np.nan)
     restart = np.zeros(T, dtype=bool)
+    skipped = np.zeros(T, dtype=bool)
     contact = np.zeros(T, dtype=bool)
     link = [None] * T
-    stamps = np.round(samples.t * 1e9).astype(np.int64)
+    reasons = []
+    t0 = int(samples.t0_ns)
     for k in range(T):
-        res = cyc.step(samples.q[k], samples.v[k], samples.tau[k], int(stamps[k]))
-        if res.residual is None:
-            restart[k] = True
-        else:
+        res = cyc.step(samples.q[k], samples.v[k], samples.tau[k],
+                       t0 + int(round(samples.t[k] * 1e9)))
+        if res.observer == 'update':
             r[k] = res.residual
-        contact[k], link[k] = res.contact, res.link
-    return {'t': samples.t, 'r': r, 'restart': restart, 'contact': contact, 'link': link}
+            if threshold is not None:
+                contact[k], link[k] = res.contact.in_contact, res.contact.link
+        elif res.observer == 'reset':
+            restart[k] = True
+            reasons.append((float(samples.t[k]), res.reset_reason))
+        else:
+            skipped[k] = True
+    return {'t': samples.t, 'r': r, 'restart': restart, 'skipped': skipped, 'contact': contact,
+            'link': link, 'reasons': reasons}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,6 +320,18 @@ def _filter_columns(W, restart, a):
             cur = a[k][:, None] * cur + (1.0 - a[k])[:, None] * W[k]
         rho[k] = cur
     return rho
+
+
+def _increasing(samples):
+    """The samples with strictly increasing time (repeated stamps dropped: the pipeline skips
+    them too)."""
+    keep = np.concatenate([[True], np.diff(samples.t) > 0]) if len(samples) else np.zeros(0, bool)
+    if keep.all():
+        return samples
+    if np.any(np.diff(samples.t) < 0):
+        raise CalibrationError('sample times must not decrease (sort the samples by stamp)')
+    return Samples(samples.t[keep], samples.q[keep], samples.v[keep], samples.tau[keep],
+                   samples.names, samples.t0_ns)
 
 
 def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True):
@@ -527,7 +527,7 @@ def _check_contact(t, e, valid, names, ratio=10.0, min_duration=0.05):
 
 
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
-              margin=2.0, floor=0.2, velocity_eps=1e-2, max_dt=0.1, check_contact=True):
+              margin=2.0, floor=0.2, check_contact=True):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
     ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
@@ -548,9 +548,14 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     if len(samples) < 50:
         raise CalibrationError(f'{len(samples)} samples: too few to calibrate (need >= 50)')
     gain = np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy()
-    base = observer_residuals(model, samples, gain, max_dt=max_dt, velocity_eps=velocity_eps)
+    velocity_eps = VELOCITY_EPS
+    samples = _increasing(samples)
+    base = observer_residuals(model, samples, gain)
     r0, restart = base['r'], base['restart']
-    valid = ~restart
+    valid = ~(restart | base['skipped'])
+    if base['skipped'].any():
+        raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
+                               '(non-finite results)')
     rho, names = _regressor(model, samples, restart, gain, payload_link, velocity_eps, friction)
     A = rho[valid].reshape(-1, rho.shape[2])
     b = r0[valid].reshape(-1)
@@ -663,7 +668,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     cal.friction_observed = -r_p[:, nb:]
     # the calibrated residual: the node's pipeline again, with the calibrated model
     after = observer_residuals(cal.model(model), samples, gain, cal.friction_viscous,
-                               cal.friction_coulomb, max_dt=max_dt, velocity_eps=velocity_eps)
+                               cal.friction_coulomb)
     r1 = after['r']
     if check_contact:
         _check_contact(samples.t, r1[:, nb:], valid, list(model.joint_names))
