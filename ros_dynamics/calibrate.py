@@ -140,7 +140,7 @@ def cmd_calibrate(args):
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
     try:
         cal = calibrate(model, s, args.payload_link, gain=args.gain, inertia=inertia,
-                        margin=args.margin, floor=args.floor)
+                        margin=args.margin, floor=args.floor, contact=args.contact)
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
@@ -271,6 +271,9 @@ def main(argv=None):
         ap.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
                         help="fit the payload's rotational inertia (auto: when the motion "
                         'determines it)')
+        ap.add_argument('--contact', choices=('error', 'exclude'), default='error',
+                        help='stretches that look like contact: stop with an error naming them '
+                        '(default) or fit on the rest')
         args = ap.parse_args(argv)
         args.gain = args.gain[0] if len(args.gain) == 1 else args.gain
         return cmd_calibrate(args)

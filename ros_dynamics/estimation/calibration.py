@@ -442,6 +442,7 @@ class Calibration:
     residual_before: np.ndarray = None           # (T, nv) residuals, NaN at restarts
     residual_after: np.ndarray = None
     friction_observed: np.ndarray = None         # (T, nv) −residual with the payload fitted
+    used: np.ndarray = None                      # (T,) the samples the fit used
     t: np.ndarray = None
     autocorrelation_time: float = 1.0
     notes: list = field(default_factory=list)
@@ -505,29 +506,43 @@ def _runs(mask):
     return list(zip(d[0::2], d[1::2]))
 
 
-def _check_contact(t, e, valid, names, ratio=10.0, min_duration=0.05):
-    """Raise :class:`ContactInData` when the fitted residual has stretches far above its
-    robust noise level (> ``ratio`` × 1.4826 MAD per joint, for at least ``min_duration`` s)."""
-    x = e[valid]
+def _contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05, pad=0.2):
+    """Samples to exclude as contact: where the fitted residual ``e`` exceeds ``ratio`` x its
+    robust noise level (1.4826 MAD over the fitted ``rows``, per joint) in stretches of at
+    least ``min_duration`` s, padded by ``pad`` s (the residual's rise and decay).  Returns
+    (mask, [(start index, end index)])."""
+    x = e[rows]
     mad = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
     scale = np.maximum(mad, 1e-3)
     out = np.zeros(len(t), dtype=bool)
-    out[valid] = np.any(np.abs(x) > ratio * scale, axis=1)
-    bad = [(a, b) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
-    if bad:
-        t0 = t[0]
-        spans = ', '.join(f'{t[a] - t0:.2f}-{t[b - 1] - t0:.2f} s' for a, b in bad[:5])
-        worst = np.argmax(np.max(np.abs(x) / scale, axis=0))
-        raise ContactInData(
-            f'the recording looks like it contains contact: after fitting friction and payload '
-            f'the residual still exceeds {ratio:g} x its noise level during {spans} '
-            f'(largest on joint {names[worst]!r}: {np.max(np.abs(x[:, worst])):.3g} N m vs '
-            f'noise {scale[worst]:.3g} N m).  Friction and a payload cannot explain that: '
-            'calibrate on contact-free motion (cut the contact out with --start/--stop).')
+    out[valid] = np.any(np.abs(e[valid]) > ratio * scale, axis=1)
+    spans = [(a, b) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
+    mask = np.zeros(len(t), dtype=bool)
+    for a, b in spans:
+        mask |= (t >= t[a] - pad) & (t <= t[b - 1] + pad)
+    return mask, spans
+
+
+def _contact_message(t, spans, e, rows, names):
+    x = e[rows]
+    noise = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
+    inside = np.zeros(len(t), dtype=bool)
+    for a, b in spans:
+        inside[a:b] = True
+    peak = np.nanmax(np.abs(e[inside]), axis=0)
+    worst = int(np.argmax(peak / np.maximum(noise, 1e-3)))
+    txt = ', '.join(f'{t[a] - t[0]:.2f}-{t[b - 1] - t[0]:.2f} s' for a, b in spans[:6])
+    more = f' and {len(spans) - 6} more' if len(spans) > 6 else ''
+    return (f'the recording looks like it contains contact: with friction and payload fitted '
+            f'to the rest, the residual stays far above its noise during {txt}{more} '
+            f'(joint {names[worst]!r}: up to {peak[worst]:.3g} N m against a noise level of '
+            f'{noise[worst]:.3g} N m).  Friction and a payload cannot explain that; calibrate on '
+            'contact-free motion (cut the contact out with --start/--stop, or let the fit '
+            'exclude it with --contact exclude)')
 
 
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
-              margin=2.0, floor=0.2, check_contact=True):
+              margin=2.0, floor=0.2, contact='error'):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
     ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
@@ -536,9 +551,15 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     principal moment, or below 1e-4 kg m²) and physically consistent.  Thresholds:
     ``max(floor, margin * max |r|)`` of the calibrated residual per joint
     (:func:`ros_dynamics.estimation.observer.calibrate_thresholds`).  Returns a
-    :class:`Calibration`; raises :class:`CalibrationError` (or :class:`ContactInData`) when the
-    data cannot give it.
+    :class:`Calibration`; raises :class:`CalibrationError` when the data cannot give it.
+
+    ``contact``: what to do with stretches of the recording that look like contact (the
+    residual stays > 10x its noise level there after the fit): ``'error'`` raises
+    :class:`ContactInData` naming them, ``'exclude'`` fits on the rest (and says so in
+    ``notes``).
     """
+    if contact not in ('error', 'exclude'):
+        raise ValueError("contact must be 'error' or 'exclude'")
     nv = int(model.nv)
     nb = nv - len(model.joint_names)
     if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
@@ -557,35 +578,73 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
                                '(non-finite results)')
     rho, names = _regressor(model, samples, restart, gain, payload_link, velocity_eps, friction)
-    A = rho[valid].reshape(-1, rho.shape[2])
-    b = r0[valid].reshape(-1)
     fixed = np.zeros(rho.shape[2], dtype=bool)
     notes = []
     inertia_ok = payload_link is not None and inertia is not False
-    nvalid = int(valid.sum())
+    rows = valid.copy()          # the samples the fit uses (contact stretches excluded)
+    A_all = rho.reshape(len(samples) * nv, rho.shape[2])
+    b_all = np.nan_to_num(r0).reshape(-1)
 
     def fit(fixed, offset):
+        sel = np.repeat(rows, nv)
+        A, b, n = A_all[sel], b_all[sel], int(rows.sum())
         w = np.ones(A.shape[0])
         free = ~fixed
         for _ in range(2):   # pass 2: rows weighted by 1 / (the joint's residual rms)
             theta_f, An, scale, e, sv = _solve(A[:, free], b + A[:, fixed] @ offset[fixed], w,
                                                [n for n, f in zip(names, free) if f])
-            e_j = (e / w).reshape(nvalid, nv)
+            e_j = (e / w).reshape(n, nv)
             s = np.sqrt(np.mean(e_j ** 2, axis=0))
             s = np.maximum(s, 1e-6 * max(1e-12, s.max()))
-            w = np.tile(1.0 / s, nvalid)
+            w = np.tile(1.0 / s, n)
         theta = offset.copy()
         theta[free] = theta_f
         return theta, An, scale, e, w
 
     offset = np.zeros(rho.shape[2])
     theta, An, scale, e, w = fit(fixed, offset)
+    # Contact in the data: stretches where the fitted residual stays far above its noise.
+    # A contact biases the least-squares fit, so first a trimmed fit: blocks of 0.25 s whose
+    # residual is far above the typical block's (mean square > 9x the median) are left out and
+    # the fit repeated until the kept set is stable (least trimmed squares over time blocks,
+    # Rousseeuw 1984); then samples > 10x the robust noise level of the kept set, in stretches
+    # of >= 50 ms, are the contact spans, excluded (or reported) and the fit repeated.
+    block = np.floor((samples.t - samples.t[0]) / 0.25).astype(int)
+    for _ in range(8):
+        ef = (r0 + rho @ theta)[:, nb:]
+        nblk = block.max() + 1
+        cnt = np.bincount(block[valid], minlength=nblk)
+        ms = np.stack([np.bincount(block[valid], weights=ef[valid, j] ** 2, minlength=nblk)
+                       for j in range(ef.shape[1])], axis=1)
+        have = cnt > 0
+        ms = ms[have] / cnt[have, None]
+        sig2 = np.maximum(np.median(ms, axis=0), 1e-12)
+        score = np.full(nblk, np.inf)
+        score[have] = np.mean(ms / sig2, axis=1)
+        keep = score <= 9.0 * np.median(score[have])
+        new_rows = valid & keep[block]
+        if np.array_equal(new_rows, rows) or new_rows.sum() < max(50, 0.3 * valid.sum()):
+            break
+        rows = new_rows
+        theta, An, scale, e, w = fit(fixed, offset)
+    flagged, spans = _contact_spans(samples.t, (r0 + rho @ theta)[:, nb:], rows, valid)
+    new_rows = valid & ~flagged
+    if not np.array_equal(new_rows, rows):
+        rows = new_rows
+        theta, An, scale, e, w = fit(fixed, offset)
+    if spans:
+        msg = _contact_message(samples.t, spans, (r0 + rho @ theta)[:, nb:], rows,
+                               list(model.joint_names))
+        if contact == 'error':
+            raise ContactInData(msg)
+        notes.append('excluded from the fit: ' + msg)
+    nrows = int(rows.sum())
     inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
 
     def covariance(An, scale, e, free):
         dof = max(1, e.size - An.shape[1])
         sigma2 = float(e @ e) / dof
-        tau_c = _autocorrelation_time(e.reshape(nvalid, nv)[:, nb:])
+        tau_c = _autocorrelation_time(e.reshape(nrows, nv)[:, nb:])
         cov_n = np.linalg.pinv(An.T @ An) * sigma2 * tau_c
         cov = np.full((len(names), len(names)), 0.0)
         cov[np.ix_(free, free)] = cov_n / np.outer(scale, scale)
@@ -670,11 +729,21 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     after = observer_residuals(cal.model(model), samples, gain, cal.friction_viscous,
                                cal.friction_coulomb)
     r1 = after['r']
-    if check_contact:
-        _check_contact(samples.t, r1[:, nb:], valid, list(model.joint_names))
     cal.residual_before, cal.residual_after = r0, r1
-    cal.before, cal.after = _stats(r0[:, nb:]), _stats(r1[:, nb:])
-    cal.thresholds = calibrate_thresholds(r1[valid][:, nb:], margin=margin, floor=floor)
+    cal.before, cal.after = _stats(r0[rows][:, nb:]), _stats(r1[rows][:, nb:])
+    worse = cal.after['rms'] > 1.2 * cal.before['rms'] + 1e-3
+    if np.any(worse):
+        bad = [n for n, x in zip(model.joint_names, worse) if x]
+        msg = (f'the calibrated model explains the recording worse than the nominal one on '
+               f'{bad} (residual rms {np.round(cal.after["rms"][worse], 3).tolist()} against '
+               f'{np.round(cal.before["rms"][worse], 3).tolist()} N m): the data contain '
+               'something friction and a payload cannot explain -- most likely contact over a '
+               'large part of the recording -- or the motion does not excite the parameters')
+        if contact == 'error':
+            raise ContactInData(msg)
+        cal.notes.append('warning: ' + msg)
+    cal.thresholds = calibrate_thresholds(r1[rows][:, nb:], margin=margin, floor=floor)
+    cal.used = rows
     return cal
 
 
