@@ -65,6 +65,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, String  # noqa: E402
 
 from ros_dynamics.core.urdf import load_urdf  # noqa: E402
+from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.simulation.external import HeldEffort  # noqa: E402
 from ros_dynamics.simulation.scenarios import (bundled_urdf, deepest_links,  # noqa: E402
@@ -155,7 +156,7 @@ class SimNode(Node):
                 damping = self.sim.controller.kd
             self.external = HeldEffort(model, g('command_timeout'), damping)
             self.sim.controller = self.external
-            self._index = {n: i for i, n in enumerate(self.names)}
+            self._maps = {}   # name list -> JointNameMap (the node's shared name map)
             self.create_subscription(JointState, '~/effort_command', self._on_command,
                                      QoSProfile(depth=100,
                                                 reliability=ReliabilityPolicy.RELIABLE))
@@ -192,14 +193,17 @@ class SimNode(Node):
         try:
             if len(msg.effort) != len(msg.name):
                 raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
-            tau = [None] * len(self.names)
-            for n, e in zip(msg.name, msg.effort):
-                i = self._index.get(n)
-                if i is not None:
-                    tau[i] = e
-            missing = [n for n, e in zip(self.names, tau) if e is None]
-            if missing:
-                raise ValueError(f'missing joints {missing}')
+            key = tuple(msg.name)
+            nmap = self._maps.get(key)
+            if nmap is None:
+                nmap = JointNameMap(key, self.names)
+                if len(self._maps) > 16:
+                    self._maps.clear()
+                self._maps[key] = nmap
+            if nmap.error:
+                raise ValueError(nmap.error)
+            tau = np.empty(len(self.names))
+            nmap.efforts(np.asarray(msg.effort, dtype=float), tau)
             self.external.command(tau, self.sim.t)
         except ValueError as exc:
             self.get_logger().warning(f'effort command rejected: {exc}',

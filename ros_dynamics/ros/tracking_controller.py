@@ -44,7 +44,8 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from ros_dynamics.control import StampPairer, make_law, make_trajectory  # noqa: E402
 from ros_dynamics.control.laws import LAWS  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
-from ros_dynamics.ros.dynamics_terms import (JointMap, dynamics_msg_type, stamp_ns,  # noqa: E402
+from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
+from ros_dynamics.ros.dynamics_terms import (dynamics_msg_type, stamp_ns,  # noqa: E402
                                              terms_from_msg)
 
 
@@ -93,7 +94,7 @@ class TrackingController(Node):
             raise ValueError(f'law must be one of {LAWS}, not {self.law_name!r}')
         Dynamics = dynamics_msg_type()
         self.joints = list(self._p('joints') or [])
-        self.jmap = JointMap(self.joints) if self.joints else None
+        self.jmap = {} if self.joints else None    # name list -> JointNameMap, once known
         self.pairer = StampPairer(int(self._p('max_pending')), consistent=self._consistent)
         self.law = self.traj = self.t0 = None
         self.rejected = {'joint_states': 0, 'dynamics': 0, 'command': 0}
@@ -136,7 +137,7 @@ class TrackingController(Node):
             del self._early[:-10]
             return
         try:
-            q, v = self.jmap.joint_state(msg)
+            q, v = self._joint_state(msg)
         except ValueError as exc:
             return self._reject('joint_states', exc)
         pair = self.pairer.add_state(stamp_ns(msg.header.stamp), (q, v, t_rx))
@@ -148,16 +149,43 @@ class TrackingController(Node):
             if self.jmap is None:
                 terms_from_msg(msg)          # valid before its names become the order
                 self.joints = list(msg.names)
-                self.jmap = JointMap(self.joints)
+                self.jmap = {}
                 early, self._early = self._early, []
                 for m, t_rx in early:
                     self._on_joint_state(m, t_rx)
-            terms = terms_from_msg(msg, self.jmap.indices(msg.names))
+            terms = terms_from_msg(msg, self._name_map(msg.names).index)
         except ValueError as exc:
             return self._reject('dynamics', exc)
         pair = self.pairer.add_terms(stamp_ns(msg.header.stamp), terms)
         if pair is not None:
             self._serve(*pair)
+
+    def _name_map(self, names):
+        """The shared name map of this layout onto the controlled joints (ValueError naming
+        the missing or repeated joints)."""
+        key = tuple(names)
+        nmap = self.jmap.get(key)
+        if nmap is None:
+            nmap = JointNameMap(key, self.joints)
+            if len(self.jmap) > 16:
+                self.jmap.clear()
+            self.jmap[key] = nmap
+        if nmap.error:
+            raise ValueError(nmap.error)
+        return nmap
+
+    def _joint_state(self, msg):
+        """``(q, v)`` of a JointState in the controlled joints' order."""
+        nmap = self._name_map(msg.name)
+        n = len(msg.name)
+        if len(msg.position) != n or len(msg.velocity) != n:
+            raise ValueError('position and velocity must have one entry per name')
+        q, v = np.empty(len(self.joints)), np.empty(len(self.joints))
+        nmap.positions(np.asarray(msg.position, dtype=float), q)
+        nmap.rates(np.asarray(msg.velocity, dtype=float), v)
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            raise ValueError('non-finite joint state')
+        return q, v
 
     @staticmethod
     def _consistent(state, terms):
