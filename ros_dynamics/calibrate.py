@@ -3,7 +3,7 @@
     calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
     calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
-    calibrate record BAG [--topic /joint_states] [--duration S] [--storage sqlite3|mcap]
+    calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
 (also ``python -m ros_dynamics.calibrate ...``).
 
@@ -235,8 +235,14 @@ def cmd_replay(args):
 
 
 def cmd_record(args):
+    from ros_dynamics.ros import compat
+    compat.reexec_if_needed()          # the pip ROS wheels need their library path
+    if os.path.exists(args.bag):
+        raise SystemExit(f'calibrate record: {args.bag} exists already (a bag is a new folder)')
     from ros_dynamics.ros.recorder import record
-    return record(args.bag, args.topic, args.duration, args.storage)
+    rc = record(args.bag, args.topic, args.duration, args.storage, args.count)
+    print(f'record: wrote {args.bag}')
+    return rc
 
 
 def _common(ap, urdf=True):
@@ -293,6 +299,7 @@ def main(argv=None):
     ap.add_argument('--topic', default='/joint_states')
     ap.add_argument('--duration', type=float, default=0.0, help='seconds (0: until Ctrl-C)')
     ap.add_argument('--storage', choices=('sqlite3', 'mcap'), default='sqlite3')
+    ap.add_argument('--count', type=int, default=0, help='stop after N messages (0: no limit)')
     return cmd_record(ap.parse_args(argv))
 
 
