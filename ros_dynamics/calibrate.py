@@ -134,7 +134,8 @@ def load_params(path, node=NODE):
 
 def cmd_calibrate(args):
     import numpy as np
-    from ros_dynamics.estimation.calibration import CalibrationError, calibrate
+    from ros_dynamics.estimation.calibration import calibrate
+    from ros_dynamics.estimation.samples import CalibrationError
     model = _model(args.urdf)
     s = _samples(args, model)
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
@@ -158,7 +159,7 @@ def cmd_calibrate(args):
 def _settings(params, model):
     """Observer settings and the model from a parameter file's values."""
     import numpy as np
-    from ros_dynamics.estimation.calibration import apply_payload
+    from ros_dynamics.estimation.payload import apply_payload
     nj = len(model.joint_names)
 
     def per_joint(name, default):

@@ -20,6 +20,8 @@ from ros_dynamics import bags
 from ros_dynamics import simulation as S
 from ros_dynamics.control.trajectories import SineTrajectory
 from ros_dynamics.estimation import calibration as C
+from ros_dynamics.estimation import payload as P
+from ros_dynamics.estimation.samples import CalibrationError, Samples
 
 pytestmark = pytest.mark.core
 
@@ -73,14 +75,14 @@ def test_payload_regressor_matches_attach_payload_and_inverse_dynamics():
         A = rng.standard_normal((3, 3))
         Ic = 0.01 * (A @ A.T + 0.1 * np.eye(3))
         link = rng.choice(['arm_link_4', 'arm_link_7', 'tool'])
-        Y = C.payload_regressor(MODEL, link, q, v, a)
-        pi = C.payload_parameters(m, c, Ic)
+        Y = P.payload_regressor(MODEL, link, q, v, a)
+        pi = P.payload_parameters(m, c, Ic)
         truth = (rd.inverse_dynamics(rd.attach_payload(MODEL, link, m, c, Ic), q, v, a)
                  - rd.inverse_dynamics(MODEL, q, v, a))
         assert np.abs(truth).max() > 0.1
         np.testing.assert_allclose(Y @ pi, truth, atol=1e-10 * max(1.0, np.abs(truth).max()))
         # and the parameters map back
-        m2, c2, I2 = C.payload_from_parameters(pi)
+        m2, c2, I2 = P.payload_from_parameters(pi)
         assert m2 == pytest.approx(m) and np.allclose(c2, c) and np.allclose(I2, Ic)
 
 
@@ -88,7 +90,7 @@ def test_payload_gravity_column_is_the_static_torque_of_a_point_mass():
     """Independent check of the mass column: at rest, 1 kg at the link origin needs
     τ = J_linᵀ(−m g) at the joints (J the world-frame Jacobian of the link origin)."""
     q = np.array([0.3, -0.5, 0.2, -1.2, 0.4, 0.8, -0.3])
-    Y = C.payload_regressor(MODEL, LINK, q, np.zeros(7), np.zeros(7))
+    Y = P.payload_regressor(MODEL, LINK, q, np.zeros(7), np.zeros(7))
     J = rd.link_jacobian(MODEL, q, LINK)
     np.testing.assert_allclose(Y[:, 0], J[:3].T @ (-MODEL.gravity), atol=1e-10)
 
@@ -98,11 +100,11 @@ def test_payload_gravity_column_is_the_static_torque_of_a_point_mass():
 
 def test_apply_payload_equals_attach_payload():
     I6 = [0.004, 0.0001, 0.0, 0.005, 0.0, 0.003]
-    m1 = C.apply_payload(MODEL, LINK, MASS, COM, I6)
-    m2 = rd.attach_payload(MODEL, LINK, MASS, COM, C.inertia_matrix(I6))
+    m1 = P.apply_payload(MODEL, LINK, MASS, COM, I6)
+    m2 = rd.attach_payload(MODEL, LINK, MASS, COM, P.inertia_matrix(I6))
     q, v = np.full(7, 0.3), np.full(7, 0.2)
     np.testing.assert_allclose(rd.dynamics(m1, q, v).M, rd.dynamics(m2, q, v).M)
-    assert C.apply_payload(MODEL, LINK, 0.0, [0, 0, 0], [0] * 6) is MODEL
+    assert P.apply_payload(MODEL, LINK, 0.0, [0, 0, 0], [0] * 6) is MODEL
 
 
 @pytest.mark.parametrize('args,match', [
@@ -116,7 +118,7 @@ def test_apply_payload_equals_attach_payload():
 ])
 def test_apply_payload_rejects_bad_values(args, match):
     with pytest.raises(ValueError, match=match):
-        C.apply_payload(MODEL, *args)
+        P.apply_payload(MODEL, *args)
 
 
 # -- calibration from a bag ---------------------------------------------------------------------
@@ -142,7 +144,7 @@ def test_calibrated_observer_no_false_contact_in_free_motion(calibrated):
     contact at once, the calibrated one never."""
     sim, _ = plant_sim(seed=11, excite=False)
     out = sim.run(8.0)
-    s = C.Samples(out['t'], out['q'], out['v'], out['tau'])
+    s = Samples(out['t'], out['q'], out['v'], out['tau'])
     nominal = C.observer_residuals(MODEL, s, GAIN, threshold=calibrated.thresholds)
     assert nominal['contact'].any()
     first = s.t[np.argmax(nominal['contact'])]
@@ -159,7 +161,7 @@ def test_calibrated_observer_is_unbiased_under_a_known_external_force(calibrated
     sim.contacts = [S.WrenchContact(LINK, force=(12.0, -10.0, -12.0), point=desc['point'],
                                     t_start=2.0)]
     out = sim.run(4.0)
-    s = C.Samples(out['t'], out['q'], out['v'], out['tau'])
+    s = Samples(out['t'], out['q'], out['v'], out['tau'])
     res = C.observer_residuals(calibrated.model(MODEL), s, GAIN, calibrated.friction_viscous,
                                calibrated.friction_coulomb)
     nom = C.observer_residuals(MODEL, s, GAIN)
@@ -198,7 +200,7 @@ def test_contact_over_much_of_the_recording_is_reported():
     """The push scenario (two 30 N pushes, 40 % of a slow 6 s motion): no fit explains it."""
     sim, _ = plant_sim('push', seed=7, excite=False)
     out = sim.run(6.0)
-    s = C.Samples(out['t'], out['q'], out['v'], out['tau'])
+    s = Samples(out['t'], out['q'], out['v'], out['tau'])
     with pytest.raises(C.ContactInData, match='contact'):
         C.calibrate(MODEL, s, LINK)
 
@@ -211,13 +213,13 @@ def test_estimate_payload_from_static_poses():
     true_model = rd.attach_payload(MODEL, LINK, MASS, COM, INERTIA)
     poses = [rng.uniform(-1.2, 1.2, 7) for _ in range(6)]
     pairs = [(q, rd.gravity(true_model, q) + 0.02 * rng.standard_normal(7)) for q in poses]
-    est = C.estimate_payload(MODEL, pairs, LINK)
+    est = P.estimate_payload(MODEL, pairs, LINK)
     assert est.mass == pytest.approx(MASS, rel=0.02)
     assert np.linalg.norm(est.com - COM) < 0.005
     assert est.mass_se < 0.05 and est.poses == 6
     # one pose does not determine the CoM
-    with pytest.raises(C.CalibrationError, match='orientation|oriented'):
-        C.estimate_payload(MODEL, pairs[:1], LINK)
+    with pytest.raises(CalibrationError, match='orientation|oriented'):
+        P.estimate_payload(MODEL, pairs[:1], LINK)
 
 
 # -- bags ---------------------------------------------------------------------------------------
@@ -284,7 +286,7 @@ def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
     for k in ('observer_friction_viscous', 'observer_friction_coulomb', 'contact_threshold'):
         assert len(d[k]) == 7 and all(x >= 0 for x in d[k]), k
     # what the node will do with it: the payload parameters load into a model
-    C.apply_payload(MODEL, d['payload_link'], d['payload_mass'], d['payload_com'],
+    P.apply_payload(MODEL, d['payload_link'], d['payload_mass'], d['payload_com'],
                     d['payload_inertia'])
     for f in ('residual_before_after.png', 'friction.png'):
         assert (plots / f).stat().st_size > 10000

@@ -1,4 +1,4 @@
-"""The simulator (ros_dynamics.simulation.simulator): kinematics, integration, contacts, scenarios."""
+"""The simulator (ros_dynamics.simulation: plant, scenarios): kinematics, integration, contacts, scenarios."""
 import numpy as np
 import pytest
 
