@@ -70,7 +70,8 @@ def check_physical(mass, inertia, what='payload'):
     w = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     tol = 1e-9 * max(1.0, float(np.max(np.abs(w))))
     if np.any(w < -tol):
-        return f'{what} inertia must be positive semi-definite (eigenvalues {np.round(w, 9).tolist()})'
+        return (f'{what} inertia must be positive semi-definite (eigenvalues '
+                f'{np.round(w, 9).tolist()})')
     a, b, c = np.sort(w)
     if a + b < c - tol:
         return (f'{what} inertia violates the triangle inequality (principal moments '

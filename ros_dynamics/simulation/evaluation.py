@@ -30,7 +30,8 @@ def simulate_observer(sim, observer, detector=None, duration=10.0, estimate_forc
     for i in range(1, n + 1):
         s = sim.step()
         r = observer.update(s.q, s.v, s.tau, sim.dt)
-        res['t'][i], res['r'][i], res['tau_ext'][i], res['contact'][i] = s.t, r, s.tau_ext, s.contact
+        res['t'][i], res['r'][i] = s.t, r
+        res['tau_ext'][i], res['contact'][i] = s.tau_ext, s.contact
         if s.contact_links:
             res['true_link'][i] = s.contact_links[0]
         if detector is not None:
@@ -58,9 +59,9 @@ def detection_metrics(res, gain=None, settle=None, fp_guard=0.3):
     """Summary of a :func:`simulate_observer` run.
 
     * per true contact episode: detection delay [s] (from the start of the first sample period
-      with contact to the first detector onset; 0 if already detected; NaN if missed), the isolated link once settled (at ``settle`` s after
-      the onset, default ``5/gain``, or the episode end), the true link, and the mean force
-      error over the settled part;
+      with contact to the first detector onset; 0 if already detected; NaN if missed), the
+      isolated link once settled (at ``settle`` s after the onset, default ``5/gain``, or the
+      episode end), the true link, and the mean force error over the settled part;
     * ``false_onsets``: detector onsets with no true contact during the preceding ``fp_guard``
       seconds; ``false_time``: seconds flagged in contact while the truth had been free for
       ``fp_guard`` s.

@@ -2,8 +2,8 @@
 wrenches and contact models, with the sensors that measure it.  Ground truth for the observer.
 
 * Plant: ``M_p(q) v̇ + C_p v + g_p = τ_cmd − τ_f(v) + τ_ext`` with ``forward_dynamics``
-  (CRBA + sparse LTDL) of the *plant's* model ``M_p, C_p, g_p``.  The plant may differ from the model
-  the controller and the observer use (an imperfect-model robot):
+  (CRBA + sparse LTDL) of the *plant's* model ``M_p, C_p, g_p``.  The plant may differ from
+  the model the controller and the observer use (an imperfect-model robot):
 
   - joint friction ``τ_f = F_v v + F_c tanh(v/ε)`` (viscous + smoothed Coulomb, per joint; the
     model of :func:`ros_dynamics.estimation.observer.friction_torque`);
