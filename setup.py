@@ -28,6 +28,7 @@ setup(
     entry_points={
         'console_scripts': [
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
+            'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
             'calibrate = ros_dynamics.calibrate:main',

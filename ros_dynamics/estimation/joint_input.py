@@ -7,7 +7,7 @@ state from several sources that each publish some of the joints (:class:`JointSt
 
 Assembly policy (docs/ros_interface.md, "Joint-state assembly"):
 
-* a *source* is the set of joint names a message carries (an arm driver, a gripper driver);
+* a *source* is the set of model joints a message carries (an arm driver, a gripper driver);
   its stamps are judged against its own history only, so a source that trails another by a
   few milliseconds is never "out of order";
 * the *driving* source is the one carrying the most of the model's joints (a source with all
@@ -196,11 +196,10 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
 
 
 class _Source:
-    __slots__ = ('key', 'names', 'map', 'count', 'last_ns', 'messages')
+    __slots__ = ('key', 'names', 'count', 'last_ns', 'messages')
 
-    def __init__(self, key, names, nmap):
-        self.key, self.names, self.map = key, list(names), nmap
-        self.count = int(nmap.present.sum()) if nmap.error is not None else len(nmap.present)
+    def __init__(self, key, names, count):
+        self.key, self.names, self.count = key, list(names), count
         self.last_ns = None
         self.messages = 0
 
@@ -232,31 +231,40 @@ class JointStateAssembler:
         self.h_known = np.zeros(n, dtype=bool)
         self.h_effort = np.zeros(n, dtype=bool)
         self.h_source = [None] * n
-        self._sources = {}
-        self._last = None           # the source of the previous message (fast path)
+        self._sources = {}          # key (model joints carried) -> _Source
+        self._layouts = {}          # name tuple -> (JointNameMap, _Source)
+        self._last = None           # the layout of the previous message (fast path)
         self.driving = 0            # joints carried by the driving source
         self.stamp_ns = 0
         self.reason = None          # (kind, text) of the last verdict other than 'cycle'
 
     # -- sources ------------------------------------------------------------------------
     def _source(self, names):
+        """(layout map, source) of a message's name list.  A source is keyed by the model
+        joints it carries: unknown extra names or another order are the same source."""
         last = self._last
-        if last is not None and (last.names is names or last.names == names):
+        if last is not None and (last[0].names is names or last[0].names == names):
             return last
-        key = frozenset(names)
-        src = self._sources.get(key)
-        if src is None or src.names != list(names):
+        layout = self._layouts.get(tuple(names))
+        if layout is None:
             nmap = JointNameMap(names, self.joint_names, self.mimic, self.hint)
+            complete = nmap.error is None
+            key = 'all' if complete else tuple(np.flatnonzero(nmap.present))
+            src = self._sources.get(key)
             if src is None:
-                if len(self._sources) >= self.max_sources:   # e.g. a fuzzer: forget the oldest
-                    self._sources.pop(next(iter(self._sources)))
-                src = _Source(key, names, nmap)
+                if len(self._sources) >= self.max_sources:   # forget the oldest partial one
+                    old = next((k for k, s in self._sources.items() if s.count < self.driving),
+                               next(iter(self._sources)))
+                    del self._sources[old]
+                src = _Source(key, nmap.names, len(nmap.present) if complete
+                              else int(nmap.present.sum()))
                 self._sources[key] = src
-            else:      # same joints, another order: same source, new layout
-                src.names, src.map = list(names), nmap
-            self.driving = max(self.driving, src.count)
-        self._last = src
-        return src
+                self.driving = max(self.driving, src.count)
+            if len(self._layouts) >= 4 * self.max_sources:
+                self._layouts.clear()
+            layout = self._layouts[tuple(names)] = (nmap, src)
+        self._last = layout
+        return layout
 
     def clock_reset(self):
         """The receiving clock jumped back (simulated time reset): forget every source's last
@@ -282,8 +290,7 @@ class JointStateAssembler:
         (as 'cycle', and the source restarted: the observer must restart), 'held' (a partial
         source's values were stored), 'incomplete' (the driving source's message was valid but
         a joint is missing or too old: ``reason``) or 'reject' (``reason``: (kind, text))."""
-        src = self._source(names)
-        nmap = src.map
+        nmap, src = self._source(names)
         n = len(names)
         if len(position) != n:
             return self._reject('positions', f'{len(position)} positions for {n} names')
@@ -319,10 +326,10 @@ class JointStateAssembler:
             self.has_effort = has_effort
             self.stamp_ns = stamp_ns
             return 'reset' if verdict == 'reset' else 'cycle'
-        return self._partial(src, position, velocity, effort, stamp_ns, verdict, now_ns)
+        return self._partial(nmap, src, position, velocity, effort, stamp_ns, verdict, now_ns)
 
-    def _partial(self, src, position, velocity, effort, stamp_ns, verdict, now_ns):
-        model_ix, msg_ix = src.map.slots
+    def _partial(self, nmap, src, position, velocity, effort, stamp_ns, verdict, now_ns):
+        model_ix, msg_ix = nmap.slots
         q = np.asarray(position)[msg_ix]
         v = np.asarray(velocity)[msg_ix] if len(velocity) else np.zeros(len(msg_ix))
         e = np.asarray(effort)[msg_ix] if len(effort) else None
@@ -341,14 +348,14 @@ class JointStateAssembler:
             self.h_known[model_ix] = True
             for k in model_ix:
                 self.h_source[k] = src
-            missing = [j for j, ok in zip(self.joint_names, src.map.present) if not ok]
+            missing = [j for j, ok in zip(self.joint_names, nmap.present) if not ok]
             self.reason = ('held', None if src.messages > 1 else (
                 f'new source with {src.count} of {len(self.joint_names)} joints (missing '
                 f'required joint(s) {missing}): its values are held for the cycles of the '
                 f'source with {self.driving} joints'))
             return 'held'
         # the driving source: its joints from the message, the others from the held values
-        missing = ~src.map.present
+        missing = ~nmap.present
         age_ok = self.h_known & (np.abs(self.h_ns - t) <= self.max_age * NS)
         lacking = np.flatnonzero(missing & ~age_ok)
         if lacking.size:

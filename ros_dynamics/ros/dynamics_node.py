@@ -20,7 +20,8 @@ import numpy as np
 
 from ros_dynamics.ros import compat
 
-if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'dynamics_node':
+if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') in (
+        'dynamics_node', 'dynamics_lifecycle_node'):
     compat.reexec_if_needed()   # the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set
 
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
@@ -58,6 +59,8 @@ def _show(name, value):
 class DynamicsNode(Node):
     """Publishes M, C, dM/dt, g, Gamma and the observer outputs per joint state."""
 
+    MANAGED = False   # a lifecycle node (ManagedDynamicsNode) builds at configure, runs if active
+
     def __init__(self, node_name='dynamics', **kwargs):
         super().__init__(node_name, **kwargs)
         self._log = self.get_logger()
@@ -69,6 +72,7 @@ class DynamicsNode(Node):
         self._topic_xml = None            # latest description received on the topic
         self._cmd = None                  # (engine, joint torques, receipt ns) last command
         self._cmd_map = self._cmd_map_engine = None
+        self._base = None                 # (q7, v6) of the latest valid odometry
         self._cycle_count = 0
         self._clock_jumped = False
         self.stats = {'accepted': 0, 'observer_outputs': 0, 'publish_failed': 0}
@@ -111,8 +115,15 @@ class DynamicsNode(Node):
         self.service_host = Services(self)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
-        if cfg.robot_description:
+        self.active = not self.MANAGED
+        if self.MANAGED:
+            self._log.info('managed node: waiting for configure (lifecycle)')
+        elif cfg.robot_description:
+            # the start-up model through the same builder, waited for: nothing to answer yet
+            # (inputs received meanwhile queue up and are answered once it is ready)
             self._request_build(cfg.robot_description, cfg, 'robot_description parameter')
+            while self._engine is None and not self._wait_build(0.02):
+                pass
         else:
             self._log.info('robot_description parameter empty: waiting for the robot '
                            f'description on {self.resolve_topic_name("robot_description")}')
@@ -148,14 +159,24 @@ class DynamicsNode(Node):
                 self._built.put((req, None, exc))
 
     def _install_built(self):
+        """Install what the builder finished; returns the reason of a failed build, if any."""
+        failed = None
         while not self._built.empty():
             (build_id, xml, cfg, source, _, t0), eng, exc = self._built.get_nowait()
             if exc is not None:
-                reason = str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'
-                self._log.error(f'{source} rejected: {reason}; keeping the '
-                                f'{"previous" if self._engine else "missing"} model')
+                failed = str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'
+                self._log.error(f'{source} rejected: {failed}; keeping the '
+                                f'{"previous" if self._engine else "missing"} model; waiting '
+                                'for a valid description (parameter robot_description or the '
+                                'robot_description topic)')
             elif build_id == self._build_id:
                 self._install(eng, time.monotonic() - t0)
+        return failed
+
+    def _wait_build(self, seconds):
+        """Wait up to ``seconds`` for the builder, install; the reason of a failure or None."""
+        time.sleep(seconds)
+        return self._install_built()
 
     def _install(self, eng, seconds):
         self._engine = eng
@@ -241,9 +262,6 @@ class DynamicsNode(Node):
         self._clock_jumped = True   # handled at the next joint state, on the executor thread
 
     def _on_odom(self, msg):
-        eng = self._engine
-        if eng is None or not eng.floating:
-            return
         p, o, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
         q = np.array((p.x, p.y, p.z, o.x, o.y, o.z, o.w))
         v = np.array((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z))
@@ -254,7 +272,7 @@ class DynamicsNode(Node):
             return self._refuse('odom_quaternion', f'odom rejected: orientation quaternion norm '
                                 f'{norm:.6g} is not 1')
         q[3:] /= norm
-        eng.base = (q, v)
+        self._base = (q, v)
 
     def _on_commanded_torque(self, msg):
         eng = self._engine
@@ -278,6 +296,9 @@ class DynamicsNode(Node):
         if not self._built.empty():
             self._install_built()
         eng = self._engine
+        if not self.active:
+            return self._refuse('inactive', 'joint_states ignored: the managed node is not '
+                                'active', 'info')
         if eng is None:
             return self._refuse('no_model', 'joint_states ignored: no robot model yet')
         asm = eng.assembler
@@ -306,10 +327,10 @@ class DynamicsNode(Node):
             self._warn('source_reset', f'{asm.reason[1]}; observer re-initialized', 'info')
         q, v = eng.q, eng.v
         if eng.floating:
-            if eng.base is None:
+            if self._base is None:
                 return self._refuse('no_odom', 'joint_states ignored: floating base and no valid '
                                     'odom yet')
-            q[:7], v[:6] = eng.base
+            q[:7], v[:6] = self._base
         q[eng.base_q:] = asm.q
         v[eng.base_v:] = asm.v
         cfg = self.config
@@ -473,10 +494,10 @@ class DynamicsNode(Node):
         return text
 
 
-def main(args=None):
+def main(args=None, node_class=DynamicsNode):
     """Entry point of ``dynamics_node``: spins until SIGINT/SIGTERM, then exits with status 0."""
     def make():
-        node = DynamicsNode()
+        node = node_class()
         gc.collect()
         gc.freeze()   # the long-lived start-up objects: shorter GC pauses at 1 kHz
         return node

@@ -115,7 +115,6 @@ class Engine:
         self.lock = threading.Lock()
         self.free_announced = False
         self.tau = np.zeros(self.nv)
-        self.base = None                   # (q7, v6) of the latest valid odometry
         self._messages()
 
     def configure_input(self, cfg):

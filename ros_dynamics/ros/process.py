@@ -17,7 +17,15 @@ still being built (model load, kernel compile) a stop request ends the process a
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+
+
+ARGUMENT_HINT = (
+    'Hint: rcl reads every -p value as YAML, so a URDF given as -p robot_description:="$(cat '
+    'robot.urdf)" breaks on XML comments and some characters. Give the description in a '
+    'parameter file (--params-file), with the launch file\'s urdf:= argument, or on the '
+    'robot_description topic (README, Troubleshooting).')
 
 
 class StopRequested(BaseException):
@@ -77,7 +85,11 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
     node = None
     ex = None
     try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except Exception as exc:  # noqa: BLE001 - rcl's argument parser (RCLError)
+            sys.stderr.write(f'could not start: {exc}\n{ARGUMENT_HINT}\n')
+            return 2
         node = make_node()
         if life.stop.is_set():
             return 0
