@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.api import Data, check_state, gravity, inverse_dynamics, observer_terms
 from ..core.model import attach_payload
+from .joint_input import closest
 from .samples import CalibrationError, Samples
 
 __all__ = ['PAYLOAD_PARAMETERS', 'PayloadEstimate', 'apply_payload', 'estimate_payload',
@@ -93,7 +94,8 @@ def apply_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia6=(0.0,) * 6):
     if not isinstance(link, str) or not link:
         raise ValueError('payload_link must be a link name')
     if link not in model.link_frames:
-        raise ValueError(f'payload_link {link!r} is not a link of the model {model.name!r}')
+        raise ValueError(f'payload_link {link!r} is not a link of the model {model.name!r}'
+                         f'{closest(link, model.link_frames)}')
     if model.link_frames[link][0] < 0:
         raise ValueError(f'payload_link {link!r} is fixed to the world: a payload there has '
                          'no effect on the joints')
