@@ -90,9 +90,10 @@ def _plot_calibration(cal, samples, model, out_dir):
         if i >= n:
             ax.axis('off')
             continue
-        v = samples.v[:, i]
+        v = cal.friction_velocity[:, i]
         ok = np.isfinite(cal.friction_observed[:, i])
-        ax.plot(v[ok][::5], cal.friction_observed[ok, i][::5], '.', ms=1, alpha=0.4,
+        step = max(1, int(ok.sum()) // 4000)
+        ax.plot(v[ok][::step], cal.friction_observed[ok, i][::step], '.', ms=1, alpha=0.4,
                 label='data (residual, payload removed)')
         vv = np.linspace(v.min(), v.max(), 200)
         ax.plot(vv, cal.friction_viscous[i] * vv + cal.friction_coulomb[i]

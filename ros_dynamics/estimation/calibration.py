@@ -111,20 +111,6 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
 # The regression
 
 
-def _filter_columns(W, restart, a):
-    """Run ``ρ_{k+1} = a_k ρ_k + (1 − a_k) W_k`` per segment (ρ = 0 at each restart sample);
-    ``W`` (T, nv, p), ``a`` (T, nv).  Returns ρ (T, nv, p)."""
-    rho = np.zeros_like(W)
-    cur = np.zeros(W.shape[1:])
-    for k in range(W.shape[0]):
-        if restart[k]:
-            cur[:] = 0.0
-        else:
-            cur = a[k][:, None] * cur + (1.0 - a[k])[:, None] * W[k]
-        rho[k] = cur
-    return rho
-
-
 def _increasing(samples):
     """The samples with strictly increasing time (repeated stamps dropped: the pipeline skips
     them too)."""
@@ -137,61 +123,70 @@ def _increasing(samples):
                    samples.names, samples.t0_ns)
 
 
-def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True):
-    """Columns ρ (T, nv, p) of the residual's dependence on the parameters, and their names."""
+def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
+               max_rows=60000):
+    """Columns ρ of the residual's dependence on the parameters, their names and the sample
+    indices they are kept at.
+
+    Streamed over the samples (the observer's filter, restarted where the pipeline restarted):
+    ``w_k = (P_k − P_{k−1})/Δt − ½(B_k + B_{k−1})``, ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with
+    ``a = e^{−K Δt}``, ``P``/``B`` the change of ``p``/``β`` per unit parameter.  Every
+    ``stride``-th sample is kept (at most ``max_rows``): the residual is correlated over ~1/K,
+    so thinning long recordings loses little and bounds the memory.  Returns (ρ (n, nv, p),
+    names, indices (n,))."""
     T, nv = len(samples), int(model.nv)
-    nb = nv - len(model.joint_names)
-    nj = nv - nb
-    cols = []
+    nj = len(model.joint_names)
+    nb = nv - nj
     names = []
-    v = samples.v
     if friction:
-        # β gains −τ_f: the column of a coefficient is −φ(v) in β, i.e. +½(φ_k + φ_{k+1}) in w
-        phi_v = np.zeros((T, nv, nj))
-        phi_c = np.zeros((T, nv, nj))
-        for i in range(nj):
-            phi_v[:, nb + i, i] = v[:, nb + i]
-            phi_c[:, nb + i, i] = np.tanh(v[:, nb + i] / velocity_eps) if velocity_eps > 0 \
-                else np.sign(v[:, nb + i])
-        beta_f = -np.concatenate([phi_v, phi_c], axis=2)
-        p_f = np.zeros_like(beta_f)
-        cols.append((p_f, beta_f))
         names += [f'Fv[{n}]' for n in model.joint_names] + [f'Fc[{n}]' for n in model.joint_names]
     if link is not None:
-        pc = PayloadColumns(model, link)
-        P = np.empty((T, nv, 10))
-        B = np.empty((T, nv, 10))
-        for k in range(T):
-            P[k], B[k] = pc.observer_terms(samples.q[k], samples.v[k])
-        cols.append((P, B))
         names += list(PAYLOAD_PARAMETERS)
-    Pm = np.concatenate([c[0] for c in cols], axis=2)
-    Bm = np.concatenate([c[1] for c in cols], axis=2)
-    dt = np.diff(samples.t, prepend=samples.t[0])
-    dt[restart] = 1.0                       # unused (restart rows), avoids dividing by zero
-    W = np.zeros_like(Pm)
-    W[1:] = (Pm[1:] - Pm[:-1]) / dt[1:, None, None] - 0.5 * (Bm[1:] + Bm[:-1])
+        pc = PayloadColumns(model, link)
+    npar = len(names)
+    stride = max(1, -(-T // max_rows))
+    idx = np.arange(0, T, stride)
+    rho = np.zeros((idx.size, nv, npar))
     K = np.broadcast_to(np.asarray(gain, dtype=float), (nv,))
-    a = np.exp(-K[None, :] * dt[:, None])
-    return _filter_columns(W, restart, a), names
+    cur = np.zeros((nv, npar))
+    P_prev = B_prev = None
+    jr, jc = np.arange(nb, nv), np.arange(nj)
+    for k in range(T):
+        P, B = np.zeros((nv, npar)), np.zeros((nv, npar))
+        if friction:
+            # β gains −τ_f: the column of a coefficient is −φ(v) in β
+            v = samples.v[k, nb:]
+            B[jr, jc] = -v
+            B[jr, nj + jc] = -(np.tanh(v / velocity_eps) if velocity_eps > 0 else np.sign(v))
+        if link is not None:
+            P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k], samples.v[k])
+        if restart[k]:
+            cur[:] = 0.0
+        else:
+            dt = samples.t[k] - samples.t[k - 1]
+            a = np.exp(-K * dt)[:, None]
+            cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
+        P_prev, B_prev = P, B
+        if k % stride == 0:
+            rho[k // stride] = cur
+    return rho, names, idx
 
 
 def _autocorrelation_time(e, max_lag=2000):
     """Integrated autocorrelation time ``1 + 2 Σ ρ(ℓ)`` of the columns of ``e`` (T, n),
-    summed until ρ first drops below 0.05 (mean over the columns)."""
+    summed until ρ first drops below 0.05 (mean over the columns; ρ by FFT)."""
     taus = []
     for x in e.T:
         x = x - x.mean()
-        var = x @ x
-        if var <= 0:
+        n = x.size
+        f = np.fft.rfft(x, 2 * n)
+        ac = np.fft.irfft(f * np.conj(f))[:min(max_lag, n // 4)]
+        if not ac.size or ac[0] <= 0:
             continue
-        s = 1.0
-        for lag in range(1, min(max_lag, x.size // 4)):
-            rho = (x[:-lag] @ x[lag:]) / var
-            if rho < 0.05:
-                break
-            s += 2.0 * rho
-        taus.append(s)
+        rho = ac / ac[0]
+        below = np.flatnonzero(rho < 0.05)
+        end = below[0] if below.size else rho.size
+        taus.append(1.0 + 2.0 * float(rho[1:end].sum()))
     return float(np.mean(taus)) if taus else 1.0
 
 
@@ -244,7 +239,8 @@ class Calibration:
     after: dict = field(default_factory=dict)    # residual statistics, calibrated
     residual_before: np.ndarray = None           # (T, nv) residuals, NaN at restarts
     residual_after: np.ndarray = None
-    friction_observed: np.ndarray = None         # (T, nv) −residual with the payload fitted
+    friction_observed: np.ndarray = None         # (n, nj) −residual with the payload fitted
+    friction_velocity: np.ndarray = None         # (n, nj) the joint velocities there
     used: np.ndarray = None                      # (T,) the samples the fit used
     t: np.ndarray = None
     autocorrelation_time: float = 1.0
@@ -309,32 +305,34 @@ def _runs(mask):
     return list(zip(d[0::2], d[1::2]))
 
 
+def _in_spans(t, spans, pad=0.0):
+    """Mask of the times ``t`` inside one of the (start, end) ``spans``, widened by ``pad``."""
+    mask = np.zeros(len(t), dtype=bool)
+    for a, b in spans:
+        mask |= (t >= a - pad) & (t <= b + pad)
+    return mask
+
+
 def _contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05, pad=0.2):
     """Samples to exclude as contact: where the fitted residual ``e`` exceeds ``ratio`` x its
     robust noise level (1.4826 MAD over the fitted ``rows``, per joint) in stretches of at
     least ``min_duration`` s, padded by ``pad`` s (the residual's rise and decay).  Returns
-    (mask, [(start index, end index)])."""
+    (mask, [(start time, end time)])."""
     x = e[rows]
     mad = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
     scale = np.maximum(mad, 1e-3)
     out = np.zeros(len(t), dtype=bool)
     out[valid] = np.any(np.abs(e[valid]) > ratio * scale, axis=1)
-    spans = [(a, b) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
-    mask = np.zeros(len(t), dtype=bool)
-    for a, b in spans:
-        mask |= (t >= t[a] - pad) & (t <= t[b - 1] + pad)
-    return mask, spans
+    spans = [(t[a], t[b - 1]) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
+    return _in_spans(t, spans, pad), spans
 
 
 def _contact_message(t, spans, e, rows, names):
     x = e[rows]
     noise = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
-    inside = np.zeros(len(t), dtype=bool)
-    for a, b in spans:
-        inside[a:b] = True
-    peak = np.nanmax(np.abs(e[inside]), axis=0)
+    peak = np.nanmax(np.abs(e[_in_spans(t, spans)]), axis=0)
     worst = int(np.argmax(peak / np.maximum(noise, 1e-3)))
-    txt = ', '.join(f'{t[a] - t[0]:.2f}-{t[b - 1] - t[0]:.2f} s' for a, b in spans[:6])
+    txt = ', '.join(f'{a - t[0]:.2f}-{b - t[0]:.2f} s' for a, b in spans[:6])
     more = f' and {len(spans) - 6} more' if len(spans) > 6 else ''
     return (f'the recording looks like it contains contact: with friction and payload fitted '
             f'to the rest, the residual stays far above its noise during {txt}{more} '
@@ -380,13 +378,16 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     if base['skipped'].any():
         raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
                                '(non-finite results)')
-    rho, names = _regressor(model, samples, restart, gain, payload_link, velocity_eps, friction)
+    rho, names, idx = _regressor(model, samples, restart, gain, payload_link, velocity_eps,
+                                 friction)
+    # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
+    r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
     fixed = np.zeros(rho.shape[2], dtype=bool)
     notes = []
     inertia_ok = payload_link is not None and inertia is not False
-    rows = valid.copy()          # the samples the fit uses (contact stretches excluded)
-    A_all = rho.reshape(len(samples) * nv, rho.shape[2])
-    b_all = np.nan_to_num(r0).reshape(-1)
+    rows = valid_s.copy()          # the samples the fit uses (contact stretches excluded)
+    A_all = rho.reshape(idx.size * nv, rho.shape[2])
+    b_all = np.nan_to_num(r0s).reshape(-1)
 
     def fit(fixed, offset):
         sel = np.repeat(rows, nv)
@@ -412,12 +413,12 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     # the fit repeated until the kept set is stable (least trimmed squares over time blocks,
     # Rousseeuw 1984); then samples > 10x the robust noise level of the kept set, in stretches
     # of >= 50 ms, are the contact spans, excluded (or reported) and the fit repeated.
-    block = np.floor((samples.t - samples.t[0]) / 0.25).astype(int)
+    block = np.floor((ts - ts[0]) / 0.25).astype(int)
     for _ in range(8):
-        ef = (r0 + rho @ theta)[:, nb:]
+        ef = (r0s + rho @ theta)[:, nb:]
         nblk = block.max() + 1
-        cnt = np.bincount(block[valid], minlength=nblk)
-        ms = np.stack([np.bincount(block[valid], weights=ef[valid, j] ** 2, minlength=nblk)
+        cnt = np.bincount(block[valid_s], minlength=nblk)
+        ms = np.stack([np.bincount(block[valid_s], weights=ef[valid_s, j] ** 2, minlength=nblk)
                        for j in range(ef.shape[1])], axis=1)
         have = cnt > 0
         ms = ms[have] / cnt[have, None]
@@ -425,22 +426,23 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         score = np.full(nblk, np.inf)
         score[have] = np.mean(ms / sig2, axis=1)
         keep = score <= 9.0 * np.median(score[have])
-        new_rows = valid & keep[block]
-        if np.array_equal(new_rows, rows) or new_rows.sum() < max(50, 0.3 * valid.sum()):
+        new_rows = valid_s & keep[block]
+        if np.array_equal(new_rows, rows) or new_rows.sum() < max(50, 0.3 * valid_s.sum()):
             break
         rows = new_rows
         theta, An, scale, e, w = fit(fixed, offset)
-    flagged, spans = _contact_spans(samples.t, (r0 + rho @ theta)[:, nb:], rows, valid)
-    new_rows = valid & ~flagged
+    flagged, spans = _contact_spans(ts, (r0s + rho @ theta)[:, nb:], rows, valid_s)
+    new_rows = valid_s & ~flagged
     if not np.array_equal(new_rows, rows):
         rows = new_rows
         theta, An, scale, e, w = fit(fixed, offset)
     if spans:
-        msg = _contact_message(samples.t, spans, (r0 + rho @ theta)[:, nb:], rows,
+        msg = _contact_message(ts, spans, (r0s + rho @ theta)[:, nb:], rows,
                                list(model.joint_names))
         if contact == 'error':
             raise ContactInData(msg)
         notes.append('excluded from the fit: ' + msg)
+    used = valid & ~_in_spans(samples.t, spans, 0.2)   # all samples but the contact spans
     nrows = int(rows.sum())
     inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
 
@@ -523,17 +525,18 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                                    'determine it')
     # the friction the data shows: minus the residual with only the payload's part removed
     # (low-pass filtered like the residual), for the friction plots
-    r_p = r0.copy()
+    r_p = r0s.copy()
     if payload_link is not None:
         i0 = names.index('m')
-        r_p = r0 + rho[:, :, i0:i0 + 10] @ theta[i0:i0 + 10]
+        r_p = r0s + rho[:, :, i0:i0 + 10] @ theta[i0:i0 + 10]
     cal.friction_observed = -r_p[:, nb:]
+    cal.friction_velocity = samples.v[idx, nb:]
     # the calibrated residual: the node's pipeline again, with the calibrated model
     after = observer_residuals(cal.model(model), samples, gain, cal.friction_viscous,
                                cal.friction_coulomb)
     r1 = after['r']
     cal.residual_before, cal.residual_after = r0, r1
-    cal.before, cal.after = _stats(r0[rows][:, nb:]), _stats(r1[rows][:, nb:])
+    cal.before, cal.after = _stats(r0[used][:, nb:]), _stats(r1[used][:, nb:])
     worse = cal.after['rms'] > 1.2 * cal.before['rms'] + 1e-3
     if np.any(worse):
         bad = [n for n, x in zip(model.joint_names, worse) if x]
@@ -545,6 +548,6 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         if contact == 'error':
             raise ContactInData(msg)
         cal.notes.append('warning: ' + msg)
-    cal.thresholds = calibrate_thresholds(r1[rows][:, nb:], margin=margin, floor=floor)
-    cal.used = rows
+    cal.thresholds = calibrate_thresholds(r1[used][:, nb:], margin=margin, floor=floor)
+    cal.used = used
     return cal
