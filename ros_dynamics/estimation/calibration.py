@@ -361,6 +361,10 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     """
     if contact not in ('error', 'exclude'):
         raise ValueError("contact must be 'error' or 'exclude'")
+    if not friction and payload_link is None:
+        raise ValueError('nothing to calibrate: friction=False and no payload_link')
+    if not (margin > 0 and floor >= 0):
+        raise ValueError('margin must be > 0 and floor >= 0')
     nv = int(model.nv)
     nb = nv - len(model.joint_names)
     if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
@@ -396,7 +400,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         free = ~fixed
         for _ in range(2):   # pass 2: rows weighted by 1 / (the joint's residual rms)
             theta_f, An, scale, e, sv = _solve(A[:, free], b + A[:, fixed] @ offset[fixed], w,
-                                               [n for n, f in zip(names, free) if f])
+                                               [nm for nm, f in zip(names, free) if f])
             e_j = (e / w).reshape(n, nv)
             s = np.sqrt(np.mean(e_j ** 2, axis=0))
             s = np.maximum(s, 1e-6 * max(1e-12, s.max()))
