@@ -30,11 +30,12 @@ PAYLOAD_PARAMETERS = ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 
 INERTIA6 = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))   # ixx, ixy, ixz, iyy, iyz, izz
 
 
-def inertia_matrix(inertia6):
+def inertia_matrix(inertia6, name='inertia'):
     """The symmetric 3x3 matrix of ``[ixx, ixy, ixz, iyy, iyz, izz]`` (URDF order)."""
     a = np.asarray(inertia6, dtype=float).reshape(-1)
     if a.shape != (6,):
-        raise ValueError(f'inertia must have 6 values [ixx, ixy, ixz, iyy, iyz, izz], got {a.size}')
+        raise ValueError(f'{name} must have 6 values [ixx, ixy, ixz, iyy, iyz, izz], got '
+                         f'{a.size}')
     I = np.zeros((3, 3))
     for x, (i, j) in zip(a, INERTIA6):
         I[i, j] = I[j, i] = x
@@ -106,7 +107,7 @@ def apply_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia6=(0.0,) * 6):
     com = np.asarray(com, dtype=float).reshape(-1)
     if com.shape != (3,):
         raise ValueError(f'payload_com must have 3 values [x, y, z], got {com.size}')
-    I = inertia_matrix(inertia6)
+    I = inertia_matrix(inertia6, 'payload_inertia')
     if not (math.isfinite(mass) and np.all(np.isfinite(com)) and np.all(np.isfinite(I))):
         raise ValueError('payload_mass, payload_com and payload_inertia must be finite')
     reason = check_physical(mass, I)
