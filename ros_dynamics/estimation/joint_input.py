@@ -165,13 +165,14 @@ class InputBounds:
         return None
 
 
-def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
+def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump, clock_jumped=False):
     """The stamp policy for one message of a source whose last accepted stamp is ``last_ns``
     (None: none yet); ``now_ns`` the receiving clock (0 if unknown).
 
     Returns (verdict, stamp_ns, kind, reason): verdict 'ok', 'reset' (the source's clock
-    jumped back by more than ``reset_jump`` s: a restarted simulation or bag; accept and
-    restart the observer) or 'reject' (kind and reason say why)."""
+    jumped back by more than ``reset_jump`` s, or by any amount when the receiving clock
+    jumped back since the source's last accepted stamp (``clock_jumped``: simulated time
+    reset); accept and restart the observer) or 'reject' (kind and reason say why)."""
     if nanosec >= NS:
         return 'reject', 0, 'nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'
     stamp_ns = sec * NS + nanosec
@@ -185,6 +186,10 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
             f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} s ahead of the node '
             f'clock (stamp_max_lead {max_lead:g} s)')
     if last_ns is not None and stamp_ns < last_ns:
+        if clock_jumped:
+            return 'reset', stamp_ns, 'clock_reset', (
+                f'the node clock jumped back (simulated time reset) and so did the stamps, by '
+                f'{(last_ns - stamp_ns) / NS:.6g} s')
         if (last_ns - stamp_ns) > reset_jump * NS:
             return 'reset', stamp_ns, 'source_reset', (
                 f'source reset: stamp jumped back {(last_ns - stamp_ns) / NS:.6g} s (more than '
@@ -196,12 +201,13 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
 
 
 class _Source:
-    __slots__ = ('key', 'names', 'count', 'last_ns', 'messages')
+    __slots__ = ('key', 'names', 'count', 'last_ns', 'messages', 'epoch')
 
     def __init__(self, key, names, count):
         self.key, self.names, self.count = key, list(names), count
         self.last_ns = None
         self.messages = 0
+        self.epoch = 0          # the receiving clock's epoch at the last accepted message
 
 
 class JointStateAssembler:
@@ -236,6 +242,7 @@ class JointStateAssembler:
         self._last = None           # the layout of the previous message (fast path)
         self.driving = 0            # joints carried by the driving source
         self.stamp_ns = 0
+        self.epoch = 0              # count of receiving-clock jumps back (clock_reset)
         self.reason = None          # (kind, text) of the last verdict other than 'cycle'
 
     # -- sources ------------------------------------------------------------------------
@@ -267,11 +274,15 @@ class JointStateAssembler:
         return layout
 
     def clock_reset(self):
-        """The receiving clock jumped back (simulated time reset): forget every source's last
-        stamp and the held values; the next message of each source is accepted as new."""
+        """The receiving clock jumped back (simulated time reset): each source's next stamp
+        that goes back is a reset, accepted (messages of the old episode still queued are
+        accepted as before, whatever the order in which the clock and they arrive)."""
+        self.epoch += 1
+
+    def forget_stamps(self):
+        """Forget every source's last stamp (a reset requested by the user)."""
         for src in self._sources.values():
             src.last_ns = None
-        self.h_known[:] = False
 
     @property
     def sources(self):
@@ -302,7 +313,8 @@ class JointStateAssembler:
         if nmap.error is not None and not nmap.error.startswith('missing'):
             return self._reject('duplicate', nmap.error)
         verdict, stamp_ns, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns,
-                                                    self.max_lead, self.reset_jump)
+                                                    self.max_lead, self.reset_jump,
+                                                    src.epoch != self.epoch)
         if verdict == 'reject':
             return self._reject(kind, text)
         if verdict == 'reset':
@@ -321,6 +333,8 @@ class JointStateAssembler:
             if bad is not None:
                 return self._reject(*bad)
             src.last_ns = stamp_ns
+            if verdict == 'reset' or not src.messages:
+                src.epoch = self.epoch    # a clock jump is consumed by a step back only
             src.messages += 1
             self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
             self.has_effort = has_effort
@@ -338,6 +352,8 @@ class JointStateAssembler:
             return self._reject(*bad)
         t = stamp_ns if stamp_ns else now_ns
         src.last_ns = stamp_ns
+        if verdict == 'reset' or not src.messages:
+            src.epoch = self.epoch
         src.messages += 1
         if src.count < self.driving:        # not the driving source: only hold the values
             self.hq[model_ix], self.hv[model_ix] = q, v

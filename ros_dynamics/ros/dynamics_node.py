@@ -74,7 +74,6 @@ class DynamicsNode(Node):
         self._cmd_map = self._cmd_map_engine = None
         self._base = None                 # (q7, v6) of the latest valid odometry
         self._cycle_count = 0
-        self._clock_jumped = False
         self.stats = {'accepted': 0, 'observer_outputs': 0, 'publish_failed': 0}
         self.refused = {}                 # reason kind -> count (rejected or ignored inputs)
         self._throttle = {}               # log kind -> (last time, skipped since)
@@ -258,8 +257,10 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ inputs
     def _on_clock_jump(self, jump):
-        # called for a jump back of any size, or simulated time switched on or off
-        self._clock_jumped = True   # handled at the next joint state, on the executor thread
+        # a jump back of the node clock of any size, or simulated time switched on or off (on
+        # the executor thread, as /clock is received)
+        if self._engine is not None:
+            self._engine.assembler.clock_reset()
 
     def _on_odom(self, msg):
         p, o, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
@@ -302,12 +303,6 @@ class DynamicsNode(Node):
         if eng is None:
             return self._refuse('no_model', 'joint_states ignored: no robot model yet')
         asm = eng.assembler
-        if self._clock_jumped:
-            self._clock_jumped = False
-            asm.clock_reset()
-            eng.cycle.reset('the node clock jumped back (simulated time reset)')
-            self._warn('clock_reset', 'the node clock jumped back (simulated time reset): '
-                       'stamp histories cleared, observer re-initialized', 'info')
         st = msg.header.stamp
         now = self.get_clock().now().nanoseconds
         verdict = asm.add(msg.name, _f64(msg.position), _f64(msg.velocity), _f64(msg.effort),
@@ -324,7 +319,7 @@ class DynamicsNode(Node):
                 'incomplete: ' if verdict == 'incomplete' else 'rejected: ') + text)
         if verdict == 'reset':
             eng.cycle.reset(asm.reason[1])
-            self._warn('source_reset', f'{asm.reason[1]}; observer re-initialized', 'info')
+            self._warn(asm.reason[0], f'{asm.reason[1]}; observer re-initialized', 'info')
         q, v = eng.q, eng.v
         if eng.floating:
             if self._base is None:
@@ -472,7 +467,7 @@ class DynamicsNode(Node):
         eng = self._engine
         if eng is None:
             return False, 'observer not available (no model yet)'
-        eng.assembler.clock_reset()
+        eng.assembler.forget_stamps()
         if eng.cycle.observer is None:
             return False, 'observer disabled; stamp history cleared'
         eng.cycle.reset('requested (~/reset_observer)')
