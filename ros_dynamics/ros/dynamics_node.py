@@ -34,6 +34,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E40
 from ros_dynamics.core.configuration import QUATERNION_TOLERANCE  # noqa: E402
 from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
 from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
+from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
 from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa: E402
 from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
@@ -76,7 +77,7 @@ class DynamicsNode(Node):
         self._cycle_count = 0
         self.stats = {'accepted': 0, 'observer_outputs': 0, 'publish_failed': 0}
         self.refused = {}                 # reason kind -> count (rejected or ignored inputs)
-        self._throttle = {}               # log kind -> (last time, skipped since)
+        self._throttled = ThrottledLog(self._log)
         if not itf.HAVE_MSGS:
             self._log.warning(itf.BUILD_HINT)
         out_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=cfg.qos_depth,
@@ -372,60 +373,22 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ outputs
     def _publish(self, eng, cfg, stamp, res):
-        out = res.out
         if itf.HAVE_MSGS:
             if cfg.publish_dynamics:
-                m = eng.dyn_msg
-                m.header.stamp = stamp
-                if not eng.coords.identity:   # joint: q, v were gathered into the message
-                    np.copyto(eng.dyn_q, out.q)
-                    np.copyto(eng.dyn_v, out.v)
-                np.copyto(eng.M_view, out.d.M)
-                np.copyto(eng.C_view, out.d.C)
-                np.copyto(eng.Mdot_view, out.d.Mdot)
-                np.copyto(eng.g_dyn_view, out.d.g)
-                self._send(self._pub_dyn, m)
-            if out.gamma is not None:
-                m = eng.gamma_message()
-                m.header.stamp = stamp
-                np.copyto(eng.gam_q, out.q)
-                np.copyto(eng.G_view, out.gamma)
-                self._send(self._pub_G, m)
+                self._send(self._pub_dyn, eng.dynamics_message(stamp, res.out))
+            if res.out.gamma is not None:
+                self._send(self._pub_G, eng.christoffel_message(stamp, res.out))
             contact = res.contact   # every update in contact; once when free (first, release)
             if contact is not None and cfg.publish_contact_estimate and (
                     contact.in_contact or not eng.free_announced):
-                self._fill_contact(eng, stamp, res)
-                self._send(self._pub_contact, eng.contact_msg)
+                self._send(self._pub_contact, eng.contact_message(stamp, res))
                 eng.free_announced = not contact.in_contact
         if cfg.publish_gravity_torque or not itf.HAVE_MSGS:
-            np.copyto(eng.g_view, res.terms.g)
-            eng.g_msg.header.stamp = stamp
-            self._send(self._pub_g, eng.g_msg)
+            self._send(self._pub_g, eng.torque_message(eng.g_msg, stamp, res.terms.g))
         if res.residual is not None:
             self.stats['observer_outputs'] += 1
             if cfg.publish_external_torque:
-                np.copyto(eng.ext_view, res.residual)
-                eng.ext_msg.header.stamp = stamp
-                self._send(self._pub_ext, eng.ext_msg)
-
-    def _fill_contact(self, eng, stamp, res):
-        m, contact, wrench = eng.contact_msg, res.contact, res.wrench
-        m.header.stamp = stamp
-        np.copyto(eng.contact_r, res.residual)
-        m.in_contact = bool(contact.in_contact)
-        links = contact.links if contact.in_contact else []
-        if list(m.isolated_links) != links:
-            m.isolated_links = list(links)
-        m.wrench_valid = wrench is not None
-        f, t, p = m.wrench.force, m.wrench.torque, m.wrench_point
-        if wrench is not None:
-            m.wrench_link = res.wrench_link
-            p.x, p.y, p.z = (float(x) for x in eng.cycle.settings.wrench_point)
-            f.x, f.y, f.z = (float(x) for x in wrench[:3])
-            t.x, t.y, t.z = (float(x) for x in wrench[3:])
-        elif m.wrench_link:
-            m.wrench_link = ''
-            p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
+                self._send(self._pub_ext, eng.torque_message(eng.ext_msg, stamp, res.residual))
 
     def _send(self, pub, msg):
         """Publish; a sample the middleware refuses (seen with Fast DDS while a reliable
@@ -438,23 +401,7 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ logging, requests
     def _warn(self, kind, text, level='warning'):
-        """Log ``text`` at most once per log_throttle_sec for each ``kind`` (one throttle per
-        kind, so a frequent kind hides no other), with the count of repeats not logged."""
-        now = time.monotonic()
-        last, skipped = self._throttle.get(kind, (None, 0))
-        if last is not None and now - last < self.config.log_throttle_sec:
-            self._throttle[kind] = (last, skipped + 1)
-            return
-        self._throttle[kind] = (now, 0)
-        if skipped:
-            text += f' ({skipped} more of this kind not logged)'
-        # one call site per severity: rclpy refuses a severity change at one call site
-        if level == 'error':
-            self._log.error(text)
-        elif level == 'info':
-            self._log.info(text)
-        else:
-            self._log.warning(text)
+        self._throttled.log(kind, text, level, self.config.log_throttle_sec)
 
     def _refuse(self, kind, text, level='warning'):
         """Count an input that produced no output under its reason, and log why (throttled)."""
