@@ -25,6 +25,7 @@ import difflib
 import math
 
 import numpy as np
+from numba import njit
 
 NS = 1_000_000_000
 
@@ -111,6 +112,23 @@ class JointNameMap:
         else:
             out[:] = 0.0
             out[self.expand[2]] = x[self.index]
+
+
+@njit(cache=True, nogil=True)
+def _gather_checked(index, pos, vel, eff, q, v, e, pbound, vbound, ebound):
+    """q, v, e <- the message arrays at ``index`` (v, e zero where the message has none);
+    True if every gathered value is finite and within its bound (NaN fails every compare)."""
+    has_v, has_e = vel.shape[0] > 0, eff.shape[0] > 0
+    ok = True
+    for k in range(index.shape[0]):
+        i = index[k]
+        a = pos[i]
+        b = vel[i] if has_v else 0.0
+        c = eff[i] if has_e else 0.0
+        q[k], v[k], e[k] = a, b, c
+        if not (abs(a) <= pbound and abs(b) <= vbound[k] and abs(c) <= ebound[k]):
+            ok = False
+    return ok
 
 
 def joint_limits(model, key, default, factor=1.0):
@@ -321,17 +339,24 @@ class JointStateAssembler:
             self.reason = (kind, text)
         if nmap.error is None:      # carries every required joint: the usual, fast case
             q, v, e = self._q, self._v, self._e       # scratch: swapped in when accepted
-            nmap.positions(position, q)
-            if len(velocity):
-                nmap.rates(velocity, v)
-            else:
-                v[:] = 0.0
             has_effort = len(effort) > 0
-            if has_effort:
-                nmap.efforts(effort, e)
-            bad = self.bounds.violation(q, v, e if has_effort else None)
-            if bad is not None:
-                return self._reject(*bad)
+            b = self.bounds
+            if nmap.expand is None:   # gather and check in one compiled pass
+                ok = _gather_checked(nmap.index, position, velocity, effort, q, v, e,
+                                     b.position, b.velocity, b.effort)
+            else:
+                nmap.positions(position, q)
+                if len(velocity):
+                    nmap.rates(velocity, v)
+                else:
+                    v[:] = 0.0
+                if has_effort:
+                    nmap.efforts(effort, e)
+                ok = False
+            if not ok:
+                bad = b.violation(q, v, e if has_effort else None)
+                if bad is not None:
+                    return self._reject(*bad)
             src.last_ns = stamp_ns
             if verdict == 'reset' or not src.messages:
                 src.epoch = self.epoch    # a clock jump is consumed by a step back only
