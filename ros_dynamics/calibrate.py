@@ -58,7 +58,7 @@ def _plt():
     return plt
 
 
-def _plot_calibration(cal, samples, model, out_dir):
+def _plot_calibration(cal, model, out_dir):
     import numpy as np
     plt = _plt()
     os.makedirs(out_dir, exist_ok=True)
@@ -152,7 +152,7 @@ def cmd_calibrate(args):
     _write_params(args.out, cal.parameters(), args.node)
     print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
     plots = args.plots or os.path.join('out', 'calibration')
-    for f in _plot_calibration(cal, s, model, plots):
+    for f in _plot_calibration(cal, model, plots):
         print(f'calibrate: wrote {f}')
     return 0 if np.all(np.isfinite(cal.thresholds)) else 1
 
