@@ -211,21 +211,22 @@ class DynamicsNode(Node):
         try:
             cfg = old.replace(**{p.name: p.value for p in params})
             changed = cfg.changed(old)
-            eng = self._engine
+            eng, models = self._engine, None
             target = eng.model if eng is not None else None
             rebuild = any(p.affects == 'model' for p in PARAMETERS if p.name in changed)
             xml = self._wanted_xml(cfg, 'robot_description' in changed)
             if rebuild and xml:
                 try:
-                    target = load_model(xml, cfg)
+                    models = load_model(xml, cfg)
                 except ValueError as exc:
                     raise ValueError(f'model rebuild failed: {exc}') from None
+                target = models[0]
             if target is not None:
                 observer_settings(target, cfg)
         except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
             return SetParametersResult(successful=False, reason=(
                 str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'))
-        self._pending = (cfg, changed, rebuild and xml, target)
+        self._pending = (cfg, changed, rebuild and xml, models)
         return SetParametersResult(successful=True)
 
     def _wanted_xml(self, cfg, description_changed):
@@ -333,8 +334,8 @@ class DynamicsNode(Node):
         q[eng.base_q:] = asm.q
         v[eng.base_v:] = asm.v
         cfg = self.config
-        res = eng.cycle.step(q, v, self._effort(eng, cfg, asm), asm.stamp_ns or now,
-                             christoffel=self._gamma_due(eng, cfg))
+        tau = self._effort(eng, cfg, asm)
+        res = eng.cycle.step(q, v, tau, asm.stamp_ns or now, christoffel=self._gamma_due(eng, cfg))
         if res.error is not None:
             return self._refuse('output', f'{res.error}: nothing published, observer '
                                 're-initialized', 'error')
@@ -345,6 +346,8 @@ class DynamicsNode(Node):
         self._cycle_count += 1
         self.stats['accepted'] += 1
         eng.remember(q, v, st)
+        if tau is not None:
+            eng.record(asm.stamp_ns or now, q, v, tau)
         self._publish(eng, cfg, st, res)
         return None
 
