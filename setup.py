@@ -29,6 +29,7 @@ setup(
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
+            'viewer = ros_dynamics.ros.viewer:main',
         ],
     },
 )
