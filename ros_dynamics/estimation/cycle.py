@@ -1,0 +1,215 @@
+"""One control cycle, without ROS: a checked joint state in, every result of that cycle out.
+
+:class:`Cycle` is what ``dynamics_node`` runs per joint state and what offline tools (bag
+replay, calibration, benchmarks) run over recorded data: one kinematics pass for M, C, dM/dt,
+g, p = M v and C^T v (and Gamma when asked; Echeandia & Wensing 2021, Algorithms 1-2), the
+change to the published coordinates, the momentum observer step (De Luca et al. 2006), contact
+detection and isolation, the contact wrench, and the check that everything is finite.
+
+It owns the observer's timing and every rule that restarts it, in one place (:meth:`reset`):
+a source or clock reset, a gap in the stamps longer than the gap limit, a non-finite result, a
+request.  Gap limit: ``gap_factor`` times the median sample period of the stream (estimated
+from the last 64 periods, first after 8), clamped to [``gap_min``, ``gap_max``]; ``gap_max`` until the period
+is known.  The observer integrates the momentum over each period (zero-order hold of the
+torque), so a gap of many periods would turn the motion during it into a residual.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.api import Data, compute_all_terms
+from .observer import ContactDetector, MomentumObserver, estimate_contact_wrench
+
+try:   # the core's coordinate changes behind one interface
+    from ..core.coordinates import output_coordinates
+except ImportError:   # pragma: no cover - until the core exposes the factory
+    from ..ros.output_coordinates import OutputCoordinates as _OC
+
+    def output_coordinates(model, kind):
+        return _OC(model, kind, tuple(f'floating_base/{a}_{x}' for a in ('linear', 'angular')
+                                      for x in 'xyz'))
+
+NS = 1_000_000_000
+PERIOD_WINDOW = 64
+
+
+def per_coordinate(name, values, model, fill_base=None):
+    """A per-velocity-coordinate vector (nv,) from one value, one per joint or one per
+    coordinate; the floating-base entries are ``fill_base(values)`` (default 0)."""
+    nv = int(model.nv)
+    b = 6 if model.floating_base else 0
+    nj = nv - b
+    vals = np.asarray(values, dtype=float).ravel()
+    out = np.zeros(nv)
+    if vals.size == 1:
+        out[:] = vals[0]
+        if fill_base is None:
+            out[:b] = 0.0
+    elif vals.size == nv:
+        out[:] = vals
+    elif vals.size == nj:
+        out[b:] = vals
+        out[:b] = 0.0 if fill_base is None else fill_base(vals)
+    else:
+        raise ValueError(f'{name} has {vals.size} elements; expected 1, {nj} (joints) or {nv} '
+                         '(velocity coordinates) for this model')
+    return out
+
+
+class ObserverSettings:
+    """The observer's configuration for one model (validated; ValueError with the reason)."""
+
+    def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
+                 threshold=5.0, release_ratio=0.5, gap_factor=5.0, gap_min=0.002, gap_max=0.1,
+                 wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True):
+        self.gain = per_coordinate('observer_gain', gain, model, np.max)
+        self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
+        self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
+                                               model)
+        self.friction_coulomb = per_coordinate('observer_friction_coulomb', friction_coulomb,
+                                               model)
+        if not (self.gain > 0).all() or not (self.threshold > 0).all():
+            raise ValueError('observer_gain and contact_threshold must be > 0')
+        self.release_ratio = float(release_ratio)
+        self.gap_factor, self.gap_min, self.gap_max = float(gap_factor), float(gap_min), float(
+            gap_max)
+        if wrench_link and wrench_link not in model.link_frames:
+            raise ValueError(f'contact_wrench_link {wrench_link!r} is not a link of the model '
+                             f'{model.name!r}')
+        self.wrench_link = wrench_link
+        self.wrench_point = np.asarray(wrench_point, dtype=float)
+        self.force_only = bool(force_only)
+
+
+class CycleResult:
+    """What one :meth:`Cycle.step` produced (one object per cycle, reused; read it before the
+    next step).  ``error`` is None or why nothing may be published."""
+
+    __slots__ = ('error', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
+                 'observer', 'reset_reason')
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self):
+        self.error = None
+        self.terms = self.out = self.residual = self.contact = None
+        self.wrench = self.wrench_link = None
+        self.observer = None        # None, 'reset' (restarted here) or 'update'
+        self.reset_reason = None
+
+
+class Cycle:
+    """Per-cycle pipeline for one model (see the module text).
+
+    ``coordinates``: 'joint', 'mimic_reduced' or 'center_of_mass' (the published ones);
+    ``observer``: :class:`ObserverSettings` or None (no observer)."""
+
+    def __init__(self, model, coordinates='joint', observer=None):
+        self.model = model
+        self.data = Data(model)
+        self.coords = output_coordinates(model, coordinates)
+        self.settings = observer
+        self.result = CycleResult()
+        self.last_reset = None           # (why, t_ns) of the latest observer restart
+        self._periods = np.zeros(PERIOD_WINDOW)
+        self._n_periods = 0
+        self.gap_limit = observer.gap_max if observer is not None else math.inf
+        if observer is not None:
+            self.observer = MomentumObserver(model, gain=observer.gain,
+                                             friction_viscous=observer.friction_viscous,
+                                             friction_coulomb=observer.friction_coulomb)
+            self.detector = ContactDetector(model, threshold=observer.threshold,
+                                            release_ratio=observer.release_ratio)
+        else:
+            self.observer = self.detector = None
+        self._last_ns = None             # observer time of the last restart or update
+        self._pending = 'start'          # why the observer restarts at the next step
+
+    def reset(self, why):
+        """Restart the observer at the next step with effort (residual zero, detector
+        released), for the reason ``why``."""
+        self._pending = why
+        self._last_ns = None
+
+    def _observer_step(self, tau, t_ns):
+        """('reset', why), ('update', dt) or None for this sample's time."""
+        if self._last_ns is None:
+            return 'reset', self._pending or 'start'
+        dt = (t_ns - self._last_ns) / NS
+        if dt <= 0.0:
+            return None                   # the same stamp again: nothing new to integrate
+        if dt > self.gap_limit:
+            return 'reset', (f'a gap of {dt:.3g} s between joint states (more than the gap '
+                             f'limit {self.gap_limit:.3g} s)')
+        return 'update', dt
+
+    def _record_period(self, dt):
+        k = self._n_periods
+        self._periods[k % PERIOD_WINDOW] = dt
+        self._n_periods = k + 1
+        n = self._n_periods
+        if n in (8, 16, 32) or n % PERIOD_WINDOW == 0:    # refresh the limit
+            s = self.settings
+            med = float(np.median(self._periods[:min(n, PERIOD_WINDOW)]))
+            self.gap_limit = min(s.gap_max, max(s.gap_min, s.gap_factor * med))
+
+    def step(self, q, v, tau, t_ns, christoffel=False):
+        """One cycle at the checked state (q, v) (model coordinates), applied torque ``tau``
+        (nv,) or None (observer not updated), time ``t_ns``; returns :attr:`result`."""
+        res = self.result
+        res.clear()
+        data, model = self.data, self.model
+        step = None
+        if self.observer is not None and tau is not None:
+            step = self._observer_step(tau, t_ns)
+        try:
+            compute_all_terms(model, q, v, data, christoffel=christoffel)
+            res.terms = data.dynamics
+            res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
+            if step is not None:
+                if step[0] == 'reset':
+                    self.observer.reset_from(data, tau)
+                    self.detector.reset()
+                    self.last_reset = (step[1], t_ns)
+                    res.observer, res.reset_reason = 'reset', step[1]
+                else:
+                    res.residual = self.observer.update_from(data, tau, step[1])
+                    res.contact = self.detector.update(res.residual)
+                    res.observer = 'update'
+                    self._record_period(step[1])
+                    self._wrench(q, res)
+                self._last_ns = t_ns
+                self._pending = None
+            res.error = self._nonfinite(res, christoffel)
+        except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
+            res.error = f'dynamics failed for this joint state: {type(exc).__name__}: {exc}'
+        if res.error is not None:
+            self.reset(f'{res.error} at the previous joint state')
+        return res
+
+    def _wrench(self, q, res):
+        s, c = self.settings, res.contact
+        link = s.wrench_link or c.link
+        if c.in_contact and link:
+            try:
+                res.wrench = estimate_contact_wrench(self.model, q, res.residual, link,
+                                                     s.wrench_point, force_only=s.force_only)
+                res.wrench_link = link
+            except ValueError:
+                res.wrench = None     # e.g. fewer than 3 joints up to the link for a force
+
+    def _nonfinite(self, res, christoffel):
+        d, out = res.terms, res.out
+        checks = [('M', d.M), ('C', d.C), ('dM/dt', d.Mdot), ('g', d.g),
+                  ('Gamma', self.data.Gamma if christoffel else None),
+                  ('the observer residual', res.residual), ('the contact wrench', res.wrench)]
+        if out.d is not d:
+            checks += [('M (published coordinates)', out.d.M), ('C', out.d.C),
+                       ('dM/dt', out.d.Mdot), ('g', out.d.g), ('Gamma', out.gamma)]
+        for name, x in checks:
+            if x is not None and not math.isfinite(x.sum()):
+                return f'non-finite {name} computed'
+        return None

@@ -1,0 +1,373 @@
+"""Joint measurements in, one complete and checked state out (no ROS).
+
+What every consumer of joint-state messages needs, in one place: the map from a message's
+name list to the model's joints (:class:`JointNameMap`), the bounds an accepted input must
+respect (:class:`InputBounds`), the stamp policy (:func:`judge_stamp`), and the assembly of one
+state from several sources that each publish some of the joints (:class:`JointStateAssembler`).
+
+Assembly policy (docs/ros_interface.md, "Joint-state assembly"):
+
+* a *source* is the set of joint names a message carries (an arm driver, a gripper driver);
+  its stamps are judged against its own history only, so a source that trails another by a
+  few milliseconds is never "out of order";
+* the *driving* source is the one carrying the most of the model's joints (a source with all
+  of them always drives); each of its messages makes one cycle, stamped with its stamp;
+* joints it does not carry are taken from the latest message of the source that does, if that
+  value is at most ``max_age`` seconds older (or newer) than the cycle's stamp; otherwise the
+  state is incomplete and no cycle runs (the missing joints and their last source are
+  reported);
+* messages of other sources only update the held values: they never make a cycle and never
+  restart the observer.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+
+import numpy as np
+
+NS = 1_000_000_000
+
+
+def closest(name, valid, n=3):
+    """' (closest: a, b)' for an unknown ``name`` among ``valid`` ('' if nothing is close)."""
+    near = difflib.get_close_matches(str(name), list(valid), n=n)
+    return f' (closest: {", ".join(near)})' if near else ''
+
+
+class JointNameMap:
+    """Index map from one message layout (its name list) to the model's joints.
+
+    ``mimic`` (independent joint names, E, offset), for ``mimic_reduced`` coordinates, also
+    accepts a layout with the independent joints only: the followers then come from the mimic
+    relation q_joints = E q_ind + offset, v_joints = E v_ind, and efforts go to the independent
+    joints with zero on the followers, so that A^T tau equals the given efforts.
+
+    ``error`` is None when the layout carries every required joint exactly once; else it says
+    which are missing or repeated.  ``present`` marks the model joints the layout carries.
+    """
+
+    __slots__ = ('names', 'index', 'error', 'unknown', 'expand', 'present', 'slots')
+
+    def __init__(self, names, joint_names, mimic=None, hint=''):
+        self.names = list(names)
+        joint_names = list(joint_names)
+        self.index = None
+        self.error = None
+        self.expand = None
+        pos, dup = {}, set()
+        for i, nm in enumerate(self.names):
+            if nm in pos:
+                dup.add(nm)
+            else:
+                pos[nm] = i
+        known = set(joint_names)
+        self.unknown = [nm for nm in pos if nm not in known]
+        self.present = np.array([j in pos for j in joint_names], dtype=bool)
+        # for partial layouts: (model joint indices, message indices) of the joints it carries
+        carried = [k for k, j in enumerate(joint_names) if j in pos and j not in dup]
+        self.slots = (np.array(carried, dtype=np.intp),
+                      np.array([pos[joint_names[k]] for k in carried], dtype=np.intp))
+        missing = [j for j in joint_names if j not in pos]
+        required = joint_names
+        if missing and mimic is not None:
+            independent, E, offset = mimic
+            missing = [j for j in independent if j not in pos]
+            if missing:
+                hint = ' (the independent joints; the mimic joints may be left out)'
+            else:
+                required = list(independent)
+                self.expand = (E, offset, np.array([joint_names.index(j) for j in independent],
+                                                   dtype=np.intp))
+        dups = [j for j in required if j in dup]
+        if missing:
+            self.error = f'missing required joint(s) {missing}{hint}'
+        elif dups:
+            self.error = f'required joint(s) named more than once: {dups}'
+        else:
+            self.index = np.array([pos[j] for j in required], dtype=np.intp)
+
+    def positions(self, x, out):
+        """The model's joint positions from a message's ``x`` (float64) into ``out``."""
+        if self.expand is None:
+            np.take(x, self.index, out=out)
+        else:
+            E, offset, _ = self.expand
+            np.dot(E, x[self.index], out=out)
+            out += offset
+
+    def rates(self, x, out):
+        """The model's joint rates from a message's ``x`` into ``out``."""
+        if self.expand is None:
+            np.take(x, self.index, out=out)
+        else:
+            np.dot(self.expand[0], x[self.index], out=out)
+
+    def efforts(self, x, out):
+        """The model's joint efforts from ``x`` into ``out`` (followers 0 with independent
+        joints only)."""
+        if self.expand is None:
+            np.take(x, self.index, out=out)
+        else:
+            out[:] = 0.0
+            out[self.expand[2]] = x[self.index]
+
+
+def joint_limits(model, key, default, factor=1.0):
+    """Per joint ``factor`` x the URDF limit ``key`` ('velocity', 'effort'), ``default`` where
+    the URDF gives none, zero or a non-finite value."""
+    limits = model.joint_limits or {}
+    out = np.empty(len(model.joint_names))
+    for i, j in enumerate(model.joint_names):
+        value = (limits.get(j) or {}).get(key)
+        out[i] = value if value is not None and math.isfinite(value) and value > 0 else default
+    return out * factor
+
+
+class InputBounds:
+    """Bounds of accepted joint inputs: |position| <= max_abs_position, |velocity| and |effort|
+    <= input_limit_factor x the URDF limits (defaults where the URDF gives none)."""
+
+    def __init__(self, model, input_limit_factor=2.0, default_velocity_limit=100.0,
+                 default_effort_limit=1e4, max_abs_position=1e6):
+        self.joint_names = list(model.joint_names)
+        self.position = float(max_abs_position)
+        self.velocity = joint_limits(model, 'velocity', default_velocity_limit, input_limit_factor)
+        self.effort = joint_limits(model, 'effort', default_effort_limit, input_limit_factor)
+
+    def violation(self, q, v, e=None, joints=None):
+        """None if the joint vectors are finite and within bounds; else (kind, reason) for the
+        first offending value (kinds: nonfinite, position, velocity, effort).  ``joints``: the
+        model joint indices the vectors hold (default all, in model order)."""
+        vb, eb = self.velocity, self.effort
+        if joints is not None:
+            vb, eb = vb[joints], eb[joints]
+        if ((np.abs(q) <= self.position).all() and (np.abs(v) <= vb).all()
+                and (e is None or (np.abs(e) <= eb).all())):
+            return None
+        for x in (q, v, e):
+            if x is not None and not np.isfinite(x).all():
+                return 'nonfinite', ('NaN or inf in position, velocity or effort of a required '
+                                     'joint')
+        for kind, x, bound, what in (
+                ('position', q, self.position, 'the position bound max_abs_position'),
+                ('velocity', v, vb, 'the velocity limit (input_limit_factor x URDF limit)'),
+                ('effort', e, eb, 'the effort limit (input_limit_factor x URDF limit)')):
+            if x is None:
+                continue
+            over = np.flatnonzero(~(np.abs(x) <= bound))
+            if over.size:
+                i = int(over[0])
+                b = bound if np.ndim(bound) == 0 else bound[i]
+                j = self.joint_names[i if joints is None else int(joints[i])]
+                return kind, (f'{kind} {x[i]:.6g} of joint {j!r} is beyond '
+                              f'{what}, {b:.6g}')
+        return None
+
+
+def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
+    """The stamp policy for one message of a source whose last accepted stamp is ``last_ns``
+    (None: none yet); ``now_ns`` the receiving clock (0 if unknown).
+
+    Returns (verdict, stamp_ns, kind, reason): verdict 'ok', 'reset' (the source's clock
+    jumped back by more than ``reset_jump`` s: a restarted simulation or bag; accept and
+    restart the observer) or 'reject' (kind and reason say why)."""
+    if nanosec >= NS:
+        return 'reject', 0, 'nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'
+    stamp_ns = sec * NS + nanosec
+    if stamp_ns == 0:
+        if last_ns:
+            return 'reject', 0, 'zero_stamp', ('zero stamp (header not set) from a source that '
+                                               'sends stamps')
+        return 'ok', 0, None, None
+    if now_ns > 0 and stamp_ns - now_ns > max_lead * NS:
+        return 'reject', stamp_ns, 'future', (
+            f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} s ahead of the node '
+            f'clock (stamp_max_lead {max_lead:g} s)')
+    if last_ns is not None and stamp_ns < last_ns:
+        if (last_ns - stamp_ns) > reset_jump * NS:
+            return 'reset', stamp_ns, 'source_reset', (
+                f'source reset: stamp jumped back {(last_ns - stamp_ns) / NS:.6g} s (more than '
+                f'stamp_reset_jump {reset_jump:g} s)')
+        return 'reject', stamp_ns, 'backwards', (
+            f'stamp {sec}.{nanosec:09d} is earlier than the last accepted one of this source '
+            f'({last_ns / NS:.9f})')
+    return 'ok', stamp_ns, None, None
+
+
+class _Source:
+    __slots__ = ('key', 'names', 'map', 'count', 'last_ns', 'messages')
+
+    def __init__(self, key, names, nmap):
+        self.key, self.names, self.map = key, list(names), nmap
+        self.count = int(nmap.present.sum()) if nmap.error is not None else len(nmap.present)
+        self.last_ns = None
+        self.messages = 0
+
+
+class JointStateAssembler:
+    """Builds each cycle's joint state from any mix of joint-state messages (module text).
+
+    :meth:`add` takes one message's arrays and returns a verdict; after 'cycle' the joint
+    vectors ``q``, ``v``, ``e`` (and ``has_effort``) hold the complete state (read them after
+    each call: they may be other arrays then).  Every verdict
+    other than 'cycle' leaves the previous state and the held values of the other sources as
+    they were (a rejected message changes nothing).
+    """
+
+    def __init__(self, joint_names, bounds, mimic=None, hint='', max_age=0.5, max_lead=1.0,
+                 reset_jump=1.0, allow_missing_velocity=False, max_sources=16):
+        self.joint_names = list(joint_names)
+        n = len(self.joint_names)
+        self.bounds, self.mimic, self.hint = bounds, mimic, hint
+        self.max_age, self.max_lead, self.reset_jump = float(max_age), max_lead, reset_jump
+        self.allow_missing_velocity = bool(allow_missing_velocity)
+        self.max_sources = max_sources
+        self.q, self.v, self.e = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._q, self._v, self._e = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.has_effort = False
+        # held values per joint (from partial sources) and where / when they came from
+        self.hq, self.hv, self.he = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.h_ns = np.zeros(n, dtype=np.int64)
+        self.h_known = np.zeros(n, dtype=bool)
+        self.h_effort = np.zeros(n, dtype=bool)
+        self.h_source = [None] * n
+        self._sources = {}
+        self._last = None           # the source of the previous message (fast path)
+        self.driving = 0            # joints carried by the driving source
+        self.stamp_ns = 0
+        self.reason = None          # (kind, text) of the last verdict other than 'cycle'
+
+    # -- sources ------------------------------------------------------------------------
+    def _source(self, names):
+        last = self._last
+        if last is not None and (last.names is names or last.names == names):
+            return last
+        key = frozenset(names)
+        src = self._sources.get(key)
+        if src is None or src.names != list(names):
+            nmap = JointNameMap(names, self.joint_names, self.mimic, self.hint)
+            if src is None:
+                if len(self._sources) >= self.max_sources:   # e.g. a fuzzer: forget the oldest
+                    self._sources.pop(next(iter(self._sources)))
+                src = _Source(key, names, nmap)
+                self._sources[key] = src
+            else:      # same joints, another order: same source, new layout
+                src.names, src.map = list(names), nmap
+            self.driving = max(self.driving, src.count)
+        self._last = src
+        return src
+
+    def clock_reset(self):
+        """The receiving clock jumped back (simulated time reset): forget every source's last
+        stamp and the held values; the next message of each source is accepted as new."""
+        for src in self._sources.values():
+            src.last_ns = None
+        self.h_known[:] = False
+
+    @property
+    def sources(self):
+        """[(joint names, messages, last stamp ns)] of every source seen (for summaries)."""
+        return [(s.names, s.messages, s.last_ns) for s in self._sources.values()]
+
+    def _reject(self, kind, text):
+        self.reason = (kind, text)
+        return 'reject'
+
+    # -- one message --------------------------------------------------------------------
+    def add(self, names, position, velocity, effort, sec, nanosec, now_ns):
+        """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty).
+
+        Returns 'cycle' (the state is complete: ``q``, ``v``, ``e``, ``stamp_ns``), 'reset'
+        (as 'cycle', and the source restarted: the observer must restart), 'held' (a partial
+        source's values were stored), 'incomplete' (the driving source's message was valid but
+        a joint is missing or too old: ``reason``) or 'reject' (``reason``: (kind, text))."""
+        src = self._source(names)
+        nmap = src.map
+        n = len(names)
+        if len(position) != n:
+            return self._reject('positions', f'{len(position)} positions for {n} names')
+        if len(velocity) != n and (len(velocity) or not self.allow_missing_velocity):
+            hint = '' if len(velocity) else ' (set allow_missing_velocity to use zero velocity)'
+            return self._reject('velocities', f'{len(velocity)} velocities for {n} names{hint}')
+        if len(effort) not in (0, n):
+            return self._reject('efforts', f'{len(effort)} efforts for {n} names')
+        if nmap.error is not None and not nmap.error.startswith('missing'):
+            return self._reject('duplicate', nmap.error)
+        verdict, stamp_ns, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns,
+                                                    self.max_lead, self.reset_jump)
+        if verdict == 'reject':
+            return self._reject(kind, text)
+        if verdict == 'reset':
+            self.reason = (kind, text)
+        if nmap.error is None:      # carries every required joint: the usual, fast case
+            q, v, e = self._q, self._v, self._e       # scratch: swapped in when accepted
+            nmap.positions(position, q)
+            if len(velocity):
+                nmap.rates(velocity, v)
+            else:
+                v[:] = 0.0
+            has_effort = len(effort) > 0
+            if has_effort:
+                nmap.efforts(effort, e)
+            bad = self.bounds.violation(q, v, e if has_effort else None)
+            if bad is not None:
+                return self._reject(*bad)
+            src.last_ns = stamp_ns
+            src.messages += 1
+            self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
+            self.has_effort = has_effort
+            self.stamp_ns = stamp_ns
+            return 'reset' if verdict == 'reset' else 'cycle'
+        return self._partial(src, position, velocity, effort, stamp_ns, verdict, now_ns)
+
+    def _partial(self, src, position, velocity, effort, stamp_ns, verdict, now_ns):
+        model_ix, msg_ix = src.map.slots
+        q = np.asarray(position)[msg_ix]
+        v = np.asarray(velocity)[msg_ix] if len(velocity) else np.zeros(len(msg_ix))
+        e = np.asarray(effort)[msg_ix] if len(effort) else None
+        bad = self.bounds.violation(q, v, e, joints=model_ix)
+        if bad is not None:
+            return self._reject(*bad)
+        t = stamp_ns if stamp_ns else now_ns
+        src.last_ns = stamp_ns
+        src.messages += 1
+        if src.count < self.driving:        # not the driving source: only hold the values
+            self.hq[model_ix], self.hv[model_ix] = q, v
+            if e is not None:
+                self.he[model_ix] = e
+            self.h_effort[model_ix] = e is not None
+            self.h_ns[model_ix] = t
+            self.h_known[model_ix] = True
+            for k in model_ix:
+                self.h_source[k] = src
+            missing = [j for j, ok in zip(self.joint_names, src.map.present) if not ok]
+            self.reason = ('held', None if src.messages > 1 else (
+                f'new source with {src.count} of {len(self.joint_names)} joints (missing '
+                f'required joint(s) {missing}): its values are held for the cycles of the '
+                f'source with {self.driving} joints'))
+            return 'held'
+        # the driving source: its joints from the message, the others from the held values
+        missing = ~src.map.present
+        age_ok = self.h_known & (np.abs(self.h_ns - t) <= self.max_age * NS)
+        lacking = np.flatnonzero(missing & ~age_ok)
+        if lacking.size:
+            names = [self.joint_names[k] for k in lacking]
+            last = {self.joint_names[k]: (None if self.h_source[k] is None else
+                                          list(self.h_source[k].names)) for k in lacking}
+            detail = '; '.join(
+                f'{j}: ' + ('never received' if s is None else
+                            f'last from the source {s} more than joint_hold_max_age '
+                            f'({self.max_age:g} s) from this stamp')
+                for j, s in last.items())
+            self.reason = ('incomplete', f'missing required joint(s) {names}{self.hint} ({detail})')
+            return 'incomplete'
+        self.q[:] = np.where(missing, self.hq, 0.0)
+        self.v[:] = np.where(missing, self.hv, 0.0)
+        self.q[model_ix], self.v[model_ix] = q, v
+        self.has_effort = e is not None and bool(self.h_effort[missing].all())
+        if self.has_effort:
+            self.e[:] = np.where(missing, self.he, 0.0)
+            self.e[model_ix] = e
+        self.stamp_ns = stamp_ns
+        return 'reset' if verdict == 'reset' else 'cycle'

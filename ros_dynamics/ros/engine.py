@@ -1,0 +1,261 @@
+"""Everything the dynamics node builds for one robot model: the model, the per-cycle pipeline,
+the joint-input assembler, and the preallocated output messages.
+
+An :class:`Engine` is built completely (model, every kernel warmed up on it, messages) before
+it replaces the current one, off the executor thread; :func:`build_engine` is the one build
+path, at start-up and at run time.  Output messages are allocated once per model; their array
+fields are ``array.array('d')`` shared with numpy views, so a cycle writes its results straight
+into the message fields.
+"""
+from __future__ import annotations
+
+import array
+import threading
+
+import numpy as np
+
+from ..core.api import christoffel, link_jacobian
+from ..core.model import attach_payload
+from ..core.urdf import load_urdf_string
+from ..estimation.cycle import Cycle, ObserverSettings
+from ..estimation.joint_input import InputBounds, JointNameMap, JointStateAssembler
+from . import interfaces as itf
+from .parameters import PARAMETERS
+
+
+def load_model(xml, cfg):
+    """The core model of URDF text ``xml`` under the settings ``cfg`` (payload included);
+    ValueError with the reason.  The text is only ever parsed as XML (never opened as a file,
+    never run through xacro)."""
+    if not isinstance(xml, str) or not xml.strip():
+        raise ValueError('the robot description is empty')
+    text = xml.lstrip()
+    if not text.startswith('<'):
+        raise ValueError(
+            f'the robot description is not URDF XML but starts with {text[:60]!r}: give the XML '
+            'text itself (a file path or xacro file is never opened): use the launch file\'s '
+            'urdf:=<file> argument, a parameter file, or publish the XML on robot_description '
+            '(e.g. ros2 run xacro xacro robot.urdf.xacro)')
+    if xml.count('<joint') > 2 * cfg.max_nv + 100:   # cheap refusal before parsing
+        raise ValueError(f'the description has {xml.count("<joint")} <joint> elements; more '
+                         f'than max_nv ({cfg.max_nv}) velocity coordinates are refused')
+    model = load_urdf_string(xml, floating_base=cfg.floating_base,
+                             gravity=np.asarray(cfg.gravity, dtype=float))
+    if cfg.payload_link and cfg.payload_mass > 0.0:
+        model = with_payload(model, cfg.payload_link, cfg.payload_mass, cfg.payload_com,
+                             cfg.payload_inertia)
+    if model.nv > cfg.max_nv:
+        raise ValueError(f'the model has {model.nv} velocity coordinates, more than max_nv '
+                         f'({cfg.max_nv})')
+    return model
+
+
+def with_payload(model, link, mass, com, inertia6):
+    """``model`` with a rigid payload on ``link`` (inertia6 = [ixx, ixy, ixz, iyy, iyz, izz]
+    about its centre of mass, link axes); ValueError naming the problem."""
+    if link not in model.link_frames:
+        from ..estimation.joint_input import closest
+        raise ValueError(f'payload_link {link!r} is not a link of the model'
+                         f'{closest(link, model.link_frames)}')
+    xx, xy, xz, yy, yz, zz = inertia6
+    inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    ev = np.linalg.eigvalsh(inertia)
+    tol = 1e-12 * max(1.0, float(np.abs(ev).max()))
+    if ev[0] < -tol or (ev.sum() > 0 and 2 * ev.max() > ev.sum() + tol):
+        raise ValueError(f'payload_inertia {list(inertia6)} is not a physical inertia (principal '
+                         f'moments {ev.round(9).tolist()} must be >= 0 and satisfy the triangle '
+                         'inequality)')
+    return attach_payload(model, link, mass, com=com, inertia=inertia)
+
+
+def model_key(xml, cfg):
+    """What an engine is built from: a change of any of these needs a new engine."""
+    return (xml,) + tuple(getattr(cfg, p.name) for p in _MODEL_PARAMS)
+
+
+def observer_settings(model, cfg):
+    """ObserverSettings of ``cfg`` for ``model`` (None when disabled); ValueError if invalid."""
+    if not cfg.observer_enabled:
+        return None
+    return ObserverSettings(
+        model, cfg.observer_gain, cfg.observer_friction_viscous, cfg.observer_friction_coulomb,
+        cfg.contact_threshold, cfg.contact_release_ratio, gap_factor=cfg.observer_gap_factor,
+        gap_max=cfg.observer_max_dt, wrench_link=cfg.contact_wrench_link,
+        wrench_point=cfg.contact_wrench_point, force_only=cfg.contact_wrench_force_only)
+
+
+def _attach(msg, field, n):
+    """Give ``msg.<field>`` a zeroed ``array.array('d')`` of length n; return a numpy view of
+    the array the message stores (writing the view updates the message in place)."""
+    setattr(msg, field, array.array('d', bytes(8 * n)))
+    stored = getattr(msg, field)
+    return np.frombuffer(stored, dtype=np.float64) if n else np.zeros(0)
+
+
+class Engine:
+    """One model, its pipeline, its input assembler and its messages (module text)."""
+
+    def __init__(self, model, xml, cfg):
+        self.model, self.xml, self.key = model, xml, model_key(xml, cfg)
+        self.floating = bool(model.floating_base)
+        self.nq, self.nv = int(model.nq), int(model.nv)
+        self.joint_names = list(model.joint_names)
+        self.base_q, self.base_v = (7, 6) if self.floating else (0, 0)
+        self.with_gamma = self.nv <= cfg.christoffel_max_nv
+        self.frame_id = cfg.world_frame or ('world' if self.floating else model.root_link)
+        self.cycle = Cycle(model, cfg.coordinates, observer_settings(model, cfg))
+        co = self.coords = self.cycle.coords
+        self.names = list(co.names) if co.identity else None
+        self.joint_coordinate_names = (
+            [f'floating_base/{a}_{x}' for a in ('linear', 'angular') for x in 'xyz']
+            if self.floating else []) + self.joint_names
+        self.configure_input(cfg)
+        self._warm_up(cfg)
+        self.latest = None                 # (q, v, stamp) of the latest cycle, for services
+        self.lock = threading.Lock()
+        self.free_announced = False
+        self.tau = np.zeros(self.nv)
+        self.base = None                   # (q7, v6) of the latest valid odometry
+        self._messages()
+
+    def configure_input(self, cfg):
+        """The joint-input assembler for the input settings of ``cfg`` (cheap; no rebuild)."""
+        co = self.coords
+        mimic = co.joint_map
+        hint = ('' if mimic is not None or not self.model.mimic else
+                " (with coordinates 'mimic_reduced' the independent joints alone are accepted)")
+        self.missing_hint = hint
+        self.bounds = InputBounds(self.model, cfg.input_limit_factor, cfg.default_velocity_limit,
+                                  cfg.default_effort_limit, cfg.max_abs_position)
+        self.assembler = JointStateAssembler(
+            self.joint_names, self.bounds, mimic, hint, max_age=cfg.joint_hold_max_age,
+            max_lead=cfg.stamp_max_lead, reset_jump=cfg.stamp_reset_jump,
+            allow_missing_velocity=cfg.allow_missing_velocity)
+
+    def configure_observer(self, cfg):
+        """A new pipeline with the observer settings of ``cfg`` (ValueError if invalid)."""
+        self.cycle = Cycle(self.model, cfg.coordinates, observer_settings(self.model, cfg))
+        self.coords = self.cycle.coords
+        self._warm_cycle()
+
+    def _warm_cycle(self):
+        q0 = np.zeros(self.nq)
+        if self.floating:
+            q0[6] = 1.0
+        v0 = np.zeros(self.nv)
+        for k in range(2):
+            self.cycle.step(q0, v0, np.zeros(self.nv), 10**9 + k * 10**6, christoffel=False)
+        self.cycle.reset('start')
+        return q0, v0
+
+    def _warm_up(self, cfg):
+        """Compile (or load) and check every kernel on this model before it is used, so the
+        first joint states and the first contact are not delayed by a compile."""
+        q0, v0 = self._warm_cycle()
+        res = self.cycle.step(q0, v0, None, 0, christoffel=self.with_gamma)
+        if res.error:
+            raise ValueError(res.error)
+        if self.with_gamma:
+            christoffel(self.model, q0)
+        if self.model.body_names:
+            link_jacobian(self.model, q0, self.model.body_names[-1])
+
+    def _messages(self):
+        co, m, n = self.coords, self.coords.nv, self.nv
+        self.gam_msg = None
+        self.dyn_msg = self.contact_msg = None
+        if itf.HAVE_MSGS:
+            msg = self.dyn_msg = itf.Dynamics()
+            msg.header.frame_id = self.frame_id
+            msg.names = list(co.names)
+            self.dyn_q = _attach(msg, 'position', co.nq)
+            self.dyn_v = _attach(msg, 'velocity', m)
+            self.M_view = _attach(msg, 'mass_matrix', m * m).reshape(m, m)
+            self.C_view = _attach(msg, 'coriolis_matrix', m * m).reshape(m, m)
+            self.Mdot_view = _attach(msg, 'mass_matrix_dot', m * m).reshape(m, m)
+            self.g_dyn_view = _attach(msg, 'gravity', m)
+            msg = self.contact_msg = itf.ContactEstimate()
+            msg.header.frame_id = self.frame_id
+            msg.names = list(self.joint_coordinate_names)
+            self.contact_r = _attach(msg, 'external_torque', n)
+        # joint coordinates: the state is gathered straight into ~/dynamics
+        direct = itf.HAVE_MSGS and co.identity
+        self.q = self.dyn_q if direct else np.zeros(self.nq)
+        self.v = self.dyn_v if direct else np.zeros(self.nv)
+        if self.floating:
+            self.q[6] = 1.0
+        self.g_msg, self.g_view = self._torque_msg()
+        self.ext_msg, self.ext_view = self._torque_msg()
+
+    def _torque_msg(self):
+        msg = itf.JointState()
+        msg.name = list(self.joint_coordinate_names)
+        return msg, _attach(msg, 'effort', self.nv)
+
+    def gamma_message(self):
+        """The preallocated ~/christoffel message (built at the first streamed Gamma)."""
+        if self.gam_msg is None:
+            co, m = self.coords, self.coords.nv
+            msg = self.gam_msg = itf.Christoffel()
+            msg.header.frame_id = self.frame_id
+            msg.names = list(co.names)
+            self.gam_q = _attach(msg, 'position', co.nq)
+            self.G_view = _attach(msg, 'christoffel', m * m * m).reshape(m, m, m)
+        return self.gam_msg
+
+    def remember(self, q, v, stamp):
+        """Keep the cycle's state for the services (copied: the buffers are reused)."""
+        latest = (q.copy(), v.copy(), stamp)
+        self.latest = latest
+
+    # ------------------------------------------------------------------ requests
+    def request_state(self, names, position, velocity, base_pose=None, base_twist=None,
+                      with_velocity=True):
+        """(q, v) of a service request's state under the input policy of joint_states;
+        ValueError with the reason."""
+        nmap = JointNameMap(names, self.joint_names, self.coords.joint_map, self.missing_hint)
+        if nmap.unknown:
+            from ..estimation.joint_input import closest
+            raise ValueError('unknown joint(s) ' + ', '.join(
+                f'{j!r}{closest(j, self.joint_names)}' for j in nmap.unknown) +
+                f'; the model has {len(self.joint_names)} joints')
+        if nmap.error is not None:
+            raise ValueError(nmap.error)
+        n = len(names)
+        if len(position) != n:
+            raise ValueError(f'{len(position)} positions for {n} names')
+        if with_velocity and len(velocity) not in (0, n):
+            raise ValueError(f'{len(velocity)} velocities for {n} names (give none for zero '
+                             'velocity)')
+        q, v = np.zeros(self.nq), np.zeros(self.nv)
+        qj, vj = q[self.base_q:], v[self.base_v:]
+        nmap.positions(np.asarray(position, dtype=float), qj)
+        if with_velocity and len(velocity):
+            nmap.rates(np.asarray(velocity, dtype=float), vj)
+        bad = self.bounds.violation(qj, vj)
+        if bad is not None:
+            raise ValueError(bad[1])
+        if self.floating:
+            p, o = base_pose.position, base_pose.orientation
+            q[:7] = (p.x, p.y, p.z, o.x, o.y, o.z, o.w)
+            if with_velocity:
+                t = base_twist
+                v[:6] = (t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                         t.angular.z)
+            if not (np.abs(q[:3]) <= self.bounds.position).all() or not np.isfinite(v[:6]).all():
+                raise ValueError('NaN, inf or out-of-bounds value in the base pose or twist')
+            from ..core.configuration import is_normalized, normalize
+            if not is_normalized(self.model, q):   # the core's tolerance, as for odom
+                raise ValueError('base_pose orientation is not a unit quaternion')
+            q = normalize(self.model, q)
+        return q, v
+
+
+_MODEL_PARAMS = tuple(p for p in PARAMETERS if p.affects == 'model'
+                      and p.name != 'robot_description')
+
+
+def build_engine(xml, cfg, model=None):
+    """The one build path (start-up and run time): model (unless given, already parsed with
+    ``cfg``) and engine; ValueError with the reason."""
+    return Engine(model if model is not None else load_model(xml, cfg), xml, cfg)

@@ -1,0 +1,28 @@
+"""The message and service types of the dynamics node, with the interface package optional.
+
+Without ``ros_dynamics_msgs`` the node runs with its standard-type outputs only
+(``~/external_torque``, ``~/gravity_torque``) and says once how to build the package
+(:data:`BUILD_HINT`).
+"""
+from geometry_msgs.msg import Point  # noqa: F401
+from nav_msgs.msg import Odometry  # noqa: F401
+from sensor_msgs.msg import JointState  # noqa: F401
+from std_msgs.msg import String  # noqa: F401
+from std_srvs.srv import Trigger  # noqa: F401
+
+try:
+    from ros_dynamics_msgs.msg import Christoffel, ContactEstimate, Dynamics
+    from ros_dynamics_msgs.srv import GetChristoffel, GetDynamics, GetOperationalSpace
+    HAVE_MSGS = True
+except ImportError:  # pragma: no cover - exercised by a test in a separate process
+    Christoffel = ContactEstimate = Dynamics = None
+    GetChristoffel = GetDynamics = GetOperationalSpace = None
+    HAVE_MSGS = False
+
+BUILD_HINT = (
+    'the interface package ros_dynamics_msgs is not installed: only the standard-type outputs '
+    '~/external_torque and ~/gravity_torque (sensor_msgs/JointState) are published; ~/dynamics, '
+    '~/christoffel, ~/contact_estimate and the data services are off. Build it: in a clone of '
+    'ros_dynamics run scripts/build_interfaces.sh (scripts/setup_env.sh does it); on a ROS 2 '
+    'system `colcon build --paths <repo> <repo>/ros_dynamics_msgs` and source '
+    'install/setup.bash (README, "Your robot in ROS")')

@@ -1,0 +1,313 @@
+"""The dynamics node's parameters: one declarative table, and everything derived from it.
+
+Each entry gives the type (from the default), the default, the description, the range, the
+allowed lengths of an array, the choices, whether it is read-only, and what a change affects
+(``model``: the model is rebuilt; ``observer``: the observer restarts with the new settings;
+``input``: the joint-input policy; ``output``: takes effect at the next cycle; ``start-up``:
+read-only).  From the table come the validation (:func:`validate`), the ROS parameter
+descriptors (ranges shown by ``ros2 param describe``), ``config/dynamics.yaml`` and
+``docs/parameters.md`` (``python -m ros_dynamics.ros.parameters --write``; a test checks that
+both are up to date).  No rclpy is needed except for :func:`descriptor`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+COORDINATES = ('joint', 'mimic_reduced', 'center_of_mass')
+RELIABILITIES = ('reliable', 'best_effort')
+EXECUTORS = ('events', 'single')
+EFFORT_SOURCES = ('joint_state', 'commanded_torque')
+BIG = 1e12
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: object
+    description: str
+    affects: str = 'output'          # model, observer, input, output, start-up
+    minimum: float | None = None     # scalars: the value; arrays: every element
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    lengths: tuple | None = None     # allowed lengths of an array (None: any, at least 1)
+    choices: tuple | None = None
+    norm_max: float | None = None    # arrays: bound on the Euclidean norm
+
+    @property
+    def read_only(self):
+        return self.affects == 'start-up'
+
+    @property
+    def type_name(self):
+        d = self.default
+        return {bool: 'bool', int: 'integer', float: 'double', str: 'string',
+                list: 'double[]'}[type(d)]
+
+    def constraint_text(self):
+        parts = []
+        if self.choices:
+            parts.append('one of ' + ', '.join(self.choices))
+        if self.lengths:
+            parts.append(' or '.join(map(str, self.lengths)) + ' elements')
+        if self.minimum is not None or self.maximum is not None:
+            lo = '' if self.minimum is None else f'{self.minimum:g} {"<" if self.exclusive_minimum else "<="} '
+            hi = '' if self.maximum is None else f' <= {self.maximum:g}'
+            parts.append(f'{lo}{"each value" if isinstance(self.default, list) else "value"}{hi}')
+        if self.norm_max is not None:
+            parts.append(f'norm <= {self.norm_max:g}')
+        return '; '.join(parts)
+
+
+P = Param
+PARAMETERS = (
+    # --- model: a change rebuilds the model (a description that fails is refused)
+    P('robot_description', '', 'URDF XML of the robot (not a file path: use the launch file\'s '
+      'urdf:=, a parameter file or the robot_description topic). Empty: the latest '
+      'std_msgs/String on the robot_description topic.', 'model'),
+    P('floating_base', False, 'Give the URDF root a 6-DoF free joint; the base pose and twist '
+      'come from nav_msgs/Odometry on odom.', 'model'),
+    P('gravity', [0.0, 0.0, -9.81], 'Gravity [gx, gy, gz] in m/s^2, world (root) frame.', 'model',
+      lengths=(3,), norm_max=1e3),
+    P('coordinates', 'joint', 'Coordinates of ~/dynamics, ~/christoffel and the data services: '
+      'joint (the model\'s), mimic_reduced (independent joints only) or center_of_mass '
+      '(floating base: CoM position and base angular velocity replace the base pose and twist).',
+      'model', choices=COORDINATES),
+    P('world_frame', '', 'frame_id of the outputs. Empty: the URDF root link (fixed base) or '
+      '"world" (floating base).', 'model'),
+    P('max_nv', 500, 'Descriptions with more velocity coordinates are refused.', 'model',
+      1, 100000),
+    P('christoffel_max_nv', 100, 'Gamma (nv^3 values) is computed, streamed and served only for '
+      'models up to this size.', 'model', 0, 100000),
+    P('payload_link', '', 'Link carrying a payload the URDF does not know (a tool); empty: none.',
+      'model'),
+    P('payload_mass', 0.0, 'Payload mass in kg (0: none).', 'model', 0.0, 1e4),
+    P('payload_com', [0.0, 0.0, 0.0], 'Payload centre of mass in the payload link\'s frame (m).',
+      'model', lengths=(3,), norm_max=1e3),
+    P('payload_inertia', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 'Payload inertia about its centre of '
+      'mass in link axes [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2).', 'model', -1e4, 1e4,
+      lengths=(6,)),
+    # --- outputs
+    P('publish_dynamics', True, 'Publish ~/dynamics (M, C, dM/dt, g per joint state).'),
+    P('publish_external_torque', True, 'Publish ~/external_torque (sensor_msgs/JointState, '
+      'effort = observer residual).'),
+    P('publish_contact_estimate', True, 'Publish ~/contact_estimate: every observer update while '
+      'in contact, once when free.'),
+    P('publish_gravity_torque', False, 'Also publish ~/gravity_torque (sensor_msgs/JointState, '
+      'effort = g); always on without ros_dynamics_msgs.'),
+    P('christoffel_stream', True, 'Publish ~/christoffel every christoffel_decimation-th cycle.'),
+    P('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state.', 'output',
+      1, 1000000),
+    P('contact_wrench_link', '', 'Link at which the contact wrench is estimated; empty: the '
+      'isolated contact link.', 'observer'),
+    P('contact_wrench_point', [0.0, 0.0, 0.0], 'Contact point in that link\'s frame (m).',
+      'observer', lengths=(3,), norm_max=1e3),
+    P('contact_wrench_force_only', True, 'Estimate a pure force at the point (needs >= 3 joints '
+      'up to the link); false: a minimum-norm 6-D wrench.', 'observer'),
+    # --- quality of service and executor: read at start-up
+    P('qos_depth', 500, 'History depth of the output topics (~/christoffel: 1).', 'start-up',
+      1, 100000),
+    P('qos_reliability', 'reliable', 'Reliability of the output topics.', 'start-up',
+      choices=RELIABILITIES),
+    P('input_qos_depth', 1000, 'History depth of joint_states, odom and ~/commanded_torque.',
+      'start-up', 1, 100000),
+    P('input_qos_reliability', 'reliable', 'Reliability of the inputs (best_effort also receives '
+      'from reliable publishers).', 'start-up', choices=RELIABILITIES),
+    P('executor', 'events', 'rclpy executor of the input path: events (about half the CPU per '
+      'message) or single.', 'start-up', choices=EXECUTORS),
+    P('max_request_links', 64, 'Largest number of links (nodes) one ~/get_operational_space '
+      'request may ask for.', 'output', 1, 1000),
+    P('log_throttle_sec', 2.0, 'Minimum interval between repeated warnings of one kind (s).',
+      'start-up', 0.0, 3600.0),
+    # --- joint input
+    P('allow_missing_velocity', False, 'Accept joint states without velocities (zero velocity).',
+      'input'),
+    P('joint_hold_max_age', 0.5, 'Joints not in the driving source\'s message are taken from '
+      'their own source if their stamp is within this many seconds of the cycle\'s stamp.',
+      'input', 0.0, 3600.0),
+    P('stamp_max_lead', 1.0, 'Joint states stamped more than this (s) ahead of the node clock '
+      'are rejected.', 'input', 0.0, BIG, True),
+    P('stamp_reset_jump', 1.0, 'A stamp earlier than its source\'s last one by more than this '
+      '(s) is a source reset (accepted, observer restarted); smaller steps back are rejected. '
+      'A jump back of the node\'s clock (simulated time) is always a reset.', 'input',
+      0.0, BIG, True),
+    P('input_limit_factor', 2.0, 'Velocities and efforts are accepted up to this multiple of the '
+      'URDF joint limits.', 'input', 1.0, 1e6),
+    P('default_velocity_limit', 100.0, 'Velocity limit of a joint whose URDF gives none '
+      '(rad/s or m/s).', 'input', 0.0, BIG, True),
+    P('default_effort_limit', 10000.0, 'Effort limit of a joint whose URDF gives none (N m or N).',
+      'input', 0.0, BIG, True),
+    P('max_abs_position', 1e6, 'Joint positions beyond +-this (rad or m) are rejected.', 'input',
+      0.0, BIG, True),
+    P('effort_source', 'joint_state', 'Applied torque for the observer: the effort field of '
+      'joint_states, or the latest ~/commanded_torque.', 'input', choices=EFFORT_SOURCES),
+    P('commanded_torque_timeout', 0.1, 'A commanded torque older than this (s) is not used; '
+      '0 disables the check.', 'input', 0.0, BIG),
+    # --- observer: a change restarts it
+    P('observer_enabled', True, 'Run the generalized-momentum contact observer.', 'observer'),
+    P('observer_gain', [50.0], 'Observer gain K (1/s): one value, one per joint or one per '
+      'velocity coordinate.', 'observer', 0.0, 1e6, True),
+    P('observer_friction_viscous', [0.0], 'Viscous joint friction (N m s/rad): one value or one '
+      'per joint.', 'observer', 0.0, 1e6),
+    P('observer_friction_coulomb', [0.0], 'Coulomb joint friction (N m): one value or one per '
+      'joint.', 'observer', 0.0, 1e6),
+    P('contact_threshold', [5.0], 'Detection threshold on |residual| (N m): one value, one per '
+      'joint or one per velocity coordinate.', 'observer', 0.0, 1e9, True),
+    P('contact_release_ratio', 0.5, 'A detected joint is released below threshold x this ratio.',
+      'observer', 0.0, 1.0, True),
+    P('observer_gap_factor', 5.0, 'The observer restarts after a stamp gap longer than this many '
+      'median sample periods of the stream (at least 2 ms, at most observer_max_dt).',
+      'observer', 1.0, 1000.0),
+    P('observer_max_dt', 0.1, 'Longest stamp gap the observer ever integrates across (s).',
+      'observer', 0.0, BIG, True),
+)
+BY_NAME = {p.name: p for p in PARAMETERS}
+
+
+class Config:
+    """A validated set of parameter values (attributes by name; arrays as tuples)."""
+
+    def __init__(self, values):
+        for p in PARAMETERS:
+            setattr(self, p.name, values[p.name])
+
+    def changed(self, other):
+        return [p.name for p in PARAMETERS if getattr(self, p.name) != getattr(other, p.name)]
+
+    def replace(self, **changes):
+        return validate({**{p.name: getattr(self, p.name) for p in PARAMETERS}, **changes})
+
+
+def _check(p, value):
+    d = p.default
+    if isinstance(d, bool):
+        if not isinstance(value, bool):
+            raise ValueError(f'{p.name} must be true or false')
+        return value
+    if isinstance(d, str):
+        if not isinstance(value, str):
+            raise ValueError(f'{p.name} must be a string')
+        if p.choices and value not in p.choices:
+            raise ValueError(f'{p.name} must be one of {", ".join(p.choices)}, not {value!r}')
+        return value
+    if isinstance(d, list):
+        if isinstance(value, (bool, str, bytes)) or value is None:
+            raise ValueError(f'{p.name} must be a list of numbers')
+        values = [value] if isinstance(value, (int, float)) else list(value)
+        try:
+            values = tuple(float(x) for x in values)
+        except (TypeError, ValueError):
+            raise ValueError(f'{p.name} must be a list of numbers') from None
+        if not values or (p.lengths and len(values) not in p.lengths):
+            raise ValueError(f'{p.name} must have {p.constraint_text() or "at least 1 element"}'
+                             f', got {len(values)}')
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f'{p.name} must be a number')
+        values = (value,)
+    for x in values:
+        ok = math.isfinite(x)
+        if ok and p.minimum is not None:
+            ok = x > p.minimum if p.exclusive_minimum else x >= p.minimum
+        if ok and p.maximum is not None:
+            ok = x <= p.maximum
+        if not ok:
+            raise ValueError(f'{p.name} must be finite, {p.constraint_text()}; got {x!r}')
+    if p.norm_max is not None and math.hypot(*values) > p.norm_max:
+        raise ValueError(f'{p.name} must have {p.constraint_text()}')
+    if isinstance(d, list):
+        return values
+    return int(value) if isinstance(d, int) else float(value)
+
+
+def validate(values):
+    """A :class:`Config` from a dict of every parameter's value; ValueError with the reason."""
+    checked = {p.name: _check(p, values[p.name]) for p in PARAMETERS}
+    if checked['coordinates'] == 'center_of_mass' and not checked['floating_base']:
+        raise ValueError("coordinates 'center_of_mass' need floating_base: true")
+    if checked['payload_mass'] > 0.0 and not checked['payload_link']:
+        raise ValueError('payload_mass > 0 needs payload_link (the link carrying it)')
+    return Config(checked)
+
+
+def defaults():
+    return validate({p.name: p.default for p in PARAMETERS})
+
+
+def descriptor(p):
+    """The rcl_interfaces/ParameterDescriptor of ``p`` (ranges for scalar numbers; the rule
+    text in additional_constraints)."""
+    from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                    ParameterType)
+    kw = dict(description=p.description, read_only=p.read_only,
+              additional_constraints=p.constraint_text())
+    if isinstance(p.default, list):
+        kw['type'] = ParameterType.PARAMETER_DOUBLE_ARRAY
+    elif isinstance(p.default, bool) or isinstance(p.default, str):
+        pass
+    elif isinstance(p.default, int):
+        kw['integer_range'] = [IntegerRange(from_value=int(p.minimum), to_value=int(p.maximum),
+                                            step=1)]
+    elif p.minimum is not None:
+        kw['floating_point_range'] = [FloatingPointRange(
+            from_value=float(p.minimum), to_value=float(p.maximum), step=0.0)]
+    return ParameterDescriptor(**kw)
+
+
+# ------------------------------------------------------------------ generated files
+def _yaml_value(v):
+    if isinstance(v, bool):
+        return 'true' if v else 'false'
+    if isinstance(v, str):
+        return '""' if not v else v
+    if isinstance(v, list):
+        return '[' + ', '.join(repr(float(x)) for x in v) + ']'
+    return repr(v)
+
+
+def yaml_text():
+    lines = ['# Parameters of dynamics_node with their defaults (generated from',
+             '# ros_dynamics/ros/parameters.py: python -m ros_dynamics.ros.parameters --write).',
+             '# Reference: docs/parameters.md. Lists are double arrays: write [20.0], not 20.0.',
+             '/**:', '  ros__parameters:']
+    for p in PARAMETERS:
+        lines.append(f'    # {p.description} [{p.affects}]')
+        lines.append(f'    {p.name}: {_yaml_value(p.default)}')
+    return '\n'.join(lines) + '\n'
+
+
+def markdown_text():
+    lines = ['# dynamics_node parameters', '',
+             'Generated from `ros_dynamics/ros/parameters.py` '
+             '(`python -m ros_dynamics.ros.parameters --write`). "Affects" says what a change '
+             'does at run time: `model` rebuilds the model (refused with the reason if the '
+             'result would not build; other settings stay independent of a refused '
+             'description), `observer` restarts the observer, `input` changes the joint-input '
+             'policy, `output` applies at the next cycle, `start-up` is read-only. Lists are '
+             'double arrays (`ros2 param set /dynamics observer_gain "[20.0]"`).', '',
+             '| name | type | default | allowed | affects | description |',
+             '|---|---|---|---|---|---|']
+    for p in PARAMETERS:
+        default = _yaml_value(p.default).replace('|', '\\|')
+        lines.append(f'| `{p.name}` | {p.type_name} | `{default}` | {p.constraint_text()} | '
+                     f'{p.affects} | {p.description} |')
+    return '\n'.join(lines) + '\n'
+
+
+def generated_files(root):
+    return {os.path.join(root, 'config', 'dynamics.yaml'): yaml_text(),
+            os.path.join(root, 'docs', 'parameters.md'): markdown_text()}
+
+
+if __name__ == '__main__':
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if '--write' in sys.argv:
+        for path, text in generated_files(root).items():
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, 'w') as f:
+                f.write(text)
+            print(f'wrote {path}')
+    else:
+        sys.stdout.write(markdown_text())

@@ -1,0 +1,193 @@
+"""The dynamics node's services, answered off the input path.
+
+``~/get_dynamics``, ``~/get_christoffel``, ``~/get_operational_space`` (Lambda = J M^-1 J^T of
+requested nodes; Khatib 1987; the O(N) + O(m^2) recursion of Jain's contact dynamics in
+minimal coordinates) and ``~/reset_observer`` live on a companion node (``<name>_services``)
+spun by its own executor thread, under the dynamics node's names, so that a slow request delays
+only itself and never waits behind the joint-state backlog.  Requests obey the joint_states
+input policy and documented bounds (docs/ros_interface.md): at most 4 x the model's joints
+plus 64 names, ``max_request_links`` links, points within 1 km of their link; a result that is
+not finite is refused, never returned with success.
+"""
+from __future__ import annotations
+
+import array
+import math
+import threading
+
+import numpy as np
+
+from ..core.api import christoffel, dynamics, mass_matrix
+from . import interfaces as itf
+
+MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
+MIN_RCOND = 1e-12            # Lambda counts as singular below this reciprocal condition number
+
+
+def operational_space_inertia(lam):
+    """Lambda^-1 for a symmetric positive definite Lambda; ValueError if (near) singular."""
+    ev = np.linalg.eigvalsh(lam)
+    if ev.size and not ev[0] > MIN_RCOND * ev[-1]:
+        raise ValueError(f'Lambda is singular (eigenvalues {ev[0]:.3g} .. {ev[-1]:.3g}): the nodes '
+                         'over-constrain the robot (a node on a link fixed to the world, repeated '
+                         'nodes, or more rows than the degrees of freedom moving them); no inertia')
+    inv = np.linalg.inv(lam)
+    return 0.5 * (inv + inv.T)
+
+
+def _finite(*arrays):
+    return all(math.isfinite(float(np.sum(a))) for a in arrays)
+
+
+class Services:
+    """The companion node and its executor thread (module text)."""
+
+    def __init__(self, node):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        self.node = node
+        self.srv_node = rclpy.create_node(f'{node.get_name()}_services',
+                                          namespace=node.get_namespace(),
+                                          context=node.context, start_parameter_services=False,
+                                          use_global_arguments=False)   # no __node remap
+        base = node.get_fully_qualified_name()
+        make = self.srv_node.create_service
+        if itf.HAVE_MSGS:
+            make(itf.GetDynamics, f'{base}/get_dynamics', self.get_dynamics)
+            make(itf.GetChristoffel, f'{base}/get_christoffel', self.get_christoffel)
+            make(itf.GetOperationalSpace, f'{base}/get_operational_space',
+                 self.get_operational_space)
+        make(itf.Trigger, f'{base}/reset_observer', self.reset_observer)
+        self.executor = SingleThreadedExecutor(context=node.context)
+        self.executor.add_node(self.srv_node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name='services', daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while not self._stop.is_set():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except Exception:  # noqa: BLE001 - context shut down under us at exit
+                if self._stop.is_set():
+                    return
+                raise
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self.executor.shutdown(timeout_sec=1.0)
+        self.srv_node.destroy_node()
+
+    # ------------------------------------------------------------------ shared path
+    def _state(self, req, with_velocity):
+        """(engine, q, v, stamp) of a request: its state, or the latest accepted one."""
+        eng = self.node.engine
+        if eng is None:
+            raise ValueError('no robot model yet (set robot_description or publish it on the '
+                             'robot_description topic)')
+        js = req.state
+        if len(js.name) == 0:
+            if len(js.position) or len(js.velocity):
+                raise ValueError('positions or velocities without names')
+            latest = eng.latest
+            if latest is None:
+                raise ValueError('no joint state accepted yet: give a state in the request '
+                                 '(names and positions) or publish joint_states')
+            return eng, latest[0], latest[1], latest[2]
+        limit = 4 * len(eng.joint_names) + 64
+        if len(js.name) > limit:
+            raise ValueError(f'{len(js.name)} names: at most {limit} for this model')
+        q, v = eng.request_state(list(js.name), js.position, js.velocity,
+                                 getattr(req, 'base_pose', None),
+                                 getattr(req, 'base_twist', None), with_velocity)
+        return eng, q, v, self.node.get_clock().now().to_msg()
+
+    @staticmethod
+    def _serve(response, field, compute):
+        """``compute()`` returns (engine, stamp, {field: value}) or raises: a failure goes back
+        as success=false with the reason, nothing filled."""
+        try:
+            eng, stamp, values = compute()
+        except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
+            response.success = False
+            response.message = str(exc) if isinstance(exc, ValueError) else (
+                f'{type(exc).__name__}: {exc}')
+            return response
+        m = getattr(response, field)
+        m.header.stamp = stamp
+        m.header.frame_id = eng.frame_id
+        for name, value in values.items():
+            setattr(m, name, value)
+        response.success = True
+        return response
+
+    # ------------------------------------------------------------------ handlers
+    def get_dynamics(self, request, response):
+        def compute():
+            eng, q, v, stamp = self._state(request, with_velocity=True)
+            out = eng.coords.apply(q, v, dynamics(eng.model, q, v))
+            d = out.d
+            if not _finite(d.M, d.C, d.Mdot, d.g, out.q, out.v):
+                raise ValueError('non-finite result at the requested state')
+            return eng, stamp, {
+                'names': list(eng.coords.names), 'position': array.array('d', out.q),
+                'velocity': array.array('d', out.v),
+                'mass_matrix': array.array('d', d.M.ravel()),
+                'coriolis_matrix': array.array('d', d.C.ravel()),
+                'mass_matrix_dot': array.array('d', d.Mdot.ravel()),
+                'gravity': array.array('d', d.g)}
+        return self._serve(response, 'dynamics', compute)
+
+    def get_christoffel(self, request, response):
+        def compute():
+            eng, q, v, stamp = self._state(request, with_velocity=False)
+            if not eng.with_gamma:
+                raise ValueError(f'Gamma is not computed for this model: nv = {eng.nv} > '
+                                 'christoffel_max_nv')
+            M = None if eng.coords.identity else mass_matrix(eng.model, q)
+            gamma = eng.coords.christoffel(q, christoffel(eng.model, q), M)
+            qbar = eng.coords.state(q, v, M)[0]
+            if not _finite(gamma, qbar):
+                raise ValueError('non-finite result at the requested state')
+            return eng, stamp, {
+                'names': list(eng.coords.names), 'position': array.array('d', qbar),
+                'christoffel': array.array('d', np.ascontiguousarray(gamma).ravel())}
+        return self._serve(response, 'christoffel', compute)
+
+    def get_operational_space(self, request, response):
+        def compute():
+            links = list(request.links)
+            limit = self.node.config.max_request_links
+            if not links:
+                raise ValueError('no nodes: give at least one link (and its point)')
+            if len(links) > limit:
+                raise ValueError(f'{len(links)} links: at most max_request_links ({limit}) per '
+                                 'request')
+            if len(request.points) not in (0, len(links)):
+                raise ValueError(f'{len(request.points)} points for {len(links)} links (give '
+                                 'one per link, or none for the link origins)')
+            points = [(p.x, p.y, p.z) for p in request.points] or [(0.0, 0.0, 0.0)] * len(links)
+            for p in points:
+                if not (all(math.isfinite(x) for x in p) and math.hypot(*p) <= MAX_POINT_DISTANCE):
+                    raise ValueError(f'point {p} is not finite or farther than '
+                                     f'{MAX_POINT_DISTANCE:g} m from its link')
+            eng, q, _, stamp = self._state(request, with_velocity=False)
+            lam = eng.coords.contact_compliance(q, list(zip(links, points)),
+                                                spatial=request.spatial)
+            values = {'links': links, 'points': list(request.points) or [
+                itf.Point() for _ in links], 'dim': 6 if request.spatial else 3,
+                'position': array.array('d', eng.coords.state(q, np.zeros(eng.nv))[0]),
+                'compliance': array.array('d', lam.ravel())}
+            if request.inertia:
+                inv = operational_space_inertia(lam)
+                values['inertia'] = array.array('d', inv.ravel())
+                lam = inv
+            if not _finite(lam):
+                raise ValueError('non-finite result at the requested state')
+            return eng, stamp, values
+        return self._serve(response, 'operational_space', compute)
+
+    def reset_observer(self, request, response):
+        response.success, response.message = self.node.reset_observer()
+        return response
