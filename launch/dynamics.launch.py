@@ -33,11 +33,14 @@ from launch.substitutions import LaunchConfiguration
 
 
 def _logic():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'launch_logic.py')
-    spec = importlib.util.spec_from_file_location('ros_dynamics_launch_logic', path)
-    mod = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(mod)
-    return mod
+    """launch_logic.py next to this file (launch files are not in a Python package)."""
+    name = 'ros_dynamics_launch_logic'
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'launch_logic.py')
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def _share():

@@ -28,11 +28,12 @@ ARM7 = os.path.join(REPO_ROOT, 'urdf', 'arm7.urdf')
 
 
 def load_logic():
-    path = os.path.join(LAUNCH_DIR, 'launch_logic.py')
-    spec = importlib.util.spec_from_file_location('ros_dynamics_launch_logic', path)
-    mod = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    spec.loader.exec_module(mod)
-    return mod
+    """launch/launch_logic.py under the module name the launch files register it with."""
+    name = 'ros_dynamics_launch_logic'
+    spec = importlib.util.spec_from_file_location(name, os.path.join(LAUNCH_DIR, 'launch_logic.py'))
+    sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 L = load_logic()
