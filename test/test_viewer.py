@@ -2,8 +2,9 @@
 DevTools Protocol with the `websockets` client viser already depends on).
 
 * in process: RobotView on the bundled arm7 with a contact force -> the page renders the robot
-  and a red arrow (red pixels in the 3D area, away from the GUI panel); after the release the
-  red pixels are gone. Screenshot: out/viewer.png.
+  and a red arrow (red pixels in the 3D area, away from the GUI panel); the opposite force moves
+  the red pixels to the other side on screen; after the release they are gone. Screenshot:
+  out/viewer.png.
 * as a process: `python -m ros_dynamics.ros.viewer` fed by a scripted rclpy publisher of
   /dynamics/dynamics, /dynamics/contact_estimate and /dynamics/external_torque over loopback
   DDS -> the arrow appears. Screenshot: out/viewer_ros.png.
@@ -116,6 +117,14 @@ def _red(img):
     return int(((r > 150) & (r - g > 60) & (r - b > 60)).sum())
 
 
+def _red_x(img):
+    """Mean column of the red pixels (same region as _red)."""
+    a = img[160:, 100:PANEL_X]
+    r, g, b = a[..., 0], a[..., 1], a[..., 2]
+    cols = np.nonzero((r > 150) & (r - g > 60) & (r - b > 60))[1]
+    return 100.0 + cols.mean() if cols.size else float('nan')
+
+
 def _grey(img):
     """Pixels of the robot's blue-grey links (170, 178, 190) under shading."""
     a = img[160:, 100:PANEL_X]
@@ -194,7 +203,14 @@ def test_browser_shows_robot_and_contact_arrow(browser_factory):
                               'robot (grey) and arrow (red)')
         path = _save(png, 'viewer.png')
         assert len(server.get_clients()) == 1
-        print(f'red px {_red(img)}, grey px {_grey(img)}')
+        x_plus = _red_x(img)
+        print(f'red px {_red(img)} (mean column {x_plus:.0f}), grey px {_grey(img)}')
+        # the opposite force (same scene nodes, updated in place): the arrow swings to the left
+        # on screen (+x+y points right from this camera); its tail stays at the contact point
+        view.set_contacts([ContactView('arm_link_7', np.array([0.0, 0.0, 0.05]), R, p, -FORCE)])
+        png, img = b.wait_for(lambda im: _red(im) > 150 and _red_x(im) < x_plus - 40,
+                              'the reversed arrow')
+        _save(png, 'viewer_reversed.png')
         view.set_contacts([])
         _, img = b.wait_for(lambda im: _red(im) < 10, 'release (no red)')
         assert _grey(img) > 3000 and os.path.getsize(path) > 10000

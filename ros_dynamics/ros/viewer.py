@@ -162,7 +162,8 @@ class RobotView:
             print(f'viewer: {len(self.unresolved_meshes)} mesh file(s) not found (e.g. '
                   f'{self.unresolved_meshes[0]}): grey stand-ins', file=sys.stderr)
         self._arrows = None
-        self._spheres = []
+        self._spheres = []          # sphere, label per contact
+        self._shown = (0, 0)        # (arrows, contacts) in the scene
         self._bars = server.gui.add_html(self._bars_html([], np.zeros(0), None))
         self._status = server.gui.add_markdown('waiting for data')
         self.set_configuration(self.q)
@@ -219,11 +220,27 @@ class RobotView:
     # -- contact ------------------------------------------------------------------------------
     def set_contacts(self, contacts):
         """Show ContactViews (ros_dynamics.ros.visualization): an arrow per force from the world
-        contact point, length force_scale |f|, and a sphere at each contact link's origin."""
+        contact point, length force_scale |f|, a label with |f|, and a sphere at each contact
+        link's origin. The scene nodes are updated in place while the number of contacts and
+        forces stays the same (no flicker at the refresh rate), re-created when it changes."""
         scene = self.server.scene
         arrows = [(c.world_point(), c.world_point() + self.force_scale * np.asarray(c.force, float))
                   for c in contacts if c.force is not None]
+        pts = np.array(arrows, np.float32).reshape(-1, 2, 3)
+        longest = float(np.max(np.linalg.norm(pts[:, 1] - pts[:, 0], axis=1))) if arrows else 0.0
+        head = min(0.08, 0.4 * max(longest, 1e-3))
+        labels = [(c.link if c.force is None else f'{c.link} {float(np.linalg.norm(c.force)):.1f} N',
+                   tuple(c.world_point() + np.array([0.0, 0.0, 0.08]))) for c in contacts]
         with self._lock:
+            if (len(arrows), len(contacts)) == self._shown:
+                if self._arrows is not None:
+                    self._arrows.points = pts
+                    self._arrows.head_length = head
+                for k, c in enumerate(contacts):
+                    sphere, label = self._spheres[2 * k], self._spheres[2 * k + 1]
+                    sphere.position = tuple(np.asarray(c.p, float))
+                    label.text, label.position = labels[k]
+                return
             if self._arrows is not None:
                 self._arrows.remove()
                 self._arrows = None
@@ -231,20 +248,17 @@ class RobotView:
                 s.remove()
             self._spheres = []
             if arrows:
-                pts = np.array(arrows, np.float32)
-                longest = float(np.max(np.linalg.norm(pts[:, 1] - pts[:, 0], axis=1)))
-                self._arrows = scene.add_arrows(
-                    '/contact/force', pts, ARROW_COLOR, shaft_radius=0.015,
-                    head_radius=0.035, head_length=min(0.08, 0.4 * max(longest, 1e-3)))
+                self._arrows = scene.add_arrows('/contact/force', pts, ARROW_COLOR,
+                                                shaft_radius=0.015, head_radius=0.035,
+                                                head_length=head)
             for k, c in enumerate(contacts):
                 self._spheres.append(scene.add_icosphere(
                     f'/contact/link_{k}', radius=0.06, color=LINK_COLOR, opacity=0.4,
                     position=tuple(np.asarray(c.p, float))))
-                text = c.link if c.force is None else \
-                    f'{c.link} {float(np.linalg.norm(c.force)):.1f} N'
                 self._spheres.append(scene.add_label(
-                    f'/contact/label_{k}', text, anchor='bottom-center',
-                    position=tuple(c.world_point() + np.array([0.0, 0.0, 0.08]))))
+                    f'/contact/label_{k}', labels[k][0], anchor='bottom-center',
+                    position=labels[k][1]))
+            self._shown = (len(arrows), len(contacts))
 
     def set_contact_estimate(self, msg):
         """A ros_dynamics_msgs/ContactEstimate at the current configuration."""
