@@ -188,7 +188,7 @@ def dynamics_actions(args, share, *, package_available=has_package):
         if absent:
             out.append(LogAction(
                 f"rviz:=true: {' and '.join(absent)} not installed, not started (Debian/Ubuntu: "
-                f"apt-get install {' '.join('ros-$ROS_DISTRO-' + p.replace('_', '-') for p in absent)}"
+                f"apt-get install {' '.join(_apt_name(p) for p in absent)}"
                 "); without RViz: python -m ros_dynamics.ros.viewer --urdf <file> (browser)"))
         else:
             fixed = 'world' if floating else root_link(xml)
@@ -228,6 +228,10 @@ def closed_loop_actions(args):
                    name='tracking_controller', parameters=[ctl]),
         NodeAction(package='ros_dynamics', executable='sim', name='sim', parameters=[sim]),
     ]
+
+
+def _apt_name(package):
+    return 'ros-$ROS_DISTRO-' + package.replace('_', '-')
 
 
 def _fqn(ns, name):

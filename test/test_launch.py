@@ -111,7 +111,8 @@ def test_rviz_when_installed_and_when_not():
     from urdf_parser_py.urdf import URDF           # independent root-link finder
     assert fixed == URDF.from_xml_string(xml).get_root() == 'base'
     quad = os.path.join(REPO_ROOT, 'urdf', 'quadruped.urdf')
-    assert nodes(plan(rviz='true', urdf=quad, floating_base='true'))['rviz2'].arguments[-1] == 'world'
+    rviz = nodes(plan(rviz='true', urdf=quad, floating_base='true'))['rviz2']
+    assert rviz.arguments[-1] == 'world'
     actions = plan(rviz='true', installed=('robot_state_publisher',))
     assert set(nodes(actions)) == {'dynamics'}
     (msg,) = logs(actions)

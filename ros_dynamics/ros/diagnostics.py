@@ -229,7 +229,8 @@ class NodeHealth:
             values += [('last reset [s ago]', _num(now - self._reset[0])),
                        ('last reset reason', self._reset[1])]
         if self._residual is None:
-            return name, OK, 'no observer update (observer off, or no efforts in joint_states)', values
+            return (name, OK, 'no observer update (observer off, or no efforts in joint_states)',
+                    values)
         r = np.abs(np.asarray(self._residual, float))
         thr = np.broadcast_to(np.asarray(self._threshold, float), r.shape)
         names = (self._model or {}).get('names')
@@ -237,7 +238,8 @@ class NodeHealth:
             names = [str(i) for i in range(r.size)]
         values.append(('in contact', str(bool(self._in_contact))))
         for k, n in enumerate(names):
-            values.append((f'|r|/threshold {n}', f'{r[k] / thr[k]:.2f} ({r[k]:.3g} / {thr[k]:.3g})'))
+            values.append((f'|r|/threshold {n}',
+                           f'{r[k] / thr[k]:.2f} ({r[k]:.3g} / {thr[k]:.3g})'))
         near = []
         if self._peak is not None and self._peak.shape == r.shape:
             near = [names[k] for k in np.flatnonzero(self._peak > self.near_ratio * thr)]

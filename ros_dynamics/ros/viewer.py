@@ -229,7 +229,8 @@ class RobotView:
         pts = np.array(arrows, np.float32).reshape(-1, 2, 3)
         longest = float(np.max(np.linalg.norm(pts[:, 1] - pts[:, 0], axis=1))) if arrows else 0.0
         head = min(0.08, 0.4 * max(longest, 1e-3))
-        labels = [(c.link if c.force is None else f'{c.link} {float(np.linalg.norm(c.force)):.1f} N',
+        labels = [(c.link if c.force is None else
+                   f'{c.link} {float(np.linalg.norm(c.force)):.1f} N',
                    tuple(c.world_point() + np.array([0.0, 0.0, 0.08]))) for c in contacts]
         with self._lock:
             if (len(arrows), len(contacts)) == self._shown:
@@ -271,7 +272,9 @@ class RobotView:
         r = np.abs(np.asarray(residual, float))
         if thr is not None:
             thr = np.broadcast_to(thr, r.shape) if thr.size in (1, r.size) else None
-        self._bars.content = self._bars_html(list(names), r, thr)
+        content = self._bars_html(list(names), r, thr)
+        if content != self._bars.content:
+            self._bars.content = content
 
     @staticmethod
     def _bars_html(names, r, thr):
@@ -300,7 +303,8 @@ class RobotView:
         return head + ''.join(rows)
 
     def set_status(self, text):
-        self._status.content = text
+        if text != self._status.content:
+            self._status.content = text
 
 
 # -- ROS ----------------------------------------------------------------------------------------
@@ -321,6 +325,38 @@ def _thresholds_from_node(node, target, timeout=3.0):
         return list(v.double_array_value) or ([v.double_value] if v.type == 3 else None)
     finally:
         node.destroy_client(client)
+
+
+def _refresh(view, snap, shown, use_js, bars):
+    """Bring the view up to the latest messages in ``snap`` (key -> (message, receipt time));
+    ``shown`` remembers what is already drawn. Returns whether joint_states is the source."""
+    q = None
+    if not use_js and 'dynamics' in snap and snap['dynamics'] is not shown.get('dynamics'):
+        m = snap['dynamics'][0]
+        q = view.q_from_dynamics(m.names, m.position)
+        if q is None:
+            print('viewer: ~/dynamics is not in joint coordinates: using joint_states', flush=True)
+            use_js = True
+    if q is None and use_js and 'joint_states' in snap and \
+            snap['joint_states'] is not shown.get('joint_states'):
+        m = snap['joint_states'][0]
+        q = view.q_from_joint_positions(m.name, m.position)
+    if q is not None:
+        view.set_configuration(q)
+    shown.update({k: snap[k] for k in ('dynamics', 'joint_states') if k in snap})
+    c = snap.get('contact')
+    if c is not None and c is not shown.get('contact'):
+        view.set_contact_estimate(c[0])
+        shown['contact'] = c
+    elif c is not None and c[0].in_contact and time.monotonic() - c[1] > 0.5 and \
+            shown.get('stale') is not c:
+        view.set_contacts([])      # estimates stream while in contact: none for 0.5 s -> released
+        shown['stale'] = c
+    r = snap.get('residual')
+    if bars and r is not None and r is not shown.get('residual'):
+        view.set_residual(r[0].name, r[0].effort)
+        shown['residual'] = r
+    return use_js
 
 
 def run(args):
@@ -382,41 +418,21 @@ def run(args):
     print(f'viewer: open http://localhost:{server.get_port()}  (Ctrl+C to stop)', flush=True)
     shown = {}
     period = 1.0 / args.fps
+    slow = max(1, int(round(args.fps / 5.0)))      # bars at ~5 Hz, status at ~1 Hz: the browser
+    frame = 0                                       # re-lays out HTML, keep that rare
     try:
         while True:
             time.sleep(period)
+            frame += 1
             with lock:
                 snap = dict(latest)
-            q = None
-            if 'dynamics' in snap and snap['dynamics'] is not shown.get('dynamics'):
-                m = snap['dynamics'][0]
-                q = view.q_from_dynamics(m.names, m.position)
-                if q is None and not use_js:
-                    print('viewer: ~/dynamics is not in joint coordinates: using joint_states')
-                    use_js = True
-            if q is None and use_js and 'joint_states' in snap and \
-                    snap['joint_states'] is not shown.get('joint_states'):
-                m = snap['joint_states'][0]
-                q = view.q_from_joint_positions(m.name, m.position)
-            if q is not None:
-                view.set_configuration(q)
-            shown.update({k: snap[k] for k in ('dynamics', 'joint_states') if k in snap})
-            c = snap.get('contact')
-            now = time.monotonic()
-            if c is not None and c is not shown.get('contact'):
-                view.set_contact_estimate(c[0])
-                shown['contact'] = c
-            elif c is not None and c[0].in_contact and now - c[1] > 0.5 and shown.get('stale') is not c:
-                view.set_contacts([])      # estimates stream while in contact: none -> released
-                shown['stale'] = c
-            r = snap.get('residual')
-            if r is not None and r is not shown.get('residual'):
-                view.set_residual(r[0].name, r[0].effort)
-                shown['residual'] = r
-            n = len(snap)
-            view.set_status(f'{target}: ' + ', '.join(
-                f'{k} {now - v[1]:.1f} s ago' for k, v in sorted(snap.items())) if n else
-                f'{target}: waiting for data')
+            with server.atomic():                   # one batch per refresh
+                use_js = _refresh(view, snap, shown, use_js, bars=frame % slow == 0)
+            if frame % int(round(args.fps)) == 0:
+                now = time.monotonic()
+                view.set_status(f'{target}: ' + ', '.join(
+                    f'{k} {now - v[1]:.1f} s ago' for k, v in sorted(snap.items()))
+                    if snap else f'{target}: waiting for data')
     except KeyboardInterrupt:
         pass
     finally:

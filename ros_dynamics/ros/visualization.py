@@ -137,7 +137,8 @@ def contact_markers(contacts: Sequence[ContactView], stamp, frame_id, *, previou
     if not force_scale > 0.0:
         raise ValueError(f'force_scale must be > 0 [m/N], got {force_scale!r}')
     if not lifetime > 0.0:
-        raise ValueError(f'lifetime must be > 0 [s] (0 would keep markers forever), got {lifetime!r}')
+        raise ValueError(f'lifetime must be > 0 [s] (0 would keep markers forever), '
+                         f'got {lifetime!r}')
     out = MarkerArray()
     for i, c in enumerate(contacts):
         x = c.world_point()
