@@ -384,12 +384,14 @@ def run(args):
     node = rclpy.create_node('dynamics_viewer')
     target = args.node.rstrip('/')
     latest = {}
+    counts = {}
     lock = threading.Lock()
 
     def keep(key):
         def cb(msg):
             with lock:
                 latest[key] = (msg, time.monotonic())
+                counts[key] = counts.get(key, 0) + 1
         return cb
 
     reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -397,8 +399,9 @@ def run(args):
     if not use_js:
         node.create_subscription(Dynamics, f'{target}/dynamics', keep('dynamics'),
                                  qos_profile_sensor_data)
-    node.create_subscription(JointState, args.joint_states_topic, keep('joint_states'),
-                             qos_profile_sensor_data)
+    if use_js:
+        node.create_subscription(JointState, args.joint_states_topic, keep('joint_states'),
+                                 qos_profile_sensor_data)
     if ContactEstimate is not None:
         node.create_subscription(ContactEstimate, f'{target}/contact_estimate', keep('contact'),
                                  reliable)
@@ -420,6 +423,7 @@ def run(args):
     period = 1.0 / args.fps
     slow = max(1, int(round(args.fps / 5.0)))      # bars at ~5 Hz, status at ~1 Hz: the browser
     frame = 0                                       # re-lays out HTML, keep that rare
+    last_report = time.monotonic()
     try:
         while True:
             time.sleep(period)
@@ -427,7 +431,17 @@ def run(args):
             with lock:
                 snap = dict(latest)
             with server.atomic():                   # one batch per refresh
+                was_js = use_js
                 use_js = _refresh(view, snap, shown, use_js, bars=frame % slow == 0)
+            if use_js and not was_js:               # ~/dynamics in other coordinates
+                node.create_subscription(JointState, args.joint_states_topic,
+                                         keep('joint_states'), qos_profile_sensor_data)
+            if time.monotonic() - last_report >= 10.0:   # a sign of life every 10 s
+                last_report = time.monotonic()
+                with lock:
+                    got, counts = dict(counts), {}
+                print('viewer: received in the last 10 s: ' + (', '.join(
+                    f'{k} {n}' for k, n in sorted(got.items())) or 'nothing'), flush=True)
             if frame % int(round(args.fps)) == 0:
                 now = time.monotonic()
                 view.set_status(f'{target}: ' + ', '.join(
