@@ -18,6 +18,7 @@ setup(
     install_requires=['setuptools', 'numpy', 'numba', 'xacro', 'pyyaml'],
     extras_require={
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib'],
+        'calibrate': ['rosbags', 'matplotlib'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',
@@ -27,8 +28,10 @@ setup(
     entry_points={
         'console_scripts': [
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
+            'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
+            'calibrate = ros_dynamics.calibrate:main',
             'viewer = ros_dynamics.ros.viewer:main',
         ],
     },

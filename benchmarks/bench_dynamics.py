@@ -1,6 +1,6 @@
 """ros_dynamics vs Pinocchio, same quantities, same process (issue #3: "C++ speed from Python").
 
-    python benchmarks/bench_dynamics.py            # full run (~1-2 min), writes results/dynamics.md
+    python benchmarks/bench_dynamics.py            # full run (~1-2 min), writes out/benchmarks/dynamics.md
     python benchmarks/bench_dynamics.py --quick    # fewer repeats, no 40-DoF chain (~30 s)
 
 For each robot (7/20/40-DoF random chains, a 20-DoF binary tree, the Franka Panda of
@@ -21,7 +21,7 @@ Python-call level for both libraries:
 plus the throughput of rd.dynamics_batch (K = 1000 states, all cores) against a Python loop of
 single rd.dynamics calls and against the same batch on one thread, a comparison with the seed
 paper's Table 1, and a breakdown of where the time of one rd.dynamics call goes (chain-20).
-Progress goes to stderr; the tables go to stdout and to results/dynamics.md.
+Progress goes to stderr; the tables go to stdout and to out/benchmarks/dynamics.md (or --out).
 """
 
 import argparse
@@ -39,7 +39,7 @@ import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 # time (robust on a shared, loaded machine); --wall: median of wall-clock blocks instead.
 TIMING = dict(stat='min', clock=time.thread_time)
 
-# Seed 000 (Echeandia & Wensing), Table 1, microseconds (their i7 3.2 GHz)
+# Echeandia & Wensing (2021), Table 1, microseconds (their i7 3.2 GHz)
 PAPER = {'chain-20': (18.0, 122.0), 'tree-20': (10.0, 33.0)}
 
 

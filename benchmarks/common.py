@@ -15,7 +15,10 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, 'results')
+# The runs quoted in docs/ are kept in benchmarks/results/ (tracked); a run writes to
+# out/benchmarks/ (git-ignored) or to the folder given with --out-dir, and says where.
+REFERENCE = os.path.join(HERE, 'results')
+RESULTS = os.path.join(os.path.dirname(HERE), 'out', 'benchmarks')
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
 
 import ros_dynamics as rd  # noqa: E402
@@ -25,6 +28,24 @@ from ros_dynamics import testing as models  # noqa: E402
 def log(*args):
     """Progress output (stderr, flushed), so that stdout stays a clean table."""
     print(*args, file=sys.stderr, flush=True)
+
+
+def add_out_dir(ap):
+    """The --out-dir option of every benchmark (default out/benchmarks/)."""
+    ap.add_argument('--out-dir', default=RESULTS,
+                    help='folder for the tables and plots (default: out/benchmarks/)')
+
+
+def output(out_dir, name):
+    """Path of an output file in out_dir (created), never a tracked file."""
+    os.makedirs(out_dir, exist_ok=True)
+    return os.path.join(out_dir, name)
+
+
+def wrote(*paths):
+    """Say where the results went (stderr)."""
+    for p in paths:
+        log(f'wrote {os.path.relpath(p)}')
 
 
 # -- robots ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Cost of the OSCM Lambda = J M^-1 J^T vs the number of bodies N at fixed m (seed 002, App. 10).
+"""Cost of the OSCM Lambda = J M^-1 J^T vs the number of bodies N at fixed m (Jain et al. 2012, appendix).
 
     python benchmarks/contact_compliance_scaling.py [--quick]
 
@@ -13,7 +13,7 @@ Times are the minimum per-call CPU time of this thread (time.thread_time) over i
 blocks, with BLAS on one thread, so the load of a shared machine does not count.
 
 Fits the log-log slope of each over N >= 32 (expected ~1 for "os", ~2-3 for "dense") and
-writes results/contact_compliance_scaling.csv and .png.
+writes contact_compliance_scaling.csv and .png to out/benchmarks/ (or --out-dir DIR).
 """
 
 import argparse
@@ -27,7 +27,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from common import RESULTS, interleaved, log, machine_info
+from common import add_out_dir, interleaved, log, machine_info, output, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing as models  # noqa: E402
@@ -36,6 +36,7 @@ from ros_dynamics import testing as models  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--quick', action='store_true')
+    add_out_dir(ap)
     args = ap.parse_args()
     Ns = [8, 16, 32, 64, 128] if args.quick else [8, 16, 32, 64, 128, 256, 512]
     rows = []
@@ -69,8 +70,9 @@ def main():
     for N, to, td, err in rows:
         print(f'| {N} | {to * 1e6:.1f} | {td * 1e6:.1f} | {td / to:.1f} | {err:.1e} |')
     print(f'\nlog-log slope over N >= 32: os {slopes["os"]:.2f}, dense {slopes["dense"]:.2f}')
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, 'contact_compliance_scaling.csv'), 'w', newline='') as f:
+    csv_path = output(args.out_dir, 'contact_compliance_scaling.csv')
+    png_path = output(args.out_dir, 'contact_compliance_scaling.png')
+    with open(csv_path, 'w', newline='') as f:
         w = csv.writer(f)
         w.writerow(['N', 'os_s', 'dense_s', 'rel_diff'])
         w.writerows(rows)
@@ -85,7 +87,10 @@ def main():
     ax.grid(True, which='both', alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(RESULTS, 'contact_compliance_scaling.png'), dpi=120)
+    ax.set_title('$\\Lambda$ of 4 contact nodes: recursion vs dense')
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    wrote(csv_path, png_path)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
-"""dtau/dv of inverse dynamics: Algorithm 1 (seed 000, Remark 3) vs Pinocchio's RNEA derivatives.
+"""dtau/dv of inverse dynamics: Algorithm 1 (Echeandia & Wensing 2021, Remark 3) vs Pinocchio's RNEA derivatives.
 
-    python benchmarks/derivatives.py            # writes results/derivatives.md
+    python benchmarks/derivatives.py            # writes out/benchmarks/derivatives.md
     python benchmarks/derivatives.py --quick    # fewer timing blocks
 
 For each robot (7/20/40-DoF random chains, a 20-DoF binary tree, the Franka Panda and the
@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from common import (RESULTS, example_robot_data_urdf, interleaved, log, machine_info,
+from common import (add_out_dir, output, wrote, example_robot_data_urdf, interleaved, log, machine_info,
                     robot_sources, us)
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
@@ -76,6 +76,7 @@ def robots():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--quick', action='store_true')
+    add_out_dir(ap)
     args = ap.parse_args()
     import pinocchio as pin
 
@@ -115,9 +116,10 @@ def main():
                      f"{t['pin_rnea_d'] / t['ours']:.2f} | {us(t['pin_C'])} |")
     text = '\n'.join(lines) + '\n'
     print(text)
-    if not args.quick:
-        with open(os.path.join(RESULTS, 'derivatives.md'), 'w') as fh:
-            fh.write(text)
+    path = output(args.out_dir, 'derivatives_quick.md' if args.quick else 'derivatives.md')
+    with open(path, 'w') as fh:
+        fh.write(text)
+    wrote(path)
 
 
 if __name__ == '__main__':

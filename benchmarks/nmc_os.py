@@ -1,4 +1,4 @@
-"""The paper's NMC/OS contact LCP (seed 002, Sec. 8), for the pendulum benchmark's Table 2 column.
+"""The paper's NMC/OS contact LCP (Jain et al. 2012, Sec. 8), for the pendulum benchmark's Table 2 column.
 
 Non-minimal coordinates: every link is a free body with its 6x6 spatial inertia (block-diagonal,
 constant in the body), every pin joint a bilateral constraint of n_b = 5 rows per link,

@@ -1,89 +1,127 @@
-"""Core work of one dynamics_node cycle for the bundled arm, without ROS (issue #8).
+"""CPU per dynamics_node cycle without ROS: the per-cycle pipeline against the bare core calls.
 
-    python benchmarks/node_cycle.py [--cycles 20000]
+    python benchmarks/node_cycle.py [--decimation 10] [--blocks 31] [--out out/node_cycle.md]
 
-One accepted joint state costs the node: M, C, dM/dt, g; Gamma every ``--decimation``-th cycle;
-the momentum observer's update (p = M v, C^T v, g) and the contact detector.  Two variants are
-timed interleaved in one process (median of blocks, microseconds per cycle):
+Variants, timed interleaved in one process (minimum thread CPU time over blocks, bundled arm):
 
-* ``separate calls``: rd.dynamics + rd.christoffel + obs.update(q, v, tau, dt) + det.update(r),
-  each validating its input and running its own forward kinematics (the node before issue #8);
-* ``one pass``: rd.compute_all_terms(model, q, v, data, christoffel=...) then
-  obs.update_from(data, tau, dt) + det.update(r): one validation, one kinematics pass, no
-  allocation in the core.
+* ``core calls``: compute_all_terms (Gamma every N-th cycle) + MomentumObserver.update_from +
+  ContactDetector.update: the core work alone, a floor;
+* ``before the split``: what dynamics_node's callback did per joint state before the pipeline
+  existed, without rclpy (commit 2d3c5be, restated here): gather by name (np.take x 3), finite
+  and bound checks in numpy, the core calls, the coordinate map, the finite-output check;
+* ``Cycle.step``: the same through :class:`ros_dynamics.estimation.cycle.Cycle` (plus the
+  observer timing, the gap rule and the finite-output check);
+* ``assemble + Cycle.step``: what the node runs per joint-state message without ROS: the
+  joint-input assembler (names, stamp policy, bounds) and then the cycle.
 
-Kinematics passes per cycle are counted from the calls (forward kinematics of each kernel).
+Free motion (the torque keeps the momentum constant), as in most cycles.
 """
-
 import argparse
 import os
-import sys
+import time
 
 import numpy as np
 
-import time
+from common import interleaved, log, machine_info, us
 
-from common import RESULTS, interleaved, log, machine_info, us
+import ros_dynamics as rd
+from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
+from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
 
-import ros_dynamics as rd  # noqa: E402
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out')
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--decimation', type=int, default=10, help='Gamma every N-th cycle')
     ap.add_argument('--blocks', type=int, default=31)
-    ap.add_argument('--out', default=os.path.join(RESULTS, 'node_cycle.md'))
+    ap.add_argument('--out', default=os.path.join(OUT, 'node_cycle.md'))
     args = ap.parse_args(argv)
-    model = rd.load_urdf(rd.bundled_urdf('arm7.urdf'))
-    n = model.nv
+    model = rd.load_urdf(rd.bundled_urdf('arm7'))
+    n, N = model.nv, args.decimation
     rng = np.random.default_rng(0)
-    q, v = rng.uniform(-1, 1, model.nq), rng.uniform(-1, 1, n)
-    # the torque that keeps the momentum constant (p-dot = tau + C^T v - g = 0): free motion, the
-    # residual stays ~0 and the detector takes its usual no-contact path, as in most cycles
+    q, v = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
     tau = rd.gravity(model, q) - rd.coriolis_transpose_times_v(model, q, v)
-    dt, N = 1e-3, args.decimation
+    names = list(model.joint_names)
+    state = {'k': 0, 't': 10**9}
 
-    obs_a, det_a = rd.MomentumObserver(model, gain=50.0), rd.ContactDetector(model, threshold=5.0)
-    state = {'k': 0}
+    data = rd.Data(model)
+    obs, det = rd.MomentumObserver(model, gain=50.0), rd.ContactDetector(model, threshold=5.0)
+    rd.compute_all_terms(model, q, v, data)
+    obs.reset_from(data, tau)
 
-    def separate():
+    def core_calls():
         k = state['k'] = state['k'] + 1
-        rd.dynamics(model, q, v)
-        if k % N == 0:
-            rd.christoffel(model, q)
-        det_a.update(obs_a.update(q, v, tau, dt))
+        rd.compute_all_terms(model, q, v, data, christoffel=(k % N == 0))
+        det.update(obs.update_from(data, tau, 1e-3))
 
-    variants = {'separate calls': separate}
-    passes = {'separate calls': 2 + 1.0 / N}
-    if hasattr(rd, 'compute_all_terms'):
-        data = rd.Data(model)
-        obs_b, det_b = rd.MomentumObserver(model, gain=50.0), rd.ContactDetector(model, threshold=5.0)
+    # the node's callback before the split, restated without rclpy (its numpy glue and core calls)
+    index = np.arange(n)
+    qj, vj, ej = np.zeros(n), np.zeros(n), np.zeros(n)
+    bounds = InputBounds(model)
+    data_b = rd.Data(model)
+    obs_b, det_b = rd.MomentumObserver(model, gain=50.0), rd.ContactDetector(model, threshold=5.0)
+    rd.compute_all_terms(model, q, v, data_b)
+    obs_b.reset_from(data_b, tau)
 
-        def fused():
-            k = state['k'] = state['k'] + 1
-            rd.compute_all_terms(model, q, v, data, christoffel=(k % N == 0))
-            det_b.update(obs_b.update_from(data, tau, dt))
+    def finite(x):
+        return np.isfinite(x.sum())
 
-        variants['one pass'] = fused
-        passes['one pass'] = 1.0
-    log(f'machine: {machine_info()}')
+    def before():
+        k = state['k'] = state['k'] + 1
+        np.take(q, index, out=qj)
+        np.take(v, index, out=vj)
+        np.take(tau, index, out=ej)
+        if not (finite(qj) and finite(vj) and finite(ej)):
+            raise AssertionError
+        if not ((np.abs(qj) <= bounds.position).all() and (np.abs(vj) <= bounds.velocity).all()
+                and (np.abs(ej) <= bounds.effort).all()):
+            raise AssertionError
+        g = k % N == 0
+        rd.compute_all_terms(model, qj, vj, data_b, christoffel=g)
+        d = data_b.dynamics
+        r = obs_b.update_from(data_b, ej, 1e-3)
+        det_b.update(r)
+        for x in (d.M, d.C, d.Mdot, d.g, data_b.Gamma if g else None, r):
+            if x is not None and not finite(x):
+                raise AssertionError
+
+    cyc = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
+
+    def cycle_step():
+        k = state['k'] = state['k'] + 1
+        state['t'] += 1_000_000
+        cyc.step(q, v, tau, state['t'], christoffel=(k % N == 0))
+
+    cyc2 = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
+    asm = JointStateAssembler(names, InputBounds(model))
+
+    def assemble_and_step():
+        k = state['k'] = state['k'] + 1
+        t = state['t'] = state['t'] + 1_000_000
+        asm.add(names, q, v, tau, t // 10**9, t % 10**9, 0)
+        cyc2.step(asm.q, asm.v, asm.e if asm.has_effort else None, asm.stamp_ns,
+                  christoffel=(k % N == 0))
+
+    variants = {'core calls': core_calls, 'before the split': before, 'Cycle.step': cycle_step,
+                'assemble + Cycle.step': assemble_and_step}
     for f in variants.values():
-        for _ in range(2 * N):
+        for _ in range(4 * N):
             f()
+    log(f'machine: {machine_info()}')
     t = interleaved(variants, blocks=args.blocks, block_s=0.01, stat='min', clock=time.thread_time)
-    lines = ['# One dynamics_node cycle, core work only (bundled arm7, nv = %d)' % n, '',
-             f'Machine: {machine_info()}; 1-min load average {os.getloadavg()[0]:.2f}.  '
-             f'Gamma every {N}-th cycle; minimum thread CPU time over {args.blocks} interleaved blocks.', '',
-             '| variant | us per cycle | kinematics passes per cycle |', '|---|---:|---:|']
-    for name, sec in t.items():
-        lines.append(f'| {name} | {us(sec)} | {passes[name]:.1f} |')
+    lines = [f'# One dynamics_node cycle without ROS (bundled arm, nv = {n})', '',
+             f'Machine: {machine_info()}; 1-min load average {os.getloadavg()[0]:.2f}. Gamma '
+             f'every {N}-th cycle; minimum thread CPU time over {args.blocks} interleaved blocks.',
+             '', '| variant | us per cycle |', '|---|---:|']
+    lines += [f'| {name} | {us(sec)} |' for name, sec in t.items()]
     text = '\n'.join(lines) + '\n'
-    print(text)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, 'w') as fh:
-        fh.write(text)
-    return 0
+    with open(args.out, 'w') as f:
+        f.write(text)
+    print(text)
+    print(f'written to {args.out}')
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    main()

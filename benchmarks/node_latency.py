@@ -88,25 +88,25 @@ def percentile_ms(values, p):
 # 1. in-process profile of one cycle
 
 def profile(name, xml, extra_params, cycles=3000):
+    """Per-cycle costs in-process, from public pieces: the node's engine for the model (its
+    pipeline and preallocated messages), this process's own publishers of the same types."""
     import rclpy
-    from rclpy.parameter import Parameter
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.ros.dynamics_node import DynamicsNode
+    from ros_dynamics.ros import interfaces as itf
+    from ros_dynamics.ros.engine import build_engine
+    from ros_dynamics.ros.parameters import defaults
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
-    overrides = [Parameter('robot_description', value=xml)] + [
-        Parameter(k, value=v) for k, v in extra_params.items()]
-    node = DynamicsNode(context=ctx, parameter_overrides=overrides,
-                        namespace=f'/profile_{os.getpid()}')
-    eng = node.engine
+    node = rclpy.create_node(f'profile_{os.getpid()}', context=ctx)
+    cfg = defaults().replace(**extra_params)
+    eng = build_engine(xml, cfg)
     model = eng.model
-    n = eng.nj
+    n = len(eng.joint_names)
     rng = np.random.default_rng(0)
-    # a robot at rest holding its weight (effort = g(q)): the observer sees no external torque,
-    # so this is the free-motion cycle (in contact the wrench estimate adds a least-squares solve)
+    # at rest holding its weight (effort = g(q)): the free-motion cycle
     q0 = rng.uniform(-1, 1, n)
     g0 = rd.gravity(model, q0)
     msgs = []
@@ -132,28 +132,28 @@ def profile(name, xml, extra_params, cycles=3000):
     v = np.asarray(msgs[0].velocity)
     timeit('rd.dynamics', lambda k: rd.dynamics(model, q, v))
     timeit('rd.christoffel', lambda k: rd.christoffel(model, q))
-    if hasattr(rd, 'MomentumObserver'):
-        obs = rd.MomentumObserver(model, gain=50.0)
-        obs.reset(q, v)
-        timeit('observer.update', lambda k: obs.update(q, v, v, 1e-3))
-    if hasattr(rd, 'ContactDetector'):
-        det = rd.ContactDetector(model, threshold=5.0)
-        r = np.zeros(model.nv)
-        timeit('contact detector update', lambda k: det.update(r))
     timeit('deserialize JointState', lambda k: deserialize_message(wire[k], JointState))
-    if eng.dyn_msg is not None:
-        timeit('publish Dynamics', lambda k: node._pub_dyn.publish(eng.dyn_msg))
-        timeit('publish Christoffel (n^3)', lambda k: node._pub_G.publish(eng.gamma_message()))
-        timeit('publish ContactEstimate', lambda k: node._pub_contact.publish(eng.contact_msg))
-    timeit('publish JointState', lambda k: node._pub_ext.publish(eng.ext_msg))
-    node._last_stamp_ns = None
-    timeit('node callback total', lambda k: node._on_joint_state(msgs[k]))
-    assert node.stats['rejected'] == 0, node.stats
-    # one cycle of all core calls as the node makes them (dynamics + observer; Gamma 1 in N)
-    dec = node._cfg.christoffel_decimation if node._cfg.christoffel_stream else 0
-    timeit('core calls of one cycle', lambda k: (rd.dynamics(model, q, v),
-                                                 obs.update(q, v, v, 1e-3), det.update(r),
-                                                 dec and k % dec == 0 and rd.christoffel(model, q)))
+    if itf.HAVE_MSGS:
+        for label, typ, msg in (('publish Dynamics', itf.Dynamics, eng.dyn_msg),
+                                ('publish Christoffel (n^3)', itf.Christoffel,
+                                 eng.gamma_message()),
+                                ('publish ContactEstimate', itf.ContactEstimate,
+                                 eng.contact_msg)):
+            pub = node.create_publisher(typ, f'~/bench_{typ.__name__.lower()}', 10)
+            timeit(label, lambda k, pub=pub, msg=msg: pub.publish(msg))
+    pub = node.create_publisher(JointState, '~/bench_joint_state', 10)
+    timeit('publish JointState', lambda k: pub.publish(eng.ext_msg))
+    asm, cyc = eng.assembler, eng.cycle
+    dec = cfg.christoffel_decimation if cfg.christoffel_stream else 0
+
+    def one_cycle(k):
+        m = msgs[k]
+        st = m.header.stamp
+        asm.add(m.name, np.asarray(m.position), np.asarray(m.velocity), np.asarray(m.effort),
+                st.sec, st.nanosec, 0)
+        cyc.step(asm.q, asm.v, asm.e, asm.stamp_ns + 10**9 * (k + 1),
+                 christoffel=bool(dec and eng.with_gamma and k % dec == 0))
+    timeit('assembler + cycle (the node callback without rclpy)', one_cycle)
     node.destroy_node()
     ctx.try_shutdown()
     return res

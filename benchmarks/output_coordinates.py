@@ -70,58 +70,27 @@ def check(oc, model, q, v):
 
 
 def node_cycle(urdf, floating, kind, cycles):
-    """CPU seconds per joint state of DynamicsNode._on_joint_state, in-process."""
-    import rclpy
-    from nav_msgs.msg import Odometry
-    from rclpy.parameter import Parameter
-    from sensor_msgs.msg import JointState
+    """CPU seconds per cycle of the node's pipeline (estimation.cycle.Cycle) in ``kind``
+    coordinates, observer on, Gamma every 10th cycle."""
+    from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
 
-    from ros_dynamics.ros.dynamics_node import DynamicsNode
-
-    with open(urdf) as f:
-        xml = f.read()
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    params = dict(robot_description=xml, floating_base=floating, coordinates=kind,
-                  christoffel_decimation=10)
-    node = DynamicsNode(context=ctx, namespace=f'/coords_{os.getpid()}',
-                        parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-    eng = node.engine
-    if floating:
-        odom = Odometry()
-        odom.pose.pose.position.z = 0.4
-        odom.pose.pose.orientation.w = 1.0
-        odom.twist.twist.linear.x = 0.2
-        node._on_odom(odom)
+    model = rd.load_urdf(urdf, floating_base=floating)
+    cyc = Cycle(model, kind, ObserverSettings(model))
     rng = np.random.default_rng(0)
-    q0 = rng.uniform(-0.5, 0.5, eng.nj)
-    # efforts = the joint part of g(q): a robot holding its weight, no contact detected (in
-    # contact the wrench estimate would add its least-squares solve to every choice alike)
-    q_full = eng.model.neutral()
-    q_full[eng.base_q:] = q0
+    q = model.neutral()
+    b = 7 if floating else 0
+    q[b:] = rng.uniform(-0.5, 0.5, model.nq - b)
     if floating:
-        q_full[2] = 0.4
-    g0 = rd.gravity(eng.model, q_full)[eng.base_v:]
-    msgs = []
-    for k in range(cycles):
-        m = JointState()
-        m.header.stamp.sec, m.header.stamp.nanosec = 1000, k * 100_000
-        m.name = list(eng.joint_names)
-        m.position = q0.tolist()
-        m.velocity = [0.1] * eng.nj
-        m.effort = g0.tolist()
-        msgs.append(m)
-    for m in msgs[:50]:
-        node._on_joint_state(m)
-    node._last_stamp_ns = None
+        q[2] = 0.4
+    v = np.full(model.nv, 0.1)
+    tau = rd.gravity(model, q)   # holding its weight: no contact detected
+    for k in range(50):
+        cyc.step(q, v, tau, 10**9 + k * 10**6, christoffel=k % 10 == 0)
     t0 = time.thread_time()
-    for m in msgs:
-        node._on_joint_state(m)
-    dt = (time.thread_time() - t0) / cycles
-    assert node.stats['rejected'] == 0, node.stats
-    node.destroy_node()
-    ctx.try_shutdown()
-    return dt
+    for k in range(cycles):
+        res = cyc.step(q, v, tau, 2 * 10**9 + k * 10**6, christoffel=k % 10 == 0)
+        assert res.error is None, res.error
+    return (time.thread_time() - t0) / cycles
 
 
 def main():

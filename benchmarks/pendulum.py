@@ -1,4 +1,4 @@
-"""Jain's Sec. 8 experiment (seed 002): an n-link pendulum of spheres hitting a floor, a wall and itself.
+"""The Sec. 8 experiment of Jain et al. (2012): an n-link pendulum of spheres hitting a floor, a wall and itself.
 
     python benchmarks/pendulum.py                 # n = 3, 6, 12, 15, 24, 30; 3 s of motion each
     python benchmarks/pendulum.py --quick         # n = 3, 6, 12; 1 s
@@ -21,24 +21,24 @@ contact velocity changes: the analogue of Table 2's speed-up column.
 Reports per n: the OS LCP size n_u (n_f + 2) (with 4 contacts: 24), contacts per step, CPU time
 per step of each variant and of the Lambda set-up alone, and the speed-up.  Every step's LCP is
 checked (complementarity, friction polyhedron) and the worst violation reported.  Writes
-results/pendulum.md, results/pendulum_n12.png (height and normal velocity of the last link,
-like Fig. 6) and results/pendulum_snapshots.png (like Fig. 5).
+pendulum.md, pendulum_n12.png (height and normal velocity of the last link, like Fig. 6) and
+pendulum_snapshots.png (like Fig. 5) to out/benchmarks/ (or --out-dir DIR); the run quoted in
+docs/reproduction.md is kept in benchmarks/results/.
 """
 
 import argparse
-import os
 import time
 
 import numpy as np
 
-from common import RESULTS, log, machine_info
+from common import add_out_dir, log, machine_info, output, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing  # noqa: E402
 from ros_dynamics.simulation.contact_geometry import Plane, Sphere, SphereWorld  # noqa: E402
 from ros_dynamics.simulation.rigid_contact import RigidContactStepper  # noqa: E402
 from ros_dynamics.simulation.lcp import LCPError  # noqa: E402
-from ros_dynamics.simulation.simulator import integrate  # noqa: E402
+from ros_dynamics.simulation.plant import integrate  # noqa: E402
 
 from nmc_os import nmc_os_compression, os_compression  # noqa: E402
 
@@ -150,6 +150,7 @@ def main():
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--duration', type=float, default=None)
     ap.add_argument('--n', type=int, nargs='*', default=None)
+    add_out_dir(ap)
     args = ap.parse_args()
     ns = args.n or ([3, 6, 12] if args.quick else [3, 6, 12, 15, 24, 30])
     duration = args.duration or (1.0 if args.quick else 3.0)
@@ -176,7 +177,7 @@ def main():
                          x['t_nmc'] / max(1e-12, x['t_os']), x['count'], x['fails'],
                          float(np.median(x['diffs'])) if x['diffs'] else np.nan,
                          float(np.max(x['diffs'])) if x['diffs'] else np.nan))
-    lines = [f'# Pendulum of Jain Sec. 8 ({duration:g} s simulated per run, dt = 1 ms, n_f = 4)', '',
+    lines = [f'# Pendulum of Jain et al. (2012), Sec. 8 ({duration:g} s simulated per run, dt = 1 ms, n_f = 4)', '',
              f'Machine: {machine_info()}. CPU time per step (process time), both variants on the same run.', '',
              '| links | OS LCP size (max) | contacts/step (mean, contact steps) | contact steps | OS run [s] | dense run [s] '
              '| OS contact step [ms] | dense contact step [ms] | Lambda OS [us] | Lambda dense [us] | speed-up (run) '
@@ -202,9 +203,10 @@ def main():
               'OS LCP size 24 throughout.']
     text = '\n'.join(lines) + '\n'
     print(text)
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, 'pendulum.md'), 'w') as f:
+    md_path = output(args.out_dir, 'pendulum.md')
+    with open(md_path, 'w') as f:
         f.write(text)
+    wrote(md_path)
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -218,9 +220,11 @@ def main():
         ax[1].set_xlabel('time [s]')
         for a in ax:
             a.grid(alpha=0.3)
-        ax[0].set_title('12-link pendulum, OS formulation (cf. Jain Fig. 6)')
+        ax[0].set_title('12-link pendulum, OS formulation: the last link (cf. Jain et al., Fig. 6)')
         fig.tight_layout()
-        fig.savefig(os.path.join(RESULTS, 'pendulum_n12.png'), dpi=120)
+        path = output(args.out_dir, 'pendulum_n12.png')
+        fig.savefig(path, dpi=120)
+        wrote(path)
         fig, ax = plt.subplots(figsize=(8, 6))
         cmap = plt.get_cmap('viridis')
         for i, (t, centres) in enumerate(fig6['snaps']):
@@ -234,9 +238,13 @@ def main():
         ax.set_aspect('equal')
         ax.set_xlim(-10, 5)
         ax.set_ylim(-0.5, 11)
-        ax.set_title('12-link pendulum every 0.25 s (cf. Jain Fig. 5)')
+        ax.set_xlabel('x [m] (wall at x = 4 m)')
+        ax.set_ylabel('z [m] (floor at z = 0, pivot at 10 m)')
+        ax.set_title('12-link pendulum every 0.25 s, colour = time (cf. Jain et al., Fig. 5)')
         fig.tight_layout()
-        fig.savefig(os.path.join(RESULTS, 'pendulum_snapshots.png'), dpi=120)
+        path = output(args.out_dir, 'pendulum_snapshots.png')
+        fig.savefig(path, dpi=120)
+        wrote(path)
 
 
 if __name__ == '__main__':

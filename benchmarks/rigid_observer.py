@@ -3,26 +3,29 @@
     python benchmarks/rigid_observer.py
 
 The arm7 'wall' scenario (6 s) with the spring-damper wall (k = 5000 N/m, c = 50 Ns/m) and with
-the rigid wall (OS LCP, seed 002; truth = the LCP's J^T F / dt).  Observer gain K = 50 1/s.
+the rigid wall (OS LCP of Jain et al. 2012; truth = the LCP's J^T F / dt).  Observer gain K = 50 1/s.
 Reports, over the contact samples later than 5/K after each contact onset ("settled") and over
 all contact samples: the relative error |r - tau_ext| / |tau_ext| (median, 95th percentile),
 the force-estimate error at the true point, and the peak |tau_ext| (the rigid wall's impact).
-Writes results/rigid_observer.md.
+Writes out/benchmarks/rigid_observer.md (or --out-dir DIR).
 """
 
-import os
+import argparse
 
 import numpy as np
 
-from common import RESULTS, log
+from common import add_out_dir, log, output, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import MomentumObserver  # noqa: E402
-from ros_dynamics.simulation import simulator as S  # noqa: E402
+from ros_dynamics import simulation as S  # noqa: E402
 from ros_dynamics.simulation.rigid_simulator import rigid_scenario  # noqa: E402
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_out_dir(ap)
+    args = ap.parse_args()
     model = rd.load_urdf(rd.bundled_urdf('arm7'))
     K = 50.0
     lines = ['# Momentum observer vs ground truth: spring-damper wall vs rigid (LCP) wall', '',
@@ -36,7 +39,7 @@ def main():
         sim, desc = make(model, 'wall')
         res = S.simulate_observer(sim, MomentumObserver(model, K), None, 6.0, estimate_force=True)
         c = res['contact']
-        runs = S._runs(c)
+        runs = S.runs(c)
         settled = np.zeros(len(c), bool)
         for a, b in runs:
             settled[a + int(5 / K / sim.dt):b] = True
@@ -50,8 +53,10 @@ def main():
                      f'{nt.max():.1f} | {np.median(nt[settled]):.2f} |')
     text = '\n'.join(lines) + '\n'
     print(text)
-    with open(os.path.join(RESULTS, 'rigid_observer.md'), 'w') as f:
+    path = output(args.out_dir, 'rigid_observer.md')
+    with open(path, 'w') as f:
         f.write(text)
+    wrote(path)
 
 
 if __name__ == '__main__':

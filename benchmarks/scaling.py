@@ -1,4 +1,4 @@
-"""Run time vs number of bodies N for serial chains and binary trees (seed 000, Figs. 2-3).
+"""Run time vs number of bodies N for serial chains and binary trees (Echeandia & Wensing 2021, Figs. 2-3).
 
     python benchmarks/scaling.py            # N = 5, 10, 20, ..., 100  (~1 min)
     python benchmarks/scaling.py --quick    # N = 5, 10, 20, 40, 60, 100, fewer repeats
@@ -11,9 +11,9 @@ random revolute chains (models.chain) and binary trees (models.binary_tree), bot
 
 after checking the results against Pinocchio (M, C, g and Gamma; "rel. diff" column).
 
-Writes results/scaling_chain.png, results/scaling_tree.png (log-log, fitted slopes of the
-kernel times over N >= 20 in the legends, dashed reference curves N^2, N^3 for chains and
-N log N, N log^2 N for trees) and results/scaling.csv.  The seed paper predicts O(N^2) / O(N^3)
+Writes scaling_chain.png, scaling_tree.png (log-log, fitted slopes of the kernel times over
+N >= 20 in the legends, dashed reference curves N^2, N^3 for chains and N log N, N log^2 N for
+trees) and scaling.csv to out/benchmarks/ (or --out-dir DIR).  Echeandia & Wensing predict O(N^2) / O(N^3)
 for chains and O(N log N) / O(N log^2 N) for binary trees (depth ~ log2 N).
 """
 
@@ -123,7 +123,8 @@ def plot(kind, N, rows, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--quick', action='store_true')
-    ap.add_argument('--outdir', default=RESULTS)
+    ap.add_argument('--out-dir', '--outdir', dest='outdir', default=RESULTS,
+                    help='folder for the plots and the CSV (default: out/benchmarks/)')
     args = ap.parse_args(argv)
     Ns = [5, 10, 20, 40, 60, 100] if args.quick else [5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
     blocks, block_s = (9, 0.005) if args.quick else (21, 0.01)

@@ -22,7 +22,8 @@ and the mappings whose RSS grew are listed (from /proc/<pid>/smaps). Options for
 --stall-every S injects a stall of the node or the subscriber (SIGSTOP, SIGCONT after
 --stall-lengths s) every S s, a reproducible stand-in for the stalls of a loaded machine.
 
-Results go to benchmarks/results/soak_<tag>.json and .md (tag: --tag, default the duration).
+Results go to out/benchmarks/soak_<tag>.json and .md (--out-dir DIR; tag: --tag, default the
+duration).
 Run:  .venv/bin/python benchmarks/soak.py [--duration 600] [--rate 1000] [--model arm7]
 
 The ROS environment is set here (loopback only, a random ROS_DOMAIN_ID). Not part of the suite.
@@ -46,7 +47,7 @@ import numpy as np  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+RESULTS = os.path.join(REPO_ROOT, 'out', 'benchmarks')     # a run never overwrites benchmarks/results/
 
 
 def rss_kb(pid):
@@ -375,6 +376,7 @@ def main():
     ap.add_argument('--executor', default='events', choices=('events', 'single'))
     ap.add_argument('--sample', type=float, default=5.0, help='RSS sampling period (s)')
     ap.add_argument('--tag', default=None, help='results file tag (default: <duration>s)')
+    ap.add_argument('--out-dir', default=RESULTS, help='default: out/benchmarks/')
     ap.add_argument('--param', action='append', default=[], metavar='NAME=VALUE',
                     help='node parameter (value in YAML), e.g. --param qos_depth=10; repeatable')
     ap.add_argument('--stall-every', type=float, default=0.0, metavar='S',
@@ -390,11 +392,14 @@ def main():
           f'Hz; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores', flush=True)
     res = soak(args)
     tag = args.tag or f'{int(args.duration)}s'
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, f'soak_{tag}.json'), 'w') as f:
+    os.makedirs(args.out_dir, exist_ok=True)
+    json_path = os.path.join(args.out_dir, f'soak_{tag}.json')
+    md_path = os.path.join(args.out_dir, f'soak_{tag}.md')
+    with open(json_path, 'w') as f:
         json.dump(res, f, indent=2)
-    write_md(res, os.path.join(RESULTS, f'soak_{tag}.md'))
-    print(open(os.path.join(RESULTS, f'soak_{tag}.md')).read())
+    write_md(res, md_path)
+    print(open(md_path).read())
+    print(f'wrote {json_path} and {md_path}')
 
 
 if __name__ == '__main__':

@@ -12,7 +12,7 @@ shows up as growth proportional to that number. sys.getallocatedblocks() (the in
 live object blocks) and gc object counts are sampled every --sample s.
 
 Run:  python benchmarks/soak_pymem.py [--duration 300] [--rate 300] [--warmup 60]
-Writes benchmarks/results/soak_pymem.json and .md. Not part of the suite.
+Writes out/benchmarks/soak_pymem.json and .md (--out-dir DIR). Not part of the suite.
 """
 import argparse
 import gc
@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out',
+                       'benchmarks')     # a run never overwrites benchmarks/results/
 
 
 def trajectory(model, rate):
@@ -73,6 +74,7 @@ def main():
     ap.add_argument('--sample', type=float, default=10.0)
     ap.add_argument('--frames', type=int, default=8, help='tracemalloc traceback depth')
     ap.add_argument('--tag', default='pymem')
+    ap.add_argument('--out-dir', default=RESULTS, help='default: out/benchmarks/')
     args = ap.parse_args()
 
     import rclpy
@@ -183,8 +185,8 @@ def main():
            'gc_objects_growth': end['gc_objects'] - at1['gc_objects'],
            'gc_type_growth': [[k, d] for d, k in type_growth[:15] if d],
            'top_growth': top, 'samples': samples}
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, f'soak_{args.tag}.json'), 'w') as f:
+    os.makedirs(args.out_dir, exist_ok=True)
+    with open(os.path.join(args.out_dir, f'soak_{args.tag}.json'), 'w') as f:
         json.dump(res, f, indent=2)
     lines = [
         f'# Python-level memory of dynamics_node, in-process, {args.rate:.0f} Hz for '
@@ -204,9 +206,10 @@ def main():
                      + ' <- '.join(reversed(row['traceback'][-3:])))
     lines += ['', 'Objects tracked by the collector, growth by type: ' + (', '.join(
         f'{k} {d:+d}' for k, d in res['gc_type_growth'][:8]) or 'none') + '.', '']
-    with open(os.path.join(RESULTS, f'soak_{args.tag}.md'), 'w') as f:
+    with open(os.path.join(args.out_dir, f'soak_{args.tag}.md'), 'w') as f:
         f.write('\n'.join(lines))
     print('\n'.join(lines))
+    print(f'wrote {os.path.join(args.out_dir, f"soak_{args.tag}")}.json and .md')
 
 
 if __name__ == '__main__':

@@ -3,7 +3,7 @@
 run once per control law; reports the RMS tracking error per joint per law, the loop latency
 and the fraction of cycles served, and saves a plot.
 
-    python scripts/closed_loop.py                 # ~1 min; writes out/closed_loop.png
+    python scripts/closed_loop.py                 # ~2 min; writes out/closed_loop.png
     python scripts/closed_loop.py --laws slotine_li --duration 5 --frequency 0.5
 
 Three real ROS 2 processes per law on the bundled ``arm7`` (fixed base, 7 joints, 1 kHz):
@@ -25,8 +25,10 @@ first joint state (q_d rebuilt from its stamp and position, as the controller do
 latency as the simulator measures it (joint state published -> the command with its stamp
 received, wall clock), and the served fraction (commands answering a joint state / joint states
 published, both counted by the simulator).  The
-plot shows reference vs actual per joint and law, and the Slotine–Li torque components
-``M q̈_r``, ``C q̇_r``, ``g`` (recomputed from the recorded joint states with the core library).
+plot shows the tracking error of every law on a log scale (against time and as RMS per joint),
+reference vs actual on the joint where PD + gravity errs most, and the Slotine–Li torque
+components ``M q̈_r``, ``C q̇_r``, ``g`` there (recomputed from the recorded joint states with
+the core library).
 
 Isolation: LOCALHOST discovery and a random ROS_DOMAIN_ID (as scripts/demo.py).
 """
@@ -208,38 +210,78 @@ def evaluate(law, js, cmd, text, args, model):
             '_t': t, '_Q': Q, '_Qd': Qd, '_comp': comp}
 
 
-def plot(results, names, path):
+def plot(results, names, path, args):
+    """One figure whose point is visible at a glance: the error of every law on a log scale."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    n = len(names)
-    fig, axs = plt.subplots(n, 3, figsize=(15, 1.7 * n + 1.2), sharex=True)
+    import numpy as np
     colors = {'pd_gravity': 'C3', 'computed_torque': 'C2', 'slotine_li': 'C0'}
-    sl = next((r for r in results if r['law'] == 'slotine_li'), results[-1])
-    for j in range(n):
-        ax, ae, at = axs[j]
-        ax.plot(sl['_t'], sl['_Qd'][:, j], 'k--', lw=1.0, label='reference' if j == 0 else None)
-        for r in results:
-            c = colors.get(r['law'])
-            ax.plot(r['_t'], r['_Q'][:, j], color=c, lw=0.8, label=r['law'] if j == 0 else None)
-            ae.plot(r['_t'], (r['_Q'][:, j] - r['_Qd'][:, j]) * 1e3, color=c, lw=0.8)
-        for c, style in (('M_qdd_r', 'C0'), ('C_qd_r', 'C1'), ('g', 'C7')):
-            at.plot(sl['_t'], sl['_comp'][c][:, j], color=style, lw=0.8,
-                    label={'M_qdd_r': r'$M\ddot q_r$', 'C_qd_r': r'$C\dot q_r$',
-                           'g': '$g$'}[c] if j == 0 else None)
-        ax.set_ylabel(f'{names[j]}\n[rad]', fontsize=8)
-        ae.set_ylabel('error [mrad]', fontsize=8)
-        at.set_ylabel('[N m]', fontsize=8)
-    axs[0, 0].legend(fontsize=7, loc='upper right')
-    axs[0, 2].legend(fontsize=7, loc='upper right', ncol=3)
-    axs[0, 0].set_title('reference vs actual')
-    axs[0, 1].set_title('tracking error q - q_d')
-    axs[0, 2].set_title(f'Slotine-Li torque components ({sl["law"]} run)')
-    for a in axs[-1]:
-        a.set_xlabel('time [s]')
+    base = next((r for r in results if r['law'] == 'pd_gravity'), None)
+
+    def label(r):
+        txt = f'{r["law"]}: RMS {r["rms_all"] * 1e3:.3g} mrad'
+        if base is not None and r is not base:
+            txt += f' ({base["rms_all"] / r["rms_all"]:.0f}x smaller)'
+        return txt
+
+    fig, axs = plt.subplots(2, 2, figsize=(13, 8.5))
+    (a_err, a_bar), (a_q, a_tau) = axs
+    # 1. |q - q_d| (the largest over the joints) against time, log scale
+    for r in results:
+        e = np.abs(r['_Q'] - r['_Qd']).max(axis=1) * 1e3
+        a_err.semilogy(r['_t'], np.maximum(e, 1e-4), color=colors.get(r['law']), lw=0.9,
+                       label=label(r))
+    a_err.set_xlabel('time [s]')
+    a_err.set_ylabel('tracking error, max over joints |q - q_d| [mrad]')
+    a_err.set_ylim(bottom=1e-2)
+    a_err.set_title('tracking error (log scale)')
+    a_err.grid(True, which='both', alpha=0.3)
+    a_err.legend(fontsize=8, loc='lower right')
+    # 2. RMS error per joint and law, log scale
+    w = 0.8 / len(results)
+    x = np.arange(len(names))
+    for i, r in enumerate(results):
+        a_bar.bar(x + (i - (len(results) - 1) / 2) * w, np.array(r['rms']) * 1e3, w,
+                  color=colors.get(r['law']), label=r['law'])
+    a_bar.set_yscale('log')
+    a_bar.set_xticks(x, [n.replace('arm_', '') for n in names], fontsize=8)
+    a_bar.set_ylabel('RMS tracking error [mrad]')
+    a_bar.set_title('RMS error per joint (log scale)')
+    a_bar.grid(True, axis='y', which='both', alpha=0.3)
+    a_bar.legend(fontsize=8)
+    # 3. reference vs actual on the joint where the PD law errs most
+    ref = results[0]
+    j = int(np.argmax(base['rms'])) if base is not None else 0
+    a_q.plot(ref['_t'], ref['_Qd'][:, j], 'k--', lw=1.2, label='reference q_d')
+    for r in results:
+        a_q.plot(r['_t'], r['_Q'][:, j], color=colors.get(r['law']), lw=0.9, label=r['law'])
+    a_q.set_xlabel('time [s]')
+    a_q.set_ylabel(f'{names[j]} position [rad]')
+    a_q.set_title(f'{names[j]}: reference and actual (the model-based laws lie on the reference)')
+    a_q.legend(fontsize=8)
+    # 4. what the model contributes: the Slotine-Li torque terms on the same joint
+    sl = next((r for r in results if r['law'] == 'slotine_li'), None)
+    if sl is not None:
+        for c, col, lab in (('M_qdd_r', 'C0', r'$M\ddot q_r$ (inertia)'),
+                            ('C_qd_r', 'C1', r'$C\dot q_r$ (Coriolis)'), ('g', 'C7', '$g$ (gravity)')):
+            a_tau.plot(sl['_t'], sl['_comp'][c][:, j], color=col, lw=0.9, label=lab)
+        a_tau.set_title(f'{names[j]}: model terms of the Slotine-Li law')
+        a_tau.legend(fontsize=8)
+    a_tau.set_xlabel('time [s]')
+    a_tau.set_ylabel('torque [N m]')
+    point = ''
+    if base is not None and len(results) > 1:
+        best = min(base['rms_all'] / r['rms_all'] for r in results if r is not base)
+        point = (f'\nthe laws using dynamics_node\'s M, C, g track at least {best:.0f}x better '
+                 'than PD + gravity with the same gains')
+    fig.suptitle(f'arm7 through ROS (sim + dynamics_node + tracking_controller): every joint '
+                 f'tracks q0 + {args.amplitude:g}(1 - cos 2\u03c0 {args.frequency:g} t) rad, '
+                 f'\u03c9 = {args.bandwidth:g} rad/s' + point, fontsize=11)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main():
@@ -280,7 +322,10 @@ def main():
             if r is not base:
                 say(f'  {r["law"]}: {base["rms_all"] / r["rms_all"]:.1f}x smaller RMS error '
                     'than pd_gravity')
-    plot(results, names, args.out)
+    import pickle
+    with open(os.path.join(log_dir, 'series.pickle'), 'wb') as f:   # for replotting
+        pickle.dump({'results': results, 'names': names, 'args': vars(args)}, f)
+    plot(results, names, args.out, args)
     say(f'[closed_loop] plot saved to {args.out}; logs in {log_dir}')
     if args.json:
         with open(args.json, 'w') as f:

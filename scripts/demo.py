@@ -3,6 +3,7 @@
 detects it.
 
     python scripts/demo.py            # ~25 s; writes out/demo_observer.png
+    python scripts/demo.py --urdf robot.urdf --contact-link LINK     # your robot (fixed base)
 
 Two real ROS 2 processes on the bundled ``arm7``:
 
@@ -17,6 +18,16 @@ This script listens to both, prints every detection as it happens (time, isolate
 estimated vs. true external torque, delay), and saves the residual vs. the ground truth per
 joint.  The detection thresholds are calibrated first, offline, on the simulator's free motion
 (``ros_dynamics.estimation.observer.calibrate_thresholds``), as one would on a real robot.
+
+On your robot (``--urdf``, a fixed-base URDF or xacro file, and ``--contact-link``): the same
+two processes and scenarios, with the wall touched by ``LINK`` (a point off its joint axis) and,
+in the mixed scenario, the push on a link half way down the chain; the home and target poses
+are generic (alternating ±0.3 rad, +0.35 rad), clipped to the URDF's joint limits.
+
+The last line reports the wall time since ``./scripts/demo.sh`` started (or this script, run
+alone) and what each phase took: set-up (first run: installation and message build), the
+calibration (first run: compiling the kernels), the start of the two processes until the first
+residual, the run, and the results.
 
 Isolation in the network: the script sets ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a random
 ROS_DOMAIN_ID for itself and its children, and stops the children when it ends.
@@ -38,6 +49,30 @@ if ROOT not in sys.path:          # run from a source checkout without installin
     sys.path.insert(0, ROOT)
 
 _CHILD_FLAG = '_ROS_DYNAMICS_DEMO_ENV'
+_T_IMPORT = time.time()
+
+
+class Phases:
+    """Wall time since the demo started (``./scripts/demo.sh`` sets ROS_DYNAMICS_DEMO_T0 and
+    ROS_DYNAMICS_DEMO_SETUP_END), split into named phases."""
+
+    def __init__(self):
+        self.t0 = float(os.environ.get('ROS_DYNAMICS_DEMO_T0') or _T_IMPORT)
+        self.last = self.t0
+        self.done = []
+        setup_end = os.environ.get('ROS_DYNAMICS_DEMO_SETUP_END')
+        if setup_end:
+            self.mark('set-up (.venv, message build)', float(setup_end))
+
+    def mark(self, name, now=None):
+        now = time.time() if now is None else now
+        self.done.append((name, now - self.last))
+        self.last = now
+
+    def report(self):
+        total = time.time() - self.t0
+        parts = ', '.join(f'{name} {dt:.1f} s' for name, dt in self.done)
+        return f'wall time {total:.1f} s since the start: {parts}'
 
 
 def _setup_environment():
@@ -50,6 +85,7 @@ def _setup_environment():
     env = ros_compat.ros_environment(domain_id=domain, localhost_only=True)
     env.pop('ROS_LOCALHOST_ONLY', None)
     env[_CHILD_FLAG] = '1'
+    env.setdefault('ROS_DYNAMICS_DEMO_T0', repr(_T_IMPORT))     # keep the start across the exec
     env['PYTHONPATH'] = ROOT + (os.pathsep + env['PYTHONPATH'] if env.get('PYTHONPATH') else '')
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
@@ -67,14 +103,21 @@ def _parse():
                     help='sensor noise scale (1: 1e-5 rad, 2e-3 rad/s, 0.05 N m; 0: none)')
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'demo_observer.png'))
     ap.add_argument('--json', default=None, help='also write the results as JSON here')
-    ap.add_argument('--timeout', type=float, default=55.0, help='hard wall-clock limit [s]')
+    ap.add_argument('--timeout', type=float, default=55.0,
+                    help='hard wall-clock limit of the ROS part [s] (from the start of the two '
+                         'processes)')
+    ap.add_argument('--urdf', default=None,
+                    help='your robot: a fixed-base URDF or xacro file (default: the bundled arm7)')
+    ap.add_argument('--contact-link', default=None,
+                    help='the link that touches the wall (default: the deepest link; for arm7 '
+                         'the tool flange)')
     ap.add_argument('--quiet', action='store_true')
     return ap.parse_args()
 
 
 def _calibrate(model, gain, noise, rate):
     """Thresholds from 10 s of contact-free simulated motion (margin 2, floor 0.2 N m)."""
-    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics import simulation as S
     from ros_dynamics.estimation.observer import MomentumObserver, calibrate_thresholds
     sim, _ = S.make_scenario(model, 'none', dt=1.0 / rate, seed=1234, **noise)
     res = S.simulate_observer(sim, MomentumObserver(model, gain), None, 10.0)
@@ -102,24 +145,32 @@ def _stop(procs):
 
 def main():
     args = _parse()
+    phases = Phases()
     t_start = time.monotonic()
     import numpy as np
 
     import ros_dynamics as rd
-    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics import simulation as S
     from ros_dynamics.estimation.observer import ContactDetector, estimate_contact_wrench
 
-    with open(rd.bundled_urdf('arm7')) as f:
-        xml = f.read()
+    from urdf_params import read_urdf
+    xml = read_urdf(args.urdf or rd.bundled_urdf('arm7'))
     model = rd.load_urdf(xml)
+    robot = model.name or 'robot'
     names = list(model.joint_names)
+    if args.contact_link is not None and args.contact_link not in model.link_names:
+        print(f'[demo] --contact-link {args.contact_link!r} is not a link of {robot!r}; links: '
+              f'{", ".join(model.link_names)}', file=sys.stderr)
+        return 2
     noise = {'noise_position': 1e-5 * args.noise, 'noise_velocity': 2e-3 * args.noise,
              'noise_effort': 0.05 * args.noise}
     thr = _calibrate(model, args.gain, noise, args.rate)
-    desc = S.make_scenario(model, args.scenario)[1]
+    phases.mark('calibration (compiles the kernels on the first run)')
+    desc = S.make_scenario(model, args.scenario, contact_link=args.contact_link)[1]
     points = {desc['contact_link']: desc['point'], desc['middle_link']: desc['middle_point']}
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     say(f'[demo] ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID")} (LOCALHOST discovery); '
+        f'robot {robot!r} ({len(names)} joints), wall contact on {desc["contact_link"]!r}; '
         f'observer K = {args.gain:g} 1/s; thresholds [N m] = {np.round(thr, 2).tolist()}')
 
     # -- the two processes ------------------------------------------------------------------
@@ -137,9 +188,9 @@ def main():
     os.makedirs(log_dir, exist_ok=True)
     procs = []
 
-    def start(name, module, params):
+    def start(name, program, params):
         log = open(os.path.join(log_dir, name + '.log'), 'w')
-        p = subprocess.Popen([sys.executable, '-m', module, '--ros-args', '--params-file', params],
+        p = subprocess.Popen([sys.executable] + program + ['--ros-args', '--params-file', params],
                              stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         procs.append(p)
         return p
@@ -173,8 +224,10 @@ def main():
         (max(data['truth']) if data['truth'] else 0, m.data)), latched)
 
     try:
-        start('dynamics_node', 'ros_dynamics.ros.dynamics_node', node_yaml)
-        start('sim', 'ros_dynamics.ros.sim_node', sim_yaml)
+        t_start = time.monotonic()      # --timeout counts from here: the two processes
+        node = start('dynamics_node', ['-m', 'ros_dynamics.ros.dynamics_node'], node_yaml)
+        start('sim', [os.path.join(HERE, 'demo_sim.py'), args.contact_link]
+              if args.contact_link else ['-m', 'ros_dynamics.ros.sim_node'], sim_yaml)
         det = ContactDetector(model, threshold=thr, release_ratio=0.5)
         settle_ns = int(5.0 / args.gain * 1e9)
         events = []
@@ -197,12 +250,14 @@ def main():
             if now - t_start > args.timeout:
                 say('[demo] time limit reached')
                 break
-            for p in procs:
-                if p.poll() is not None and p.args[2] == 'ros_dynamics.ros.dynamics_node':
-                    raise RuntimeError('dynamics_node exited early; see ' +
-                                       os.path.join(log_dir, 'dynamics_node.log'))
+            if node.poll() is not None:
+                raise RuntimeError('dynamics_node exited early; see ' +
+                                   os.path.join(log_dir, 'dynamics_node.log'))
             while pending:
                 k, r = pending.pop(0)
+                if not got_any:
+                    phases.mark('start of both processes until the first residual')
+                    _check_contact_link(os.path.join(log_dir, 'sim.log'), desc['contact_link'])
                 got_any, last_rx = True, now
                 data['est'][k] = r
                 if t0_ns is None:
@@ -230,10 +285,14 @@ def main():
                     q = data['js'].get(k)
                     F = Ft = None
                     pt = points.get(st.link)
-                    if q is not None and tt is not None:
-                        F = estimate_contact_wrench(model, q, r, st.link, pt, force_only=True)[:3]
-                        Ft = estimate_contact_wrench(model, q, tt, st.link, pt,
-                                                     force_only=True)[:3]
+                    if q is not None and tt is not None and pt is not None:
+                        try:
+                            F = estimate_contact_wrench(model, q, r, st.link, pt,
+                                                        force_only=True)[:3]
+                            Ft = estimate_contact_wrench(model, q, tt, st.link, pt,
+                                                         force_only=True)[:3]
+                        except ValueError:      # fewer than 3 joints up to the link
+                            F = Ft = None
                     say(f'[demo] t = {t_s:6.3f} s  isolated: contact on {st.link}  '
                         f'(5/K = {5e3 / args.gain:.0f} ms after detection)')
                     say('         est  tau_ext [N m]: ' + ' '.join(f'{x:6.2f}' for x in r))
@@ -259,13 +318,14 @@ def main():
         _stop(procs)
         lis.destroy_node()
         rclpy.try_shutdown()
+    phases.mark('run')
 
     # -- results ----------------------------------------------------------------------------
     ks = sorted(k for k in data['est'] if k in data['truth'])
     if not ks:
         print('[demo] no residual received from the dynamics node; logs in ' + log_dir)
         return 1
-    t = (np.array(ks) - ks[0]) * 1e-9
+    t = (np.array(ks) - (t0_ns if t0_ns is not None else ks[0])) * 1e-9   # the printed times
     R = np.array([data['est'][k] for k in ks])
     T = np.array([data['truth'][k] for k in ks])
     # what the two processes say they did (their exit summaries): the listener above is a third
@@ -273,8 +333,8 @@ def main():
     # the truth on the samples it did receive
     logs = {n: open(os.path.join(log_dir, n + '.log')).read() for n in ('sim', 'dynamics_node')}
     m_sim = re.search(r'joint states published: (\d+)', logs['sim'])
-    m_dyn = re.search(r'joint states accepted: (\d+), rejected: (\d+); observer outputs: (\d+)',
-                      logs['dynamics_node'])
+    m_dyn = re.search(r'joint states accepted: (\d+), rejected: (\d+)[^;]*; observer outputs: '
+                      r'(\d+)', logs['dynamics_node'])
     sent = int(m_sim.group(1)) if m_sim else len(data['truth'])
     accepted, rejected, outputs = (int(x) for x in m_dyn.groups()) if m_dyn else (None,) * 3
     contact_true = np.any(T != 0.0, axis=1)
@@ -316,7 +376,7 @@ def main():
                'episodes': met['episodes'], 'false_onsets': met['false_onsets'],
                'thresholds': thr.tolist(), 'gain': args.gain,
                'max_abs_error_vs_filtered_truth': err.tolist(),
-               'wall_time': time.monotonic() - t_start, 'scenario': args.scenario,
+               'wall_time': time.time() - phases.t0, 'scenario': args.scenario,
                'joint_names': names}
     say(f'[demo] the sim published {sent} joint states; the dynamics node accepted {accepted}, '
         f'rejected {rejected}, published {outputs} residuals; this listener compared {len(ks)} '
@@ -347,17 +407,31 @@ def main():
             ax.axvline(e['t'], color='C2', lw=0.8)
         ax.set_ylabel(f'{names[j]}\n[N m]', fontsize=8)
     axs[0].legend(loc='upper right', fontsize=7, ncol=4)
-    axs[0].set_title(f'arm7 momentum observer (K = {args.gain:g} 1/s) vs ground truth; '
-                     'green: detections')
+    axs[0].set_title(f'{robot}: momentum observer residual (K = {args.gain:g} 1/s) against the '
+                     'true external torque\ngrey: true contact, green: detections, dashed: '
+                     'thresholds')
     axs[-1].set_xlabel('time [s]')
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     fig.savefig(args.out, dpi=110)
-    say(f'[demo] plot saved to {args.out}  (wall time {time.monotonic() - t_start:.1f} s)')
+    say(f'[demo] plot saved to {os.path.abspath(args.out)}; process logs in {log_dir}')
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(summary, f, indent=1, default=float)
+        say(f'[demo] results saved to {os.path.abspath(args.json)}')
+    phases.mark('results and plot')
+    say('[demo] ' + phases.report())
     return 0
+
+
+def _check_contact_link(sim_log, link):
+    """The simulator logs its scenario's contact link: stop if it is not the one asked for."""
+    with open(sim_log) as f:
+        text = f.read()
+    m = re.search(r"contact link '([^']*)'", text)
+    if m and m.group(1) != link:
+        raise RuntimeError(f'the simulator put the contact on {m.group(1)!r}, not {link!r}; '
+                           f'see {sim_log}')
 
 
 if __name__ == '__main__':

@@ -1,38 +1,54 @@
 #!/usr/bin/env bash
-# Sourced by run_tests.sh and demo.sh: creates .venv (Python 3.11, as the ROS 2 wheels need),
-# installs requirements-dev.txt and this package (editable), and sets the environment every
-# DDS-starting process here must have: loopback-only discovery and an explicit domain id.
-set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
-STAMP=.venv/.installed-$(cat requirements-dev.txt setup.py | sha1sum | cut -c1-12)
-if [ ! -f "$STAMP" ]; then
-  echo "[setup] creating .venv and installing dependencies (first run takes a few minutes; log: .venv/install.log)"
-  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-  {
-    .venv/bin/python -m pip install --upgrade pip
-    .venv/bin/python -m pip install -r requirements-dev.txt
-    .venv/bin/python -m pip install -e .
-  } > .venv/install.log 2>&1 || { tail -n 40 .venv/install.log; echo "[setup] install failed"; exit 1; }
-  rm -f .venv/.installed-*
-  touch "$STAMP"
-  echo "[setup] done"
-fi
-# The interface package ros_dynamics_msgs, built with CMake into .venv (cached: rebuilt only when
-# ros_dynamics_msgs/ changes); afterwards it needs no environment beyond what is set below.
-scripts/build_interfaces.sh "$ROOT/.venv"
-export PATH="$ROOT/.venv/bin:$PATH"
-# The rclpy wheels ship their shared libraries in site-packages (what ros_wheels_bootstrapper does).
-ROS_LIBS=$(.venv/bin/python - <<'PY'
+# The environment for everything in this repository, in your shell (bash):
+#
+#   source scripts/setup_env.sh      # then `python ...` runs .venv's Python with ROS 2 ready
+#
+# It first runs scripts/install_venv.sh (creates .venv, installs the dependencies, builds
+# ros_dynamics_msgs; cached), then exports PATH, LD_LIBRARY_PATH, ROS_AUTOMATIC_DISCOVERY_RANGE
+# (LOCALHOST: DDS stays on this machine), ROS_DOMAIN_ID (random unless set) and MPLBACKEND.
+# Safe to source in an interactive shell: it leaves the shell options (set -e, -u, -o pipefail)
+# and the working directory as they were, and a failure returns a non-zero status with a
+# message instead of closing the terminal. run_tests.sh, demo.sh and closed_loop.sh source it.
+
+_ros_dynamics_setup() {
+  local root ros_libs
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)" || return 1
+
+  # 1. .venv and ros_dynamics_msgs (a separate program: its strict mode stays there).
+  "$root/scripts/install_venv.sh" || { echo "[setup] failed (see the messages above)" >&2; return 1; }
+
+  # 2. The environment, in the caller's shell (nothing is added twice when sourced again).
+  case ":$PATH:" in
+    *":$root/.venv/bin:"*) ;;
+    *) export PATH="$root/.venv/bin:$PATH" ;;
+  esac
+  # The rclpy wheels ship their shared libraries in site-packages (what ros_wheels_bootstrapper does).
+  ros_libs=$("$root/.venv/bin/python" - <<'PY'
 import glob, os, sys
 site = os.path.join(sys.prefix, 'lib', f'python{sys.version_info.major}.{sys.version_info.minor}', 'site-packages')
 print(os.pathsep.join([os.path.join(sys.prefix, 'lib')] + sorted(glob.glob(os.path.join(site, 'ros_*.libs')))))
 PY
-)
-export LD_LIBRARY_PATH="$ROS_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
-# Network rule: DDS stays on this machine, in a random domain unless one is given.
-export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
-export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}"
-export MPLBACKEND=Agg
+  ) || { echo "[setup] $root/.venv/bin/python does not run" >&2; return 1; }
+  case ":${LD_LIBRARY_PATH:-}:" in
+    *":$ros_libs:"*) ;;
+    *) export LD_LIBRARY_PATH="$ros_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+  esac
+  export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
+  export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+  export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}"
+  export MPLBACKEND="${MPLBACKEND:-Agg}"
+
+  # 3. >>> warm-up: pre-compile the numba kernels, so that the first node start is quick >>>
+  #    (one line goes here; this file is sourced: report a failure with `|| return 1`, never `exit`)
+  # <<< warm-up <<<
+  return 0
+}
+
+_ros_dynamics_setup_status=0
+_ros_dynamics_setup || _ros_dynamics_setup_status=$?
+unset -f _ros_dynamics_setup
+# `return` when sourced (the caller's shell stays open), `exit` when run as a program.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then
+  eval "unset _ros_dynamics_setup_status; return $_ros_dynamics_setup_status"
+fi
+exit "$_ros_dynamics_setup_status"

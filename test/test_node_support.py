@@ -18,6 +18,13 @@ URDF_DIR = os.path.join(REPO_ROOT, 'urdf')
 ARM7 = os.path.join(URDF_DIR, 'arm7.urdf')
 QUADRUPED = os.path.join(URDF_DIR, 'quadruped.urdf')
 TIMEOUT = 15.0
+_stamp = [time.time_ns() - 3600 * 1_000_000_000]   # an hour in the node clock's past
+
+
+def next_stamp(step=1_000_000_000):
+    """A fresh stamp (ns), ``step`` after the previous one: room for a stream of that length."""
+    _stamp[0] += step
+    return _stamp[0]
 
 
 def read(path):

@@ -7,7 +7,7 @@ import ros_dynamics as rd
 from ros_dynamics import testing
 from ros_dynamics.simulation.contact_geometry import Plane, Sphere, SphereWorld
 from ros_dynamics.simulation.rigid_contact import RigidContactStepper
-from ros_dynamics.simulation.simulator import integrate
+from ros_dynamics.simulation.plant import integrate
 
 pytestmark = pytest.mark.core
 

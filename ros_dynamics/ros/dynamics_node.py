@@ -20,7 +20,8 @@ import numpy as np
 
 from ros_dynamics.ros import compat
 
-if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'dynamics_node':
+if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') in (
+        'dynamics_node', 'dynamics_lifecycle_node'):
     compat.reexec_if_needed()   # the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set
 
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
@@ -33,6 +34,7 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E40
 from ros_dynamics.core.configuration import QUATERNION_TOLERANCE  # noqa: E402
 from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
 from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
+from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
 from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa: E402
 from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
@@ -58,6 +60,8 @@ def _show(name, value):
 class DynamicsNode(Node):
     """Publishes M, C, dM/dt, g, Gamma and the observer outputs per joint state."""
 
+    MANAGED = False   # a lifecycle node (ManagedDynamicsNode) builds at configure, runs if active
+
     def __init__(self, node_name='dynamics', **kwargs):
         super().__init__(node_name, **kwargs)
         self._log = self.get_logger()
@@ -69,11 +73,11 @@ class DynamicsNode(Node):
         self._topic_xml = None            # latest description received on the topic
         self._cmd = None                  # (engine, joint torques, receipt ns) last command
         self._cmd_map = self._cmd_map_engine = None
+        self._base = None                 # (q7, v6) of the latest valid odometry
         self._cycle_count = 0
-        self._clock_jumped = False
         self.stats = {'accepted': 0, 'observer_outputs': 0, 'publish_failed': 0}
         self.refused = {}                 # reason kind -> count (rejected or ignored inputs)
-        self._throttle = {}               # log kind -> (last time, skipped since)
+        self._throttled = ThrottledLog(self._log)
         if not itf.HAVE_MSGS:
             self._log.warning(itf.BUILD_HINT)
         out_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=cfg.qos_depth,
@@ -92,6 +96,7 @@ class DynamicsNode(Node):
             self._pub_dyn = pub(itf.Dynamics, '~/dynamics', out_qos)
             self._pub_G = pub(itf.Christoffel, '~/christoffel', latched)
             self._pub_contact = pub(itf.ContactEstimate, '~/contact_estimate', out_qos)
+        self._listened = {}               # publisher -> monotonic time it counts as listened
         # model builds: one path, a builder thread; installed by a steady-clock timer (runs
         # while simulated time is paused) or at the next joint state
         self._build_id = 0
@@ -100,6 +105,7 @@ class DynamicsNode(Node):
         threading.Thread(target=self._builder, name='model_builder', daemon=True).start()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(0.05, self._install_built, clock=steady)
+        self._sim_time = self.get_clock().ros_time_is_active   # else the system clock is read
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=True), post_callback=self._on_clock_jump)
@@ -111,8 +117,15 @@ class DynamicsNode(Node):
         self.service_host = Services(self)
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
-        if cfg.robot_description:
+        self.active = not self.MANAGED
+        if self.MANAGED:
+            self._log.info('managed node: waiting for configure (lifecycle)')
+        elif cfg.robot_description:
+            # the start-up model through the same builder, waited for: nothing to answer yet
+            # (inputs received meanwhile queue up and are answered once it is ready)
             self._request_build(cfg.robot_description, cfg, 'robot_description parameter')
+            while self._engine is None and not self._wait_build(0.02):
+                pass
         else:
             self._log.info('robot_description parameter empty: waiting for the robot '
                            f'description on {self.resolve_topic_name("robot_description")}')
@@ -148,14 +161,24 @@ class DynamicsNode(Node):
                 self._built.put((req, None, exc))
 
     def _install_built(self):
+        """Install what the builder finished; returns the reason of a failed build, if any."""
+        failed = None
         while not self._built.empty():
             (build_id, xml, cfg, source, _, t0), eng, exc = self._built.get_nowait()
             if exc is not None:
-                reason = str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'
-                self._log.error(f'{source} rejected: {reason}; keeping the '
-                                f'{"previous" if self._engine else "missing"} model')
+                failed = str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'
+                self._log.error(f'{source} rejected: {failed}; keeping the '
+                                f'{"previous" if self._engine else "missing"} model; waiting '
+                                'for a valid description (parameter robot_description or the '
+                                'robot_description topic)')
             elif build_id == self._build_id:
                 self._install(eng, time.monotonic() - t0)
+        return failed
+
+    def _wait_build(self, seconds):
+        """Wait up to ``seconds`` for the builder, install; the reason of a failure or None."""
+        time.sleep(seconds)
+        return self._install_built()
 
     def _install(self, eng, seconds):
         self._engine = eng
@@ -237,13 +260,13 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ inputs
     def _on_clock_jump(self, jump):
-        # called for a jump back of any size, or simulated time switched on or off
-        self._clock_jumped = True   # handled at the next joint state, on the executor thread
+        # a jump back of the node clock of any size, or simulated time switched on or off (on
+        # the executor thread, as /clock is received)
+        self._sim_time = self.get_clock().ros_time_is_active
+        if self._engine is not None:
+            self._engine.assembler.clock_reset()
 
     def _on_odom(self, msg):
-        eng = self._engine
-        if eng is None or not eng.floating:
-            return
         p, o, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
         q = np.array((p.x, p.y, p.z, o.x, o.y, o.z, o.w))
         v = np.array((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z))
@@ -254,7 +277,7 @@ class DynamicsNode(Node):
             return self._refuse('odom_quaternion', f'odom rejected: orientation quaternion norm '
                                 f'{norm:.6g} is not 1')
         q[3:] /= norm
-        eng.base = (q, v)
+        self._base = (q, v)
 
     def _on_commanded_torque(self, msg):
         eng = self._engine
@@ -278,17 +301,14 @@ class DynamicsNode(Node):
         if not self._built.empty():
             self._install_built()
         eng = self._engine
+        if not self.active:
+            return self._refuse('inactive', 'joint_states ignored: the managed node is not '
+                                'active', 'info')
         if eng is None:
             return self._refuse('no_model', 'joint_states ignored: no robot model yet')
         asm = eng.assembler
-        if self._clock_jumped:
-            self._clock_jumped = False
-            asm.clock_reset()
-            eng.cycle.reset('the node clock jumped back (simulated time reset)')
-            self._warn('clock_reset', 'the node clock jumped back (simulated time reset): '
-                       'stamp histories cleared, observer re-initialized', 'info')
         st = msg.header.stamp
-        now = self.get_clock().now().nanoseconds
+        now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
         verdict = asm.add(msg.name, _f64(msg.position), _f64(msg.velocity), _f64(msg.effort),
                           st.sec, st.nanosec, now)
         if verdict not in ('cycle', 'reset'):
@@ -303,13 +323,13 @@ class DynamicsNode(Node):
                 'incomplete: ' if verdict == 'incomplete' else 'rejected: ') + text)
         if verdict == 'reset':
             eng.cycle.reset(asm.reason[1])
-            self._warn('source_reset', f'{asm.reason[1]}; observer re-initialized', 'info')
+            self._warn(asm.reason[0], f'{asm.reason[1]}; observer re-initialized', 'info')
         q, v = eng.q, eng.v
         if eng.floating:
-            if eng.base is None:
+            if self._base is None:
                 return self._refuse('no_odom', 'joint_states ignored: floating base and no valid '
                                     'odom yet')
-            q[:7], v[:6] = eng.base
+            q[:7], v[:6] = self._base
         q[eng.base_q:] = asm.q
         v[eng.base_v:] = asm.v
         cfg = self.config
@@ -355,61 +375,37 @@ class DynamicsNode(Node):
                     and self._cycle_count % cfg.christoffel_decimation == 0)
 
     # ------------------------------------------------------------------ outputs
+    def _wanted(self, pub):
+        """Has this volatile output a subscriber? A message nobody subscribes to is neither
+        filled nor published (about 8 us even to nobody; asking costs 1.4 us): asked at every
+        message while nobody listens, at most every 50 ms while someone does. DDS delivers a
+        volatile sample only to readers matched at that moment, so nothing is lost."""
+        now = time.monotonic()
+        if now < self._listened.get(pub, 0.0):
+            return True
+        if pub.get_subscription_count() > 0:
+            self._listened[pub] = now + 0.05
+            return True
+        return False
+
     def _publish(self, eng, cfg, stamp, res):
-        out = res.out
+        on = self._wanted
         if itf.HAVE_MSGS:
-            if cfg.publish_dynamics:
-                m = eng.dyn_msg
-                m.header.stamp = stamp
-                if not eng.coords.identity:   # joint: q, v were gathered into the message
-                    np.copyto(eng.dyn_q, out.q)
-                    np.copyto(eng.dyn_v, out.v)
-                np.copyto(eng.M_view, out.d.M)
-                np.copyto(eng.C_view, out.d.C)
-                np.copyto(eng.Mdot_view, out.d.Mdot)
-                np.copyto(eng.g_dyn_view, out.d.g)
-                self._send(self._pub_dyn, m)
-            if out.gamma is not None:
-                m = eng.gamma_message()
-                m.header.stamp = stamp
-                np.copyto(eng.gam_q, out.q)
-                np.copyto(eng.G_view, out.gamma)
-                self._send(self._pub_G, m)
+            if cfg.publish_dynamics and on(self._pub_dyn):
+                self._send(self._pub_dyn, eng.dynamics_message(stamp, res.out))
+            if res.out.gamma is not None:     # latched: kept for subscribers to come
+                self._send(self._pub_G, eng.christoffel_message(stamp, res.out))
             contact = res.contact   # every update in contact; once when free (first, release)
             if contact is not None and cfg.publish_contact_estimate and (
-                    contact.in_contact or not eng.free_announced):
-                self._fill_contact(eng, stamp, res)
-                self._send(self._pub_contact, eng.contact_msg)
+                    contact.in_contact or not eng.free_announced) and on(self._pub_contact):
+                self._send(self._pub_contact, eng.contact_message(stamp, res))
                 eng.free_announced = not contact.in_contact
-        if cfg.publish_gravity_torque or not itf.HAVE_MSGS:
-            np.copyto(eng.g_view, res.terms.g)
-            eng.g_msg.header.stamp = stamp
-            self._send(self._pub_g, eng.g_msg)
+        if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and on(self._pub_g):
+            self._send(self._pub_g, eng.torque_message(eng.g_msg, stamp, res.terms.g))
         if res.residual is not None:
             self.stats['observer_outputs'] += 1
-            if cfg.publish_external_torque:
-                np.copyto(eng.ext_view, res.residual)
-                eng.ext_msg.header.stamp = stamp
-                self._send(self._pub_ext, eng.ext_msg)
-
-    def _fill_contact(self, eng, stamp, res):
-        m, contact, wrench = eng.contact_msg, res.contact, res.wrench
-        m.header.stamp = stamp
-        np.copyto(eng.contact_r, res.residual)
-        m.in_contact = bool(contact.in_contact)
-        links = contact.links if contact.in_contact else []
-        if list(m.isolated_links) != links:
-            m.isolated_links = list(links)
-        m.wrench_valid = wrench is not None
-        f, t, p = m.wrench.force, m.wrench.torque, m.wrench_point
-        if wrench is not None:
-            m.wrench_link = res.wrench_link
-            p.x, p.y, p.z = (float(x) for x in eng.cycle.settings.wrench_point)
-            f.x, f.y, f.z = (float(x) for x in wrench[:3])
-            t.x, t.y, t.z = (float(x) for x in wrench[3:])
-        elif m.wrench_link:
-            m.wrench_link = ''
-            p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
+            if cfg.publish_external_torque and on(self._pub_ext):
+                self._send(self._pub_ext, eng.torque_message(eng.ext_msg, stamp, res.residual))
 
     def _send(self, pub, msg):
         """Publish; a sample the middleware refuses (seen with Fast DDS while a reliable
@@ -422,23 +418,7 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ logging, requests
     def _warn(self, kind, text, level='warning'):
-        """Log ``text`` at most once per log_throttle_sec for each ``kind`` (one throttle per
-        kind, so a frequent kind hides no other), with the count of repeats not logged."""
-        now = time.monotonic()
-        last, skipped = self._throttle.get(kind, (None, 0))
-        if last is not None and now - last < self.config.log_throttle_sec:
-            self._throttle[kind] = (last, skipped + 1)
-            return
-        self._throttle[kind] = (now, 0)
-        if skipped:
-            text += f' ({skipped} more of this kind not logged)'
-        # one call site per severity: rclpy refuses a severity change at one call site
-        if level == 'error':
-            self._log.error(text)
-        elif level == 'info':
-            self._log.info(text)
-        else:
-            self._log.warning(text)
+        self._throttled.log(kind, text, level, self.config.log_throttle_sec)
 
     def _refuse(self, kind, text, level='warning'):
         """Count an input that produced no output under its reason, and log why (throttled)."""
@@ -451,7 +431,7 @@ class DynamicsNode(Node):
         eng = self._engine
         if eng is None:
             return False, 'observer not available (no model yet)'
-        eng.assembler.clock_reset()
+        eng.assembler.forget_stamps()
         if eng.cycle.observer is None:
             return False, 'observer disabled; stamp history cleared'
         eng.cycle.reset('requested (~/reset_observer)')
@@ -473,10 +453,10 @@ class DynamicsNode(Node):
         return text
 
 
-def main(args=None):
+def main(args=None, node_class=DynamicsNode):
     """Entry point of ``dynamics_node``: spins until SIGINT/SIGTERM, then exits with status 0."""
     def make():
-        node = DynamicsNode()
+        node = node_class()
         gc.collect()
         gc.freeze()   # the long-lived start-up objects: shorter GC pauses at 1 kHz
         return node

@@ -115,7 +115,6 @@ class Engine:
         self.lock = threading.Lock()
         self.free_announced = False
         self.tau = np.zeros(self.nv)
-        self.base = None                   # (q7, v6) of the latest valid odometry
         self._messages()
 
     def configure_input(self, cfg):
@@ -191,6 +190,54 @@ class Engine:
         msg = itf.JointState()
         msg.name = list(self.joint_coordinate_names)
         return msg, _attach(msg, 'effort', self.nv)
+
+    def dynamics_message(self, stamp, out):
+        """~/dynamics filled with one cycle's results (published coordinates)."""
+        m = self.dyn_msg
+        m.header.stamp = stamp
+        if not self.coords.identity:   # joint coordinates: q, v were gathered into it
+            np.copyto(self.dyn_q, out.q)
+            np.copyto(self.dyn_v, out.v)
+        np.copyto(self.M_view, out.d.M)
+        np.copyto(self.C_view, out.d.C)
+        np.copyto(self.Mdot_view, out.d.Mdot)
+        np.copyto(self.g_dyn_view, out.d.g)
+        return m
+
+    def christoffel_message(self, stamp, out):
+        m = self.gamma_message()
+        m.header.stamp = stamp
+        np.copyto(self.gam_q, out.q)
+        np.copyto(self.G_view, out.gamma)
+        return m
+
+    def torque_message(self, msg, stamp, values):
+        """``msg`` (g_msg or ext_msg, sensor_msgs/JointState) with effort = ``values``."""
+        msg.header.stamp = stamp
+        np.copyto(self.g_view if msg is self.g_msg else self.ext_view, values)
+        return msg
+
+    def contact_message(self, stamp, res):
+        """~/contact_estimate for one observer update: residual, detection, isolated links,
+        the wrench at the contact point (world axes) when estimated."""
+        m, contact, wrench = self.contact_msg, res.contact, res.wrench
+        m.header.stamp = stamp
+        np.copyto(self.contact_r, res.residual)
+        m.in_contact = bool(contact.in_contact)
+        links = contact.links if contact.in_contact else []
+        if list(m.isolated_links) != links:
+            m.isolated_links = list(links)
+        m.wrench_valid = wrench is not None
+        f, t, p = m.wrench.force, m.wrench.torque, m.wrench_point
+        if wrench is not None:
+            m.wrench_link = res.wrench_link
+            p.x, p.y, p.z = (float(x) for x in self.cycle.settings.wrench_point)
+            f.x, f.y, f.z = (float(x) for x in wrench[:3])
+            t.x, t.y, t.z = (float(x) for x in wrench[3:])
+        elif m.wrench_link:
+            m.wrench_link = ''
+            p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
+        return m
 
     def gamma_message(self):
         """The preallocated ~/christoffel message (built at the first streamed Gamma)."""

@@ -17,7 +17,16 @@ still being built (model load, kernel compile) a stop request ends the process a
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+import time
+
+
+ARGUMENT_HINT = (
+    'Hint: rcl reads every -p value as YAML, so a URDF given as -p robot_description:="$(cat '
+    'robot.urdf)" breaks on XML comments and some characters. Give the description in a '
+    'parameter file (--params-file), with the launch file\'s urdf:= argument, or on the '
+    'robot_description topic (README, Troubleshooting).')
 
 
 class StopRequested(BaseException):
@@ -77,7 +86,11 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
     node = None
     ex = None
     try:
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except Exception as exc:  # noqa: BLE001 - rcl's argument parser (RCLError)
+            sys.stderr.write(f'could not start: {exc}\n{ARGUMENT_HINT}\n')
+            return 2
         node = make_node()
         if life.stop.is_set():
             return 0
@@ -129,3 +142,29 @@ def make_executor(kind: str, logger=None):
         from rclpy.executors import SingleThreadedExecutor
         return SingleThreadedExecutor()
     raise ValueError(f"unknown executor {kind!r}: 'single' or 'events'")
+
+
+class ThrottledLog:
+    """Log a message at most once per period for each ``kind`` of problem (one throttle per
+    kind, so a frequent kind hides no other), with the count of repeats not logged."""
+
+    def __init__(self, logger):
+        self.logger = logger
+        self._last = {}            # kind -> (last time logged, repeats skipped since)
+
+    def log(self, kind, text, level='warning', period=2.0):
+        now = time.monotonic()
+        last, skipped = self._last.get(kind, (None, 0))
+        if last is not None and now - last < period:
+            self._last[kind] = (last, skipped + 1)
+            return
+        self._last[kind] = (now, 0)
+        if skipped:
+            text += f' ({skipped} more of this kind not logged)'
+        # one call site per severity: rclpy refuses a severity change at one call site
+        if level == 'error':
+            self.logger.error(text)
+        elif level == 'info':
+            self.logger.info(text)
+        else:
+            self.logger.warning(text)

@@ -1,6 +1,6 @@
 """Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (seed 002) instead of springs.
 
-:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.simulator.Simulator` whose
+:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.plant.Simulator` whose
 step integrates with :class:`~ros_dynamics.simulation.rigid_contact.RigidContactStepper`:
 controller torques and the known-wrench contacts (pushes) enter as applied joint torques, the
 sphere contacts of a :class:`~ros_dynamics.simulation.contact_geometry.SphereWorld` as LCP
@@ -21,8 +21,8 @@ import numpy as np
 
 from .contact_geometry import Plane, Sphere, SphereWorld
 from .rigid_contact import RigidContactStepper
-from .simulator import (PDGravityController, Simulator, WallContact, integrate,
-                        make_scenario)
+from .plant import PDGravityController, Simulator, WallContact, integrate
+from .scenarios import make_scenario
 
 
 class RigidContactSimulator(Simulator):
@@ -36,7 +36,7 @@ class RigidContactSimulator(Simulator):
                  erp=0.2, **kwargs):
         super().__init__(model, trajectory, controller, contacts, **kwargs)
         self.world = world if world is not None else SphereWorld(model, [])
-        self.stepper = RigidContactStepper(model, self.world, dt=self.dt, nf=nf, erp=erp)
+        self.stepper = RigidContactStepper(self.plant, self.world, dt=self.dt, nf=nf, erp=erp)
         self.last_info = None
 
     def _plant_step(self, q, v, tau, external):
@@ -182,15 +182,19 @@ def trotting_quadruped(model, urdf, kp=40.0, kd=1.5, **trot):
 
 
 def main(argv=None):
-    """``python -m ros_dynamics.simulation.rigid_simulator [wall|push|mixed|quadruped|trot] [--duration s]``:
-    run a rigid-contact scenario and print what the contacts did (no ROS)."""
+    """``python -m ros_dynamics.simulation.rigid_simulator [wall|push|mixed|quadruped|trot]
+    [--duration s] [--out PNG]``: run a rigid-contact scenario (no ROS), print what the contacts
+    did and a verdict, and save a plot (default ``out/<robot>_<scenario>.png``)."""
     import argparse
-    from ..core import bundled_urdf, load_urdf
+    import os
+    from ..core import bundled_urdf, gravity, load_urdf
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument('scenario', nargs='?', default='wall', choices=['wall', 'push', 'mixed', 'quadruped', 'trot'])
     ap.add_argument('--duration', type=float, default=6.0)
+    ap.add_argument('--out', default=None, help='plot file (default out/<robot>_<scenario>.png)')
     args = ap.parse_args(argv)
-    if args.scenario in ('quadruped', 'trot'):
+    legged = args.scenario in ('quadruped', 'trot')
+    if legged:
         path = bundled_urdf('quadruped')
         model = load_urdf(path, floating_base=True)
         sim = (standing_quadruped if args.scenario == 'quadruped' else trotting_quadruped)(model, path)
@@ -199,17 +203,85 @@ def main(argv=None):
         sim, _ = rigid_scenario(model, args.scenario)
     steps = int(round(args.duration / sim.dt))
     was = ()
+    t, base, forces, names = [], [], [], []     # per step: time, base pose, {contact: F [N]}
     for k in range(steps):
         s = sim.step()
         info = sim.last_info
         total = _total_impulses(info)
         now = tuple(c.name for c, F in zip(info.contacts, total) if np.any(F))
+        f = {c.name: F / sim.dt for c, F in zip(info.contacts, total) if np.any(F)}
+        names += [n for n in f if n not in names]
+        t.append(s.t)
+        base.append(np.array(s.q_true[:7]))
+        forces.append(f)
         if now != was or (k + 1) % 1000 == 0:
-            forces = ', '.join(f'{c.name}: F = {np.round(F / sim.dt, 2).tolist()} N'
-                               for c, F in zip(info.contacts, total) if np.any(F))
-            print(f't = {s.t:6.3f} s  LCP size {info.lcp_size:3d}  {forces or "no contact"}')
+            txt = ', '.join(f'{n}: F = {np.round(F, 2).tolist()} N' for n, F in f.items())
+            print(f't = {s.t:6.3f} s  LCP size {info.lcp_size:3d}  {txt or "no contact"}')
             was = now
+    t, base = np.array(t), np.array(base)
+    F = np.array([[forces[i].get(n, np.zeros(3)) for n in names] for i in range(len(t))]) \
+        if names else np.zeros((len(t), 0, 3))
+    last = t >= t[-1] - 1.0                       # the last second
+    if legged:
+        weight = float(np.linalg.norm(gravity(model, s.q_true)[:3]))     # m |gravity|
+        fz = F[:, :, 2].sum(axis=1) if names else np.zeros(len(t))
+        feet = sum(1 for n in names if np.all(F[last, names.index(n), 2] > 0))
+        tilt = np.degrees(2 * np.arcsin(np.clip(np.linalg.norm(base[:, 3:5], axis=1), 0, 1)))
+        k1 = min(int(np.searchsorted(t, 1.0)), len(t) - 1)      # settled after 1 s
+        settle, drift = (base[k1, 2] - base[0, 2]) * 1e3, (base[-1, 2] - base[k1, 2]) * 1e3
+        print(f'verdict ({args.scenario}, {t[-1]:.1f} s): trunk height {base[0, 2]:.4f} m at the '
+              f'start, {base[k1, 2]:.4f} m at {t[k1]:.1f} s (settling {settle:+.1f} mm as the PD '
+              f'joints take the load), {base[-1, 2]:.4f} m at the end (drift {drift:+.2f} mm); '
+              f'tilt at most {tilt.max():.1f} deg; '
+              f'feet in contact through the last second: {feet} of {len(names)}; vertical '
+              f'contact force over the last second {fz[last].mean():.1f} N against the weight '
+              f'{weight:.1f} N (ratio {fz[last].mean() / weight:.4f}); base moved '
+              f'{base[-1, 0] - base[0, 0]:+.3f} m in x')
+        if args.scenario == 'quadruped':
+            ok = abs(drift) < 1.0 and feet == 4 and abs(fz[last].mean() / weight - 1) < 0.01
+            print('  -> ' + ('standing: all four feet carry the weight, the trunk holds its height'
+                             if ok else 'NOT standing as expected'))
+    else:
+        mag = np.linalg.norm(F, axis=2).sum(axis=1) if names else np.zeros(len(t))
+        on = mag > 0
+        episodes = int(np.sum(on[1:] & ~on[:-1]) + (1 if on[0] else 0))
+        print(f'verdict ({args.scenario}, {t[-1]:.1f} s): {episodes} contact episode(s), in '
+              f'contact {on.mean() * 100:.0f} % of the time, peak contact force {mag.max():.1f} N, '
+              f'median while in contact {np.median(mag[on]) if on.any() else 0.0:.1f} N')
     print(f'final q = {np.round(s.q_true, 4).tolist()}')
+    out = args.out or os.path.join('out', {'quadruped': 'quadruped_standing', 'trot': 'quadruped_trot'}
+                                   .get(args.scenario, f'arm7_rigid_{args.scenario}') + '.png')
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(2 if legged else 1, 1, figsize=(9, 6.5 if legged else 4), sharex=True,
+                            squeeze=False)
+    ax = axs[0, 0]
+    for j, n in enumerate(names):
+        ax.plot(t, F[:, j, 2] if legged else np.linalg.norm(F[:, j], axis=1), lw=0.8, label=n)
+    if legged:
+        ax.plot(t, fz, 'k', lw=1.2, label='sum')
+        ax.axhline(weight, color='C3', ls='--', lw=1.0, label=f'weight m g = {weight:.1f} N')
+        ax.set_ylabel('vertical contact force [N]')
+        what = 'standing' if args.scenario == 'quadruped' else 'trotting'
+        ax.set_title(f'floating-base quadruped {what} on rigid feet: the feet carry the weight')
+        ah = axs[1, 0]
+        ah.plot(t, base[:, 2] * 1e3, 'k', lw=1.0)
+        ah.set_ylabel('trunk height [mm]')
+        ah.set_xlabel('time [s]')
+        ah.grid(alpha=0.3)
+    else:
+        ax.set_ylabel('contact force |F| [N]')
+        ax.set_xlabel('time [s]')
+        ax.set_title(f'arm7 against a rigid wall (LCP contacts), scenario {args.scenario}')
+    ax.grid(alpha=0.3)
+    if names:
+        ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    print(f'plot saved to {os.path.abspath(out)}')
 
 
 if __name__ == '__main__':

@@ -1,0 +1,79 @@
+"""The package's shape, checked on its sources: layers import only downwards (core <- estimation
+<- control <- simulation <- ros), files stay small enough to read, the node is an adapter, and
+no test or benchmark reaches into a node's private members."""
+import ast
+import os
+import re
+
+import pytest
+
+pytestmark = pytest.mark.core
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = os.path.join(ROOT, 'ros_dynamics')
+LAYERS = ('core', 'estimation', 'control', 'simulation', 'ros')
+
+
+def _sources(folder):
+    for dirpath, _, files in os.walk(folder):
+        for name in sorted(files):
+            if name.endswith('.py'):
+                yield os.path.join(dirpath, name)
+
+
+def _layer(path):
+    rel = os.path.relpath(path, PKG).split(os.sep)
+    return rel[0] if len(rel) > 1 and rel[0] in LAYERS else None
+
+
+def _imported_layers(path):
+    tree = ast.parse(open(path).read())
+    rel_pkg = os.path.relpath(os.path.dirname(path), ROOT).split(os.sep)
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = rel_pkg[:len(rel_pkg) - node.level + 1]
+                names = ['.'.join(base + ([node.module] if node.module else []))]
+            else:
+                names = [node.module or '']
+        for name in names:
+            parts = name.split('.')
+            if parts[0] == 'ros_dynamics' and len(parts) > 1 and parts[1] in LAYERS:
+                yield parts[1]
+
+
+def test_layers_import_only_downwards():
+    wrong = []
+    for path in _sources(PKG):
+        layer = _layer(path)
+        if layer is None:
+            continue
+        for used in _imported_layers(path):
+            if LAYERS.index(used) > LAYERS.index(layer):
+                wrong.append(f'{os.path.relpath(path, ROOT)} imports ros_dynamics.{used}')
+    assert not wrong, wrong
+
+
+def test_file_sizes():
+    sizes = {os.path.relpath(p, ROOT): sum(1 for _ in open(p)) for p in _sources(PKG)}
+    assert sizes['ros_dynamics/ros/dynamics_node.py'] <= 500
+    assert not {p: n for p, n in sizes.items() if n > 600}
+
+
+PRIVATE = re.compile(r'\b(node|big|self\.node|n)\._[a-z]\w*|\._on_[a-z_]+\(|\._(engine|cfg|'
+                     r'built|install_built|observer|last_stamp_ns|pub_\w+|srv_\w+)\b')
+
+
+def test_no_test_or_benchmark_touches_node_privates():
+    hits = []
+    for folder in ('test', 'benchmarks'):
+        for path in _sources(os.path.join(ROOT, folder)):
+            if os.path.basename(path) == os.path.basename(__file__):
+                continue
+            for k, line in enumerate(open(path), 1):
+                if PRIVATE.search(line) and 'node_support' not in path:
+                    hits.append(f'{os.path.relpath(path, ROOT)}:{k}: {line.strip()}')
+    assert not hits, '\n'.join(hits)
