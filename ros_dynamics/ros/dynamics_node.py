@@ -39,6 +39,7 @@ from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa:
 from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.services import Services  # noqa: E402
+from ros_dynamics.ros.visibility import Visibility  # noqa: E402
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
@@ -97,6 +98,7 @@ class DynamicsNode(Node):
             self._pub_G = pub(itf.Christoffel, '~/christoffel', latched)
             self._pub_contact = pub(itf.ContactEstimate, '~/contact_estimate', out_qos)
         self._listened = {}               # publisher -> monotonic time it counts as listened
+        self._vis = Visibility(self, out_qos)     # ~/markers, ~/external_wrench, /diagnostics
         # model builds: one path, a builder thread; installed by a steady-clock timer (runs
         # while simulated time is paused) or at the next joint state
         self._build_id = 0
@@ -105,6 +107,7 @@ class DynamicsNode(Node):
         threading.Thread(target=self._builder, name='model_builder', daemon=True).start()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(0.05, self._install_built, clock=steady)
+        self.create_timer(1.0, self._vis.tick, clock=steady)
         self._sim_time = self.get_clock().ros_time_is_active   # else the system clock is read
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
@@ -167,6 +170,8 @@ class DynamicsNode(Node):
             (build_id, xml, cfg, source, _, t0), eng, exc = self._built.get_nowait()
             if exc is not None:
                 failed = str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'
+                if self._engine is None:
+                    self._vis.health.no_model(f'{source} rejected: {failed}')
                 self._log.error(f'{source} rejected: {failed}; keeping the '
                                 f'{"previous" if self._engine else "missing"} model; waiting '
                                 'for a valid description (parameter robot_description or the '
@@ -182,6 +187,7 @@ class DynamicsNode(Node):
 
     def _install(self, eng, seconds):
         self._engine = eng
+        self._vis.model(eng, self.config)
         self._cycle_count = 0
         self._log.info(f'model built and kernels ready in {seconds:.1f} s')
         for text in eng.model.warnings:
@@ -299,6 +305,7 @@ class DynamicsNode(Node):
         self._cmd = (eng, tau, time.monotonic_ns())
 
     def _on_joint_state(self, msg):
+        t_in, cpu_in = time.perf_counter(), time.thread_time()
         if not self._built.empty():
             self._install_built()
         eng = self._engine
@@ -349,6 +356,8 @@ class DynamicsNode(Node):
         if tau is not None:
             eng.record(asm.stamp_ns or now, q, v, tau)
         self._publish(eng, cfg, st, res)
+        self._vis.cycle(eng, cfg, st, res, q, asm.stamp_ns or now, time.perf_counter() - t_in,
+                        time.thread_time() - cpu_in)
         return None
 
     def _effort(self, eng, cfg, asm):
@@ -426,6 +435,7 @@ class DynamicsNode(Node):
     def _refuse(self, kind, text, level='warning'):
         """Count an input that produced no output under its reason, and log why (throttled)."""
         self.refused[kind] = self.refused.get(kind, 0) + 1
+        self._vis.health.rejected(kind)
         self._warn(kind, text, level)
 
     def reset_observer(self):
