@@ -219,39 +219,48 @@ def test_browser_shows_robot_and_contact_arrow(browser_factory):
 
 
 def test_viewer_process_fed_over_ros(browser_factory, ros_env, rclpy_context):
+    """The feed node stands in for dynamics_node: named /dynamics, it declares contact_threshold
+    (the viewer reads it, no --threshold given) and publishes the three topics at 50 Hz."""
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from ros_dynamics_msgs.msg import ContactEstimate, Dynamics
     from sensor_msgs.msg import JointState
     import rclpy
-    import ros_dynamics as rd
+    node = rclpy.create_node('dynamics', context=rclpy_context)
+    node.declare_parameter('contact_threshold', [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 4.0])
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, '-m', 'ros_dynamics.ros.viewer', '--urdf', URDF, '--port', str(port),
-         '--threshold', '5.0'], env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
-    node = rclpy.create_node('viewer_feed', context=rclpy_context)
+        [sys.executable, '-m', 'ros_dynamics.ros.viewer', '--urdf', URDF, '--port', str(port)],
+        env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stop, feeder = threading.Event(), None
     try:
         deadline = time.monotonic() + 3 * TIMEOUT     # a cold numba cache compiles first
+        said = []
         for line in proc.stdout:     # the viewer says where it serves once it is up
+            said.append(line)
             if 'open http://' in line:
                 break
             assert time.monotonic() < deadline, 'viewer did not start'
         else:
-            pytest.fail(f'viewer exited: {proc.wait()}')
+            pytest.fail(f'viewer exited: {proc.wait()}: {"".join(said)}')
+        assert any('contact_threshold of /dynamics: [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 4.0]' in s
+                   for s in said), ''.join(said)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         pub_d = node.create_publisher(Dynamics, '/dynamics/dynamics', reliable)
         pub_c = node.create_publisher(ContactEstimate, '/dynamics/contact_estimate', reliable)
         pub_r = node.create_publisher(JointState, '/dynamics/external_torque', reliable)
-        model = rd.load_urdf(URDF)
-        R, p = rd.link_placement(model, Q, 'arm_link_7')
-        d = Dynamics(names=list(model.joint_names), position=Q.tolist())
-        c = ContactEstimate(names=list(model.joint_names), in_contact=True,
-                            isolated_links=['arm_link_7'], wrench_valid=True,
-                            wrench_link='arm_link_7')
+        names = [f'arm_joint_{i}' for i in range(1, 8)]
+        d = Dynamics(names=names, position=Q.tolist())
+        c = ContactEstimate(names=names, in_contact=True, isolated_links=['arm_link_7'],
+                            wrench_valid=True, wrench_link='arm_link_7')
         c.wrench_point.z = 0.05
         c.wrench.force.x, c.wrench.force.y = FORCE[:2]
-        r = JointState(name=list(model.joint_names), effort=[1.0, 2.0, 4.5, 6.0, 0.1, 0.2, 0.3])
+        r = JointState(name=names, effort=[1.0, 2.0, 4.5, 6.0, 0.1, 0.2, 0.3])
+
         def feed():        # 50 Hz, as a node in contact streams its estimates
             while not stop.wait(0.02):
                 pub_d.publish(d)
@@ -268,6 +277,8 @@ def test_viewer_process_fed_over_ros(browser_factory, ros_env, rclpy_context):
         stop.set()
         if feeder is not None:
             feeder.join()
+        executor.shutdown()
+        spinner.join(10)
         node.destroy_node()
         proc.terminate()
         try:

@@ -308,7 +308,7 @@ class RobotView:
 
 
 # -- ROS ----------------------------------------------------------------------------------------
-def _thresholds_from_node(node, target, timeout=3.0):
+def _thresholds_from_node(node, target, timeout=5.0):
     """The target node's contact_threshold parameter (list), or None."""
     from rcl_interfaces.srv import GetParameters
     client = node.create_client(GetParameters, f'{target}/get_parameters')
