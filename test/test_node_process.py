@@ -76,11 +76,12 @@ def test_dynamics_node_exits_cleanly(ros_env, rclpy_context, sig, executor):
     try:
         probe.wait_connected()
         names = rd.load_urdf(ARM7).joint_names
-        assert probe.send_and_wait(probe.joint_state(names, np.zeros(7), np.zeros(7), None,
-                                                     1_000_000)) is not None
+        answered = probe.send_and_wait(probe.joint_state(names, np.zeros(7), np.zeros(7), None,
+                                                         1_000_000)) is not None
     finally:
         probe.destroy()
-    rc = proc.stop(sig)
+    rc = proc.stop(sig)      # stopped whatever happened above: no process outlives the test
+    assert answered, proc.out
     assert_clean(proc, rc)
     assert f'{sig.name} received: shutting down' in proc.out
     # while the model is being built (the kernel warm-up): ends at once, quietly
