@@ -1,4 +1,4 @@
-"""Rigid contact and collisions by the OS formulation (seed 002, Secs. 2, 6, 7): LCP conditions on
+"""Rigid contact and collisions by the OS formulation (Jain et al. 2012, Secs. 2, 6, 7): LCP conditions on
 every step, non-penetration, energy through collisions, resting contact, stick/slip on an incline."""
 import numpy as np
 import pytest

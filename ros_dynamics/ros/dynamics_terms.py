@@ -2,7 +2,7 @@
 ``ros_dynamics_msgs/Dynamics`` -> :class:`Terms`, ``sensor_msgs/JointState`` -> joint arrays in
 a fixed joint order, stamps -> integer nanoseconds.
 
-Field meanings as fixed in CONVENTIONS.md (``Dynamics``: ``header.stamp`` copied from the joint
+Field meanings as fixed in docs/conventions.md (``Dynamics``: ``header.stamp`` copied from the joint
 state, ``names`` the nv coordinates, ``mass_matrix`` / ``coriolis_matrix`` / ``mass_matrix_dot``
 row-major nv*nv, ``gravity`` nv).  Fixed-base robots only (the controller is joint-space).
 """

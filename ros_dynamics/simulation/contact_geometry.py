@@ -1,6 +1,6 @@
 """Contact geometry for the rigid-contact simulator: spheres on links, planes, analytic distances.
 
-Produces the :class:`~ros_dynamics.simulation.rigid_contact.Contact` node pairs of seed 002,
+Produces the :class:`~ros_dynamics.simulation.rigid_contact.Contact` node pairs of Jain et al. (2012),
 Sec. 2: for each sphere-plane and sphere-sphere pair whose gap is below ``margin``, the nearest
 points (the contact nodes, fixed in their links for the step), the normal from B to A and the
 signed gap.

@@ -1,4 +1,4 @@
-"""Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (seed 002) instead of springs.
+"""Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (Jain et al. 2012) instead of springs.
 
 :class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.plant.Simulator` whose
 step integrates with :class:`~ros_dynamics.simulation.rigid_contact.RigidContactStepper`:
@@ -40,7 +40,7 @@ class RigidContactSimulator(Simulator):
         self.last_info = None
 
     def _plant_step(self, q, v, tau, external):
-        """OS-LCP step (seed 002, Sec. 6-7) instead of the free forward dynamics; the contact
+        """OS-LCP step (Jain et al. 2012, Sec. 6-7) instead of the free forward dynamics; the contact
         impulses join the external forces as tau_ext += J^T F / dt and one wrench per active
         contact (the observer's ground truth)."""
         q1, v1, info = self.stepper.step(q, v, tau, lambda a, b, h: integrate(self.model, a, b, h))
