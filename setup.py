@@ -12,12 +12,13 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', glob('launch/*.py')),
-        ('share/' + package_name + '/config', glob('config/*.yaml')),
+        ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.rviz')),
         ('share/' + package_name + '/urdf', glob('urdf/*.urdf') + glob('urdf/*.xacro')),
     ],
     install_requires=['setuptools', 'numpy', 'numba', 'xacro', 'pyyaml'],
     extras_require={
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib'],
+        'calibrate': ['rosbags', 'matplotlib'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',
@@ -30,6 +31,8 @@ setup(
             'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
+            'calibrate = ros_dynamics.calibrate:main',
+            'viewer = ros_dynamics.ros.viewer:main',
         ],
     },
 )

@@ -5,7 +5,10 @@
 Variants, timed interleaved in one process (minimum thread CPU time over blocks, bundled arm):
 
 * ``core calls``: compute_all_terms (Gamma every N-th cycle) + MomentumObserver.update_from +
-  ContactDetector.update, the core work the node did per cycle before the pipeline existed;
+  ContactDetector.update: the core work alone, a floor;
+* ``before the split``: what dynamics_node's callback did per joint state before the pipeline
+  existed, without rclpy (commit 2d3c5be, restated here): gather by name (np.take x 3), finite
+  and bound checks in numpy, the core calls, the coordinate map, the finite-output check;
 * ``Cycle.step``: the same through :class:`ros_dynamics.estimation.cycle.Cycle` (plus the
   observer timing, the gap rule and the finite-output check);
 * ``assemble + Cycle.step``: what the node runs per joint-state message without ROS: the
@@ -52,6 +55,37 @@ def main(argv=None):
         rd.compute_all_terms(model, q, v, data, christoffel=(k % N == 0))
         det.update(obs.update_from(data, tau, 1e-3))
 
+    # the node's callback before the split, restated without rclpy (its numpy glue and core calls)
+    index = np.arange(n)
+    qj, vj, ej = np.zeros(n), np.zeros(n), np.zeros(n)
+    bounds = InputBounds(model)
+    data_b = rd.Data(model)
+    obs_b, det_b = rd.MomentumObserver(model, gain=50.0), rd.ContactDetector(model, threshold=5.0)
+    rd.compute_all_terms(model, q, v, data_b)
+    obs_b.reset_from(data_b, tau)
+
+    def finite(x):
+        return np.isfinite(x.sum())
+
+    def before():
+        k = state['k'] = state['k'] + 1
+        np.take(q, index, out=qj)
+        np.take(v, index, out=vj)
+        np.take(tau, index, out=ej)
+        if not (finite(qj) and finite(vj) and finite(ej)):
+            raise AssertionError
+        if not ((np.abs(qj) <= bounds.position).all() and (np.abs(vj) <= bounds.velocity).all()
+                and (np.abs(ej) <= bounds.effort).all()):
+            raise AssertionError
+        g = k % N == 0
+        rd.compute_all_terms(model, qj, vj, data_b, christoffel=g)
+        d = data_b.dynamics
+        r = obs_b.update_from(data_b, ej, 1e-3)
+        det_b.update(r)
+        for x in (d.M, d.C, d.Mdot, d.g, data_b.Gamma if g else None, r):
+            if x is not None and not finite(x):
+                raise AssertionError
+
     cyc = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
 
     def cycle_step():
@@ -69,7 +103,7 @@ def main(argv=None):
         cyc2.step(asm.q, asm.v, asm.e if asm.has_effort else None, asm.stamp_ns,
                   christoffel=(k % N == 0))
 
-    variants = {'core calls': core_calls, 'Cycle.step': cycle_step,
+    variants = {'core calls': core_calls, 'before the split': before, 'Cycle.step': cycle_step,
                 'assemble + Cycle.step': assemble_and_step}
     for f in variants.values():
         for _ in range(4 * N):

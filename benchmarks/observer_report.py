@@ -28,7 +28,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics.simulation import simulator as S  # noqa: E402
+from ros_dynamics import simulation as S  # noqa: E402
+from ros_dynamics.control.trajectories import MinJerkTrajectory  # noqa: E402
 from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver,  # noqa: E402
                                    calibrate_thresholds)
 
@@ -44,7 +45,7 @@ def step_errors(model, K):
         ref[i] = a * ref[i - 1] + (1 - a) * res['tau_ext'][i]
     step = np.abs(res['tau_ext'][int(round(2.0 / sim.dt)) + 1]).max()
     e_motion = np.abs(res['r'] - ref).max() / step
-    traj = S.MinJerkTrajectory([0.0, 1.0], [sim.trajectory.q0, sim.trajectory.q0])
+    traj = MinJerkTrajectory([0.0, 1.0], [sim.trajectory.q0, sim.trajectory.q0])
     sim2 = S.Simulator(model, traj, sim.controller, [
         S.WrenchContact(desc['contact_link'], force=(-20.0, 20.0, 10.0), point=desc['point'],
                         t_start=0.5)])

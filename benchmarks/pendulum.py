@@ -38,7 +38,7 @@ from ros_dynamics import testing  # noqa: E402
 from ros_dynamics.simulation.contact_geometry import Plane, Sphere, SphereWorld  # noqa: E402
 from ros_dynamics.simulation.rigid_contact import RigidContactStepper  # noqa: E402
 from ros_dynamics.simulation.lcp import LCPError  # noqa: E402
-from ros_dynamics.simulation.simulator import integrate  # noqa: E402
+from ros_dynamics.simulation.plant import integrate  # noqa: E402
 
 from nmc_os import nmc_os_compression, os_compression  # noqa: E402
 

@@ -18,7 +18,7 @@ from common import add_out_dir, log, output, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import MomentumObserver  # noqa: E402
-from ros_dynamics.simulation import simulator as S  # noqa: E402
+from ros_dynamics import simulation as S  # noqa: E402
 from ros_dynamics.simulation.rigid_simulator import rigid_scenario  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def main():
         sim, desc = make(model, 'wall')
         res = S.simulate_observer(sim, MomentumObserver(model, K), None, 6.0, estimate_force=True)
         c = res['contact']
-        runs = S._runs(c)
+        runs = S.runs(c)
         settled = np.zeros(len(c), bool)
         for a, b in runs:
             settled[a + int(5 / K / sim.dt):b] = True

@@ -1,91 +1,67 @@
-"""Start ros_dynamics' dynamics_node for a URDF or xacro file (and optionally the simulator).
+"""Start ros_dynamics' dynamics_node for a URDF or xacro file (and optionally the simulator, RViz).
 
     ros2 launch ros_dynamics dynamics.launch.py                        # bundled 7-DoF arm
     ros2 launch ros_dynamics dynamics.launch.py urdf:=/path/robot.urdf.xacro xacro_args:="prefix:=left_ arm:=true"
     ros2 launch ros_dynamics dynamics.launch.py namespace:=arm sim:=true   # + simulator in /arm
     ros2 launch ros_dynamics dynamics.launch.py urdf:=/path/quadruped.urdf floating_base:=true
     ros2 launch ros_dynamics dynamics.launch.py params_file:=/path/my_dynamics.yaml
+    ros2 launch ros_dynamics dynamics.launch.py sim:=true rviz:=true       # + robot_state_publisher, rviz2
+    ros2 launch ros_dynamics dynamics.launch.py managed:=true autostart:=true   # lifecycle node
 
 The file is read (xacro files through the xacro Python module, with `xacro_args` as
 `name:=value` mappings) and passed as the `robot_description` parameter, on top of the
 parameters in `params_file` (default: share/ros_dynamics/config/dynamics.yaml).
-With `sim:=true` the simulator `sim` runs alongside in the same namespace, on the same
-description, publishing `joint_states` (fixed-base robots).
-"""
-import os
 
-from ament_index_python.packages import get_package_share_directory
+* `sim:=true`: the simulator `sim` runs alongside in the same namespace, on the same
+  description, publishing `joint_states` (fixed-base robots: `floating_base:=true sim:=true` is
+  refused).
+* `managed:=true`: `dynamics_lifecycle_node` as a launch_ros LifecycleNode (unconfigured at
+  start; `autostart:=true` configures and activates it).
+* `rviz:=true`: robot_state_publisher (same description) and rviz2 with config/dynamics.rviz,
+  Fixed Frame the URDF root link (`world` with a floating base); when either is not installed,
+  a log line says so and what to install.
+
+The decisions are in launch_logic.py next to this file (plain Python, tested without launch).
+"""
+import importlib.util
+import os
+import sys
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-
-TRUE = ('true', '1', 'yes', 'on')
 
 
-def xacro_mappings(text):
-    """'a:=1 b:=x' -> {'a': '1', 'b': 'x'} (the xacro command line's form)."""
-    out = {}
-    for item in text.split():
-        key, sep, value = item.partition(':=')
-        if not sep or not key:
-            raise ValueError(f"xacro_args: expected name:=value, got {item!r}")
-        out[key] = value
-    return out
+def _logic():
+    """launch_logic.py next to this file (launch files are not in a Python package)."""
+    name = 'ros_dynamics_launch_logic'
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'launch_logic.py')
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
-def robot_description_from_file(path, xacro_args=''):
-    """URDF XML of a .urdf file, or of a .xacro file expanded with the xacro module."""
-    if path.endswith('.xacro'):
-        import xacro
-        return xacro.process_file(path, mappings=xacro_mappings(xacro_args)).toxml()
-    with open(path) as f:
-        return f.read()
+def _share():
+    """share/ros_dynamics when installed, else the source tree (ros2 launch launch/<file>)."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return get_package_share_directory('ros_dynamics')
+    except Exception:  # not installed / no ament index
+        return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _launch_setup(context, *args, **kwargs):
-    def arg(name):
-        return LaunchConfiguration(name).perform(context)
-
-    xml = robot_description_from_file(arg('urdf'), arg('xacro_args'))
-    namespace = arg('namespace')
-    floating = arg('floating_base').lower() in TRUE
-    nodes = [Node(
-        package='ros_dynamics',
-        executable='dynamics_node',
-        name='dynamics',
-        namespace=namespace,
-        output='screen',
-        parameters=[arg('params_file'), {'robot_description': xml, 'floating_base': floating}],
-    )]
-    if arg('sim').lower() in TRUE:
-        nodes.append(Node(
-            package='ros_dynamics',
-            executable='sim',
-            name='sim',
-            namespace=namespace,
-            output='screen',
-            parameters=[{'robot_description': xml}],
-        ))
-    return nodes
+def _launch_setup(context, logic, share):
+    args = {n: LaunchConfiguration(n).perform(context) for n, _, _ in logic.DYNAMICS_ARGS}
+    return logic.to_launch(logic.dynamics_actions(args, share))   # LaunchArgumentError: refused
 
 
 def generate_launch_description():
-    share = get_package_share_directory('ros_dynamics')
+    logic, share = _logic(), _share()
+    default = logic.defaults(logic.DYNAMICS_ARGS, share)
     return LaunchDescription([
-        DeclareLaunchArgument('urdf', default_value=os.path.join(share, 'urdf', 'arm7.urdf'),
-                              description='URDF or xacro file of the robot'),
-        DeclareLaunchArgument('xacro_args', default_value='',
-                              description="xacro arguments, 'name:=value name2:=value2'"),
-        DeclareLaunchArgument('params_file',
-                              default_value=os.path.join(share, 'config', 'dynamics.yaml'),
-                              description='Parameter file of dynamics_node'),
-        DeclareLaunchArgument('namespace', default_value='',
-                              description='Namespace of the nodes (topics joint_states, odom, '
-                                          '<ns>/dynamics/...)'),
-        DeclareLaunchArgument('floating_base', default_value='false',
-                              description='6-DoF free joint at the URDF root; base state from odom'),
-        DeclareLaunchArgument('sim', default_value='false',
-                              description='Also start the simulator (publishes joint_states)'),
-        OpaqueFunction(function=_launch_setup),
+        *[DeclareLaunchArgument(n, default_value=default[n], description=h)
+          for n, _, h in logic.DYNAMICS_ARGS],
+        OpaqueFunction(function=_launch_setup, args=[logic, share]),
     ])

@@ -158,7 +158,7 @@ def quadruped_like(legs=4, links_per_leg=3, seed=0, joint_types=('revolute',)):
     return _tree(f'quadruped_like_{legs}x{links_per_leg}', parents, seed, joint_types)
 
 
-# -- models for the contact dynamics (seed 002) -----------------------------------------------------
+# -- models for the contact dynamics (Jain et al. 2012) -----------------------------------------------------
 
 def _sphere_inertial(mass, radius, xyz, indent='    '):
     i = 0.4 * mass * radius * radius

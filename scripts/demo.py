@@ -112,12 +112,15 @@ def _parse():
                     help='the link that touches the wall (default: the deepest link; for arm7 '
                          'the tool flange)')
     ap.add_argument('--quiet', action='store_true')
+    ap.add_argument('--view', action='store_true',
+                    help='also serve the live browser view (ros_dynamics.ros.viewer) on --view-port')
+    ap.add_argument('--view-port', type=int, default=8080)
     return ap.parse_args()
 
 
 def _calibrate(model, gain, noise, rate):
     """Thresholds from 10 s of contact-free simulated motion (margin 2, floor 0.2 N m)."""
-    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics import simulation as S
     from ros_dynamics.estimation.observer import MomentumObserver, calibrate_thresholds
     sim, _ = S.make_scenario(model, 'none', dt=1.0 / rate, seed=1234, **noise)
     res = S.simulate_observer(sim, MomentumObserver(model, gain), None, 10.0)
@@ -150,7 +153,7 @@ def main():
     import numpy as np
 
     import ros_dynamics as rd
-    from ros_dynamics.simulation import simulator as S
+    from ros_dynamics import simulation as S
     from ros_dynamics.estimation.observer import ContactDetector, estimate_contact_wrench
 
     from urdf_params import read_urdf
@@ -223,6 +226,15 @@ def main():
     lis.create_subscription(String, '/sim/contact_link_truth', lambda m: link_truth.append(
         (max(data['truth']) if data['truth'] else 0, m.data)), latched)
 
+    viewer = None
+    if args.view:   # first: it is listening when the simulator starts
+        viewer = subprocess.Popen(
+            [sys.executable, '-m', 'ros_dynamics.ros.viewer', '--urdf',
+             args.urdf or rd.bundled_urdf('arm7'),
+             '--port', str(args.view_port), '--threshold', *(f'{t:.6g}' for t in thr)],
+            stdout=open(os.path.join(log_dir, 'viewer.log'), 'w'), stderr=subprocess.STDOUT,
+            cwd=ROOT)
+        say(f'[demo] live view: http://localhost:{args.view_port} (log: {log_dir}/viewer.log)')
     try:
         t_start = time.monotonic()      # --timeout counts from here: the two processes
         node = start('dynamics_node', ['-m', 'ros_dynamics.ros.dynamics_node'], node_yaml)
@@ -315,7 +327,7 @@ def main():
                 say('[demo] no more data from the dynamics node')
                 break
     finally:
-        _stop(procs)
+        _stop(procs + ([viewer] if viewer is not None else []))
         lis.destroy_node()
         rclpy.try_shutdown()
     phases.mark('run')

@@ -1,37 +1,55 @@
-"""launch/closed_loop.launch.py against the stand-ins of test_launch.py (launch is not
-installable here): three nodes, the simulator in external mode, one URDF for sim and dynamics
-node, and the controller's parameters are names the controller declares."""
+"""launch/closed_loop.launch.py: its decisions (launch/launch_logic.closed_loop_actions, plain
+Python) tested directly: three nodes, the simulator in external mode, one URDF for simulator and
+dynamics node, the controller's parameters are names the controller declares, numeric
+arguments checked. With launch / launch_ros importable the launch file also runs through the
+real launch API (skipped otherwise). Not proven here: that `ros2 launch` starts and connects
+the three processes (test_e2e_closed_loop.py runs the loop itself, without launch)."""
 import os
 
 import pytest
 
-from test_launch import REPO_ROOT, launch_module  # noqa: F401  (fixture: the stand-ins)
+from test_launch import REPO_ROOT, L, _run_launch_file
 
 pytestmark = pytest.mark.core
 
 LAUNCH = os.path.join(REPO_ROOT, 'launch', 'closed_loop.launch.py')
 
 
-@pytest.fixture
-def closed_loop(launch_module):  # noqa: F811
-    ns = {'__file__': LAUNCH, '__name__': 'closed_loop_launch'}
-    exec(compile(open(LAUNCH).read(), LAUNCH, 'exec'), ns)
-    return ns
+def _plan(**overrides):
+    args = L.defaults(L.CLOSED_LOOP_ARGS, REPO_ROOT)
+    args.update(overrides)
+    return {a.name: a for a in L.closed_loop_actions(args)}
 
 
-def test_closed_loop_launch(closed_loop):
+def test_closed_loop_nodes_and_parameters():
     from ros_dynamics.ros.tracking_controller import _PARAMS
-    entities = closed_loop['generate_launch_description']()
-    args = {e.args[0]: e.kwargs['default_value'] for e in entities if 'default_value' in e.kwargs}
-    (opaque,) = [e for e in entities if 'function' in e.kwargs]
-    args['law'] = 'computed_torque'
-    nodes = {n.kwargs['name']: n.kwargs for n in opaque.kwargs['function'](args)}
+    nodes = _plan(law='computed_torque', lockstep_timeout='0')
     assert set(nodes) == {'sim', 'dynamics', 'tracking_controller'}
+    assert {n.executable for n in nodes.values()} == {'sim', 'dynamics_node', 'tracking_controller'}
     with open(os.path.join(REPO_ROOT, 'urdf', 'arm7.urdf')) as f:
         xml = f.read()
-    (sim,) = nodes['sim']['parameters']
+    (sim,) = nodes['sim'].parameters
     assert sim['control'] == 'external' and sim['robot_description'] == xml
-    assert nodes['dynamics']['parameters'][1] == {'robot_description': xml}
-    (ctl,) = nodes['tracking_controller']['parameters']
-    assert ctl['law'] == 'computed_torque'
+    assert sim['lockstep_timeout'] == 0.0 and sim['real_time_factor'] == 1.0
+    params_file, overrides = nodes['dynamics'].parameters
+    assert os.path.isfile(params_file) and overrides == {'robot_description': xml}
+    (ctl,) = nodes['tracking_controller'].parameters
+    assert ctl['law'] == 'computed_torque' and ctl['amplitude'] == [0.4]
     assert set(ctl) <= {p[0] for p in _PARAMS}
+
+
+def test_closed_loop_bad_arguments():
+    with pytest.raises(L.LaunchArgumentError, match=r"frequency:='fast': expected a number"):
+        _plan(frequency='fast')
+    with pytest.raises(L.LaunchArgumentError, match='no such file'):
+        _plan(urdf='/nonexistent.urdf')
+
+
+def test_closed_loop_real_launch_api():
+    pytest.importorskip('launch_ros', reason='launch / launch_ros not installed (no PyPI wheels)')
+    from launch_ros.actions import Node
+    declared, actions = _run_launch_file(LAUNCH, {'law': 'pd_gravity'})
+    assert declared == {n for n, _, _ in L.CLOSED_LOOP_ARGS}
+    assert all(type(a) is Node for a in actions)
+    assert sorted(a.node_executable for a in actions) == ['dynamics_node', 'sim',
+                                                          'tracking_controller']

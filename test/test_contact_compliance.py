@@ -1,4 +1,4 @@
-"""rd.contact_compliance (seed 002, App. 10): the O(N) + O(m^2) OSCM against J M^-1 J^T formed
+"""rd.contact_compliance (Jain et al. 2012, App. 10): the O(N) + O(m^2) OSCM against J M^-1 J^T formed
 densely (project Jacobians and mass matrix, and Pinocchio's Jacobians, CRBA and Delassus matrix)."""
 import numpy as np
 import pytest

@@ -10,7 +10,8 @@ from ros_dynamics import testing
 from ros_dynamics.control import (ComputedTorque, MinJerkTrajectory, PDGravity, SineTrajectory,
                                   SlotineLi, StampPairer, make_law, make_trajectory,
                                   min_jerk_cycle, slotine_li_lyapunov)
-from ros_dynamics.simulation.simulator import Simulator, bundled_urdf
+from ros_dynamics.simulation.plant import Simulator
+from ros_dynamics.simulation.scenarios import bundled_urdf
 
 pytestmark = pytest.mark.core
 
@@ -177,7 +178,7 @@ def test_model_based_laws_track_far_better_than_pd_gravity_at_the_same_gains(arm
 
 
 def test_pd_gravity_matches_the_simulator_builtin_controller(arm):
-    from ros_dynamics.simulation.simulator import PDGravityController
+    from ros_dynamics.simulation.plant import PDGravityController
     rng = np.random.default_rng(4)
     kp, kd = rng.uniform(10, 100, 7), rng.uniform(1, 10, 7)
     builtin, law = PDGravityController(arm, kp, kd), PDGravity(kp, kd)

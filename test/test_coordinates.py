@@ -1,4 +1,4 @@
-"""Change of coordinates (seed 000, Sec. 3.3, Theorem 1) applied to mimic joints, and the
+"""Change of coordinates (Echeandia & Wensing 2021, Sec. 3.3, Theorem 1) applied to mimic joints, and the
 operational-space compliance of the mimic-constrained system."""
 
 import os

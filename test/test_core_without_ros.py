@@ -23,7 +23,7 @@ sys.meta_path.insert(0, Block())
 import numpy as np
 import ros_dynamics as rd
 from ros_dynamics import testing
-from ros_dynamics.simulation import simulator
+from ros_dynamics.simulation import evaluation, plant, scenarios
 m = rd.load_urdf(rd.bundled_urdf('arm7'))
 data = rd.Data(m)
 rd.compute_all_terms(m, np.zeros(m.nq), np.ones(m.nv), data, christoffel=True)

@@ -176,7 +176,10 @@ def test_stamps_are_judged_per_source(gripper_arm):
     assert asm.reason[0] == 'backwards'
     assert asm.add(names, z, z, z, 90, 0, 0) == 'reset'                    # 10 s back
     asm.clock_reset()                                                      # /clock jumped back
-    assert asm.add(names, z, z, z, 1, 0, 0) == 'cycle'
+    assert asm.add(names, z, z, z, 90, MS, 0) == 'cycle'       # the old episode, still queued
+    assert asm.add(names, z, z, z, 90, 2 * MS, 0) == 'cycle'
+    assert asm.add(names, z, z, z, 1, 0, 0) == 'reset'         # the new episode: any step back
+    assert asm.add(names, z, z, z, 0, 900 * MS, 0) == 'reject'    # and then back in order
 
 
 def test_rejected_message_changes_nothing(gripper_arm):

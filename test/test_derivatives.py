@@ -1,4 +1,4 @@
-"""dtau/dv from Algorithm 1 (seed 000, Remark 3; exact free-joint correction) and the coordinate
+"""dtau/dv from Algorithm 1 (Echeandia & Wensing 2021, Remark 3; exact free-joint correction) and the coordinate
 changes of Sec. 3.3 (centre-of-mass coordinates, Remark 6; mimic reduction, Theorem 1).
 
 References independent of the code under test: central differences of RNEA, Pinocchio

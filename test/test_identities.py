@@ -103,7 +103,7 @@ def test_christoffel_from_finite_differences_of_m(model):
     rng = np.random.default_rng(4)
     q, _, _ = random_state(model, rng)
     dM = np.array(_fd(lambda x: rd.mass_matrix(model, x), q))     # dM[k] = dM/dq_k
-    # Gamma_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i), seed 000 eq. (4)
+    # Gamma_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i), Echeandia & Wensing 2021 eq. (4)
     n = model.nv
     expected = np.empty((n, n, n))
     for i in range(n):

@@ -56,9 +56,8 @@ def test_description_from_topic_and_changes(desc):
     # no model yet: joint states are ignored
     probe.js_pub.publish(probe.joint_state(arm.joint_names, np.zeros(7), np.zeros(7), None,
                                            next(_stamps)))
-    probe.spin_for(0.3)
+    assert probe.spin_until(lambda: 'no robot model yet' in proc.log())
     assert probe.counts()['dynamics'] == 0
-    assert 'no robot model yet' in proc.log()
 
     probe.desc_pub.publish(string_msg(read(ARM7)))
     check_model(probe, arm, 1)

@@ -2,6 +2,8 @@
 an arm driver and a gripper driver on one joint_states topic, a second source whose stamps
 trail, simulated time with episode resets, service requests beyond their bounds while the
 stream runs, and a refused description that must not block other settings."""
+import re
+
 import numpy as np
 import pytest
 
@@ -119,13 +121,16 @@ def test_simulated_time_episodes(rclpy_context, ros_env, tmp_path):
                 sent += 1
                 if k % 2 == 0:
                     probe.spin_for(0.001)
-        assert probe.spin_until(lambda: probe.counts()['dynamics'] - before >= 0.99 * sent,
-                                timeout=20), (probe.counts()['dynamics'] - before, sent,
-                                              proc.log()[-3000:])
         # the clock is paused now (no /clock): settings still apply at once
         res = probe.set_params(gravity=[0.0, 0.0, -1.62])
         assert res.successful
-        assert probe.spin_until(lambda: proc.log().count('model ready') >= 2, timeout=20)
+        assert probe.spin_until(lambda: proc.log().count('model ready') >= 2, timeout=30)
+        # answered: counted by the node itself (this process's reader may drop under load)
+        assert probe.spin_until(lambda: probe.counts()['dynamics'] - before >= 0.5 * sent)
+        proc.stop()
+        accepted = int(re.search(r'joint states accepted: (\d+)', proc.log()).group(1))
+        assert accepted >= 0.99 * sent, (accepted, sent, proc.log()[-3000:])
+        assert 'the node clock jumped back' in proc.log()
 
 
 def test_service_bounds_while_streaming(rclpy_context, ros_env, tmp_path):

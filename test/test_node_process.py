@@ -76,11 +76,12 @@ def test_dynamics_node_exits_cleanly(ros_env, rclpy_context, sig, executor):
     try:
         probe.wait_connected()
         names = rd.load_urdf(ARM7).joint_names
-        assert probe.send_and_wait(probe.joint_state(names, np.zeros(7), np.zeros(7), None,
-                                                     1_000_000)) is not None
+        answered = probe.send_and_wait(probe.joint_state(names, np.zeros(7), np.zeros(7), None,
+                                                         1_000_000)) is not None
     finally:
         probe.destroy()
-    rc = proc.stop(sig)
+    rc = proc.stop(sig)      # stopped whatever happened above: no process outlives the test
+    assert answered, proc.out
     assert_clean(proc, rc)
     assert f'{sig.name} received: shutting down' in proc.out
     # while the model is being built (the kernel warm-up): ends at once, quietly
@@ -106,26 +107,39 @@ def test_sim_exits_cleanly(ros_env, rclpy_context, sig):
     assert_clean(proc, proc.stop(sig))
 
 
-def _readme_command():
-    """The README's `ros2 run ros_dynamics dynamics_node ... robot_description:="$(cat ...)"`."""
+def test_readme_params_file_commands(ros_env, tmp_path):
+    """The README's way to start the node on your URDF, as written: scripts/urdf_params.py
+    writes a parameter file, the node starts from it (with the ros2 CLI's `ros2 run` replaced by
+    the module it runs)."""
     with open(os.path.join(REPO_ROOT, 'README.md')) as f:
         text = f.read()
-    cmds = re.findall(r'^ros2 run ros_dynamics dynamics_node .*robot_description:="\$\(cat '
-                      r'urdf/arm7\.urdf\)"$', text, flags=re.M)
-    assert cmds, 'README has no `ros2 run ... robot_description:="$(cat urdf/arm7.urdf)"` line'
-    return cmds[0]
-
-
-def test_readme_run_command(ros_env):
-    """The README command as written, through bash and rclpy's argument parsing (the bundled
-    URDF's comments must not read as YAML), with `ros2 run ros_dynamics dynamics_node`
-    replaced by the module it runs (the ros2 CLI is not a dependency of the tests)."""
-    cmd = _readme_command().replace('ros2 run ros_dynamics dynamics_node',
-                                    f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node', 1)
-    cmd = cmd.replace('--ros-args', '--ros-args -r __ns:=/readme', 1)
+    assert 'python scripts/urdf_params.py robot.urdf -o out/robot_params.yaml' in text
+    out = tmp_path / 'arm7_params.yaml'
+    subprocess.run([sys.executable, os.path.join(REPO_ROOT, 'scripts', 'urdf_params.py'),
+                    ARM7, '-o', str(out)], check=True, env=ros_env)
+    cmd = (f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node --ros-args -r '
+           f'__ns:=/readme --params-file {REPO_ROOT}/config/dynamics.yaml --params-file {out}')
     proc = Proc(cmd, ros_env, shell=True)
     proc.wait_for('model ready: 7 joints')
     assert_clean(proc, proc.stop(signal.SIGINT))
+
+
+def test_urdf_on_the_command_line_gets_a_hint(ros_env):
+    """-p robot_description:=<XML with a comment>: rcl reads -p values as YAML and fails; the
+    node exits with status 2 and the way out, no traceback. A file path as the description is
+    refused with the hint, and the node says what it waits for."""
+    xml = '<robot name="r"><!-- base: bolted --><link name="a"/></robot>'
+    res = subprocess.run([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+                          '-p', f'robot_description:={xml}'], env=ros_env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2 and 'Traceback' not in res.stderr, res.stderr
+    assert '--params-file' in res.stderr and "launch file's urdf:=" in res.stderr
+    proc = Proc(f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node --ros-args -r '
+                f'__ns:=/pathdesc -p robot_description:=urdf/arm7.urdf', ros_env, shell=True)
+    proc.wait_for('waiting for a valid description')
+    assert "not URDF XML but starts with 'urdf/arm7.urdf'" in proc.out
+    rc = proc.stop(signal.SIGINT)
+    assert rc == 0 and 'Traceback' not in proc.out, proc.out
 
 
 def test_without_interface_package(rclpy_context, ros_env, tmp_path):

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.simulation import simulator as S
+from ros_dynamics import simulation as S
+from ros_dynamics.control.trajectories import MinJerkTrajectory
 from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver, calibrate_thresholds,
                                    estimate_contact_wrench, friction_torque, joint_child_links)
 
@@ -83,7 +84,7 @@ def test_step_response_follows_first_order_filter(K):
     err = np.abs(res['r'] - ref).max(axis=0)
     assert np.all(err < 0.01 * step.max()), (err, step)
     # holding still (target = home), a step force of 30 N at t = 0.5 s
-    traj = S.MinJerkTrajectory([0.0, 1.0], [sim.trajectory.q0, sim.trajectory.q0])
+    traj = MinJerkTrajectory([0.0, 1.0], [sim.trajectory.q0, sim.trajectory.q0])
     sim2 = S.Simulator(MODEL, traj, sim.controller, [
         S.WrenchContact(desc['contact_link'], force=(-20.0, 20.0, 10.0), point=desc['point'],
                         t_start=0.5)])

@@ -1,4 +1,4 @@
-"""Rigid contact and collisions by the OS formulation (seed 002, Secs. 2, 6, 7): LCP conditions on
+"""Rigid contact and collisions by the OS formulation (Jain et al. 2012, Secs. 2, 6, 7): LCP conditions on
 every step, non-penetration, energy through collisions, resting contact, stick/slip on an incline."""
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import ros_dynamics as rd
 from ros_dynamics import testing
 from ros_dynamics.simulation.contact_geometry import Plane, Sphere, SphereWorld
 from ros_dynamics.simulation.rigid_contact import RigidContactStepper
-from ros_dynamics.simulation.simulator import integrate
+from ros_dynamics.simulation.plant import integrate
 
 pytestmark = pytest.mark.core
 

@@ -5,7 +5,7 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics import MomentumObserver
-from ros_dynamics.simulation import simulator as S
+from ros_dynamics import simulation as S
 from ros_dynamics.simulation.rigid_simulator import rigid_scenario, standing_quadruped, urdf_spheres
 
 pytestmark = pytest.mark.core
@@ -34,7 +34,7 @@ def test_floating_quadruped_stands_on_rigid_feet():
 def _settled_errors(res, K, dt):
     c = res['contact']
     mask = np.zeros(len(c), bool)
-    for a, b in S._runs(c):
+    for a, b in S.runs(c):
         mask[a + int(5 / K / dt):b] = True
     err = np.linalg.norm(res['r'][mask] - res['tau_ext'][mask], axis=1)
     return err / np.linalg.norm(res['tau_ext'][mask], axis=1), res['force_err'][mask]

@@ -1,9 +1,10 @@
-"""The simulator (ros_dynamics.simulation.simulator): kinematics, integration, contacts, scenarios."""
+"""The simulator (ros_dynamics.simulation: plant, scenarios): kinematics, integration, contacts, scenarios."""
 import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.simulation import simulator as S
+from ros_dynamics import simulation as S
+from ros_dynamics.control.trajectories import MinJerkTrajectory, SineTrajectory
 
 pytestmark = pytest.mark.core
 
@@ -49,9 +50,9 @@ def test_integrate_floating_base_quaternion():
 
 
 def test_holds_still_at_rest_and_tracks():
-    home = S._home_pose(MODEL)[0]
+    home = S.home_pose(MODEL)[0]
     ctrl = S.make_scenario(MODEL, 'none')[0].controller
-    sim = S.Simulator(MODEL, S.MinJerkTrajectory([0.0, 1.0], [home, home]), ctrl)
+    sim = S.Simulator(MODEL, MinJerkTrajectory([0.0, 1.0], [home, home]), ctrl)
     out = sim.run(0.5)
     assert np.abs(out['q'] - home).max() < 1e-9              # exact gravity compensation
     sim, _ = S.make_scenario(MODEL, 'none')
@@ -101,10 +102,48 @@ def test_scenarios_validate():
     with pytest.raises(ValueError):
         S.make_scenario(MODEL, 'nope')
     with pytest.raises(ValueError):
-        S.Simulator(MODEL, S.SineTrajectory(np.zeros(7), 0.1, 0.2), dt=0.0)
+        S.Simulator(MODEL, SineTrajectory(np.zeros(7), 0.1, 0.2), dt=0.0)
     # a generic robot (the quadruped on a stand) also gets every scenario
     qm = rd.load_urdf(rd.bundled_urdf('quadruped'))
     for sc in S.SCENARIOS:
         sim, desc = S.make_scenario(qm, sc)
         out = sim.run(0.2)
         assert np.all(np.isfinite(out['q']))
+
+
+def test_plant_mismatch_payload_acts_in_the_plant_only():
+    """A payload on the plant: the torque g_with_payload(q) holds the plant still, while the
+    nominal model's gravity lets it sag; the controller's and contacts' model stays nominal."""
+    link = MODEL.link_names[-1]
+    payload = (link, 1.5, (0.0, 0.02, 0.08))
+    heavy = rd.attach_payload(MODEL, *payload)
+    home = S.home_pose(MODEL)[0]
+    traj = MinJerkTrajectory([0.0, 1.0], [home, home])
+    hold_heavy = lambda t, q, v, qd, vd: rd.gravity(heavy, q)  # noqa: E731
+    hold_nominal = lambda t, q, v, qd, vd: rd.gravity(MODEL, q)  # noqa: E731
+    sim = S.Simulator(MODEL, traj, hold_heavy, payload=payload)
+    assert sim.model is MODEL and sim.plant is not MODEL
+    assert np.abs(sim.run(0.5)['q'] - home).max() < 1e-9
+    sag = S.Simulator(MODEL, traj, hold_nominal, payload=payload).run(0.5)['q']
+    assert np.abs(sag - home).max() > 1e-2
+
+
+def test_plant_friction_dissipates_per_joint():
+    """Viscous friction on one joint only: with gravity compensated exactly, that joint's
+    velocity decays like exp(-F_v t / M_ii) at the start while the frictionless plant keeps it."""
+    home = S.home_pose(MODEL)[0]
+    traj = MinJerkTrajectory([0.0, 1.0], [home, home])
+    hold = lambda t, q, v, qd, vd: rd.gravity(MODEL, q)  # noqa: E731
+    v0 = np.zeros(7)
+    v0[6] = 1.0
+    fv = np.zeros(7)
+    fv[6] = 0.05
+    free = S.Simulator(MODEL, traj, hold, v0=v0).run(0.02)['v'][-1, 6]
+    damped = S.Simulator(MODEL, traj, hold, v0=v0, friction_viscous=fv).run(0.02)['v'][-1, 6]
+    m77 = rd.mass_matrix(MODEL, home)[6, 6]
+    # the decay ratio of the last joint over 20 ms (other joints barely move in that time)
+    assert damped / free == pytest.approx(np.exp(-0.05 * 0.02 / m77), rel=0.05)
+    with pytest.raises(ValueError, match='one value or one per joint'):
+        S.Simulator(MODEL, traj, hold, friction_viscous=[1.0, 2.0])
+    with pytest.raises(ValueError, match='>= 0'):
+        S.Simulator(MODEL, traj, hold, friction_coulomb=-1.0)

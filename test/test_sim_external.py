@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.simulation import simulator as S
+from ros_dynamics import simulation as S
 from test_node_support import ARM7, NodeProcess, TIMEOUT
 
 pytestmark = pytest.mark.ros

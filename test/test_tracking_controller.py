@@ -151,3 +151,26 @@ def test_commands_use_the_terms_of_exactly_the_joint_state_they_answer(rclpy_con
     log = proc.log()
     assert 'late 1' in log and 'mismatched 1' in log, log
     assert '1 joint states skipped so far' in log, log
+
+
+def test_sigterm_ends_the_controller_cleanly(rclpy_context, ros_env, tmp_path):
+    """SIGTERM (systemd, docker, kill): exit status 0, the statistics logged, no traceback
+    (the process life cycle of ros_dynamics.ros.process.run)."""
+    import signal
+    pytest.importorskip('ros_dynamics_msgs.msg')
+    ns = 'tcterm'
+    proc = NodeProcess(ros_env, str(tmp_path), ns, {'joints': JOINTS, 'report_period': 0.0},
+                       node_name='tracking_controller',
+                       module='ros_dynamics.ros.tracking_controller')
+    f = Feeder(rclpy_context, ns)
+    try:
+        assert f.spin_until(lambda: f.js_pub.get_subscription_count() >= 1, 30), proc.log()
+        proc.proc.send_signal(signal.SIGTERM)
+        rc = proc.proc.wait(15)
+    finally:
+        f.destroy()
+        proc.stop()
+    log = proc.log()
+    assert rc == 0, log
+    assert 'SIGTERM received' in log and 'served 0/0 joint states' in log, log
+    assert 'Traceback' not in log, log

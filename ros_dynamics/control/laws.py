@@ -1,6 +1,6 @@
 """Joint-space tracking laws over the dynamics terms M(q), C(q, q̇), g(q) (plain numpy, no ROS).
 
-Plant: ``M(q) q̈ + C(q, q̇) q̇ + g(q) = τ`` (CONVENTIONS.md, fixed base, joint coordinates).
+Plant: ``M(q) q̈ + C(q, q̇) q̇ + g(q) = τ`` (docs/conventions.md, fixed base, joint coordinates).
 Reference ``(q_d, q̇_d, q̈_d)``; tracking error ``q̃ = q − q_d`` (so ``e = −q̃`` in the
 textbooks that write ``e = q_d − q``).  Gains are diagonal (one value per joint).
 
@@ -18,7 +18,7 @@ textbooks that write ``e = q_d − q``).  Gains are diagonal (one value per join
   with the parameters known).  Closed loop: ``M ṡ + (C + K_D) s = 0``.  Lyapunov function
   ``V = ½ sᵀ M s + q̃ᵀ Λ K_D q̃`` with
   ``V̇ = ½ sᵀ (Ṁ − 2C) s − q̃̇ᵀ K_D q̃̇ − q̃ᵀ Λ K_D Λ q̃ = − q̃̇ᵀ K_D q̃̇ − q̃ᵀ Λ K_D Λ q̃ ≤ 0``:
-  the first term vanishes only because ``Ṁ − 2C`` is skew-symmetric (seed 000, eq. (2)), i.e.
+  the first term vanishes only because ``Ṁ − 2C`` is skew-symmetric (Echeandia & Wensing 2021, eq. (2)), i.e.
   for a C like the Christoffel-consistent one -- ``C q̇_r`` with ``q̇_r ≠ q̇`` is where the
   factorization matters.
 

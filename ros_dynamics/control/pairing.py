@@ -1,7 +1,7 @@
 """Pairing joint states with the dynamics terms computed for exactly them (plain Python, no ROS).
 
 The dynamics node answers every accepted joint state with one message of terms carrying the
-joint state's stamp (CONVENTIONS.md, ``Dynamics.header.stamp``).  A controller answering the
+joint state's stamp (docs/conventions.md, ``Dynamics.header.stamp``).  A controller answering the
 joint state stamped ``t`` must use the terms stamped ``t`` -- never the newest terms whatever
 their stamp, which would mix ``M(q_{k-1})`` with ``q_k``.
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from ..core.api import compute_all_terms
 from ..core.coordinates import output_coordinates
@@ -26,6 +27,20 @@ from .observer import ContactDetector, MomentumObserver, estimate_contact_wrench
 
 NS = 1_000_000_000
 PERIOD_WINDOW = 64
+
+
+@njit(cache=True, nogil=True)
+def _terms_sum(M, C, Mdot, g, r):
+    """The sum of every entry of M, C, dM/dt, g and r: finite iff all of them are (a NaN or
+    an inf propagates; inf - inf is NaN)."""
+    s = 0.0
+    for i in range(M.shape[0]):
+        s += g[i]
+        for j in range(M.shape[1]):
+            s += M[i, j] + C[i, j] + Mdot[i, j]
+    for i in range(r.shape[0]):
+        s += r[i]
+    return s
 
 
 def per_coordinate(name, values, model, fill_base=None):
@@ -196,13 +211,18 @@ class Cycle:
 
     def _nonfinite(self, res, christoffel):
         d, out = res.terms, res.out
-        checks = [('M', d.M), ('C', d.C), ('dM/dt', d.Mdot), ('g', d.g),
-                  ('Gamma', self.data.Gamma if christoffel else None),
-                  ('the observer residual', res.residual), ('the contact wrench', res.wrench)]
+        r = res.residual if res.residual is not None else _EMPTY
+        if not math.isfinite(_terms_sum(d.M, d.C, d.Mdot, d.g, r)):
+            return 'non-finite M, C, dM/dt, g or observer residual computed'
+        if christoffel and not math.isfinite(self.data.Gamma.sum()):
+            return 'non-finite Gamma computed'
+        if res.wrench is not None and not math.isfinite(res.wrench.sum()):
+            return 'non-finite contact wrench computed'
         if out.d is not d:
-            checks += [('M (published coordinates)', out.d.M), ('C', out.d.C),
-                       ('dM/dt', out.d.Mdot), ('g', out.d.g), ('Gamma', out.gamma)]
-        for name, x in checks:
-            if x is not None and not math.isfinite(x.sum()):
-                return f'non-finite {name} computed'
+            if not math.isfinite(_terms_sum(out.d.M, out.d.C, out.d.Mdot, out.d.g, _EMPTY)) or (
+                    out.gamma is not None and not math.isfinite(out.gamma.sum())):
+                return 'non-finite terms in the published coordinates computed'
         return None
+
+
+_EMPTY = np.zeros(0)

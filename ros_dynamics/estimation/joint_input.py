@@ -25,6 +25,7 @@ import difflib
 import math
 
 import numpy as np
+from numba import njit
 
 NS = 1_000_000_000
 
@@ -113,6 +114,23 @@ class JointNameMap:
             out[self.expand[2]] = x[self.index]
 
 
+@njit(cache=True, nogil=True)
+def _gather_checked(index, pos, vel, eff, q, v, e, pbound, vbound, ebound):
+    """q, v, e <- the message arrays at ``index`` (v, e zero where the message has none);
+    True if every gathered value is finite and within its bound (NaN fails every compare)."""
+    has_v, has_e = vel.shape[0] > 0, eff.shape[0] > 0
+    ok = True
+    for k in range(index.shape[0]):
+        i = index[k]
+        a = pos[i]
+        b = vel[i] if has_v else 0.0
+        c = eff[i] if has_e else 0.0
+        q[k], v[k], e[k] = a, b, c
+        if not (abs(a) <= pbound and abs(b) <= vbound[k] and abs(c) <= ebound[k]):
+            ok = False
+    return ok
+
+
 def joint_limits(model, key, default, factor=1.0):
     """Per joint ``factor`` x the URDF limit ``key`` ('velocity', 'effort'), ``default`` where
     the URDF gives none, zero or a non-finite value."""
@@ -165,13 +183,14 @@ class InputBounds:
         return None
 
 
-def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
+def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump, clock_jumped=False):
     """The stamp policy for one message of a source whose last accepted stamp is ``last_ns``
     (None: none yet); ``now_ns`` the receiving clock (0 if unknown).
 
     Returns (verdict, stamp_ns, kind, reason): verdict 'ok', 'reset' (the source's clock
-    jumped back by more than ``reset_jump`` s: a restarted simulation or bag; accept and
-    restart the observer) or 'reject' (kind and reason say why)."""
+    jumped back by more than ``reset_jump`` s, or by any amount when the receiving clock
+    jumped back since the source's last accepted stamp (``clock_jumped``: simulated time
+    reset); accept and restart the observer) or 'reject' (kind and reason say why)."""
     if nanosec >= NS:
         return 'reject', 0, 'nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'
     stamp_ns = sec * NS + nanosec
@@ -185,6 +204,10 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
             f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} s ahead of the node '
             f'clock (stamp_max_lead {max_lead:g} s)')
     if last_ns is not None and stamp_ns < last_ns:
+        if clock_jumped:
+            return 'reset', stamp_ns, 'clock_reset', (
+                f'the node clock jumped back (simulated time reset) and so did the stamps, by '
+                f'{(last_ns - stamp_ns) / NS:.6g} s')
         if (last_ns - stamp_ns) > reset_jump * NS:
             return 'reset', stamp_ns, 'source_reset', (
                 f'source reset: stamp jumped back {(last_ns - stamp_ns) / NS:.6g} s (more than '
@@ -196,12 +219,13 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump):
 
 
 class _Source:
-    __slots__ = ('key', 'names', 'count', 'last_ns', 'messages')
+    __slots__ = ('key', 'names', 'count', 'last_ns', 'messages', 'epoch')
 
     def __init__(self, key, names, count):
         self.key, self.names, self.count = key, list(names), count
         self.last_ns = None
         self.messages = 0
+        self.epoch = 0          # the receiving clock's epoch at the last accepted message
 
 
 class JointStateAssembler:
@@ -236,6 +260,7 @@ class JointStateAssembler:
         self._last = None           # the layout of the previous message (fast path)
         self.driving = 0            # joints carried by the driving source
         self.stamp_ns = 0
+        self.epoch = 0              # count of receiving-clock jumps back (clock_reset)
         self.reason = None          # (kind, text) of the last verdict other than 'cycle'
 
     # -- sources ------------------------------------------------------------------------
@@ -267,11 +292,15 @@ class JointStateAssembler:
         return layout
 
     def clock_reset(self):
-        """The receiving clock jumped back (simulated time reset): forget every source's last
-        stamp and the held values; the next message of each source is accepted as new."""
+        """The receiving clock jumped back (simulated time reset): each source's next stamp
+        that goes back is a reset, accepted (messages of the old episode still queued are
+        accepted as before, whatever the order in which the clock and they arrive)."""
+        self.epoch += 1
+
+    def forget_stamps(self):
+        """Forget every source's last stamp (a reset requested by the user)."""
         for src in self._sources.values():
             src.last_ns = None
-        self.h_known[:] = False
 
     @property
     def sources(self):
@@ -302,25 +331,35 @@ class JointStateAssembler:
         if nmap.error is not None and not nmap.error.startswith('missing'):
             return self._reject('duplicate', nmap.error)
         verdict, stamp_ns, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns,
-                                                    self.max_lead, self.reset_jump)
+                                                    self.max_lead, self.reset_jump,
+                                                    src.epoch != self.epoch)
         if verdict == 'reject':
             return self._reject(kind, text)
         if verdict == 'reset':
             self.reason = (kind, text)
         if nmap.error is None:      # carries every required joint: the usual, fast case
             q, v, e = self._q, self._v, self._e       # scratch: swapped in when accepted
-            nmap.positions(position, q)
-            if len(velocity):
-                nmap.rates(velocity, v)
-            else:
-                v[:] = 0.0
             has_effort = len(effort) > 0
-            if has_effort:
-                nmap.efforts(effort, e)
-            bad = self.bounds.violation(q, v, e if has_effort else None)
-            if bad is not None:
-                return self._reject(*bad)
+            b = self.bounds
+            if nmap.expand is None:   # gather and check in one compiled pass
+                ok = _gather_checked(nmap.index, position, velocity, effort, q, v, e,
+                                     b.position, b.velocity, b.effort)
+            else:
+                nmap.positions(position, q)
+                if len(velocity):
+                    nmap.rates(velocity, v)
+                else:
+                    v[:] = 0.0
+                if has_effort:
+                    nmap.efforts(effort, e)
+                ok = False
+            if not ok:
+                bad = b.violation(q, v, e if has_effort else None)
+                if bad is not None:
+                    return self._reject(*bad)
             src.last_ns = stamp_ns
+            if verdict == 'reset' or not src.messages:
+                src.epoch = self.epoch    # a clock jump is consumed by a step back only
             src.messages += 1
             self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
             self.has_effort = has_effort
@@ -338,6 +377,8 @@ class JointStateAssembler:
             return self._reject(*bad)
         t = stamp_ns if stamp_ns else now_ns
         src.last_ns = stamp_ns
+        if verdict == 'reset' or not src.messages:
+            src.epoch = self.epoch
         src.messages += 1
         if src.count < self.driving:        # not the driving source: only hold the values
             self.hq[model_ix], self.hv[model_ix] = q, v

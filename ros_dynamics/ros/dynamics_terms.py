@@ -2,7 +2,7 @@
 ``ros_dynamics_msgs/Dynamics`` -> :class:`Terms`, ``sensor_msgs/JointState`` -> joint arrays in
 a fixed joint order, stamps -> integer nanoseconds.
 
-Field meanings as fixed in CONVENTIONS.md (``Dynamics``: ``header.stamp`` copied from the joint
+Field meanings as fixed in docs/conventions.md (``Dynamics``: ``header.stamp`` copied from the joint
 state, ``names`` the nv coordinates, ``mass_matrix`` / ``coriolis_matrix`` / ``mass_matrix_dot``
 row-major nv*nv, ``gravity`` nv).  Fixed-base robots only (the controller is joint-space).
 """
@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
-__all__ = ['Terms', 'stamp_ns', 'terms_from_msg', 'JointMap', 'dynamics_msg_type']
+__all__ = ['Terms', 'stamp_ns', 'terms_from_msg', 'dynamics_msg_type']
 
 Terms = namedtuple('Terms', 'names q v M C Mdot g')
 
@@ -34,7 +34,7 @@ def dynamics_msg_type():
 
 def terms_from_msg(msg, order=None):
     """A :class:`Terms` from a Dynamics message; ``order`` (an index array from
-    :meth:`JointMap.indices` of ``msg.names``) permutes everything into the controller's joint
+    :attr:`ros_dynamics.estimation.joint_input.JointNameMap.index` of ``msg.names``) permutes everything into the controller's joint
     order.  Raises ValueError on wrong sizes, a floating base or non-finite values."""
     names = list(msg.names)
     n = len(names)
@@ -61,41 +61,3 @@ def terms_from_msg(msg, order=None):
         q, v, g, M, C, Mdot = q[order], v[order], g[order], M[ix], C[ix], Mdot[ix]
         names = [names[i] for i in order]
     return Terms(names, q, v, M, C, Mdot, g)
-
-
-class JointMap:
-    """Index arrays from a message's name list into a fixed joint order, cached per list."""
-
-    def __init__(self, joints):
-        self.joints = list(joints)
-        self._cache = {}
-
-    def indices(self, names):
-        key = tuple(names)
-        ix = self._cache.get(key)
-        if ix is None:
-            pos = {}
-            for i, n in enumerate(key):
-                if n in pos:
-                    raise ValueError(f'joint {n!r} named twice')
-                pos[n] = i
-            missing = [j for j in self.joints if j not in pos]
-            if missing:
-                raise ValueError(f'missing joints {missing}')
-            ix = np.array([pos[j] for j in self.joints], dtype=int)
-            if len(self._cache) > 16:
-                self._cache.clear()
-            self._cache[key] = ix
-        return ix
-
-    def joint_state(self, msg):
-        """``(q, v)`` of a sensor_msgs/JointState in the joint order (ValueError if a joint is
-        missing, the lengths disagree or a value is not finite)."""
-        ix = self.indices(msg.name)
-        if len(msg.position) != len(msg.name) or len(msg.velocity) != len(msg.name):
-            raise ValueError('position and velocity must have one entry per name')
-        q = np.asarray(msg.position, dtype=float)[ix]
-        v = np.asarray(msg.velocity, dtype=float)[ix]
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-            raise ValueError('non-finite joint state')
-        return q, v

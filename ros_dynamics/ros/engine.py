@@ -15,17 +15,18 @@ import threading
 import numpy as np
 
 from ..core.api import christoffel, link_jacobian
-from ..core.model import attach_payload
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
 from ..estimation.joint_input import InputBounds, JointNameMap, JointStateAssembler
+from ..estimation.payload import apply_payload
+from ..estimation.samples import Samples
 from . import interfaces as itf
 from .parameters import PARAMETERS
 
 
 def load_model(xml, cfg):
-    """The core model of URDF text ``xml`` under the settings ``cfg`` (payload included);
-    ValueError with the reason.  The text is only ever parsed as XML (never opened as a file,
+    """(model with the payload of ``cfg``, model without it) of URDF text ``xml``; ValueError
+    with the reason.  The text is only ever parsed as XML (never opened as a file,
     never run through xacro)."""
     if not isinstance(xml, str) or not xml.strip():
         raise ValueError('the robot description is empty')
@@ -41,31 +42,13 @@ def load_model(xml, cfg):
                          f'than max_nv ({cfg.max_nv}) velocity coordinates are refused')
     model = load_urdf_string(xml, floating_base=cfg.floating_base,
                              gravity=np.asarray(cfg.gravity, dtype=float))
-    if cfg.payload_link and cfg.payload_mass > 0.0:
-        model = with_payload(model, cfg.payload_link, cfg.payload_mass, cfg.payload_com,
-                             cfg.payload_inertia)
     if model.nv > cfg.max_nv:
         raise ValueError(f'the model has {model.nv} velocity coordinates, more than max_nv '
                          f'({cfg.max_nv})')
-    return model
-
-
-def with_payload(model, link, mass, com, inertia6):
-    """``model`` with a rigid payload on ``link`` (inertia6 = [ixx, ixy, ixz, iyy, iyz, izz]
-    about its centre of mass, link axes); ValueError naming the problem."""
-    if link not in model.link_frames:
-        from ..estimation.joint_input import closest
-        raise ValueError(f'payload_link {link!r} is not a link of the model'
-                         f'{closest(link, model.link_frames)}')
-    xx, xy, xz, yy, yz, zz = inertia6
-    inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-    ev = np.linalg.eigvalsh(inertia)
-    tol = 1e-12 * max(1.0, float(np.abs(ev).max()))
-    if ev[0] < -tol or (ev.sum() > 0 and 2 * ev.max() > ev.sum() + tol):
-        raise ValueError(f'payload_inertia {list(inertia6)} is not a physical inertia (principal '
-                         f'moments {ev.round(9).tolist()} must be >= 0 and satisfy the triangle '
-                         'inequality)')
-    return attach_payload(model, link, mass, com=com, inertia=inertia)
+    if cfg.payload_link and cfg.payload_mass > 0.0:
+        return apply_payload(model, cfg.payload_link, cfg.payload_mass, cfg.payload_com,
+                             cfg.payload_inertia), model
+    return model, model
 
 
 def model_key(xml, cfg):
@@ -95,7 +78,11 @@ def _attach(msg, field, n):
 class Engine:
     """One model, its pipeline, its input assembler and its messages (module text)."""
 
-    def __init__(self, model, xml, cfg):
+    RECORD_PERIOD_NS = 10_000_000     # joint states kept for ~/estimate_payload: 100 Hz,
+    RECORD_LENGTH = 2000               # the last 20 s
+
+    def __init__(self, models, xml, cfg):
+        model, self.urdf_model = models    # with the payload parameters' payload, without
         self.model, self.xml, self.key = model, xml, model_key(xml, cfg)
         self.floating = bool(model.floating_base)
         self.nq, self.nv = int(model.nq), int(model.nv)
@@ -115,6 +102,10 @@ class Engine:
         self.lock = threading.Lock()
         self.free_announced = False
         self.tau = np.zeros(self.nv)
+        n = self.RECORD_LENGTH
+        self._rec = (np.zeros(n), np.zeros((n, self.nq)), np.zeros((n, self.nv)),
+                     np.zeros((n, self.nv)))
+        self._rec_count, self._rec_next = 0, 0
         self._messages()
 
     def configure_input(self, cfg):
@@ -191,6 +182,54 @@ class Engine:
         msg.name = list(self.joint_coordinate_names)
         return msg, _attach(msg, 'effort', self.nv)
 
+    def dynamics_message(self, stamp, out):
+        """~/dynamics filled with one cycle's results (published coordinates)."""
+        m = self.dyn_msg
+        m.header.stamp = stamp
+        if not self.coords.identity:   # joint coordinates: q, v were gathered into it
+            np.copyto(self.dyn_q, out.q)
+            np.copyto(self.dyn_v, out.v)
+        np.copyto(self.M_view, out.d.M)
+        np.copyto(self.C_view, out.d.C)
+        np.copyto(self.Mdot_view, out.d.Mdot)
+        np.copyto(self.g_dyn_view, out.d.g)
+        return m
+
+    def christoffel_message(self, stamp, out):
+        m = self.gamma_message()
+        m.header.stamp = stamp
+        np.copyto(self.gam_q, out.q)
+        np.copyto(self.G_view, out.gamma)
+        return m
+
+    def torque_message(self, msg, stamp, values):
+        """``msg`` (g_msg or ext_msg, sensor_msgs/JointState) with effort = ``values``."""
+        msg.header.stamp = stamp
+        np.copyto(self.g_view if msg is self.g_msg else self.ext_view, values)
+        return msg
+
+    def contact_message(self, stamp, res):
+        """~/contact_estimate for one observer update: residual, detection, isolated links,
+        the wrench at the contact point (world axes) when estimated."""
+        m, contact, wrench = self.contact_msg, res.contact, res.wrench
+        m.header.stamp = stamp
+        np.copyto(self.contact_r, res.residual)
+        m.in_contact = bool(contact.in_contact)
+        links = contact.links if contact.in_contact else []
+        if list(m.isolated_links) != links:
+            m.isolated_links = list(links)
+        m.wrench_valid = wrench is not None
+        f, t, p = m.wrench.force, m.wrench.torque, m.wrench_point
+        if wrench is not None:
+            m.wrench_link = res.wrench_link
+            p.x, p.y, p.z = (float(x) for x in self.cycle.settings.wrench_point)
+            f.x, f.y, f.z = (float(x) for x in wrench[:3])
+            t.x, t.y, t.z = (float(x) for x in wrench[3:])
+        elif m.wrench_link:
+            m.wrench_link = ''
+            p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
+        return m
+
     def gamma_message(self):
         """The preallocated ~/christoffel message (built at the first streamed Gamma)."""
         if self.gam_msg is None:
@@ -201,6 +240,25 @@ class Engine:
             self.gam_q = _attach(msg, 'position', co.nq)
             self.G_view = _attach(msg, 'christoffel', m * m * m).reshape(m, m, m)
         return self.gam_msg
+
+    def record(self, t_ns, q, v, tau):
+        """Keep (t, q, v, tau) at 100 Hz for ~/estimate_payload (a copy every 10 ms)."""
+        if t_ns >= self._rec_next or t_ns < self._rec_next - 2 * self.RECORD_PERIOD_NS:
+            self._rec_next = t_ns + self.RECORD_PERIOD_NS
+            k = self._rec_count % self.RECORD_LENGTH
+            t, Q, V, T = self._rec
+            t[k] = t_ns * 1e-9
+            Q[k], V[k], T[k] = q, v, tau
+            self._rec_count += 1
+
+    def recorded(self, window=0.0):
+        """The recorded joint states of the last ``window`` s (0: all), oldest first."""
+        n = min(self._rec_count, self.RECORD_LENGTH)
+        start = self._rec_count - n
+        order = np.arange(start, start + n) % self.RECORD_LENGTH
+        t, Q, V, T = (a[order].copy() for a in self._rec)
+        keep = t >= t[-1] - window if (window > 0 and n) else np.ones(n, dtype=bool)
+        return Samples(t[keep], Q[keep], V[keep], T[keep], self.joint_coordinate_names)
 
     def remember(self, q, v, stamp):
         """Keep the cycle's state for the services (copied: the buffers are reused)."""
@@ -255,6 +313,6 @@ _MODEL_PARAMS = tuple(p for p in PARAMETERS if p.affects == 'model'
 
 
 def build_engine(xml, cfg, model=None):
-    """The one build path (start-up and run time): model (unless given, already parsed with
-    ``cfg``) and engine; ValueError with the reason."""
+    """The one build path (start-up and run time): the models (unless given, as
+    :func:`load_model` returns them for ``cfg``) and the engine; ValueError with the reason."""
     return Engine(model if model is not None else load_model(xml, cfg), xml, cfg)

@@ -12,11 +12,12 @@ from std_srvs.srv import Trigger  # noqa: F401
 
 try:
     from ros_dynamics_msgs.msg import Christoffel, ContactEstimate, Dynamics
-    from ros_dynamics_msgs.srv import GetChristoffel, GetDynamics, GetOperationalSpace
+    from ros_dynamics_msgs.srv import (EstimatePayload, GetChristoffel, GetDynamics,
+                                       GetOperationalSpace)
     HAVE_MSGS = True
 except ImportError:  # pragma: no cover - exercised by a test in a separate process
     Christoffel = ContactEstimate = Dynamics = None
-    GetChristoffel = GetDynamics = GetOperationalSpace = None
+    EstimatePayload = GetChristoffel = GetDynamics = GetOperationalSpace = None
     HAVE_MSGS = False
 
 BUILD_HINT = (

@@ -97,6 +97,14 @@ PARAMETERS = (
       'in contact, once when free.'),
     P('publish_gravity_torque', False, 'Also publish ~/gravity_torque (sensor_msgs/JointState, '
       'effort = g); always on without ros_dynamics_msgs.'),
+    P('publish_markers', True, 'Publish ~/markers (visualization_msgs/MarkerArray, world frame): '
+      'per estimated contact a force arrow, the contact link, |F|; deleted on release.'),
+    P('marker_force_scale', 0.01, 'Length of the force arrow per newton (m/N).', 'output',
+      0.0, 10.0, True),
+    P('publish_external_wrench', True, 'Publish ~/external_wrench (geometry_msgs/WrenchStamped): '
+      'the contact wrench about the contact link\'s origin, in its frame; zero on release.'),
+    P('publish_diagnostics', True, 'Publish the node\'s health on /diagnostics at 1 Hz '
+      '(docs/diagnostics.md).'),
     P('christoffel_stream', True, 'Publish ~/christoffel every christoffel_decimation-th cycle.'),
     P('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state.', 'output',
       1, 1000000),

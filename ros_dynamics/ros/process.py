@@ -19,6 +19,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 
 
 ARGUMENT_HINT = (
@@ -141,3 +142,29 @@ def make_executor(kind: str, logger=None):
         from rclpy.executors import SingleThreadedExecutor
         return SingleThreadedExecutor()
     raise ValueError(f"unknown executor {kind!r}: 'single' or 'events'")
+
+
+class ThrottledLog:
+    """Log a message at most once per period for each ``kind`` of problem (one throttle per
+    kind, so a frequent kind hides no other), with the count of repeats not logged."""
+
+    def __init__(self, logger):
+        self.logger = logger
+        self._last = {}            # kind -> (last time logged, repeats skipped since)
+
+    def log(self, kind, text, level='warning', period=2.0):
+        now = time.monotonic()
+        last, skipped = self._last.get(kind, (None, 0))
+        if last is not None and now - last < period:
+            self._last[kind] = (last, skipped + 1)
+            return
+        self._last[kind] = (now, 0)
+        if skipped:
+            text += f' ({skipped} more of this kind not logged)'
+        # one call site per severity: rclpy refuses a severity change at one call site
+        if level == 'error':
+            self.logger.error(text)
+        elif level == 'info':
+            self.logger.info(text)
+        else:
+            self.logger.warning(text)

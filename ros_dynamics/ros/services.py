@@ -2,7 +2,8 @@
 
 ``~/get_dynamics``, ``~/get_christoffel``, ``~/get_operational_space`` (Lambda = J M^-1 J^T of
 requested nodes; Khatib 1987; the O(N) + O(m^2) recursion of Jain's contact dynamics in
-minimal coordinates) and ``~/reset_observer`` live on a companion node (``<name>_services``)
+minimal coordinates), ``~/estimate_payload`` (mass and CoM of a tool from the recorded static
+poses; ros_dynamics.estimation.payload) and ``~/reset_observer`` live on a companion node (``<name>_services``)
 spun by its own executor thread, under the dynamics node's names, so that a slow request delays
 only itself and never waits behind the joint-state backlog.  Requests obey the joint_states
 input policy and documented bounds (docs/ros_interface.md): at most 4 x the model's joints
@@ -18,6 +19,7 @@ import threading
 import numpy as np
 
 from ..core.api import christoffel, dynamics, mass_matrix
+from ..estimation.payload import estimate_payload
 from . import interfaces as itf
 
 MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
@@ -57,6 +59,7 @@ class Services:
             make(itf.GetChristoffel, f'{base}/get_christoffel', self.get_christoffel)
             make(itf.GetOperationalSpace, f'{base}/get_operational_space',
                  self.get_operational_space)
+            make(itf.EstimatePayload, f'{base}/estimate_payload', self.estimate_payload)
         make(itf.Trigger, f'{base}/reset_observer', self.reset_observer)
         self.executor = SingleThreadedExecutor(context=node.context)
         self.executor.add_node(self.srv_node)
@@ -190,4 +193,42 @@ class Services:
 
     def reset_observer(self, request, response):
         response.success, response.message = self.node.reset_observer()
+        return response
+
+    def estimate_payload(self, request, response):
+        """Fit a payload to the recorded joint states; optionally set the payload parameters."""
+        eng, cfg = self.node.engine, self.node.config
+        try:
+            if eng is None:
+                raise ValueError('no robot model yet')
+            link = request.link or cfg.payload_link
+            if not link:
+                raise ValueError('no link: give one in the request or set payload_link')
+            if not (request.window >= 0.0 and math.isfinite(request.window)):
+                raise ValueError('window must be a finite number of seconds >= 0')
+            samples = eng.recorded(request.window)
+            if len(samples) == 0:
+                raise ValueError('no joint states with efforts recorded yet')
+            est = estimate_payload(eng.urdf_model, samples, link)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.link, response.mass, response.poses = est.link, est.mass, est.poses
+        response.com.x, response.com.y, response.com.z = (float(x) for x in est.com)
+        response.com_se.x, response.com_se.y, response.com_se.z = (float(x) for x in est.com_se)
+        response.mass_se, response.residual_rms = est.mass_se, est.residual_rms
+        response.message = (f'{est.mass:.4g} kg +- {est.mass_se:.2g} at {np.round(est.com, 4)} m '
+                            f'on {est.link} from {est.poses} samples (torque residual rms '
+                            f'{est.residual_rms:.3g} N m)')
+        if request.apply:
+            from rclpy.parameter import Parameter
+            res = self.node.set_parameters_atomically([
+                Parameter('payload_link', value=est.link),
+                Parameter('payload_mass', value=float(est.mass)),
+                Parameter('payload_com', value=[float(x) for x in est.com]),
+                Parameter('payload_inertia', value=[0.0] * 6)])
+            response.applied = bool(res.successful)
+            if not res.successful:
+                response.message += f'; not applied: {res.reason}'
         return response

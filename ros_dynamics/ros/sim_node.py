@@ -1,4 +1,4 @@
-"""``sim`` executable: the simulator of :mod:`ros_dynamics.simulation.simulator` as a ROS 2 node.
+"""``sim`` executable: the simulator of :mod:`ros_dynamics.simulation` as a ROS 2 node.
 
 Publishes at ``rate`` Hz (default 1000, paced by the wall clock; if a step takes longer the
 simulation runs as fast as it can and the stamps stay those of simulated time, so consumers
@@ -43,307 +43,316 @@ many joint states it published (distinct stamps) and, with external control, the
 many steps ran on external commands.
 """
 
+import os
 import sys
 import threading
 import time
 
+import numpy as np
 
-def _bootstrap():
-    try:
-        from . import compat as ros_compat
-        ros_compat.reexec_if_needed()
-    except ImportError:
-        pass
+from ros_dynamics.ros import compat as ros_compat
+
+if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'sim':
+    # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.
+    ros_compat.reexec_if_needed()
+
+import rclpy  # noqa: E402
+import rclpy.exceptions  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Bool, String  # noqa: E402
+
+from ros_dynamics.core.urdf import load_urdf  # noqa: E402
+from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
+from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.simulation.external import HeldEffort  # noqa: E402
+from ros_dynamics.simulation.scenarios import (bundled_urdf, deepest_links,  # noqa: E402
+                                               make_scenario, perturb_urdf_inertia)
+
+
+class SimNode(Node):
+    """The simulator as a node (module docstring); :meth:`loop` runs in its own thread."""
+
+    def __init__(self):
+        super().__init__('sim')
+        p = self.declare_parameter
+        p('robot_description', '')
+        p('urdf_path', '')
+        p('scenario', 'mixed')
+        p('rate', 1000.0)
+        p('real_time_factor', 1.0)
+        p('duration', 0.0)
+        p('noise_position', 0.0)
+        p('noise_velocity', 0.0)
+        p('noise_effort', 0.0)
+        p('seed', 0)
+        p('friction_viscous', 0.0)
+        p('friction_coulomb', 0.0)
+        p('payload_mass', 0.0)
+        p('payload_link', '')
+        p('inertia_error', 0.0)
+        p('wall_stiffness', 5000.0)
+        p('wall_damping', 50.0)
+        p('push_force', 30.0)
+        p('start_delay', 0.0)
+        p('wait_for_subscribers', 0)
+        p('wait_timeout', 30.0)
+        p('publish_robot_description', True)
+        p('control', 'builtin')
+        p('command_timeout', 0.1)
+        p('fallback_damping', rclpy.Parameter.Type.DOUBLE_ARRAY)
+        p('lockstep_timeout', 0.0)
+        g = lambda n: self.get_parameter(n).value  # noqa: E731
+
+        xml = g('robot_description')
+        if not xml:
+            path = g('urdf_path') or bundled_urdf('arm7')
+            with open(path) as f:
+                xml = f.read()
+        self.urdf = xml
+        model = load_urdf(xml)
+        plant_xml = xml
+        if g('inertia_error') > 0:
+            plant_xml = perturb_urdf_inertia(xml, g('inertia_error'), g('seed'))
+        plant = load_urdf(plant_xml)
+        payload = None
+        if g('payload_mass') != 0.0:
+            payload = (g('payload_link') or deepest_links(plant)[0], g('payload_mass'))
+        rate = float(g('rate'))
+        if not rate > 0:
+            raise ValueError('rate must be > 0')
+        self.dt = 1.0 / rate
+        self.rtf = float(g('real_time_factor'))
+        if not self.rtf > 0:
+            raise ValueError('real_time_factor must be > 0')
+        self.sim, self.desc = make_scenario(
+            plant, g('scenario'), dt=self.dt, noise_position=g('noise_position'),
+            noise_velocity=g('noise_velocity'), noise_effort=g('noise_effort'),
+            seed=g('seed'), friction_viscous=g('friction_viscous'),
+            friction_coulomb=g('friction_coulomb'), wall_stiffness=g('wall_stiffness'),
+            wall_damping=g('wall_damping'), push_force=g('push_force'),
+            controller_model=model, payload=payload)
+        self.names = list(model.joint_names)
+        self.control = g('control')
+        if self.control not in ('builtin', 'external'):
+            raise ValueError("control must be 'builtin' or 'external'")
+        self.external = None
+        self.lockstep = float(g('lockstep_timeout'))
+        self._cmd_cv = threading.Condition()
+        self._cmd_stamp = None
+        self._sent = {}           # stamp ns -> monotonic publish time (external mode)
+        self.latencies = []       # wall seconds, joint state -> its command
+        self._last_stamp = None   # stamp of the latest published joint state
+        self.states_published = 0
+        self.in_time = 0          # commands that answered the latest joint state
+        if self.control == 'external':
+            try:
+                damping = g('fallback_damping')
+            except rclpy.exceptions.ParameterUninitializedException:
+                damping = None
+            if damping is None or len(damping) == 0:
+                damping = self.sim.controller.kd
+            self.external = HeldEffort(model, g('command_timeout'), damping)
+            self.sim.controller = self.external
+            self._maps = {}   # name list -> JointNameMap (the node's shared name map)
+            self.create_subscription(JointState, '~/effort_command', self._on_command,
+                                     QoSProfile(depth=100,
+                                                reliability=ReliabilityPolicy.RELIABLE))
+        self.nbq = int(model.nq) - len(self.names)
+        self.nbv = int(model.nv) - len(self.names)
+        self.duration = float(g('duration'))
+        self.start_delay = float(g('start_delay'))
+        self.wait_subs = int(g('wait_for_subscribers'))
+        self.wait_timeout = float(g('wait_timeout'))
+
+        # 2 s of samples: a reliable KEEP_LAST writer drops what a stalled reader has not
+        # acknowledged once its history is full, and a loaded machine can stall for ~1 s.
+        reliable = QoSProfile(depth=max(200, int(2.0 * rate)),
+                              reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_js = self.create_publisher(JointState, 'joint_states', reliable)
+        self.pub_truth = self.create_publisher(JointState, '~/external_torque_truth', reliable)
+        self.pub_contact = self.create_publisher(Bool, '~/contact_truth', reliable)
+        self.pub_link = self.create_publisher(String, '~/contact_link_truth', latched)
+        if g('publish_robot_description'):
+            self.pub_rd = self.create_publisher(String, 'robot_description', latched)
+            self.pub_rd.publish(String(data=self.urdf))
+        self._last_links = None
+        self.done = threading.Event()
+        self.get_logger().info(
+            f'sim: {model.name!r} ({len(self.names)} joints), scenario '
+            f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
+            f'{rate:g} Hz' + (', external efforts on ~/effort_command (gravity '
+                              'compensation + damping until the first one)'
+                              if self.external is not None else ''))
+
+    def _on_command(self, msg):
+        try:
+            if len(msg.effort) != len(msg.name):
+                raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
+            key = tuple(msg.name)
+            nmap = self._maps.get(key)
+            if nmap is None:
+                nmap = JointNameMap(key, self.names)
+                if len(self._maps) > 16:
+                    self._maps.clear()
+                self._maps[key] = nmap
+            if nmap.error:
+                raise ValueError(nmap.error)
+            tau = np.empty(len(self.names))
+            nmap.efforts(np.asarray(msg.effort, dtype=float), tau)
+            self.external.command(tau, self.sim.t)
+        except ValueError as exc:
+            self.get_logger().warning(f'effort command rejected: {exc}',
+                                   throttle_duration_sec=1.0)
+            return
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        t_sent = self._sent.pop(stamp, None)
+        if t_sent is not None:
+            self.latencies.append(time.monotonic() - t_sent)
+        if stamp == self._last_stamp:
+            self.in_time += 1       # answers the latest joint state: acts in the next step
+        with self._cmd_cv:
+            self._cmd_stamp = stamp
+            self._cmd_cv.notify_all()
+
+    def _await_command(self, stamp_ns, timeout=None):
+        """Lock-step: wait (wall, bounded) for the command answering ``stamp_ns``."""
+        deadline = time.monotonic() + (self.lockstep if timeout is None else timeout)
+        with self._cmd_cv:
+            while self._cmd_stamp != stamp_ns and not self.done.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cmd_cv.wait(left)
+        return True
+
+    def _report_mode(self, last):
+        ext = self.external
+        if ext.mode != last and ext.mode == 'fallback':
+            self.get_logger().warning(
+                f'no effort command for > {ext.timeout:g} s (simulated): gravity '
+                'compensation + joint damping until commands resume',
+                throttle_duration_sec=1.0)
+        elif ext.mode != last and ext.mode == 'external' and last == 'fallback':
+            self.get_logger().info('effort commands resumed', throttle_duration_sec=1.0)
+        return ext.mode
+
+    def summary(self):
+        self.get_logger().info(f'joint states published: {self.states_published}')
+        if self.external is None:
+            return
+        ext = self.external
+        lat = np.array(self.latencies) * 1e3
+        msg = (f'external control: {ext.applied} steps on commands, {ext.fallback_steps} on '
+               f'the fallback ({ext.transitions} timeouts); {lat.size} commands answered a '
+               f'published joint state, {self.in_time} in time (before the next step)')
+        if lat.size:
+            msg += (f', loop latency p50 {np.percentile(lat, 50):.2f} ms, '
+                    f'p99 {np.percentile(lat, 99):.2f} ms (wall)')
+        self.get_logger().info(msg)
+
+    def _publish(self, s, stamp_ns):
+        stamp = Time(sec=int(stamp_ns // 1_000_000_000), nanosec=int(stamp_ns % 1_000_000_000))
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = self.names
+        js.position = [float(x) for x in s.q[self.nbq:]]
+        js.velocity = [float(x) for x in s.v[self.nbv:]]
+        js.effort = [float(x) for x in s.tau[self.nbv:]]
+        if stamp_ns != self._last_stamp:   # re-publications of a state not counted
+            self._last_stamp = stamp_ns
+            self.states_published += 1
+        if self.external is not None:
+            self._sent[stamp_ns] = time.monotonic()
+            if len(self._sent) > 5000:
+                for old in list(self._sent)[:1000]:
+                    self._sent.pop(old, None)
+        self.pub_js.publish(js)
+        tr = JointState()
+        tr.header.stamp = stamp
+        tr.name = self.names
+        tr.effort = [float(x) for x in s.tau_ext[self.nbv:]]
+        self.pub_truth.publish(tr)
+        self.pub_contact.publish(Bool(data=bool(s.contact)))
+        links = ','.join(dict.fromkeys(s.contact_links))
+        if links != self._last_links:
+            self._last_links = links
+            self.pub_link.publish(String(data=links))
+
+    def loop(self):
+        try:
+            t_wait = time.monotonic()
+            while (self.wait_subs > 0 and rclpy.ok()
+                   and self.pub_js.get_subscription_count() < self.wait_subs
+                   and time.monotonic() - t_wait < self.wait_timeout):
+                time.sleep(0.01)
+            if self.start_delay > 0:
+                time.sleep(self.start_delay)
+            t0_ns = self.get_clock().now().nanoseconds
+            t0 = time.monotonic()
+            behind_warned = False
+            dt_ns = int(round(self.dt * 1e9))
+            first = self.sim.initial_sample()
+            self._publish(first, t0_ns)
+            if self.external is not None and self.lockstep > 0:
+                # Lock-step start: hold the clock at the initial state until a command
+                # answers it (the controller and the dynamics node may still be starting),
+                # re-publishing it every second in case it reached them before they were
+                # ready; bounded by wait_timeout.
+                t_first = time.monotonic()
+                while (not self._await_command(t0_ns, 1.0) and not self.done.is_set()
+                       and time.monotonic() - t_first < self.wait_timeout):
+                    self._publish(first, t0_ns)
+                t0 = time.monotonic()
+            k = 0
+            mode = 'waiting'
+            while rclpy.ok() and not self.done.is_set():
+                if self.external is not None and self.lockstep > 0:
+                    self._await_command(t0_ns + k * dt_ns)
+                s = self.sim.step()
+                if self.external is not None:
+                    mode = self._report_mode(mode)
+                k += 1
+                self._publish(s, t0_ns + k * dt_ns)
+                if self.duration > 0 and s.t >= self.duration - 1e-12:
+                    break
+                lag = time.monotonic() - t0 - k * self.dt / self.rtf
+                if lag < 0:
+                    time.sleep(-lag)
+                elif lag > 0.25:
+                    if not behind_warned:
+                        self.get_logger().warn(
+                            f'simulation slower than real time at {1 / self.dt:g} Hz; '
+                            'running as fast as possible (stamps stay simulated time)')
+                        behind_warned = True
+                    t0 += lag   # do not try to catch up a large backlog
+        except Exception as exc:  # noqa: BLE001
+            if rclpy.ok() and not self.done.is_set():   # else: shutting down
+                self.get_logger().error(f'simulation stopped: {exc!r}')
+        finally:
+            self.done.set()
+
+
+def _start(node):
+    node.thread = threading.Thread(target=node.loop, daemon=True)
+    node.thread.start()
+
+
+def _stop(node):
+    node.done.set()
+    if getattr(node, 'thread', None) is not None:
+        node.thread.join(timeout=2.0)
+    node.summary()
 
 
 def main(args=None):
-    _bootstrap()
-    import rclpy
-    import rclpy.exceptions
-    from rclpy.node import Node
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Bool, String
-
-    import ros_dynamics as rd
-    from ros_dynamics.simulation import simulator as simlib
-
-    class SimNode(Node):
-        def __init__(self):
-            super().__init__('sim')
-            p = self.declare_parameter
-            p('robot_description', '')
-            p('urdf_path', '')
-            p('scenario', 'mixed')
-            p('rate', 1000.0)
-            p('real_time_factor', 1.0)
-            p('duration', 0.0)
-            p('noise_position', 0.0)
-            p('noise_velocity', 0.0)
-            p('noise_effort', 0.0)
-            p('seed', 0)
-            p('friction_viscous', 0.0)
-            p('friction_coulomb', 0.0)
-            p('payload_mass', 0.0)
-            p('payload_link', '')
-            p('inertia_error', 0.0)
-            p('wall_stiffness', 5000.0)
-            p('wall_damping', 50.0)
-            p('push_force', 30.0)
-            p('start_delay', 0.0)
-            p('wait_for_subscribers', 0)
-            p('wait_timeout', 30.0)
-            p('publish_robot_description', True)
-            p('control', 'builtin')
-            p('command_timeout', 0.1)
-            p('fallback_damping', rclpy.Parameter.Type.DOUBLE_ARRAY)
-            p('lockstep_timeout', 0.0)
-            g = lambda n: self.get_parameter(n).value  # noqa: E731
-
-            xml = g('robot_description')
-            if not xml:
-                path = g('urdf_path') or simlib.bundled_urdf('arm7')
-                with open(path) as f:
-                    xml = f.read()
-            self.urdf = xml
-            model = rd.load_urdf(xml)
-            plant_xml = xml
-            if g('inertia_error') > 0:
-                plant_xml = simlib.perturb_urdf_inertia(xml, g('inertia_error'), g('seed'))
-            plant = rd.load_urdf(plant_xml)
-            if g('payload_mass') != 0.0:
-                link = g('payload_link') or simlib._deepest_links(plant)[0]
-                plant = rd.attach_payload(plant, link, g('payload_mass'))
-            rate = float(g('rate'))
-            if not rate > 0:
-                raise ValueError('rate must be > 0')
-            self.dt = 1.0 / rate
-            self.rtf = float(g('real_time_factor'))
-            if not self.rtf > 0:
-                raise ValueError('real_time_factor must be > 0')
-            self.sim, self.desc = simlib.make_scenario(
-                plant, g('scenario'), dt=self.dt, noise_position=g('noise_position'),
-                noise_velocity=g('noise_velocity'), noise_effort=g('noise_effort'),
-                seed=g('seed'), friction_viscous=g('friction_viscous'),
-                friction_coulomb=g('friction_coulomb'), wall_stiffness=g('wall_stiffness'),
-                wall_damping=g('wall_damping'), push_force=g('push_force'),
-                controller_model=model)
-            self.names = list(model.joint_names)
-            self.control = g('control')
-            if self.control not in ('builtin', 'external'):
-                raise ValueError("control must be 'builtin' or 'external'")
-            self.external = None
-            self.lockstep = float(g('lockstep_timeout'))
-            self._cmd_cv = threading.Condition()
-            self._cmd_stamp = None
-            self._sent = {}           # stamp ns -> monotonic publish time (external mode)
-            self.latencies = []       # wall seconds, joint state -> its command
-            self._last_stamp = None   # stamp of the latest published joint state
-            self.states_published = 0
-            self.in_time = 0          # commands that answered the latest joint state
-            if self.control == 'external':
-                from ros_dynamics.simulation.external import HeldEffort
-                try:
-                    damping = g('fallback_damping')
-                except rclpy.exceptions.ParameterUninitializedException:
-                    damping = None
-                if damping is None or len(damping) == 0:
-                    damping = self.sim.controller.kd
-                self.external = HeldEffort(model, g('command_timeout'), damping)
-                self.sim.controller = self.external
-                self._index = {n: i for i, n in enumerate(self.names)}
-                self.create_subscription(JointState, '~/effort_command', self._on_command,
-                                         QoSProfile(depth=100,
-                                                    reliability=ReliabilityPolicy.RELIABLE))
-            self.nbq = int(model.nq) - len(self.names)
-            self.nbv = int(model.nv) - len(self.names)
-            self.duration = float(g('duration'))
-            self.start_delay = float(g('start_delay'))
-            self.wait_subs = int(g('wait_for_subscribers'))
-            self.wait_timeout = float(g('wait_timeout'))
-
-            # 2 s of samples: a reliable KEEP_LAST writer drops what a stalled reader has not
-            # acknowledged once its history is full, and a loaded machine can stall for ~1 s.
-            reliable = QoSProfile(depth=max(200, int(2.0 * rate)),
-                                  reliability=ReliabilityPolicy.RELIABLE)
-            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self.pub_js = self.create_publisher(JointState, 'joint_states', reliable)
-            self.pub_truth = self.create_publisher(JointState, '~/external_torque_truth', reliable)
-            self.pub_contact = self.create_publisher(Bool, '~/contact_truth', reliable)
-            self.pub_link = self.create_publisher(String, '~/contact_link_truth', latched)
-            if g('publish_robot_description'):
-                self.pub_rd = self.create_publisher(String, 'robot_description', latched)
-                self.pub_rd.publish(String(data=self.urdf))
-            self._last_links = None
-            self.done = threading.Event()
-            self.get_logger().info(
-                f'sim: {model.name!r} ({len(self.names)} joints), scenario '
-                f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
-                f'{rate:g} Hz' + (', external efforts on ~/effort_command (gravity '
-                                  'compensation + damping until the first one)'
-                                  if self.external is not None else ''))
-
-        def _on_command(self, msg):
-            try:
-                if len(msg.effort) != len(msg.name):
-                    raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
-                tau = [None] * len(self.names)
-                for n, e in zip(msg.name, msg.effort):
-                    i = self._index.get(n)
-                    if i is not None:
-                        tau[i] = e
-                missing = [n for n, e in zip(self.names, tau) if e is None]
-                if missing:
-                    raise ValueError(f'missing joints {missing}')
-                self.external.command(tau, self.sim.t)
-            except ValueError as exc:
-                self.get_logger().warning(f'effort command rejected: {exc}',
-                                       throttle_duration_sec=1.0)
-                return
-            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            t_sent = self._sent.pop(stamp, None)
-            if t_sent is not None:
-                self.latencies.append(time.monotonic() - t_sent)
-            if stamp == self._last_stamp:
-                self.in_time += 1       # answers the latest joint state: acts in the next step
-            with self._cmd_cv:
-                self._cmd_stamp = stamp
-                self._cmd_cv.notify_all()
-
-        def _await_command(self, stamp_ns, timeout=None):
-            """Lock-step: wait (wall, bounded) for the command answering ``stamp_ns``."""
-            deadline = time.monotonic() + (self.lockstep if timeout is None else timeout)
-            with self._cmd_cv:
-                while self._cmd_stamp != stamp_ns and not self.done.is_set():
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return False
-                    self._cmd_cv.wait(left)
-            return True
-
-        def _report_mode(self, last):
-            ext = self.external
-            if ext.mode != last and ext.mode == 'fallback':
-                self.get_logger().warning(
-                    f'no effort command for > {ext.timeout:g} s (simulated): gravity '
-                    'compensation + joint damping until commands resume',
-                    throttle_duration_sec=1.0)
-            elif ext.mode != last and ext.mode == 'external' and last == 'fallback':
-                self.get_logger().info('effort commands resumed', throttle_duration_sec=1.0)
-            return ext.mode
-
-        def summary(self):
-            self.get_logger().info(f'joint states published: {self.states_published}')
-            if self.external is None:
-                return
-            import numpy as np
-            ext = self.external
-            lat = np.array(self.latencies) * 1e3
-            msg = (f'external control: {ext.applied} steps on commands, {ext.fallback_steps} on '
-                   f'the fallback ({ext.transitions} timeouts); {lat.size} commands answered a '
-                   f'published joint state, {self.in_time} in time (before the next step)')
-            if lat.size:
-                msg += (f', loop latency p50 {np.percentile(lat, 50):.2f} ms, '
-                        f'p99 {np.percentile(lat, 99):.2f} ms (wall)')
-            self.get_logger().info(msg)
-
-        def _publish(self, s, stamp_ns):
-            from builtin_interfaces.msg import Time
-            stamp = Time(sec=int(stamp_ns // 1_000_000_000), nanosec=int(stamp_ns % 1_000_000_000))
-            js = JointState()
-            js.header.stamp = stamp
-            js.name = self.names
-            js.position = [float(x) for x in s.q[self.nbq:]]
-            js.velocity = [float(x) for x in s.v[self.nbv:]]
-            js.effort = [float(x) for x in s.tau[self.nbv:]]
-            if stamp_ns != self._last_stamp:   # re-publications of a state not counted
-                self._last_stamp = stamp_ns
-                self.states_published += 1
-            if self.external is not None:
-                self._sent[stamp_ns] = time.monotonic()
-                if len(self._sent) > 5000:
-                    for old in list(self._sent)[:1000]:
-                        self._sent.pop(old, None)
-            self.pub_js.publish(js)
-            tr = JointState()
-            tr.header.stamp = stamp
-            tr.name = self.names
-            tr.effort = [float(x) for x in s.tau_ext[self.nbv:]]
-            self.pub_truth.publish(tr)
-            self.pub_contact.publish(Bool(data=bool(s.contact)))
-            links = ','.join(dict.fromkeys(s.contact_links))
-            if links != self._last_links:
-                self._last_links = links
-                self.pub_link.publish(String(data=links))
-
-        def loop(self):
-            try:
-                t_wait = time.monotonic()
-                while (self.wait_subs > 0 and rclpy.ok()
-                       and self.pub_js.get_subscription_count() < self.wait_subs
-                       and time.monotonic() - t_wait < self.wait_timeout):
-                    time.sleep(0.01)
-                if self.start_delay > 0:
-                    time.sleep(self.start_delay)
-                t0_ns = self.get_clock().now().nanoseconds
-                t0 = time.monotonic()
-                behind_warned = False
-                dt_ns = int(round(self.dt * 1e9))
-                first = self.sim.initial_sample()
-                self._publish(first, t0_ns)
-                if self.external is not None and self.lockstep > 0:
-                    # Lock-step start: hold the clock at the initial state until a command
-                    # answers it (the controller and the dynamics node may still be starting),
-                    # re-publishing it every second in case it reached them before they were
-                    # ready; bounded by wait_timeout.
-                    t_first = time.monotonic()
-                    while (not self._await_command(t0_ns, 1.0) and not self.done.is_set()
-                           and time.monotonic() - t_first < self.wait_timeout):
-                        self._publish(first, t0_ns)
-                    t0 = time.monotonic()
-                k = 0
-                mode = 'waiting'
-                while rclpy.ok() and not self.done.is_set():
-                    if self.external is not None and self.lockstep > 0:
-                        self._await_command(t0_ns + k * dt_ns)
-                    s = self.sim.step()
-                    if self.external is not None:
-                        mode = self._report_mode(mode)
-                    k += 1
-                    self._publish(s, t0_ns + k * dt_ns)
-                    if self.duration > 0 and s.t >= self.duration - 1e-12:
-                        break
-                    lag = time.monotonic() - t0 - k * self.dt / self.rtf
-                    if lag < 0:
-                        time.sleep(-lag)
-                    elif lag > 0.25:
-                        if not behind_warned:
-                            self.get_logger().warn(
-                                f'simulation slower than real time at {1 / self.dt:g} Hz; '
-                                'running as fast as possible (stamps stay simulated time)')
-                            behind_warned = True
-                        t0 += lag   # do not try to catch up a large backlog
-            except Exception as exc:  # noqa: BLE001
-                if rclpy.ok() and not self.done.is_set():   # else: shutting down
-                    self.get_logger().error(f'simulation stopped: {exc!r}')
-            finally:
-                self.done.set()
-
-    from ros_dynamics.ros import process
-
-    def start(node):
-        node.thread = threading.Thread(target=node.loop, daemon=True)
-        node.thread.start()
-
-    def stop(node):
-        node.done.set()
-        if getattr(node, 'thread', None) is not None:
-            node.thread.join(timeout=2.0)
-        node.summary()
-
-    # spins until SIGINT/SIGTERM or the end of `duration`; exit status 0, no traceback
-    return process.run(SimNode, args, before_spin=start, on_stop=stop,
+    """Entry point of ``sim``: spins until SIGINT/SIGTERM or the end of ``duration``; exit
+    status 0, no traceback."""
+    return process.run(SimNode, args, before_spin=_start, on_stop=_stop,
                        keep_going=lambda node: not node.done.is_set())
 
 

@@ -1,6 +1,6 @@
 """Contact geometry for the rigid-contact simulator: spheres on links, planes, analytic distances.
 
-Produces the :class:`~ros_dynamics.simulation.rigid_contact.Contact` node pairs of seed 002,
+Produces the :class:`~ros_dynamics.simulation.rigid_contact.Contact` node pairs of Jain et al. (2012),
 Sec. 2: for each sphere-plane and sphere-sphere pair whose gap is below ``margin``, the nearest
 points (the contact nodes, fixed in their links for the step), the normal from B to A and the
 signed gap.
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import core as rd
+from ..core.api import Data, link_placement
 from .rigid_contact import Contact
 
 
@@ -44,7 +44,7 @@ class SphereWorld:
     def __init__(self, model, spheres, planes=(), self_pairs='none', margin=0.01,
                  sphere_mu=0.5, sphere_restitution=0.0):
         self.model = model
-        self._data = rd.Data(model)
+        self._data = Data(model)
         self.spheres = list(spheres)
         self.planes = list(planes)
         for s in self.spheres:
@@ -76,7 +76,7 @@ class SphereWorld:
         out = np.empty((len(self.spheres), 3))
         # one O(N) kinematics pass; it leaves every body's placement in data.R, data.pos
         if self.model.nbodies:
-            rd.link_placement(self.model, q, self.model.body_names[0], data=self._data)
+            link_placement(self.model, q, self.model.body_names[0], data=self._data)
         Rb, pb = self._data.R, self._data.pos
         frames = {}
         for k, s in enumerate(self.spheres):

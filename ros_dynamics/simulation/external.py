@@ -1,6 +1,6 @@
 """Joint efforts from outside the simulator (no ROS): the plant side of ``control: external``.
 
-:class:`HeldEffort` is a :class:`~ros_dynamics.simulation.simulator.Simulator` controller that
+:class:`HeldEffort` is a :class:`~ros_dynamics.simulation.plant.Simulator` controller that
 applies the last received effort command, held (zero-order hold) until the next one.  When no
 command has arrived for more than ``timeout`` seconds of *simulated* time (or none yet), it
 applies the safe behaviour instead:
@@ -17,6 +17,8 @@ import threading
 
 import numpy as np
 
+from ..core.api import gravity
+
 __all__ = ['HeldEffort']
 
 
@@ -25,8 +27,6 @@ class HeldEffort:
     ``__call__(t, q, v, qd, vd)`` is the simulator's controller (``qd, vd`` unused)."""
 
     def __init__(self, model, timeout=0.1, damping=0.0):
-        import ros_dynamics as rd
-        self._gravity = rd.gravity
         self.model = model
         nj = len(model.joint_names)
         if int(model.nv) != nj:
@@ -63,4 +63,4 @@ class HeldEffort:
         if cmd is not None:
             self.mode = 'fallback'
         self.fallback_steps += 1
-        return np.asarray(self._gravity(self.model, q), dtype=float) - self.damping * v
+        return np.asarray(gravity(self.model, q), dtype=float) - self.damping * v

@@ -1,6 +1,6 @@
 """Lemke's complementary pivoting method for the linear complementarity problem (LCP).
 
-Find z >= 0 with w = M z + q >= 0 and z^T w = 0 (seed 002, Eq. 9).
+Find z >= 0 with w = M z + q >= 0 and z^T w = 0 (Jain et al. 2012, Eq. 9).
 
 Lemke (1965), as in Cottle, Pang & Stone, *The Linear Complementarity Problem*, Sec. 4.4:
 augment with an artificial variable z0 and covering vector e = 1,

@@ -1,4 +1,4 @@
-"""Rigid contact and collision dynamics in minimal coordinates: the OS formulation (seed 002).
+"""Rigid contact and collision dynamics in minimal coordinates: the OS formulation (Jain et al. 2012).
 
 One time step of Jain's operational-space (OS) formulation, Sec. 6 and 7:
 

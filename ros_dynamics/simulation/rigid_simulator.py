@@ -1,6 +1,6 @@
-"""Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (seed 002) instead of springs.
+"""Rigid-contact mode of the simulator: the plant's contacts by the OS LCP (Jain et al. 2012) instead of springs.
 
-:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.simulator.Simulator` whose
+:class:`RigidContactSimulator` is a :class:`~ros_dynamics.simulation.plant.Simulator` whose
 step integrates with :class:`~ros_dynamics.simulation.rigid_contact.RigidContactStepper`:
 controller torques and the known-wrench contacts (pushes) enter as applied joint torques, the
 sphere contacts of a :class:`~ros_dynamics.simulation.contact_geometry.SphereWorld` as LCP
@@ -21,8 +21,8 @@ import numpy as np
 
 from .contact_geometry import Plane, Sphere, SphereWorld
 from .rigid_contact import RigidContactStepper
-from .simulator import (PDGravityController, Simulator, WallContact, integrate,
-                        make_scenario)
+from .plant import PDGravityController, Simulator, WallContact, integrate
+from .scenarios import make_scenario
 
 
 class RigidContactSimulator(Simulator):
@@ -36,11 +36,11 @@ class RigidContactSimulator(Simulator):
                  erp=0.2, **kwargs):
         super().__init__(model, trajectory, controller, contacts, **kwargs)
         self.world = world if world is not None else SphereWorld(model, [])
-        self.stepper = RigidContactStepper(model, self.world, dt=self.dt, nf=nf, erp=erp)
+        self.stepper = RigidContactStepper(self.plant, self.world, dt=self.dt, nf=nf, erp=erp)
         self.last_info = None
 
     def _plant_step(self, q, v, tau, external):
-        """OS-LCP step (seed 002, Sec. 6-7) instead of the free forward dynamics; the contact
+        """OS-LCP step (Jain et al. 2012, Sec. 6-7) instead of the free forward dynamics; the contact
         impulses join the external forces as tau_ext += J^T F / dt and one wrench per active
         contact (the observer's ground truth)."""
         q1, v1, info = self.stepper.step(q, v, tau, lambda a, b, h: integrate(self.model, a, b, h))

@@ -1,0 +1,177 @@
+"""ROS 2 bags of ``sensor_msgs/JointState`` without ROS: read and write with ``rosbags``.
+
+``rosbags`` (pure Python) reads and writes rosbag2 folders in both storage formats, ``sqlite3``
+and ``mcap``, with its own CDR (de)serializer and message type store, so calibration and
+replay run on a machine without a ROS installation.
+
+* :func:`read_joint_states` -> :class:`ros_dynamics.estimation.samples.Samples`, columns
+  in the model's joint order (matched by name per message), time = ``header.stamp`` (the
+  bag's receive time when the stamps are zero) in seconds from the first one (``t0_ns``).
+* :func:`write_joint_states` writes samples (e.g. from the simulator) as a bag.
+
+Bad bags get a :class:`BagError` that names the problem: not a bag folder, missing topic (with
+the topics present), wrong message type, no messages, no efforts or velocities, joints missing.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .estimation.samples import Samples
+from .estimation.joint_input import JointNameMap
+
+__all__ = ['BagError', 'read_joint_states', 'write_joint_states', 'bag_topics', 'STORAGES']
+
+JOINT_STATE = 'sensor_msgs/msg/JointState'
+STORAGES = ('sqlite3', 'mcap')
+
+
+class BagError(ValueError):
+    """The bag cannot give joint-state samples (the message says why)."""
+
+
+def _typestore():
+    from rosbags.typesys import Stores, get_typestore
+    return get_typestore(Stores.LATEST)
+
+
+def _open(path):
+    from rosbags.highlevel import AnyReader, AnyReaderError
+    p = Path(path)
+    if not p.exists():
+        raise BagError(f'{path}: no such bag folder')
+    if not p.is_dir() or not (p / 'metadata.yaml').exists():
+        raise BagError(f'{path} is not a ROS 2 bag folder (a directory with metadata.yaml and '
+                       'a .db3 or .mcap file)')
+    try:
+        reader = AnyReader([p], default_typestore=_typestore())
+        reader.open()
+    except (AnyReaderError, Exception) as exc:   # rosbags raises several reader errors
+        raise BagError(f'{path}: cannot read the bag: {exc}') from None
+    return reader
+
+
+def bag_topics(path):
+    """{topic: message type} of a bag."""
+    reader = _open(path)
+    try:
+        return {name: info.msgtype for name, info in reader.topics.items()}
+    finally:
+        reader.close()
+
+
+def read_joint_states(path, topic='/joint_states', joint_names=None):
+    """Samples of the ``sensor_msgs/JointState`` messages on ``topic`` of the bag at ``path``.
+
+    ``joint_names``: the model's joints (column order); every message must carry all of them
+    with position, velocity and effort (extra names are ignored).  Default: the names of the
+    first message.  The effort of a message is taken as the torque that acted during the
+    period ending at its stamp (what the simulator and most drivers publish).
+    """
+    reader = _open(path)
+    try:
+        topics = {name: info.msgtype for name, info in reader.topics.items()}
+        if topic not in topics:
+            present = ', '.join(f'{n} ({t})' for n, t in sorted(topics.items())) or 'none'
+            raise BagError(f'{path}: no topic {topic!r} in the bag; topics present: {present}')
+        if topics[topic] != JOINT_STATE:
+            raise BagError(f'{path}: topic {topic!r} has type {topics[topic]}, not {JOINT_STATE}')
+        conns = [c for c in reader.connections if c.topic == topic]
+        names = list(joint_names) if joint_names is not None else None
+        maps = {}   # one name map per message layout
+        t, t_rx, q, v, tau = [], [], [], [], []
+        n_msgs = no_effort = no_velocity = 0
+        for conn, ts, raw in reader.messages(connections=conns):
+            msg = reader.deserialize(raw, conn.msgtype)
+            n_msgs += 1
+            mnames = tuple(msg.name)
+            if names is None:
+                names = list(mnames)
+            nmap = maps.get(mnames)
+            if nmap is None:
+                nmap = maps[mnames] = JointNameMap(mnames, names)
+                if nmap.error:
+                    raise BagError(f'{path}: {topic} message {n_msgs}: {nmap.error} of the model '
+                                   f'(the message has {list(mnames)})')
+            n = len(mnames)
+            if len(msg.effort) != n:
+                no_effort += 1
+                continue
+            if len(msg.velocity) != n or len(msg.position) != n:
+                no_velocity += 1
+                continue
+            qk, vk, ek = np.empty(len(names)), np.empty(len(names)), np.empty(len(names))
+            nmap.positions(np.asarray(msg.position, dtype=float), qk)
+            nmap.rates(np.asarray(msg.velocity, dtype=float), vk)
+            nmap.efforts(np.asarray(msg.effort, dtype=float), ek)
+            st = msg.header.stamp
+            t.append(st.sec * 1_000_000_000 + st.nanosec)
+            t_rx.append(ts)
+            q.append(qk)
+            v.append(vk)
+            tau.append(ek)
+    finally:
+        reader.close()
+    if n_msgs == 0:
+        raise BagError(f'{path}: topic {topic!r} has no messages')
+    if not t:
+        what = 'efforts' if no_effort else 'velocities and positions'
+        raise BagError(f'{path}: the {n_msgs} JointState messages on {topic!r} carry no {what} '
+                       '(one per name is needed: the calibration uses the applied joint '
+                       'torques)')
+    if no_effort or no_velocity:
+        raise BagError(f'{path}: {no_effort} of {n_msgs} messages on {topic!r} have no efforts '
+                       f'and {no_velocity} no velocities/positions (every message needs all three)')
+    t = np.array(t, dtype=np.int64)
+    if not np.any(t):
+        t = np.array(t_rx, dtype=np.int64)
+    order = np.argsort(t, kind='stable')
+    t0 = int(t[order[0]])
+    try:   # seconds from the first stamp, from integer nanoseconds (no float rounding of 1e9 s)
+        return Samples((t[order] - t0) * 1e-9, np.array(q)[order], np.array(v)[order],
+                       np.array(tau)[order], names, t0_ns=t0)
+    except ValueError as exc:
+        raise BagError(f'{path}: {exc}') from None
+
+
+def write_joint_states(path, samples, topic='/joint_states', storage='sqlite3', names=None,
+                       t0_ns=1_000_000_000_000, effort=True):
+    """Write ``samples`` (:class:`Samples` or the simulator's ``run`` dict with ``t, q, v,
+    tau``) as ``sensor_msgs/JointState`` on ``topic`` into a new bag folder ``path``.
+
+    ``storage``: ``'sqlite3'`` or ``'mcap'``.  Stamps and bag times are ``t0_ns + t``.  Only the
+    joint part of ``q``/``v``/``tau`` is written (the last ``len(names)`` entries).
+    ``effort=False`` writes messages without efforts (to test the reader's error).
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    if storage not in STORAGES:
+        raise ValueError(f'storage must be one of {STORAGES}, got {storage!r}')
+    if isinstance(samples, dict):
+        samples = Samples(samples['t'], samples['q'], samples['v'], samples['tau'],
+                          names or [])
+    names = list(names or samples.names)
+    if not names:
+        raise ValueError('joint names are needed (names=... or samples.names)')
+    nj = len(names)
+    ts = _typestore()
+    JointState = ts.types[JOINT_STATE]
+    Header = ts.types['std_msgs/msg/Header']
+    Time = ts.types['builtin_interfaces/msg/Time']
+    plugin = StoragePlugin.SQLITE3 if storage == 'sqlite3' else StoragePlugin.MCAP
+    if os.path.exists(path):
+        raise ValueError(f'{path} exists already (a bag is written into a new folder)')
+    with Writer(path, version=9, storage_plugin=plugin) as writer:
+        conn = writer.add_connection(topic, JOINT_STATE, typestore=ts)
+        for k in range(len(samples)):
+            ns = int(t0_ns + round(samples.t[k] * 1e9))
+            msg = JointState(
+                header=Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000),
+                              frame_id=''),
+                name=names,
+                position=np.ascontiguousarray(samples.q[k, -nj:], dtype=np.float64),
+                velocity=np.ascontiguousarray(samples.v[k, -nj:], dtype=np.float64),
+                effort=(np.ascontiguousarray(samples.tau[k, -nj:], dtype=np.float64) if effort
+                        else np.zeros(0)))
+            writer.write(conn, ns, ts.serialize_cdr(msg, JOINT_STATE))
+    return path

@@ -1,0 +1,309 @@
+"""``calibrate``: observer calibration and replay from recorded joint states (ROS 2 bags).
+
+    calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
+              [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
+    calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
+    calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
+
+(also ``python -m ros_dynamics.calibrate ...``).
+
+* The default command fits joint friction and, with ``--payload-link``, a payload on that link
+  to contact-free motion in the bag (:func:`ros_dynamics.estimation.calibration.calibrate`) and
+  writes a parameter file for the ``dynamics`` node (friction, per-joint ``contact_threshold``,
+  ``payload_*``, and the ``observer_gain`` the thresholds are for) plus plots: the residual
+  before/after per joint and the friction curves with the data.
+* ``replay`` runs a bag through the node's observer pipeline with the settings of a parameter
+  file and writes the residual, the detections and the isolated link over time (CSV + plot),
+  to tune thresholds on recorded data, contacts included.
+* ``record`` subscribes to joint states with rclpy and writes them with rosbags, for machines
+  without rosbag2 (needs ROS 2 Python packages; Ctrl-C or ``--duration`` ends it).
+"""
+
+import argparse
+import csv
+import os
+import sys
+
+NODE = 'dynamics'
+
+
+def _model(urdf):
+    from ros_dynamics.core.urdf import load_urdf
+    if not os.path.exists(urdf):
+        raise SystemExit(f'calibrate: URDF file {urdf!r} not found')
+    model = load_urdf(urdf)
+    if model.floating_base:
+        raise SystemExit('calibrate: floating-base models are not supported (joint states do '
+                         'not carry the base motion)')
+    return model
+
+
+def _samples(args, model):
+    from ros_dynamics.bags import BagError, read_joint_states
+    try:
+        s = read_joint_states(args.bag, args.topic, model.joint_names)
+    except BagError as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    if args.start is not None or args.stop is not None:
+        s = s.slice(args.start, args.stop)
+    if len(s) == 0:
+        raise SystemExit('calibrate: no samples in the selected time range')
+    return s
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _plot_calibration(cal, model, out_dir):
+    import numpy as np
+    plt = _plt()
+    os.makedirs(out_dir, exist_ok=True)
+    names = list(model.joint_names)
+    n = len(names)
+    t = cal.t
+    files = []
+    fig, axes = plt.subplots(n, 1, figsize=(10, 1.8 * n + 1), sharex=True, squeeze=False)
+    for i, ax in enumerate(axes[:, 0]):
+        ax.plot(t, cal.residual_before[:, i], lw=0.7, label='nominal model')
+        ax.plot(t, cal.residual_after[:, i], lw=0.7, label='calibrated')
+        ax.axhline(cal.thresholds[i], color='k', ls='--', lw=0.6, label='contact_threshold')
+        ax.axhline(-cal.thresholds[i], color='k', ls='--', lw=0.6)
+        ax.set_ylabel(f'{names[i]}\nr [N m]', fontsize=8)
+        if i == 0:
+            ax.legend(fontsize=7, loc='upper right', ncol=3)
+    axes[-1, 0].set_xlabel('time [s]')
+    fig.suptitle('Momentum-observer residual in free motion, before and after calibration')
+    fig.tight_layout()
+    files.append(os.path.join(out_dir, 'residual_before_after.png'))
+    fig.savefig(files[-1], dpi=90)
+    plt.close(fig)
+
+    cols = min(4, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
+    for i in range(rows * cols):
+        ax = axes[i // cols, i % cols]
+        if i >= n:
+            ax.axis('off')
+            continue
+        v = cal.friction_velocity[:, i]
+        ok = np.isfinite(cal.friction_observed[:, i])
+        step = max(1, int(ok.sum()) // 4000)
+        ax.plot(v[ok][::step], cal.friction_observed[ok, i][::step], '.', ms=1, alpha=0.4,
+                label='data (residual, payload removed)')
+        vv = np.linspace(v.min(), v.max(), 200)
+        ax.plot(vv, cal.friction_viscous[i] * vv + cal.friction_coulomb[i]
+                * np.tanh(vv / cal.velocity_eps), 'r', lw=1.2, label='fitted F_v v + F_c tanh(v/ε)')
+        ax.set_title(names[i], fontsize=9)
+        ax.set_xlabel('velocity [rad/s]', fontsize=8)
+        ax.set_ylabel('friction torque [N m]', fontsize=8)
+        if i == 0:
+            ax.legend(fontsize=6)
+    fig.suptitle('Joint friction: fitted model and the data')
+    fig.tight_layout()
+    files.append(os.path.join(out_dir, 'friction.png'))
+    fig.savefig(files[-1], dpi=90)
+    plt.close(fig)
+    return files
+
+
+def _write_params(path, params, node=NODE):
+    import yaml
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    with open(path, 'w') as f:
+        f.write('# written by ros_dynamics calibrate\n')
+        yaml.safe_dump({node: {'ros__parameters': params}}, f, default_flow_style=None,
+                       sort_keys=False)
+
+
+def load_params(path, node=NODE):
+    """The ``ros__parameters`` of ``node`` in a parameter file (or of its only node)."""
+    import yaml
+    with open(path) as f:
+        d = yaml.safe_load(f) or {}
+    if node not in d:
+        if len(d) != 1:
+            raise SystemExit(f'calibrate: {path} has no parameters for node {node!r}')
+        node = next(iter(d))
+    return (d[node] or {}).get('ros__parameters', {})
+
+
+def cmd_calibrate(args):
+    import numpy as np
+    from ros_dynamics.estimation.calibration import calibrate
+    from ros_dynamics.estimation.samples import CalibrationError
+    model = _model(args.urdf)
+    s = _samples(args, model)
+    inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
+    try:
+        cal = calibrate(model, s, args.payload_link, gain=args.gain, inertia=inertia,
+                        margin=args.margin, floor=args.floor, contact=args.contact)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
+          f'{args.bag}')
+    for line in cal.summary():
+        print('  ' + line)
+    _write_params(args.out, cal.parameters(), args.node)
+    print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
+    plots = args.plots or os.path.join('out', 'calibration')
+    for f in _plot_calibration(cal, model, plots):
+        print(f'calibrate: wrote {f}')
+    return 0 if np.all(np.isfinite(cal.thresholds)) else 1
+
+
+def _settings(params, model):
+    """Observer settings and the model from a parameter file's values."""
+    import numpy as np
+    from ros_dynamics.estimation.payload import apply_payload
+    nj = len(model.joint_names)
+
+    def per_joint(name, default):
+        x = np.atleast_1d(np.asarray(params.get(name, default), dtype=float))
+        if x.size == 1:
+            x = np.full(nj, float(x[0]))
+        if x.size != nj:
+            raise SystemExit(f'calibrate: {name} has {x.size} values for {nj} joints')
+        return x
+    if params.get('payload_link'):
+        try:
+            model = apply_payload(model, params['payload_link'], params.get('payload_mass', 0.0),
+                                  params.get('payload_com', [0.0] * 3),
+                                  params.get('payload_inertia', [0.0] * 6))
+        except ValueError as exc:
+            raise SystemExit(f'calibrate: {exc}') from None
+    return model, dict(gain=per_joint('observer_gain', 50.0),
+                       friction_viscous=per_joint('observer_friction_viscous', 0.0),
+                       friction_coulomb=per_joint('observer_friction_coulomb', 0.0),
+                       threshold=per_joint('contact_threshold', 5.0),
+                       release_ratio=float(params.get('contact_release_ratio', 0.5)))
+
+
+def cmd_replay(args):
+    import numpy as np
+    from ros_dynamics.estimation.calibration import observer_residuals
+    model = _model(args.urdf)
+    s = _samples(args, model)
+    params = load_params(args.params, args.node) if args.params else {}
+    obs_model, st = _settings(params, model)
+    res = observer_residuals(obs_model, s, **st)
+    names = list(model.joint_names)
+    out = args.out or os.path.join('out', 'replay.csv')
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(['t'] + [f'r_{n}' for n in names] + ['contact', 'link'])
+        for k in range(len(s)):
+            w.writerow([f'{s.t[k]:.6f}'] + [f'{x:.6g}' for x in res['r'][k]]
+                       + [int(res['contact'][k]), res['link'][k] or ''])
+    onsets = int(np.sum(res['contact'][1:] & ~res['contact'][:-1]) + res['contact'][0])
+    print(f'replay: {len(s)} samples, {onsets} contact onsets, '
+          f'{np.sum(res["contact"]) * np.median(np.diff(s.t)) if len(s) > 1 else 0:.2f} s in '
+          f'contact; max |r| per joint {np.round(np.nanmax(np.abs(res["r"]), axis=0), 3).tolist()}'
+          f' N m vs thresholds {np.round(st["threshold"], 3).tolist()}')
+    print(f'replay: wrote {out}')
+    plt = _plt()
+    n = len(names)
+    fig, axes = plt.subplots(n + 1, 1, figsize=(10, 1.6 * (n + 1) + 1), sharex=True)
+    for i in range(n):
+        ax = axes[i]
+        ax.plot(s.t, res['r'][:, i], lw=0.7, label='residual')
+        ax.axhline(st['threshold'][i], color='k', ls='--', lw=0.6, label='contact_threshold')
+        ax.axhline(-st['threshold'][i], color='k', ls='--', lw=0.6)
+        ax.set_ylabel(f'{names[i]}\nr [N m]', fontsize=8)
+        if i == 0:
+            ax.legend(fontsize=7, loc='upper right')
+    links = sorted({x for x in res['link'] if x})
+    code = np.array([links.index(x) + 1 if x else 0 for x in res['link']])
+    axes[n].step(s.t, code, where='post')
+    axes[n].set_yticks(range(len(links) + 1), ['free'] + links, fontsize=7)
+    axes[n].set_ylabel('isolated link', fontsize=8)
+    axes[n].set_xlabel('time [s]')
+    fig.suptitle(f'Replay of {os.path.basename(os.path.normpath(args.bag))}: residual, '
+                 'detections and isolation')
+    fig.tight_layout()
+    png = os.path.join(args.plots or os.path.dirname(os.path.abspath(out)),
+                       os.path.splitext(os.path.basename(out))[0] + '.png')
+    os.makedirs(os.path.dirname(png), exist_ok=True)
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+    print(f'replay: wrote {png}')
+    return 0
+
+
+def cmd_record(args):
+    from ros_dynamics.ros import compat
+    compat.reexec_if_needed()          # the pip ROS wheels need their library path
+    if os.path.exists(args.bag):
+        raise SystemExit(f'calibrate record: {args.bag} exists already (a bag is a new folder)')
+    from ros_dynamics.ros.recorder import record
+    rc = record(args.bag, args.topic, args.duration, args.storage, args.count)
+    print(f'record: wrote {args.bag}')
+    return rc
+
+
+def _common(ap, urdf=True):
+    ap.add_argument('bag', help='ROS 2 bag folder (sqlite3 or mcap storage)')
+    if urdf:
+        ap.add_argument('--urdf', required=True, help='URDF file of the robot (as in the node)')
+    ap.add_argument('--topic', default='/joint_states', help='sensor_msgs/JointState topic')
+    ap.add_argument('--start', type=float, default=None, help='use samples from S s on')
+    ap.add_argument('--stop', type=float, default=None, help='use samples before S s')
+    ap.add_argument('--node', default=NODE, help='node name in the parameter file')
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = argv[0] if argv and argv[0] in ('replay', 'record') else 'calibrate'
+    if cmd != 'calibrate':
+        argv = argv[1:]
+    if cmd == 'calibrate':
+        ap = argparse.ArgumentParser(
+            prog='calibrate', description='Fit joint friction and a payload to contact-free '
+            'motion in a bag; write node parameters and plots. Subcommands: replay, record '
+            '(calibrate replay -h).')
+        _common(ap)
+        ap.add_argument('--payload-link', default=None, help='link carrying an unknown payload')
+        ap.add_argument('--out', required=True, help='parameter file to write (YAML)')
+        ap.add_argument('--plots', default=None, help='plot folder (default out/calibration)')
+        ap.add_argument('--gain', type=float, nargs='+', default=[50.0],
+                        help='observer gain K [1/s] the node runs (one or one per joint)')
+        ap.add_argument('--margin', type=float, default=2.0,
+                        help='contact_threshold = max(floor, margin * max |r|) (default 2)')
+        ap.add_argument('--floor', type=float, default=0.2, help='smallest threshold [N m]')
+        ap.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
+                        help="fit the payload's rotational inertia (auto: when the motion "
+                        'determines it)')
+        ap.add_argument('--contact', choices=('error', 'exclude'), default='error',
+                        help='stretches that look like contact: stop with an error naming them '
+                        '(default) or fit on the rest')
+        args = ap.parse_args(argv)
+        args.gain = args.gain[0] if len(args.gain) == 1 else args.gain
+        return cmd_calibrate(args)
+    if cmd == 'replay':
+        ap = argparse.ArgumentParser(prog='calibrate replay', description='Replay a bag through '
+                                     'the observer pipeline; residual, detections and isolation '
+                                     'over time to CSV and a plot.')
+        _common(ap)
+        ap.add_argument('--params', default=None, help='node parameter file (e.g. from '
+                        'calibrate); default: the node defaults')
+        ap.add_argument('--out', default=None, help='CSV to write (default out/replay.csv)')
+        ap.add_argument('--plots', default=None, help='plot folder (default: next to the CSV)')
+        return cmd_replay(ap.parse_args(argv))
+    ap = argparse.ArgumentParser(prog='calibrate record', description='Record joint states '
+                                 'into a bag with rclpy + rosbags (no rosbag2 needed).')
+    ap.add_argument('bag', help='new bag folder')
+    ap.add_argument('--topic', default='/joint_states')
+    ap.add_argument('--duration', type=float, default=0.0, help='seconds (0: until Ctrl-C)')
+    ap.add_argument('--storage', choices=('sqlite3', 'mcap'), default='sqlite3')
+    ap.add_argument('--count', type=int, default=0, help='stop after N messages (0: no limit)')
+    return cmd_record(ap.parse_args(argv))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

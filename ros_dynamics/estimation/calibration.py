@@ -1,0 +1,557 @@
+"""Calibration of the observer's model from recorded free motion (no ROS).
+
+A real robot carries tools its URDF does not know and has joint friction; both enter the
+momentum residual as a bias, ``r → −(Y(q, v, v̇) π + τ_f(v))`` in free motion, which the contact
+detector mistakes for contact.  This module estimates, from samples ``(t, q, v, τ)`` of
+contact-free motion:
+
+* per-joint friction ``τ_f,i = F_v,i v_i + F_c,i tanh(v_i / ε)`` (the observer's model,
+  :func:`ros_dynamics.estimation.observer.friction_torque`), and
+* a rigid payload on one link: the 10 inertial parameters
+  ``π = [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz]`` (first moment
+  ``h = m c`` and rotational inertia ``I_o`` about the *link origin*, link axes).
+
+Both enter the rigid-body equations linearly: the joint torques of a body are linear in its
+10 inertial parameters (Atkeson, An & Hollerbach 1986; :mod:`.payload` computes the columns
+with the core library), and the friction model is linear in ``(F_v, F_c)``.
+
+Data: the momentum residual, not inverse dynamics with differentiated velocities
+-----------------------------------------------------------------------------------------
+The residual of the observer (De Luca & Mattone 2003) is linear in the model's parameters: one
+step is ``r_{k+1} = a r_k + (1 − a) w_k`` with ``w_k = (p_{k+1} − p_k)/Δt − τ_{k+1} − ½(β_k +
+β_{k+1})``, ``p = M v`` and ``β = Cᵀ v − g − τ_f`` linear in π and in the friction
+coefficients.  So the residual of the observer *with* the parameters θ is
+
+    r(θ) = r_0 + Σ_j θ_j ρ_j,
+
+``r_0`` the residual of the nominal observer (the node's pipeline on the recording) and
+``ρ_j`` the same filter run on the change of ``(p, β)`` per unit of parameter ``j``.  In free
+motion the correct θ makes ``r(θ) ≈ 0``, hence the linear least-squares problem
+``min_θ ‖r_0 + P θ‖²`` over all samples and joints (the integrated, "energy/momentum" form of
+identification, Gautier 1997; Gaz et al. 2019 use the same residual-based idea).  This avoids
+joint accelerations entirely (the momentum difference ``Δp/Δt`` is exact over a sample), uses
+exactly the discretization the node runs, and the fitted residual *is* the residual the node
+will show, which is what the thresholds are derived from.
+
+Uncertainty: the residual samples are correlated over about ``1/K`` s (it is a low-pass
+output), so the ordinary LS covariance ``σ² (PᵀP)⁻¹`` is inflated by the integrated
+autocorrelation time of the fitted residual, ``1 + 2 Σ ρ(ℓ)`` (a Newey-West-type correction).
+Rows are weighted per joint by the inverse of the joint's residual scale (two passes).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.model import attach_payload
+from .cycle import Cycle, ObserverSettings
+from .observer import calibrate_thresholds
+from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
+                      payload_from_parameters, skew2)
+from .samples import CalibrationError, Samples
+
+__all__ = ['Calibration', 'ContactInData', 'calibrate', 'observer_residuals']
+
+# Smoothing velocity of the Coulomb term: the node's observer uses MomentumObserver's default.
+VELOCITY_EPS = 1e-2
+
+
+class ContactInData(CalibrationError):
+    """The residual stays far above its noise over stretches friction and payload cannot
+    explain: the recording contains contact (or a large unmodelled effect)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline the node runs, on recorded samples
+
+
+def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio):
+    """The node's own per-sample pipeline (:class:`ros_dynamics.estimation.cycle.Cycle`) with
+    these observer settings: the one place where replay and calibration meet the node."""
+    settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
+                                friction_coulomb=friction_coulomb,
+                                threshold=threshold if threshold is not None else 1e300,
+                                release_ratio=release_ratio)
+    return Cycle(model, observer=settings)
+
+
+def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
+                       threshold=None, release_ratio=0.5):
+    """Replay ``samples`` through the node's pipeline; returns a dict with ``t``, ``r``
+    (T, nv; NaN where the observer (re)started or skipped the sample: the first sample, gaps
+    beyond the pipeline's gap limit, repeated stamps), ``restart`` (T,) bool (the observer
+    restarted at that sample), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
+    list (with a ``threshold``), ``reasons`` (the restarts: (t, why))."""
+    cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio)
+    T, nv = len(samples), int(model.nv)
+    r = np.full((T, nv), np.nan)
+    restart = np.zeros(T, dtype=bool)
+    skipped = np.zeros(T, dtype=bool)
+    contact = np.zeros(T, dtype=bool)
+    link = [None] * T
+    reasons = []
+    t0 = int(samples.t0_ns)
+    for k in range(T):
+        res = cyc.step(samples.q[k], samples.v[k], samples.tau[k],
+                       t0 + int(round(samples.t[k] * 1e9)))
+        if res.observer == 'update':
+            r[k] = res.residual
+            if threshold is not None:
+                contact[k], link[k] = res.contact.in_contact, res.contact.link
+        elif res.observer == 'reset':
+            restart[k] = True
+            reasons.append((float(samples.t[k]), res.reset_reason))
+        else:
+            skipped[k] = True
+    return {'t': samples.t, 'r': r, 'restart': restart, 'skipped': skipped, 'contact': contact,
+            'link': link, 'reasons': reasons}
+
+
+# ---------------------------------------------------------------------------------------------
+# The regression
+
+
+def _increasing(samples):
+    """The samples with strictly increasing time (repeated stamps dropped: the pipeline skips
+    them too)."""
+    keep = np.concatenate([[True], np.diff(samples.t) > 0]) if len(samples) else np.zeros(0, bool)
+    if keep.all():
+        return samples
+    if np.any(np.diff(samples.t) < 0):
+        raise CalibrationError('sample times must not decrease (sort the samples by stamp)')
+    return Samples(samples.t[keep], samples.q[keep], samples.v[keep], samples.tau[keep],
+                   samples.names, samples.t0_ns)
+
+
+def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
+               max_rows=60000):
+    """Columns ρ of the residual's dependence on the parameters, their names and the sample
+    indices they are kept at.
+
+    Streamed over the samples (the observer's filter, restarted where the pipeline restarted):
+    ``w_k = (P_k − P_{k−1})/Δt − ½(B_k + B_{k−1})``, ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with
+    ``a = e^{−K Δt}``, ``P``/``B`` the change of ``p``/``β`` per unit parameter.  Every
+    ``stride``-th sample is kept (at most ``max_rows``): the residual is correlated over ~1/K,
+    so thinning long recordings loses little and bounds the memory.  Returns (ρ (n, nv, p),
+    names, indices (n,))."""
+    T, nv = len(samples), int(model.nv)
+    nj = len(model.joint_names)
+    nb = nv - nj
+    names = []
+    if friction:
+        names += [f'Fv[{n}]' for n in model.joint_names] + [f'Fc[{n}]' for n in model.joint_names]
+    if link is not None:
+        names += list(PAYLOAD_PARAMETERS)
+        pc = PayloadColumns(model, link)
+    npar = len(names)
+    stride = max(1, -(-T // max_rows))
+    idx = np.arange(0, T, stride)
+    rho = np.zeros((idx.size, nv, npar))
+    K = np.broadcast_to(np.asarray(gain, dtype=float), (nv,))
+    cur = np.zeros((nv, npar))
+    P_prev = B_prev = None
+    jr, jc = np.arange(nb, nv), np.arange(nj)
+    for k in range(T):
+        P, B = np.zeros((nv, npar)), np.zeros((nv, npar))
+        if friction:
+            # β gains −τ_f: the column of a coefficient is −φ(v) in β
+            v = samples.v[k, nb:]
+            B[jr, jc] = -v
+            B[jr, nj + jc] = -(np.tanh(v / velocity_eps) if velocity_eps > 0 else np.sign(v))
+        if link is not None:
+            P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k], samples.v[k])
+        if restart[k]:
+            cur[:] = 0.0
+        else:
+            dt = samples.t[k] - samples.t[k - 1]
+            a = np.exp(-K * dt)[:, None]
+            cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
+        P_prev, B_prev = P, B
+        if k % stride == 0:
+            rho[k // stride] = cur
+    return rho, names, idx
+
+
+def _autocorrelation_time(e, max_lag=2000):
+    """Integrated autocorrelation time ``1 + 2 Σ ρ(ℓ)`` of the columns of ``e`` (T, n),
+    summed until ρ first drops below 0.05 (mean over the columns; ρ by FFT)."""
+    taus = []
+    for x in e.T:
+        x = x - x.mean()
+        n = x.size
+        f = np.fft.rfft(x, 2 * n)
+        ac = np.fft.irfft(f * np.conj(f))[:min(max_lag, n // 4)]
+        if not ac.size or ac[0] <= 0:
+            continue
+        rho = ac / ac[0]
+        below = np.flatnonzero(rho < 0.05)
+        end = below[0] if below.size else rho.size
+        taus.append(1.0 + 2.0 * float(rho[1:end].sum()))
+    return float(np.mean(taus)) if taus else 1.0
+
+
+def _solve(A, b, w, names):
+    """Weighted LS ``min ‖diag(w)(A θ + b)‖²``; returns θ, the standard errors (inflated by the
+    autocorrelation time) and the weighted residual."""
+    Aw, bw = A * w[:, None], b * w
+    scale = np.linalg.norm(Aw, axis=0)
+    if np.any(scale == 0):
+        dead = [n for n, s in zip(names, scale) if s == 0]
+        raise CalibrationError(f'the recording does not excite {dead} (all their columns are '
+                               'zero: those joints never move, or the payload link is not moved)')
+    An = Aw / scale
+    theta_n, _, rank, sv = np.linalg.lstsq(An, -bw, rcond=None)
+    if rank < An.shape[1] or sv[-1] < 1e-10 * sv[0]:
+        raise CalibrationError('the recording does not determine all parameters (rank '
+                               f'{rank} of {An.shape[1]}): use a richer motion')
+    theta = theta_n / scale
+    e = bw + Aw @ theta
+    return theta, An, scale, e, sv
+
+
+def _payload_block(theta, names):
+    i = names.index('m')
+    return theta[i:i + 10]
+
+
+@dataclass
+class Calibration:
+    """Result of :func:`calibrate` (units: N m s/rad, N m, kg, m, kg m²)."""
+    joint_names: list
+    friction_viscous: np.ndarray
+    friction_coulomb: np.ndarray
+    friction_viscous_se: np.ndarray
+    friction_coulomb_se: np.ndarray
+    payload_link: object = None
+    payload_mass: float = 0.0
+    payload_com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    payload_inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    payload_mass_se: float = float('nan')
+    payload_com_se: np.ndarray = field(default_factory=lambda: np.full(3, np.nan))
+    payload_inertia_se: np.ndarray = field(default_factory=lambda: np.full(6, np.nan))
+    inertia_identified: bool = False
+    gain: np.ndarray = None
+    velocity_eps: float = 1e-2
+    thresholds: np.ndarray = None
+    margin: float = 2.0
+    floor: float = 0.2
+    before: dict = field(default_factory=dict)   # residual statistics, nominal model
+    after: dict = field(default_factory=dict)    # residual statistics, calibrated
+    residual_before: np.ndarray = None           # (T, nv) residuals, NaN at restarts
+    residual_after: np.ndarray = None
+    friction_observed: np.ndarray = None         # (n, nj) −residual with the payload fitted
+    friction_velocity: np.ndarray = None         # (n, nj) the joint velocities there
+    used: np.ndarray = None                      # (T,) the samples the fit used
+    t: np.ndarray = None
+    autocorrelation_time: float = 1.0
+    notes: list = field(default_factory=list)
+
+    def model(self, model):
+        """``model`` with the calibrated payload attached."""
+        if self.payload_link is None or self.payload_mass == 0.0:
+            return model
+        return attach_payload(model, self.payload_link, self.payload_mass, self.payload_com,
+                              self.payload_inertia)
+
+    def parameters(self):
+        """The node parameters (``dynamics`` node's names) of this calibration."""
+        p = {'observer_gain': [float(x) for x in np.atleast_1d(self.gain)],
+             'observer_friction_viscous': [float(x) for x in self.friction_viscous],
+             'observer_friction_coulomb': [float(x) for x in self.friction_coulomb],
+             'contact_threshold': [float(x) for x in self.thresholds]}
+        if self.payload_link is not None:
+            I = self.payload_inertia
+            p.update(payload_link=str(self.payload_link), payload_mass=float(self.payload_mass),
+                     payload_com=[float(x) for x in self.payload_com],
+                     payload_inertia=[float(I[i, j]) for i, j in INERTIA6])
+        return p
+
+    def summary(self):
+        """A human-readable report (lines)."""
+        out = []
+        f = lambda a: '[' + ', '.join(f'{x:.4g}' for x in a) + ']'  # noqa: E731
+        out.append(f'friction viscous [N m s/rad]: {f(self.friction_viscous)} '
+                   f'(± {f(self.friction_viscous_se)})')
+        out.append(f'friction Coulomb [N m]:       {f(self.friction_coulomb)} '
+                   f'(± {f(self.friction_coulomb_se)})')
+        if self.payload_link is not None:
+            out.append(f'payload on {self.payload_link!r}: mass {self.payload_mass:.4f} ± '
+                       f'{self.payload_mass_se:.4f} kg, CoM {f(self.payload_com)} ± '
+                       f'{f(self.payload_com_se)} m')
+            I = self.payload_inertia
+            out.append('  inertia about the CoM [kg m²]: '
+                       + (f'{f([I[i, j] for i, j in INERTIA6])} ± {f(self.payload_inertia_se)}'
+                          if self.inertia_identified else 'not identified (not excited by '
+                          'the motion; point mass assumed)'))
+        for k in ('before', 'after'):
+            s = getattr(self, k)
+            out.append(f'residual {k:6s}: rms {f(s["rms"])}, max |r| {f(s["max"])} N m')
+        out.append(f'contact_threshold = max({self.floor:g}, {self.margin:g} x max |r| after) '
+                   f'= {f(self.thresholds)} N m')
+        out += self.notes
+        return out
+
+
+def _stats(r):
+    ok = ~np.any(np.isnan(r), axis=1)
+    x = r[ok]
+    return {'rms': np.sqrt(np.mean(x ** 2, axis=0)), 'max': np.max(np.abs(x), axis=0),
+            'mean': np.mean(x, axis=0)}
+
+
+def _runs(mask):
+    m = np.concatenate([[False], mask, [False]]).astype(int)
+    d = np.flatnonzero(np.diff(m))
+    return list(zip(d[0::2], d[1::2]))
+
+
+def _in_spans(t, spans, pad=0.0):
+    """Mask of the times ``t`` inside one of the (start, end) ``spans``, widened by ``pad``."""
+    mask = np.zeros(len(t), dtype=bool)
+    for a, b in spans:
+        mask |= (t >= a - pad) & (t <= b + pad)
+    return mask
+
+
+def _contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05, pad=0.2):
+    """Samples to exclude as contact: where the fitted residual ``e`` exceeds ``ratio`` x its
+    robust noise level (1.4826 MAD over the fitted ``rows``, per joint) in stretches of at
+    least ``min_duration`` s, padded by ``pad`` s (the residual's rise and decay).  Returns
+    (mask, [(start time, end time)])."""
+    x = e[rows]
+    mad = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
+    scale = np.maximum(mad, 1e-3)
+    out = np.zeros(len(t), dtype=bool)
+    out[valid] = np.any(np.abs(e[valid]) > ratio * scale, axis=1)
+    spans = [(t[a], t[b - 1]) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
+    return _in_spans(t, spans, pad), spans
+
+
+def _contact_message(t, spans, e, rows, names):
+    x = e[rows]
+    noise = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
+    peak = np.nanmax(np.abs(e[_in_spans(t, spans)]), axis=0)
+    worst = int(np.argmax(peak / np.maximum(noise, 1e-3)))
+    txt = ', '.join(f'{a - t[0]:.2f}-{b - t[0]:.2f} s' for a, b in spans[:6])
+    more = f' and {len(spans) - 6} more' if len(spans) > 6 else ''
+    return (f'the recording looks like it contains contact: with friction and payload fitted '
+            f'to the rest, the residual stays far above its noise during {txt}{more} '
+            f'(joint {names[worst]!r}: up to {peak[worst]:.3g} N m against a noise level of '
+            f'{noise[worst]:.3g} N m).  Friction and a payload cannot explain that; calibrate on '
+            'contact-free motion (cut the contact out with --start/--stop, or let the fit '
+            'exclude it with --contact exclude)')
+
+
+def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
+              margin=2.0, floor=0.2, contact='error'):
+    """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
+
+    ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
+    fit the payload's rotational inertia (True), not (False: a point mass at the CoM), or
+    ``'auto'``: keep it when it is determined (every standard error below 25 % of the largest
+    principal moment, or below 1e-4 kg m²) and physically consistent.  Thresholds:
+    ``max(floor, margin * max |r|)`` of the calibrated residual per joint
+    (:func:`ros_dynamics.estimation.observer.calibrate_thresholds`).  Returns a
+    :class:`Calibration`; raises :class:`CalibrationError` when the data cannot give it.
+
+    ``contact``: what to do with stretches of the recording that look like contact (the
+    residual stays > 10x its noise level there after the fit): ``'error'`` raises
+    :class:`ContactInData` naming them, ``'exclude'`` fits on the rest (and says so in
+    ``notes``).
+    """
+    if contact not in ('error', 'exclude'):
+        raise ValueError("contact must be 'error' or 'exclude'")
+    if not friction and payload_link is None:
+        raise ValueError('nothing to calibrate: friction=False and no payload_link')
+    if not (margin > 0 and floor >= 0):
+        raise ValueError('margin must be > 0 and floor >= 0')
+    nv = int(model.nv)
+    nb = nv - len(model.joint_names)
+    if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
+        raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
+                               f'{samples.v.shape[1]} velocities; the model needs {model.nq} '
+                               f'and {nv}')
+    if len(samples) < 50:
+        raise CalibrationError(f'{len(samples)} samples: too few to calibrate (need >= 50)')
+    gain = np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy()
+    velocity_eps = VELOCITY_EPS
+    samples = _increasing(samples)
+    base = observer_residuals(model, samples, gain)
+    r0, restart = base['r'], base['restart']
+    valid = ~(restart | base['skipped'])
+    if base['skipped'].any():
+        raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
+                               '(non-finite results)')
+    rho, names, idx = _regressor(model, samples, restart, gain, payload_link, velocity_eps,
+                                 friction)
+    # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
+    r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
+    fixed = np.zeros(rho.shape[2], dtype=bool)
+    notes = []
+    inertia_ok = payload_link is not None and inertia is not False
+    rows = valid_s.copy()          # the samples the fit uses (contact stretches excluded)
+    A_all = rho.reshape(idx.size * nv, rho.shape[2])
+    b_all = np.nan_to_num(r0s).reshape(-1)
+
+    def fit(fixed, offset):
+        sel = np.repeat(rows, nv)
+        A, b, n = A_all[sel], b_all[sel], int(rows.sum())
+        w = np.ones(A.shape[0])
+        free = ~fixed
+        for _ in range(2):   # pass 2: rows weighted by 1 / (the joint's residual rms)
+            theta_f, An, scale, e, sv = _solve(A[:, free], b + A[:, fixed] @ offset[fixed], w,
+                                               [nm for nm, f in zip(names, free) if f])
+            e_j = (e / w).reshape(n, nv)
+            s = np.sqrt(np.mean(e_j ** 2, axis=0))
+            s = np.maximum(s, 1e-6 * max(1e-12, s.max()))
+            w = np.tile(1.0 / s, n)
+        theta = offset.copy()
+        theta[free] = theta_f
+        return theta, An, scale, e, w
+
+    offset = np.zeros(rho.shape[2])
+    theta, An, scale, e, w = fit(fixed, offset)
+    # Contact in the data: stretches where the fitted residual stays far above its noise.
+    # A contact biases the least-squares fit, so first a trimmed fit: blocks of 0.25 s whose
+    # residual is far above the typical block's (mean square > 9x the median) are left out and
+    # the fit repeated until the kept set is stable (least trimmed squares over time blocks,
+    # Rousseeuw 1984); then samples > 10x the robust noise level of the kept set, in stretches
+    # of >= 50 ms, are the contact spans, excluded (or reported) and the fit repeated.
+    block = np.floor((ts - ts[0]) / 0.25).astype(int)
+    for _ in range(8):
+        ef = (r0s + rho @ theta)[:, nb:]
+        nblk = block.max() + 1
+        cnt = np.bincount(block[valid_s], minlength=nblk)
+        ms = np.stack([np.bincount(block[valid_s], weights=ef[valid_s, j] ** 2, minlength=nblk)
+                       for j in range(ef.shape[1])], axis=1)
+        have = cnt > 0
+        ms = ms[have] / cnt[have, None]
+        sig2 = np.maximum(np.median(ms, axis=0), 1e-12)
+        score = np.full(nblk, np.inf)
+        score[have] = np.mean(ms / sig2, axis=1)
+        keep = score <= 9.0 * np.median(score[have])
+        new_rows = valid_s & keep[block]
+        if np.array_equal(new_rows, rows) or new_rows.sum() < max(50, 0.3 * valid_s.sum()):
+            break
+        rows = new_rows
+        theta, An, scale, e, w = fit(fixed, offset)
+    flagged, spans = _contact_spans(ts, (r0s + rho @ theta)[:, nb:], rows, valid_s)
+    new_rows = valid_s & ~flagged
+    if not np.array_equal(new_rows, rows):
+        rows = new_rows
+        theta, An, scale, e, w = fit(fixed, offset)
+    if spans:
+        msg = _contact_message(ts, spans, (r0s + rho @ theta)[:, nb:], rows,
+                               list(model.joint_names))
+        if contact == 'error':
+            raise ContactInData(msg)
+        notes.append('excluded from the fit: ' + msg)
+    used = valid & ~_in_spans(samples.t, spans, 0.2)   # all samples but the contact spans
+    nrows = int(rows.sum())
+    inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
+
+    def covariance(An, scale, e, free):
+        dof = max(1, e.size - An.shape[1])
+        sigma2 = float(e @ e) / dof
+        tau_c = _autocorrelation_time(e.reshape(nrows, nv)[:, nb:])
+        cov_n = np.linalg.pinv(An.T @ An) * sigma2 * tau_c
+        cov = np.full((len(names), len(names)), 0.0)
+        cov[np.ix_(free, free)] = cov_n / np.outer(scale, scale)
+        return cov, tau_c
+
+    cov, tau_c = covariance(An, scale, e, ~fixed)
+    inertia_identified = False
+    if payload_link is not None:
+        m, c, Ic = payload_from_parameters(_payload_block(theta, names))
+        se_I = np.sqrt(np.diag(cov)[inertia_idx])
+        wI = np.linalg.eigvalsh(0.5 * (Ic + Ic.T))
+        determined = np.all(se_I < max(1e-4, 0.25 * float(np.max(np.abs(wI)))))
+        consistent = check_physical(m, Ic) is None
+        if inertia is True or (inertia == 'auto' and determined and consistent):
+            inertia_identified = inertia_ok
+            if not consistent:
+                notes.append(f'note: the fitted payload inertia is not physically consistent '
+                             f'({check_physical(m, Ic)})')
+        else:
+            if inertia == 'auto':
+                notes.append('payload inertia not identified (standard errors '
+                             f'{np.round(se_I, 5).tolist()} kg m² vs principal moments '
+                             f'{np.round(wI, 5).tolist()}' + ('' if consistent else
+                                                              ', not physically consistent')
+                             + '): point mass at the CoM assumed')
+            # a point mass: I_o = m S(c)ᵀS(c) is nonlinear in (m, h); fix it at the current
+            # estimate and refit (m, h) (a fixed-point iteration, 3 rounds)
+            fixed = np.zeros(len(names), dtype=bool)
+            fixed[inertia_idx] = True
+            for _ in range(3):
+                m, c, _Ic = payload_from_parameters(_payload_block(theta, names))
+                Io = max(m, 0.0) * skew2(c)
+                offset = np.zeros(len(names))
+                offset[inertia_idx] = [Io[i, j] for i, j in INERTIA6]
+                theta, An, scale, e, w = fit(fixed, offset)
+            cov, tau_c = covariance(An, scale, e, ~fixed)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+
+    nj = nv - nb
+    fv = theta[:nj] if friction else np.zeros(nj)
+    fc = theta[nj:2 * nj] if friction else np.zeros(nj)
+    for kind, x in (('viscous', fv), ('Coulomb', fc)):
+        if np.any(x < 0):
+            bad = [n for n, xi in zip(model.joint_names, x) if xi < 0]
+            notes.append(f'note: negative {kind} friction fitted on {bad} (set to 0; the '
+                         'observer needs >= 0): unmodelled effects on those joints')
+    cal = Calibration(list(model.joint_names), np.maximum(fv, 0.0), np.maximum(fc, 0.0),
+                      se[:nj] if friction else np.zeros(nj),
+                      se[nj:2 * nj] if friction else np.zeros(nj),
+                      gain=gain, velocity_eps=velocity_eps, margin=margin, floor=floor,
+                      autocorrelation_time=tau_c, notes=notes, t=samples.t)
+    if payload_link is not None:
+        pi = _payload_block(theta, names)
+        m, c, Ic = payload_from_parameters(pi)
+        i0 = names.index('m')
+        cov_p = cov[i0:i0 + 10, i0:i0 + 10]
+        # CoM c = h / m: first-order propagation, J = [−h/m², I/m]
+        Jc = np.hstack([-pi[1:4, None] / m ** 2, np.eye(3) / m]) if m != 0 else np.zeros((3, 4))
+        cal.payload_link = payload_link
+        cal.payload_mass = m
+        cal.payload_com = c
+        cal.payload_mass_se = float(se[i0])
+        cal.payload_com_se = np.sqrt(np.maximum(np.diag(Jc @ cov_p[:4, :4] @ Jc.T), 0.0))
+        cal.inertia_identified = inertia_identified
+        if inertia_identified:
+            cal.payload_inertia = Ic
+            cal.payload_inertia_se = se[i0 + 4:i0 + 10]   # of I_o; about the CoM to first order
+        else:
+            cal.payload_inertia = np.zeros((3, 3))
+        if m <= 0:
+            raise CalibrationError(f'the fitted payload mass is {m:.3g} kg (± {se[i0]:.2g}): no '
+                                   f'payload on {payload_link!r}, or the motion does not '
+                                   'determine it')
+    # the friction the data shows: minus the residual with only the payload's part removed
+    # (low-pass filtered like the residual), for the friction plots
+    r_p = r0s.copy()
+    if payload_link is not None:
+        i0 = names.index('m')
+        r_p = r0s + rho[:, :, i0:i0 + 10] @ theta[i0:i0 + 10]
+    cal.friction_observed = -r_p[:, nb:]
+    cal.friction_velocity = samples.v[idx, nb:]
+    # the calibrated residual: the node's pipeline again, with the calibrated model
+    after = observer_residuals(cal.model(model), samples, gain, cal.friction_viscous,
+                               cal.friction_coulomb)
+    r1 = after['r']
+    cal.residual_before, cal.residual_after = r0, r1
+    cal.before, cal.after = _stats(r0[used][:, nb:]), _stats(r1[used][:, nb:])
+    worse = cal.after['rms'] > 1.2 * cal.before['rms'] + 1e-3
+    if np.any(worse):
+        bad = [n for n, x in zip(model.joint_names, worse) if x]
+        msg = (f'the calibrated model explains the recording worse than the nominal one on '
+               f'{bad} (residual rms {np.round(cal.after["rms"][worse], 3).tolist()} against '
+               f'{np.round(cal.before["rms"][worse], 3).tolist()} N m): the data contain '
+               'something friction and a payload cannot explain -- most likely contact over a '
+               'large part of the recording -- or the motion does not excite the parameters')
+        if contact == 'error':
+            raise ContactInData(msg)
+        cal.notes.append('warning: ' + msg)
+    cal.thresholds = calibrate_thresholds(r1[used][:, nb:], margin=margin, floor=floor)
+    cal.used = used
+    return cal

@@ -1,0 +1,267 @@
+"""Health of dynamics_node for ``/diagnostics``: plain-Python bookkeeping, message building last.
+
+The node calls the cheap recorders per cycle and publishes :meth:`NodeHealth.to_msg` at 1 Hz::
+
+    health = NodeHealth(expected_rate=None)          # None: estimated from the stream
+    health.accepted(stamp_ns, latency_s, cpu_s)      # per accepted joint state
+    health.rejected('stamp_in_future')               # per rejected one, by reason
+    health.model(nv=7, warnings=0, coordinates='joint', names=[...])   # on each new model
+    health.no_model('waiting for robot_description')
+    health.observer(residual, threshold, in_contact) # per observer update (arrays, not copied)
+    health.observer_reset('stamp jumped back')
+    pub.publish(health.to_msg(node.get_clock().now().to_msg(), hardware_id=robot_name))
+
+Levels (diagnostic_msgs/DiagnosticStatus; the array's worst part is the node's level):
+
+* ``<node>: input``: STALE before the first accepted joint state; ERROR when none was accepted
+  for more than ``input_timeout`` (1 s) since the last one; WARN when more than
+  ``max_reject_ratio`` (1 %) of the joint states of the last ``window`` (5 s) were rejected, or
+  when the input rate of that window is below ``min_rate_ratio`` (1/2) of the expected rate;
+  else OK.
+* ``<node>: model``: ERROR without a model (before :meth:`model` or after :meth:`no_model`);
+  else OK (the count of URDF warnings is a value, not a level).
+* ``<node>: observer``: WARN when, since the previous status, a joint's |residual| rose above
+  ``near_ratio`` (80 %) of its threshold while no contact was detected (a threshold too tight
+  for the model error, or a contact about to be missed); OK otherwise, also when the observer
+  never ran (effort source without efforts: said in the message).
+
+Rates are measured on the stamps (intervals between increasing stamps over the window's stamp
+span), so a simulator running slower or faster than real time is not a rate drop; the expected
+rate is, unless given, the highest window rate seen so far (a source does not run faster than
+its nominal rate in its own time). ``stamp_ns``: the message stamp, or the node's receipt time
+for a source that sends no stamps.
+
+Cost: the per-cycle calls only add to counters (measured in the tests' module docstring and in
+docs/diagnostics.md); windows, rates and levels are computed in :meth:`status`, at 1 Hz.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+
+OK, WARN, ERROR, STALE = 0, 1, 2, 3
+LEVEL_NAMES = ('OK', 'WARN', 'ERROR', 'STALE')
+
+
+class NodeHealth:
+    """Counters of one dynamics_node and the rules that turn them into levels (module doc)."""
+
+    def __init__(self, expected_rate=None, *, node_name='dynamics', window=5.0,
+                 input_timeout=1.0, max_reject_ratio=0.01, min_rate_ratio=0.5, near_ratio=0.8,
+                 clock=time.monotonic):
+        if expected_rate is not None and not expected_rate > 0:
+            raise ValueError(f'expected_rate must be > 0 [Hz] or None, got {expected_rate!r}')
+        if not window > 0 or not input_timeout > 0:
+            raise ValueError('window and input_timeout must be > 0 [s]')
+        self.node_name = node_name
+        self.expected_rate = expected_rate
+        self.window = float(window)
+        self.input_timeout = float(input_timeout)
+        self.max_reject_ratio = float(max_reject_ratio)
+        self.min_rate_ratio = float(min_rate_ratio)
+        self.near_ratio = float(near_ratio)
+        self._clock = clock
+        self._estimated_rate = None
+        # per-period accumulators (a period ends at each status() call)
+        self._n = 0
+        self._rej = 0
+        self._intervals = 0
+        self._span_ns = 0
+        self._lat_sum = 0.0
+        self._lat_max = 0.0
+        self._cpu_sum = 0.0
+        self._cpu_max = 0.0
+        self._last_stamp = None
+        self._last_input = None      # clock time of the last accepted joint state
+        self.total_accepted = 0
+        self.total_rejected = 0
+        self.rejections = {}         # reason -> count since start
+        self._periods = deque()      # (end_time, accepted, rejected, intervals, span_ns)
+        self._last = {}              # latency/cpu of the last period, for the message
+        # model
+        self._model = None
+        self._no_model = 'no model yet'
+        # observer
+        self._residual = None
+        self._threshold = None
+        self._in_contact = False
+        self._updates = 0
+        self._peak = None            # max |r_i| while not in contact, this period
+        self._abs = None
+        self._reset = None           # (clock time, why)
+        self._resets = 0
+
+    # per-cycle recorders -------------------------------------------------------------------
+    def accepted(self, stamp_ns, latency_s, cpu_s):
+        """One accepted joint state: its stamp [ns], the latency and CPU time of its cycle [s]
+        (as the caller measures them: e.g. receipt to publication, process time)."""
+        self._n += 1
+        last = self._last_stamp
+        if last is not None and stamp_ns > last:
+            self._intervals += 1
+            self._span_ns += stamp_ns - last
+        self._last_stamp = stamp_ns
+        self._lat_sum += latency_s
+        if latency_s > self._lat_max:
+            self._lat_max = latency_s
+        self._cpu_sum += cpu_s
+        if cpu_s > self._cpu_max:
+            self._cpu_max = cpu_s
+        self._last_input = self._clock()
+
+    def rejected(self, reason):
+        """One rejected joint state, by reason (a short fixed string, e.g. 'missing_joint')."""
+        self._rej += 1
+        r = self.rejections
+        r[reason] = r.get(reason, 0) + 1
+
+    def observer(self, residual, threshold, in_contact):
+        """One observer update: residual r (array, nv), threshold (scalar or array), detection.
+        The arrays are kept by reference (not copied): pass the observer's own buffers."""
+        self._residual = residual
+        self._threshold = threshold
+        self._in_contact = in_contact
+        self._updates += 1
+        if not in_contact:
+            if self._peak is None or self._peak.shape != np.shape(residual):
+                self._peak = np.zeros(np.shape(residual))
+                self._abs = np.empty(np.shape(residual))
+            np.abs(residual, out=self._abs)
+            np.maximum(self._peak, self._abs, out=self._peak)
+
+    # events ---------------------------------------------------------------------------------
+    def model(self, nv, warnings=0, coordinates='joint', names=None):
+        """A model is in use: nv, the count of URDF warnings, the output coordinates, and the
+        coordinate names (for the observer's per-joint values)."""
+        self._model = {'nv': int(nv), 'warnings': int(warnings), 'coordinates': str(coordinates),
+                       'names': list(names) if names is not None else None}
+        self._no_model = None
+        self._peak = None
+
+    def no_model(self, reason):
+        """No model (yet, or the description failed): ERROR, with the reason."""
+        self._model = None
+        self._no_model = str(reason)
+
+    def observer_reset(self, why):
+        """The observer re-initialized (service call, stamp jump back, non-finite result...)."""
+        self._reset = (self._clock(), str(why))
+        self._resets += 1
+
+    # 1 Hz -----------------------------------------------------------------------------------
+    def status(self, now_s=None):
+        """(level, parts): the worst level, and per part (name, level, message, values) with
+        values a list of (key, text) pairs. Closes the current period."""
+        now = self._clock() if now_s is None else now_s
+        self._periods.append((now, self._n, self._rej, self._intervals, self._span_ns))
+        self._last = {'n': self._n, 'lat_sum': self._lat_sum, 'lat_max': self._lat_max,
+                      'cpu_sum': self._cpu_sum, 'cpu_max': self._cpu_max}
+        self.total_accepted += self._n
+        self.total_rejected += self._rej
+        self._n = self._rej = self._intervals = self._span_ns = 0
+        self._lat_sum = self._lat_max = self._cpu_sum = self._cpu_max = 0.0
+        while self._periods and self._periods[0][0] <= now - self.window:
+            self._periods.popleft()
+        parts = [self._input_status(now), self._model_status(), self._observer_status(now)]
+        if self._peak is not None:
+            self._peak[:] = 0.0
+        return max(p[1] for p in parts), parts
+
+    def _window_rate(self):
+        intervals = sum(p[3] for p in self._periods)
+        span = sum(p[4] for p in self._periods)
+        return intervals / (span * 1e-9) if intervals >= 2 and span > 0 else None
+
+    def _input_status(self, now):
+        name = f'{self.node_name}: input'
+        acc = sum(p[1] for p in self._periods)
+        rej = sum(p[2] for p in self._periods)
+        rate = self._window_rate()
+        if rate is not None and self.expected_rate is None and acc >= 10:
+            self._estimated_rate = max(rate, self._estimated_rate or 0.0)
+        expected = self.expected_rate or self._estimated_rate
+        last = self._last
+        n = last.get('n', 0)
+        values = [
+            ('accepted (total)', str(self.total_accepted)),
+            ('rejected (total)', str(self.total_rejected)),
+            (f'accepted (last {self.window:g} s)', str(acc)),
+            (f'rejected (last {self.window:g} s)', str(rej)),
+            ('input rate [Hz]', _num(rate)),
+            ('expected rate [Hz]', _num(expected) + ('' if self.expected_rate else ' (estimated)')),
+            ('latency mean [ms]', _num(last['lat_sum'] / n * 1e3 if n else None)),
+            ('latency max [ms]', _num(last['lat_max'] * 1e3 if n else None)),
+            ('cpu per cycle mean [ms]', _num(last['cpu_sum'] / n * 1e3 if n else None)),
+            ('cpu per cycle max [ms]', _num(last['cpu_max'] * 1e3 if n else None)),
+        ] + [(f'rejected: {k}', str(v)) for k, v in sorted(self.rejections.items())]
+        if self._last_input is None:
+            return name, STALE, 'no joint state accepted yet', values
+        quiet = now - self._last_input
+        values.append(('since last input [s]', _num(quiet)))
+        if quiet > self.input_timeout:
+            return name, ERROR, f'no joint state for {quiet:.1f} s', values
+        msgs = []
+        if acc + rej and rej > self.max_reject_ratio * (acc + rej):
+            msgs.append(f'{100.0 * rej / (acc + rej):.1f} % of joint states rejected '
+                        f'(last {self.window:g} s)')
+        if rate is not None and expected and rate < self.min_rate_ratio * expected:
+            msgs.append(f'input rate {rate:.1f} Hz below {self.min_rate_ratio:g} x the expected '
+                        f'{expected:.1f} Hz')
+        if msgs:
+            return name, WARN, '; '.join(msgs), values
+        return name, OK, f'{_num(rate)} Hz' if rate is not None else 'receiving', values
+
+    def _model_status(self):
+        name = f'{self.node_name}: model'
+        if self._model is None:
+            return name, ERROR, f'no model: {self._no_model}', [('nv', '0')]
+        m = self._model
+        values = [('nv', str(m['nv'])), ('URDF warnings', str(m['warnings'])),
+                  ('coordinates', m['coordinates'])]
+        return name, OK, f"nv = {m['nv']}, {m['coordinates']} coordinates", values
+
+    def _observer_status(self, now):
+        name = f'{self.node_name}: observer'
+        values = [('updates', str(self._updates)), ('resets', str(self._resets))]
+        if self._reset is not None:
+            values += [('last reset [s ago]', _num(now - self._reset[0])),
+                       ('last reset reason', self._reset[1])]
+        if self._residual is None:
+            return (name, OK, 'no observer update (observer off, or no efforts in joint_states)',
+                    values)
+        r = np.abs(np.asarray(self._residual, float))
+        thr = np.broadcast_to(np.asarray(self._threshold, float), r.shape)
+        names = (self._model or {}).get('names')
+        if not names or len(names) != r.size:
+            names = [str(i) for i in range(r.size)]
+        values.append(('in contact', str(bool(self._in_contact))))
+        for k, n in enumerate(names):
+            values.append((f'|r|/threshold {n}',
+                           f'{r[k] / thr[k]:.2f} ({r[k]:.3g} / {thr[k]:.3g})'))
+        near = []
+        if self._peak is not None and self._peak.shape == r.shape:
+            near = [names[k] for k in np.flatnonzero(self._peak > self.near_ratio * thr)]
+        if near:
+            return name, WARN, (f"|residual| above {100 * self.near_ratio:.0f} % of the threshold "
+                                f"without contact: {', '.join(near)}"), values
+        return name, OK, 'in contact' if self._in_contact else 'no contact', values
+
+    def to_msg(self, now_stamp, hardware_id='', now_s=None):
+        """diagnostic_msgs/DiagnosticArray with one DiagnosticStatus per part (header.stamp =
+        ``now_stamp``, a builtin_interfaces/Time)."""
+        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+        _, parts = self.status(now_s)
+        out = DiagnosticArray()
+        out.header.stamp = now_stamp
+        for name, level, message, values in parts:
+            s = DiagnosticStatus(level=bytes([level]), name=name, message=message,
+                                 hardware_id=hardware_id)
+            s.values = [KeyValue(key=k, value=v) for k, v in values]
+            out.status.append(s)
+        return out
+
+
+def _num(x):
+    return '-' if x is None else f'{x:.4g}'

@@ -1,0 +1,95 @@
+"""What the dynamics node shows beyond its data topics: contacts for RViz and its health.
+
+* ``~/markers`` (visualization_msgs/MarkerArray, world frame): per estimated contact an arrow
+  at the contact point along the force, the contact link marked, a label with |F|; deleted on
+  release (ros_dynamics.ros.visualization);
+* ``~/external_wrench`` (geometry_msgs/WrenchStamped): the estimated contact wrench about the
+  contact link's origin in that link's axes (frame_id = the link), as RViz's Wrench display
+  draws it with the robot's TF; a zero wrench once on release;
+* ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, 1 Hz): input, model and observer status
+  by the rules of ros_dynamics.ros.diagnostics.NodeHealth (docs/diagnostics.md).
+
+The contact outputs are built only while someone subscribes, at onset and release and at most
+30 times a second in between (RViz draws no faster; markers live 1 s); the health recorders
+only add to counters per cycle.
+"""
+import time
+
+import numpy as np
+
+from ..core.api import link_placement
+from .diagnostics import NodeHealth
+from .visualization import ContactView, contact_markers, external_wrench, released_wrench
+
+
+DRAW_PERIOD = 1.0 / 30.0      # s: contacts drawn at most at 30 Hz (and at onset and release)
+
+
+class Visibility:
+    """Markers, wrench and diagnostics of one node (module text)."""
+
+    def __init__(self, node, qos):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import WrenchStamped
+        from visualization_msgs.msg import MarkerArray
+        self.node = node
+        self.pub_markers = node.create_publisher(MarkerArray, '~/markers', qos)
+        self.pub_wrench = node.create_publisher(WrenchStamped, '~/external_wrench', qos)
+        self.pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.health = NodeHealth(node_name=node.get_name())
+        self._shown = 0             # markers shown (ids to delete on release)
+        self._wrench_link = None    # link of the last published non-zero wrench
+        self._next_draw = 0.0       # monotonic time of the next contact drawing
+
+    # ------------------------------------------------------------------ per cycle
+    def cycle(self, eng, cfg, stamp, res, q, stamp_ns, latency_s, cpu_s):
+        h = self.health
+        h.accepted(stamp_ns, latency_s, cpu_s)
+        if res.observer == 'reset':
+            h.observer_reset(res.reset_reason)
+        contact = res.contact
+        if contact is None:
+            return
+        h.observer(res.residual, eng.cycle.settings.threshold, contact.in_contact)
+        if contact.onset or contact.release or (
+                contact.in_contact and time.monotonic() >= self._next_draw):
+            self._next_draw = time.monotonic() + DRAW_PERIOD
+            self._contacts(eng, cfg, stamp, res, q)
+
+    def _contacts(self, eng, cfg, stamp, res, q):
+        views = []
+        if res.contact.in_contact:
+            links = list(res.contact.links)
+            if res.wrench is not None:
+                R, p = link_placement(eng.model, q, res.wrench_link)
+                views.append(ContactView(res.wrench_link, eng.cycle.settings.wrench_point, R, p,
+                                         res.wrench[:3], res.wrench[3:]))
+            for link in links:
+                if not views or link != views[0].link:
+                    R, p = link_placement(eng.model, q, link)
+                    views.append(ContactView(link, np.zeros(3), R, p))
+        if cfg.publish_markers and self.pub_markers.get_subscription_count():
+            self.pub_markers.publish(contact_markers(views, stamp, eng.frame_id,
+                                                     previous=self._shown,
+                                                     force_scale=cfg.marker_force_scale))
+            self._shown = len(views)
+        if cfg.publish_external_wrench and self.pub_wrench.get_subscription_count():
+            if views and views[0].force is not None:
+                self.pub_wrench.publish(external_wrench(views[0], stamp))
+                self._wrench_link = views[0].link
+            elif self._wrench_link is not None:
+                self.pub_wrench.publish(released_wrench(self._wrench_link, stamp))
+                self._wrench_link = None
+
+    # ------------------------------------------------------------------ events, 1 Hz
+    def model(self, eng, cfg):
+        self.health.model(eng.nv, len(eng.model.warnings), cfg.coordinates,
+                          eng.joint_coordinate_names)
+
+    def tick(self):
+        """Publish /diagnostics (the node's 1 Hz steady timer)."""
+        if self.node.config.publish_diagnostics:
+            msg = self.health.to_msg(self.node.get_clock().now().to_msg(),
+                                     hardware_id=self.node.get_fully_qualified_name(),
+                                     now_s=time.monotonic())
+            self.pub_diag.publish(msg)
