@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.api import Data, check_state, gravity, inverse_dynamics, observer_terms
+from ..core.api import gravity, inverse_dynamics, observer_terms
+from ..core.data import Data
 from ..core.model import attach_payload
+from ..core.validation import check_state
 from .joint_input import closest
 from .samples import CalibrationError, Samples
 

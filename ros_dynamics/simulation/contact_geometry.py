@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.api import Data, link_placement
+from ..core.api import link_placement
+from ..core.data import Data
 from .rigid_contact import Contact
 
 
