@@ -169,12 +169,12 @@ def time_batch(pair, K, repeats):
 def profile(pair, blocks, block_s):
     """Where one rd.dynamics(model, q, v, data=data) call goes: per-call seconds of each piece.
 
-    Pieces: the Python-side Data check (api._work), the numba dispatch of an 8-argument call
+    Pieces: the Python-side Data check (in api._run), the numba dispatch of an 8-argument call
     (an empty compiled function of the same argument types), and the compiled entry kernel
     (unpacking of the model and workspace views, validation, Algorithm 1).
     """
     from numba import njit
-    from ros_dynamics.core import api, kernels
+    from ros_dynamics.core import kernels
     from ros_dynamics.core.jit import ready
     m = pair.model
     _, _, _, Q, V, _ = pair.states(1, seed=7)
@@ -189,7 +189,7 @@ def profile(pair, blocks, block_s):
 
     funcs = {
         'api': lambda: rd.dynamics(m, q, v, data=data),
-        'checks': lambda: api._work(m, data, 'dynamics'),
+        'checks': lambda: data.__class__ is rd.Data and data.layout is m.work_offsets,
         'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
         'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
     }
@@ -200,7 +200,7 @@ def profile(pair, blocks, block_s):
 
 def profile_rows(prof):
     """(piece, seconds) rows that add up to the API call."""
-    rows = [('Python-side Data check (api._work; types are checked by the sealed dispatcher)',
+    rows = [('Python-side Data check (in api._run; types are checked by the sealed dispatcher)',
              prof['checks']),
             ('numba dispatch of the 8 arguments (empty compiled function, same types)', prof['dispatch']),
             ('compiled entry: model/workspace views, finiteness check, Algorithm 1',

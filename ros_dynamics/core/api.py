@@ -16,9 +16,10 @@ garbage in, garbage out.
 
 Speed: a call costs one compiled-kernel dispatch with few arguments (the model's two packed
 arrays, data's one buffer, the inputs).  Every public function calls its kernel through
-:func:`_run` with the arguments as given (the fast path: float64 C-contiguous arrays); numba
-raises TypeError for anything else (or before the kernel's first compilation), then the
-kernel is compiled if needed, the inputs are converted and the kernel is called again.
+:func:`_run` (one Python call) with the arguments as given (the fast path: float64
+C-contiguous arrays); numba raises TypeError for anything else (or before the kernel's first
+compilation), then the kernel is compiled if needed, the inputs are converted and the kernel
+is called again.
 
 Frames: ``model.link_names`` are the moving bodies; ``model.frame_names`` adds the frames of
 links merged into them by fixed joints (e.g. a ``tool0`` or a camera frame).  Every function
@@ -61,24 +62,28 @@ USAGE = {
 }
 
 
-def _work(model, data, caller):
-    """data.work for a Data of this model (the fast path), a new buffer for None, else the
-    ValueError that names the call's signature."""
-    if data is None:
-        return np.empty(model.work_offsets[-1])
-    if type(data) is Data and data.layout is model.work_offsets:
-        return data.work
+def _data(model, data, caller):
+    """data, if it is a Data of this model's dimensions; else the ValueError that names the
+    call's signature."""
     try:
-        return work_buffer(model, data)
+        work_buffer(model, data)
     except ValueError as exc:
         raise ValueError(f'{exc} (called as {USAGE[caller]})') from None
+    return data
 
 
-def _run(kernel, model, work, names, q, *args):
-    """Status of ``kernel(ints, reals, work, q, *args)`` whose first ``len(names)`` inputs are
-    q and (nv,) vectors with these names: converted if the kernel refuses their types; the
-    kernel is compiled at its first call; a ValueError naming the problem for bad input or a
-    singular mass matrix."""
+def _run(kernel, model, data, caller, names, q, *args):
+    """Call ``kernel(ints, reals, work, q, *args)`` into data's buffer (a new one for None) and
+    return the buffer.  The first ``len(names)`` inputs are q and (nv,) vectors with these
+    names: converted if the kernel refuses their types (the kernel is compiled at its first
+    call); a ValueError naming the problem for bad input, a singular mass matrix or a wrong
+    ``data`` (with the signature of ``caller``)."""
+    if data is None:
+        work = np.empty(model.work_offsets[-1])
+    elif data.__class__ is Data and data.layout is model.work_offsets:
+        work = data.work
+    else:
+        work = _data(model, data, caller).work
     try:
         status = kernel(model.ints, model.reals, work, q, *args)
     except TypeError:
@@ -92,7 +97,7 @@ def _run(kernel, model, work, names, q, *args):
             explain(model, names, (q,) + args)
         raise ValueError('the mass matrix is not positive definite at this configuration'
                          + _massless_hint(model))
-    return status
+    return work
 
 
 def _massless_hint(model):
@@ -110,29 +115,27 @@ def _factorization(name):
 
 def mass_matrix(model, q, data=None):
     """M(q), (nv, nv), by the CRBA."""
-    work = _work(model, data, 'mass_matrix')
-    _run(kernels.mass_matrix, model, work, ('q',), q)
+    work = _run(kernels.mass_matrix, model, data, 'mass_matrix', ('q',), q)
     return data.M if data is not None else output(model, work, 'M')
 
 
 def gravity(model, q, data=None):
     """g(q), (nv,): the joint torques that hold the robot still against gravity."""
-    work = _work(model, data, 'gravity')
-    _run(kernels.gravity, model, work, ('q',), q)
+    work = _run(kernels.gravity, model, data, 'gravity', ('q',), q)
     return data.g if data is not None else output(model, work, 'g')
 
 
 def inverse_dynamics(model, q, v, a, data=None):
     """tau = M(q) a + C(q, v) v + g(q), by the RNEA."""
-    work = _work(model, data, 'inverse_dynamics')
-    _run(kernels.inverse_dynamics, model, work, ('q', 'v', 'a'), q, v, a)
+    work = _run(kernels.inverse_dynamics, model, data, 'inverse_dynamics', ('q', 'v', 'a'),
+                q, v, a)
     return data.tau if data is not None else output(model, work, 'tau')
 
 
 def forward_dynamics(model, q, v, tau, data=None):
     """Joint accelerations a with M a + C v + g = tau (CRBA + sparse LTDL, Featherstone 2005)."""
-    work = _work(model, data, 'forward_dynamics')
-    _run(kernels.forward_dynamics, model, work, ('q', 'v', 'tau'), q, v, tau)
+    work = _run(kernels.forward_dynamics, model, data, 'forward_dynamics', ('q', 'v', 'tau'),
+                q, v, tau)
     return data.ddq if data is not None else output(model, work, 'ddq')
 
 
@@ -144,8 +147,8 @@ def dynamics(model, q, v, factorization='eq10', data=None):
     (with ``data``: ``data.dynamics``, whose arrays are data's views).
     """
     fact = 0 if factorization == 'eq10' else _factorization(factorization)
-    work = _work(model, data, 'dynamics')
-    _run(kernels.terms, model, work, ('q', 'v'), q, v, _NO_GAMMA, DYNAMICS | fact, _NO_POINT)
+    work = _run(kernels.terms, model, data, 'dynamics', ('q', 'v'), q, v, _NO_GAMMA,
+                DYNAMICS | fact, _NO_POINT)
     if data is not None:
         return data.dynamics
     n = model.nv                     # M, C, Mdot, g lead the buffer (WORK_FIELDS): cut them at once
@@ -169,9 +172,8 @@ def christoffel(model, q, data=None):
 
     C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
     """
-    work = _work(model, data, 'christoffel')
-    Gamma = np.empty((model.nv,) * 3) if data is None else data.Gamma
-    _run(kernels.terms, model, work, ('q',), q, _NO_V, Gamma, 0, _NO_POINT)
+    Gamma = np.empty((model.nv,) * 3) if data is None else _data(model, data, 'christoffel').Gamma
+    _run(kernels.terms, model, data, 'christoffel', ('q',), q, _NO_V, Gamma, 0, _NO_POINT)
     return Gamma
 
 
@@ -186,9 +188,9 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
     if data is None:
         raise ValueError(f'compute_all_terms writes into a workspace: call it as '
                          f'{USAGE["compute_all_terms"]} with data = rd.Data(model)')
-    work = _work(model, data, 'compute_all_terms')
     fact = 0 if factorization == 'eq10' else _factorization(factorization)
-    _run(kernels.terms, model, work, ('q', 'v'), q, v, data.Gamma if christoffel else _NO_GAMMA,
+    Gamma = _data(model, data, 'compute_all_terms').Gamma if christoffel else _NO_GAMMA
+    _run(kernels.terms, model, data, 'compute_all_terms', ('q', 'v'), q, v, Gamma,
          _ALL_TERMS | fact, _NO_POINT)
     return data
 
@@ -205,8 +207,7 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
 
 def observer_terms(model, q, v, data=None):
     """(p, C^T v, g) = (M(q) v, C(q, v)^T v, g(q)) in one O(N) pass, each (nv,)."""
-    work = _work(model, data, 'observer_terms')
-    _run(kernels.observer_terms, model, work, ('q', 'v'), q, v)
+    work = _run(kernels.observer_terms, model, data, 'observer_terms', ('q', 'v'), q, v)
     if data is not None:
         return data.observer_terms
     return output(model, work, 'p'), output(model, work, 'ctv'), output(model, work, 'g')
@@ -242,8 +243,8 @@ def link_placement(model, q, link, data=None):
     if body < 0:
         check_configuration(model, q)
         return Rl.copy(), pl.copy()
-    work = _work(model, data, 'link_placement')
-    _run(kernels.terms, model, work, ('q',), q, _NO_V, _NO_GAMMA, 0, _NO_POINT)
+    work = _run(kernels.terms, model, data, 'link_placement', ('q',), q, _NO_V, _NO_GAMMA, 0,
+                _NO_POINT)
     R, p = (data.R, data.pos) if data is not None else (output(model, work, 'R'), output(model, work, 'pos'))
     return R[body] @ Rl, R[body] @ pl + p[body]
 
@@ -263,9 +264,8 @@ def link_jacobian(model, q, link, point=None, data=None):
             return np.zeros((6, model.nv))
         data.J[:] = 0.0
         return data.J
-    work = _work(model, data, 'link_jacobian')
-    _run(kernels.terms, model, work, ('q',), q, _NO_V, _NO_GAMMA, (body + 1) << BODY_SHIFT,
-         Rl @ local + pl)
+    work = _run(kernels.terms, model, data, 'link_jacobian', ('q',), q, _NO_V, _NO_GAMMA,
+                (body + 1) << BODY_SHIFT, Rl @ local + pl)
     return data.J if data is not None else output(model, work, 'J')
 
 
@@ -345,12 +345,12 @@ def contact_compliance(model, q, points, spatial=False, data=None):
     body, local = contact_nodes(model, points)
     width = 6 if spatial else 3
     n = width * len(body)
-    work = _work(model, data, 'contact_compliance')
     if data is None:
         Lam = np.empty((n, n))
     else:
-        Lam = data.Lambda
+        Lam = _data(model, data, 'contact_compliance').Lambda
         if Lam is None or Lam.shape != (n, n):
             Lam = data.Lambda = np.empty((n, n))
-    _run(kernels.contact_compliance, model, work, ('q',), q, body, local, width, Lam)
+    _run(kernels.contact_compliance, model, data, 'contact_compliance', ('q',), q, body, local,
+         width, Lam)
     return Lam
