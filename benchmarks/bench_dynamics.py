@@ -1,4 +1,4 @@
-"""ros_dynamics vs Pinocchio, same quantities, same process (issue #3: "C++ speed from Python").
+"""ros_dynamics vs Pinocchio, same quantities, same process.
 
     python benchmarks/bench_dynamics.py            # full run (~1-2 min), writes out/benchmarks/dynamics.md
     python benchmarks/bench_dynamics.py --quick    # fewer repeats, no 40-DoF chain (~30 s)
@@ -294,7 +294,7 @@ def main(argv=None):
       '+ dM/dt = C + C^T into a preallocated buffer; `christoffel` = nv calls of '
       '`computeCoriolisMatrix(q, e_k)` (Gamma[:, :, k] = C(q, e_k)); Pinocchio writes into its pin.Data.')
     w('')
-    w('## Issue #8 targets: with a workspace (`data=rd.Data(model)`), ratio to Pinocchio')
+    w('## With a workspace (`data=rd.Data(model)`), ratio to Pinocchio')
     w('')
     w('| robot | nv | dynamics, data= | target <= 0.5 (goal 0.33) | christoffel, data= | target <= 0.1 (goal 0.05) |')
     w('|---|---:|---:|---|---:|---|')
@@ -316,7 +316,7 @@ def main(argv=None):
         w(f'| {label} | {b:,.0f} | {s:,.0f} | {b / s:.2f} | {b1:,.0f} | {b / b1:.2f} ({nt} threads) '
           f'| {bo:,.0f} | {bo / s:.2f} |')
     w('')
-    w('Target (issue #3): batch / single >= 1.8 on 2 cores.')
+    w('Target: batch / single >= 1.8 on 2 cores.')
     w('')
     w('## Seed paper Table 1 (Echeandia & Wensing, i7 3.2 GHz) vs this machine (us)')
     w('')

@@ -13,7 +13,7 @@ The child reports the time of each step since interpreter start (import ros_dyna
 load_urdf of the bundled 7-DoF arm, first rd.dynamics, first rd.christoffel), then, after the
 first results, the first call of the remaining entry points (inverse/forward dynamics,
 observer_terms, dynamics_batch).  "Wall" is the subprocess wall time seen by the parent,
-including interpreter start-up and exit.  Target (issue #3): warm time to first result < 1 s.
+including interpreter start-up and exit.  Target: warm time to first result < 1 s.
 """
 
 import argparse

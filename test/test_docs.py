@@ -21,7 +21,7 @@ README = os.path.join(REPO_ROOT, 'README.md')
 MAX_README_LINES = 250
 
 # Files and folders searched for internal labels (relative to the repository root).
-LABEL_SCAN = ('README.md', 'docs', 'scripts', 'benchmarks')
+LABEL_SCAN = ('README.md', 'docs', 'scripts', 'benchmarks', 'ros_dynamics')
 # 'seed 0..' and 'issue-N' in any case; the team's notes file in capitals (docs/conventions.md,
 # the project's own conventions document, is a proper link).
 LABEL_PATTERNS = (r'(?i:seed 0)', r'CONVENTIONS\.md', r'(?i:issue-)')

@@ -1,4 +1,4 @@
-"""Seed 000, Algorithm 2: Christoffel symbols of the first kind in O(N d^2).
+"""Echeandia & Wensing (2021), Algorithm 2: Christoffel symbols of the first kind in O(N d^2).
 
 Gamma[i, j, k] = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) = dC_ij/dqd_k.  For DoFs i <= j <= k
 along one path (i an ancestor of j, j of k), with I^C_k the composite inertia of k's body,

@@ -1,6 +1,6 @@
 """Configuration space: the one place that knows the layout of q and v.
 
-Joint coordinates (CONVENTIONS.md): a revolute or prismatic joint has one entry in q and one in
+Joint coordinates (docs/conventions.md): a revolute or prismatic joint has one entry in q and one in
 v; the 6-DoF free joint of a floating base (always body 0) has q = [x y z qx qy qz qw] (position
 in the world, unit quaternion x-y-z-w) and v = [v_lin, omega] in the base frame (Pinocchio's
 free-flyer).  So q lives on R^nj (fixed base) or SE(3) x R^nj, and the operations that are

@@ -1,6 +1,6 @@
 """Operational-space compliance matrix (OSCM) of contact nodes in O(N) + O(m^2).
 
-Jain, "Contact Dynamics Formulation Using Minimal Coordinates" (seed 002), Eq. 51 and App. 10:
+Jain, "Contact Dynamics Formulation Using Minimal Coordinates" (Jain et al. 2012), Eq. 51 and App. 10:
 
     Lambda = J M^-1 J^*  =  B^* Omega B,        Omega = psi^* H^* D^-1 H psi        (Eqs. 62-64)
 
@@ -21,7 +21,7 @@ to the projector of the articulated-body algorithm (Featherstone, ABA pass 2):
     P(p(k)) += psi(p(k), k) P(k)                 (= P - U D^-1 U^*).
 
 Multi-DoF joints (the free joint of a floating base) are chains of one-DoF nodes of the DoF
-tree (seed 003's expanded tree); a body's inertia sits on its last DoF node.
+tree (Featherstone (2008)'s expanded tree); a body's inertia sits on its last DoF node.
 
 Scratch: the kinematics views of the workspace (R, pos, Phi, I) and its fields P (articulated
 inertias, then Upsilon), U, D and seg (model.py, WORK_FIELDS); integer bookkeeping of O(nv) and

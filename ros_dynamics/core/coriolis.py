@@ -1,4 +1,4 @@
-"""Seed 000, Algorithm 1: M, C and dM/dt in O(Nd) (plus g from the same sweep).
+"""Echeandia & Wensing (2021), Algorithm 1: M, C and dM/dt in O(Nd) (plus g from the same sweep).
 
 With the body-level factorization B of eq. (10) (line 6) the result is the
 Christoffel-consistent C (Prop. 2); with eq. (9) it is another admissible factorization

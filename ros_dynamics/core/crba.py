@@ -1,6 +1,6 @@
-"""Composite-Rigid-Body Algorithm (Featherstone, seed 003): the mass matrix M(q).
+"""Composite-Rigid-Body Algorithm (Featherstone 2008): the mass matrix M(q).
 
-M_ij = Phi_i^T I^C_j Phi_j for i an ancestor of j (seed 000 eq. (19); seed 003 "H_ij"),
+M_ij = Phi_i^T I^C_j Phi_j for i an ancestor of j (Echeandia & Wensing 2021, eq. (19); Featherstone 2008, "H_ij"),
 computed with the backward sweep of composite inertias.  In world coordinates the sweep needs
 no transforms: I^C_p(j) += I^C_j.  Only the nonzero entries are visited (O(Nd)); the rest of M
 is zero (branch-induced sparsity).

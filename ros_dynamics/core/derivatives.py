@@ -1,4 +1,4 @@
-"""dtau/dv of inverse dynamics from Algorithm 1 (seed 000, Remark 3), floating base included.
+"""dtau/dv of inverse dynamics from Algorithm 1 (Echeandia & Wensing 2021, Remark 3), floating base included.
 
 Inverse dynamics is tau = M(q) a + h(q, v) + g(q) with the bias h = C(q, v) v, quadratic in v.
 With Gamma[i, j, k] := dC_ij/dv_k (C_ij = sum_k Gamma[i, j, k] v_k, the conventions' index order)

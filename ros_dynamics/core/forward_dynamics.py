@@ -1,4 +1,4 @@
-"""Forward dynamics by CRBA + sparse L^T D L factorization (Featherstone, seed 003).
+"""Forward dynamics by CRBA + sparse L^T D L factorization (Featherstone 2008).
 
 qdd = M^-1 (tau - b) with b = RNEA(q, qd, 0) the bias force (Coriolis + gravity).  M is
 factorized in place as L^T D L with the LTDL algorithm, whose inner loops visit only the DoF
@@ -18,7 +18,7 @@ from .rnea import newton_euler
 def ltdl(H, parent):
     """In-place L^T D L factorization of H; ``parent`` is the DoF tree lambda (-1 = none).
 
-    On return D is on the diagonal and L_ki (i an ancestor of k) below it (seed 003, LTDL).
+    On return D is on the diagonal and L_ki (i an ancestor of k) below it (Featherstone 2008, LTDL).
     Returns False if a pivot is not positive (H not positive definite).
     """
     n = H.shape[0]

@@ -1,9 +1,9 @@
 """Forward kinematics in the world frame: the first pass every algorithm shares.
 
 ``placements`` computes, for the configuration q, each body's rotation R_i and origin p_i in
-the world and each DoF's motion subspace Phi_s (seed 000 eq. (5)) in world Plücker
+the world and each DoF's motion subspace Phi_s (Echeandia & Wensing 2021 eq. (5)) in world Plücker
 coordinates; ``world_inertias`` re-expresses the body inertias there; ``velocities``
-computes v_i = v_p(i) + Phi_i qd_i and Phid_i = v_i x Phi_i (seed 000, Alg. 1 lines 3-4; the
+computes v_i = v_p(i) + Phi_i qd_i and Phid_i = v_i x Phi_i (Echeandia & Wensing 2021, Alg. 1 lines 3-4; the
 joint axes are fixed in their body, so the apparent derivative Phi-ring is zero).
 
 Kernel calling convention (every compiled algorithm follows it)
@@ -271,7 +271,7 @@ def _row_times(R, i, r, G, j):
 
 @njit(inline='always', **JIT)
 def velocities(m, Phi, qd, vel, Phid):
-    """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (seed 000, Alg. 1 lines 3-4)."""
+    """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (Echeandia & Wensing 2021, Alg. 1 lines 3-4)."""
     nv, dof_body = m.nv, m.dof_body
     for i in range(m.N):
         parent = m.parent[i]

@@ -7,11 +7,11 @@ Pinocchio's ``Model``).  It is frozen: built once, its arrays read-only, never m
 a :class:`ros_dynamics.Data` workspace, so one model can be used from several threads at once
 (one Data per thread).
 
-Numbering (seed 000, Sec. 2.2): bodies are numbered so that ``parent[i] < i``; ``-1`` is the
+Numbering (Echeandia & Wensing 2021, Sec. 2.2): bodies are numbered so that ``parent[i] < i``; ``-1`` is the
 fixed world (the URDF root for a fixed base).  Each body has one joint with ``nv_i`` DoF
 (1 for revolute/prismatic, 6 for the free joint of a floating base, which is always body 0).
 Joint velocities are numbered body by body, so ``v_idx`` is increasing and the DoF tree
-(``dof_parent``) is the expanded tree of Featherstone's branch-induced sparsity (seed 003):
+(``dof_parent``) is the expanded tree of Featherstone's branch-induced sparsity (Featherstone 2008):
 ``dof_parent[s] < s``.
 
 Kernel arrays (packed once here, read by every compiled algorithm)
@@ -121,7 +121,7 @@ class Model:
         v_idx = (np.cumsum(nv_i) - nv_i).astype(np.int64)
         nq, nv = int(nq_i.sum()), int(nv_i.sum())
         # DoF tree: within a multi-DoF joint each DoF hangs on the previous one, the first DoF of
-        # a joint on the last DoF of the parent body's joint (expanded tree, seed 003).
+        # a joint on the last DoF of the parent body's joint (expanded tree, Featherstone 2008).
         dof_body = np.repeat(np.arange(N, dtype=np.int64), nv_i)
         dof_parent = np.empty(nv, dtype=np.int64)
         for i in range(N):

@@ -1,4 +1,4 @@
-"""Recursive Newton-Euler Algorithm (Featherstone, seed 004; seed 000 eqs. (5), (7), (12), (13)).
+"""Recursive Newton-Euler Algorithm (Featherstone 2008; Echeandia & Wensing 2021, eqs. (5), (7), (12), (13)).
 
 Forward sweep: v_i = v_p(i) + Phi_i qd_i, a_i = a_p(i) + Phi_i qdd_i + Phid_i qd_i with the
 base acceleration a_0 = -gravity (gravity as a fictitious upward acceleration);

@@ -1,13 +1,13 @@
-"""Spatial vector algebra for the compiled kernels (Featherstone, seed 004; seed 000 App. A).
+"""Spatial vector algebra for the compiled kernels (Featherstone 2008; Echeandia & Wensing 2021, App. A).
 
 Conventions inside the kernels: spatial vectors are 6-tuples, angular part first
 (motion ``[w; u]``, force ``[n; f]``), all expressed in the world frame at the world origin
 (Plücker coordinates).  Keeping every body quantity in one common frame means the ancestor
-loops of the algorithms need no coordinate transforms (seed 000, footnote 2).
+loops of the algorithms need no coordinate transforms (Echeandia & Wensing 2021, footnote 2).
 
 A spatial inertia is one row of 10 numbers ``(m, h, J)`` (see ``I_M``, ``I_H``, ``I_J``): mass,
 first moment ``h = m c`` and the symmetric 3x3 rotational inertia ``J`` about the world origin,
-i.e. the 6x6 matrix ``[[J, S(h)], [S(h)^T, m 1]]`` (seed 000, App. A).  Composite inertias are
+i.e. the 6x6 matrix ``[[J, S(h)], [S(h)^T, m 1]]`` (Echeandia & Wensing 2021, App. A).  Composite inertias are
 plain row sums.
 
 Speed notes (these helpers, ``@helper`` of jit.py, run in the innermost loops): vectors are
@@ -100,7 +100,7 @@ def gravity_force(I, b, gravity):
 
 @helper
 def body_factorization(v, I, b, B, k):
-    """B[k] = B(v, I_b) of seed 000 eq. (10), the Niemeyer-Slotine factorization of v x* I v:
+    """B[k] = B(v, I_b) of Echeandia & Wensing 2021 eq. (10), the Niemeyer-Slotine factorization of v x* I v:
 
         B = 1/2 [ (v x*) I + (I v) xbar* - I (v x) ].
 
@@ -141,7 +141,7 @@ def body_factorization(v, I, b, B, k):
 
 @helper
 def body_factorization_eq9(v, I, b, B, k):
-    """B[k] = (v x*) I_b, seed 000 eq. (9): admissible but not Christoffel-consistent.
+    """B[k] = (v x*) I_b, Echeandia & Wensing 2021 eq. (9): admissible but not Christoffel-consistent.
 
     Built column by column, B e_c = v x* (I e_c); all six columns are nonzero.
     """

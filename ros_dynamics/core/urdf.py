@@ -38,7 +38,7 @@ loads):
   (parallel-axis theorem), and the child link stays addressable through ``model.link_frames``;
 * ``revolute``/``continuous`` (angle) and ``prismatic`` (displacement) joints are 1-DoF;
 * with ``floating_base=True`` the URDF root becomes a body with a 6-DoF free joint
-  (Pinocchio's free-flyer layout, see CONVENTIONS.md);
+  (Pinocchio's free-flyer layout, see docs/conventions.md);
 * ``mimic`` joints stay independent coordinates (their relation is kept in ``model.mimic``).
 
 Sources: :func:`load_urdf` takes an XML string, a ``.urdf`` path or a ``.xacro`` path (run

@@ -1,6 +1,6 @@
 """Contact observer: generalized-momentum residual, detection, isolation, force estimate.
 
-Convention (CONVENTIONS.md): ``M(q) v̇ + C(q, v) v + g(q) = τ + τ_ext``, with the
+Convention (docs/conventions.md): ``M(q) v̇ + C(q, v) v + g(q) = τ + τ_ext``, with the
 Christoffel-consistent ``C`` (``Ṁ = C + Cᵀ``).
 
 The momentum residual (De Luca and Mattone, 2003; De Luca et al., 2006)
