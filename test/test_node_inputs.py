@@ -152,7 +152,7 @@ def test_service_bounds_while_streaming(rclpy_context, ros_env, tmp_path):
         resp = probe.get('dynamics', names, np.r_[1e300, np.zeros(6)], np.zeros(7))
         assert not resp.success and 'position bound' in resp.message
         resp = probe.get('dynamics', ['arm_joint_1x'] + names[1:], q, q)
-        assert not resp.success and 'closest: arm_joint_1' in resp.message
+        assert not resp.success and "closest: 'arm_joint_1'" in resp.message
         # the stream goes on between requests
         assert probe.send_and_wait(probe.joint_state(names, q, q, q, next_stamp()))
 

@@ -21,19 +21,12 @@ Assembly policy (docs/ros_interface.md, "Joint-state assembly"):
 """
 from __future__ import annotations
 
-import difflib
 import math
 
 import numpy as np
 from numba import njit
 
 NS = 1_000_000_000
-
-
-def closest(name, valid, n=3):
-    """' (closest: a, b)' for an unknown ``name`` among ``valid`` ('' if nothing is close)."""
-    near = difflib.get_close_matches(str(name), list(valid), n=n)
-    return f' (closest: {", ".join(near)})' if near else ''
 
 
 class JointNameMap:

@@ -20,8 +20,8 @@ import numpy as np
 from ..core.api import gravity, inverse_dynamics, observer_terms
 from ..core.data import Data
 from ..core.model import attach_payload
+from ..core.validation import close_names
 from ..core.validation import check_state
-from .joint_input import closest
 from .samples import CalibrationError, Samples
 
 __all__ = ['PAYLOAD_PARAMETERS', 'PayloadEstimate', 'apply_payload', 'estimate_payload',
@@ -98,7 +98,7 @@ def apply_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia6=(0.0,) * 6):
         raise ValueError('payload_link must be a link name')
     if link not in model.link_frames:
         raise ValueError(f'payload_link {link!r} is not a link of the model {model.name!r}'
-                         f'{closest(link, model.link_frames)}')
+                         f'{close_names(link, model.link_frames, "frames")}')
     if model.link_frames[link][0] < 0:
         raise ValueError(f'payload_link {link!r} is fixed to the world: a payload there has '
                          'no effect on the joints')

@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from ..core.api import christoffel, link_jacobian
+from ..core.validation import close_names
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
 from ..estimation.joint_input import InputBounds, JointNameMap, JointStateAssembler
@@ -272,10 +273,8 @@ class Engine:
         ValueError with the reason."""
         nmap = JointNameMap(names, self.joint_names, self.coords.joint_map, self.missing_hint)
         if nmap.unknown:
-            from ..estimation.joint_input import closest
             raise ValueError('unknown joint(s) ' + ', '.join(
-                f'{j!r}{closest(j, self.joint_names)}' for j in nmap.unknown) +
-                f'; the model has {len(self.joint_names)} joints')
+                f'{j!r}{close_names(j, self.joint_names, "joints")}' for j in nmap.unknown))
         if nmap.error is not None:
             raise ValueError(nmap.error)
         n = len(names)
