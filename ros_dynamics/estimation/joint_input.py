@@ -373,15 +373,16 @@ class JointStateAssembler:
         if verdict == 'reset' or not src.messages:
             src.epoch = self.epoch
         src.messages += 1
+        # every partial message's values are held (a source that drives now may not later)
+        self.hq[model_ix], self.hv[model_ix] = q, v
+        if e is not None:
+            self.he[model_ix] = e
+        self.h_effort[model_ix] = e is not None
+        self.h_ns[model_ix] = t
+        self.h_known[model_ix] = True
+        for k in model_ix:
+            self.h_source[k] = src
         if src.count < self.driving:        # not the driving source: only hold the values
-            self.hq[model_ix], self.hv[model_ix] = q, v
-            if e is not None:
-                self.he[model_ix] = e
-            self.h_effort[model_ix] = e is not None
-            self.h_ns[model_ix] = t
-            self.h_known[model_ix] = True
-            for k in model_ix:
-                self.h_source[k] = src
             missing = [j for j, ok in zip(self.joint_names, nmap.present) if not ok]
             self.reason = ('held', None if src.messages > 1 else (
                 f'new source with {src.count} of {len(self.joint_names)} joints (missing '

@@ -117,7 +117,7 @@ class DynamicsNode(Node):
         self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos)
         self.create_subscription(itf.JointState, '~/commanded_torque', self._on_commanded_torque,
                                  in_qos)
-        self.service_host = Services(self)
+        self.service_host = None
         self.add_on_set_parameters_callback(self._check_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
         self.active = not self.MANAGED
@@ -132,6 +132,7 @@ class DynamicsNode(Node):
         else:
             self._log.info('robot_description parameter empty: waiting for the robot '
                            f'description on {self.resolve_topic_name("robot_description")}')
+        self.service_host = Services(self)    # after the start-up model: no early refusals
 
     @property
     def engine(self):
@@ -140,7 +141,8 @@ class DynamicsNode(Node):
 
     def destroy_node(self):
         self._build_queue.put(None)
-        self.service_host.close()
+        if self.service_host is not None:
+            self.service_host.close()
         return super().destroy_node()
 
     # ------------------------------------------------------------------ model builds
