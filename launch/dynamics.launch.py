@@ -21,35 +21,13 @@ parameters in `params_file` (default: share/ros_dynamics/config/dynamics.yaml).
   Fixed Frame the URDF root link (`world` with a floating base); when either is not installed,
   a log line says so and what to install.
 
-The decisions are in launch_logic.py next to this file (plain Python, tested without launch).
+The decisions are in ros_dynamics/ros/launch_logic.py (plain Python, tested without launch).
 """
-import importlib.util
-import os
-import sys
-
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 
-
-def _logic():
-    """launch_logic.py next to this file (launch files are not in a Python package)."""
-    name = 'ros_dynamics_launch_logic'
-    if name not in sys.modules:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'launch_logic.py')
-        spec = importlib.util.spec_from_file_location(name, path)
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-def _share():
-    """share/ros_dynamics when installed, else the source tree (ros2 launch launch/<file>)."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        return get_package_share_directory('ros_dynamics')
-    except Exception:  # not installed / no ament index
-        return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ros_dynamics.ros import launch_logic
 
 
 def _launch_setup(context, logic, share):
@@ -58,7 +36,7 @@ def _launch_setup(context, logic, share):
 
 
 def generate_launch_description():
-    logic, share = _logic(), _share()
+    logic, share = launch_logic, launch_logic.share_dir()
     default = logic.defaults(logic.DYNAMICS_ARGS, share)
     return LaunchDescription([
         *[DeclareLaunchArgument(n, default_value=default[n], description=h)

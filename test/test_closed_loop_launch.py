@@ -22,7 +22,7 @@ def _plan(**overrides):
 
 
 def test_closed_loop_nodes_and_parameters():
-    from ros_dynamics.ros.tracking_controller import _PARAMS
+    from ros_dynamics.ros.tracking_controller import PARAMETERS
     nodes = _plan(law='computed_torque', lockstep_timeout='0')
     assert set(nodes) == {'sim', 'dynamics', 'tracking_controller'}
     assert {n.executable for n in nodes.values()} == {'sim', 'dynamics_node', 'tracking_controller'}
@@ -35,7 +35,7 @@ def test_closed_loop_nodes_and_parameters():
     assert os.path.isfile(params_file) and overrides == {'robot_description': xml}
     (ctl,) = nodes['tracking_controller'].parameters
     assert ctl['law'] == 'computed_torque' and ctl['amplitude'] == [0.4]
-    assert set(ctl) <= {p[0] for p in _PARAMS}
+    assert set(ctl) <= {p[0] for p in PARAMETERS}
 
 
 def test_closed_loop_bad_arguments():

@@ -1,4 +1,4 @@
-"""launch/dynamics.launch.py: its decisions live in launch/launch_logic.py (plain Python), tested
+"""launch/dynamics.launch.py: its decisions live in ros_dynamics/ros/launch_logic.py (plain Python), tested
 here directly: argument validation (contradictions refused with a message naming them), which
 nodes with which parameters for sim / managed / autostart / rviz, and the fallback message when
 rviz2 or robot_state_publisher are missing. The repository stands in for the package share
@@ -13,11 +13,12 @@ robot_state_publisher accept these arguments, or that the lifecycle transitions 
 autostart is launch_ros' LifecycleNode(autostart=True)); those need a ROS installation.
 """
 import ast
-import importlib.util
 import os
 import sys
 
 import pytest
+
+from ros_dynamics.ros import launch_logic
 
 pytestmark = pytest.mark.core
 
@@ -27,16 +28,8 @@ LAUNCH = os.path.join(LAUNCH_DIR, 'dynamics.launch.py')
 ARM7 = os.path.join(REPO_ROOT, 'urdf', 'arm7.urdf')
 
 
-def load_logic():
-    """launch/launch_logic.py under the module name the launch files register it with."""
-    name = 'ros_dynamics_launch_logic'
-    spec = importlib.util.spec_from_file_location(name, os.path.join(LAUNCH_DIR, 'launch_logic.py'))
-    sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+L = launch_logic
 
-
-L = load_logic()
 
 
 def plan(installed=('rviz2', 'robot_state_publisher'), **overrides):

@@ -17,7 +17,7 @@ dynamics node's stream (``ros2 run ros_dynamics tracking_controller``, default n
 
 The reference starts at the first served joint state (its stamp is t = 0 of the trajectory)
 and at ``q0`` (empty: that joint state's position, so the robot starts on the reference).
-Parameters: see ``_PARAMS`` below (all read-only after start; README "Tracking controller").
+Parameters: see ``PARAMETERS`` below (all read-only after start; docs/ros_interface.md).
 """
 
 import os
@@ -50,7 +50,7 @@ from ros_dynamics.ros.dynamics_terms import (dynamics_msg_type, stamp_ns,  # noq
 
 
 # (name, default or type, description)
-_PARAMS = (
+PARAMETERS = (
     ('law', 'slotine_li', "Control law: 'pd_gravity' (baseline), 'computed_torque' or "
      "'slotine_li'."),
     ('kp', 'double_array', 'Position gains [N m/rad], one or one per joint. Unset/empty: '
@@ -84,7 +84,7 @@ class TrackingController(Node):
 
     def __init__(self):
         super().__init__('tracking_controller')
-        for name, default, desc in _PARAMS:
+        for name, default, desc in PARAMETERS:
             if isinstance(default, str):
                 default = _TYPES.get(default, default)     # typed, no default value
             self.declare_parameter(name, default,

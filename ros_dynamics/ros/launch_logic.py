@@ -74,6 +74,15 @@ class LogAction:
     message: str
 
 
+def share_dir():
+    """share/ros_dynamics when installed, else the source tree (ros2 launch launch/<file>)."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return get_package_share_directory('ros_dynamics')
+    except Exception:  # noqa: BLE001 - not installed, or no ament index
+        return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def defaults(table, share):
     """{name: default} of an argument table, share: paths resolved against ``share``."""
     return {n: os.path.join(share, d[len('share:'):]) if d.startswith('share:') else d
