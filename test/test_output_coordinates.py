@@ -139,7 +139,7 @@ def test_terms_in_output_coordinates_are_checked_independently(kind, path, float
 
 
 def test_center_of_mass_state_matches_pinocchio():
-    pytest.importorskip('pinocchio')
+    import pinocchio  # noqa: F401 - a test dependency: missing fails
     path = rd.bundled_urdf('quadruped')
     model = rd.load_urdf(path, floating_base=True)
     oc = rd.output_coordinates(model, 'center_of_mass')

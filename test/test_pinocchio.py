@@ -7,7 +7,7 @@ import pytest
 import ros_dynamics as rd
 from _oracle import REAL_ROBOTS as ROBOTS, PinocchioOracle, random_state, rel_err
 
-pytest.importorskip('pinocchio')
+import pinocchio  # noqa: F401 - a test dependency: missing fails
 pytestmark = pytest.mark.core
 
 TOL = 1e-9

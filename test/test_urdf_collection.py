@@ -16,7 +16,7 @@ import pytest
 import ros_dynamics as rd
 
 pytestmark = pytest.mark.core
-pin = pytest.importorskip('pinocchio')
+import pinocchio as pin  # a test dependency: missing means failing, not skipping
 
 TOLERANCE = 1e-9            # relative to max(1, max |reference|); the core agrees to ~1e-14
 
