@@ -1,46 +1,10 @@
 """``sim`` executable: the simulator of :mod:`ros_dynamics.simulation` as a ROS 2 node.
 
-Publishes at ``rate`` Hz (default 1000, paced by the wall clock; if a step takes longer the
-simulation runs as fast as it can and the stamps stay those of simulated time, so consumers
-always see the exact sample period):
-
-* ``joint_states`` (sensor_msgs/JointState): position, velocity, effort = the commanded motor
-  torque that acted during the period ending at the stamp (with the configured noise).
-* ``~/external_torque_truth`` (sensor_msgs/JointState, effort): true external joint torque over
-  the same period, same stamp.
-* ``~/contact_truth`` (std_msgs/Bool): true contact flag, every sample.
-* ``~/contact_link_truth`` (std_msgs/String, on change, transient local): the link(s) in
-  contact, comma separated, '' when free.
-* ``robot_description`` (std_msgs/String, transient local) when ``publish_robot_description``.
-
-Parameters: ``robot_description`` (URDF XML; empty: ``urdf_path``; empty: bundled arm7),
-``urdf_path``, ``scenario`` (wall | push | mixed | none), ``rate`` [Hz], ``real_time_factor``
-(simulated seconds per wall-clock second; stamps stay simulated time), ``duration`` [s]
-(0 = forever; the node exits after it), ``noise_position`` [rad], ``noise_velocity`` [rad/s],
-``noise_effort`` [N m], ``seed``, ``friction_viscous``, ``friction_coulomb`` (true joint
-friction of the plant), ``payload_mass`` [kg] / ``payload_link`` (a payload the plant carries,
-unknown to the observer unless configured there too), ``inertia_error`` (relative random
-error of the plant's link inertias w.r.t. the published URDF), ``wall_stiffness``,
-``wall_damping``, ``push_force``, ``start_delay`` [s], ``wait_for_subscribers`` (number of
-``joint_states`` subscribers to wait for before the clock starts, with ``wait_timeout`` [s]),
-``publish_robot_description``.
-
-External control (``control: external``; ``builtin``, the default, is the scenario's own
-PD + gravity loop): the efforts of ``~/effort_command`` (sensor_msgs/JointState, ``name`` +
-``effort``, matched by name, extra names ignored; a message with a missing joint, mismatched
-lengths or a non-finite effort is rejected and logged, throttled) are applied from the next
-step on and held until the next command (:class:`ros_dynamics.simulation.external.HeldEffort`).
-``command_timeout`` [s of simulated time]: without a new command for longer (or before the
-first one) the plant gets gravity compensation + joint damping ``g(q) − D q̇`` (``D`` =
-``fallback_damping``, empty: the built-in loop's ``K_d``); the switch is logged (throttled) and
-commands resume external control at once.  ``lockstep_timeout`` [s wall] > 0: before each step
-wait up to that long for the command answering the joint state just published (its
-``header.stamp``), so a loaded machine slows the simulation instead of delaying the commands
-(0: free running at ``real_time_factor``); the clock starts only once a command answers the
-initial state (re-published every second, up to ``wait_timeout``).  At exit the node logs how
-many joint states it published (distinct stamps) and, with external control, the loop latency
-(joint state published -> the command with its stamp received, wall clock, p50/p99) and how
-many steps ran on external commands.
+It publishes ``joint_states`` (effort = the motor torque that acted during the period ending at
+the stamp) and the truth of the external torque and contact at ``rate`` Hz, stamped in
+simulated time, with its own PD + gravity loop or commands from ``~/effort_command`` (held,
+optionally in lock-step with the controller). Topics and parameters: docs/ros_interface.md,
+"Simulator sim".
 """
 
 import os
