@@ -3,7 +3,6 @@ while building the model and while running; the README's `ros2 run ... -p
 robot_description:="$(cat urdf/arm7.urdf)"` form through rclpy's argument parsing; and the
 standard-type fallback when the interface package ros_dynamics_msgs cannot be imported."""
 import os
-import re
 import signal
 import subprocess
 import sys

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 import ros_dynamics as rd
-from ros_dynamics.ros.visualization import FORCE_SCALE, ContactView, contacts_from_estimate
+from ros_dynamics.ros.visualization import FORCE_SCALE, contacts_from_estimate
 
 ROBOT_COLOR = (170, 178, 190)
 STAND_IN_COLOR = (120, 120, 120)
