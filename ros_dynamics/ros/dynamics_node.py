@@ -390,10 +390,12 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ outputs
     def _wanted(self, pub):
-        """Has this volatile output a subscriber? A message nobody subscribes to is neither
+        """Has this volatile stream a subscriber? A message nobody subscribes to is neither
         filled nor published (about 8 us even to nobody; asking costs 1.4 us): asked at every
         message while nobody listens, at most every 50 ms while someone does. DDS delivers a
-        volatile sample only to readers matched at that moment, so nothing is lost."""
+        volatile sample only to readers matched at that moment. Used for the per-cycle
+        streams; the event-like ~/contact_estimate and the latched ~/christoffel are always
+        published."""
         now = time.monotonic()
         if now < self._listened.get(pub, 0.0):
             return True
@@ -411,7 +413,7 @@ class DynamicsNode(Node):
                 self._send(self._pub_G, eng.christoffel_message(stamp, res.out))
             contact = res.contact   # every update in contact; once when free (first, release)
             if contact is not None and cfg.publish_contact_estimate and (
-                    contact.in_contact or not eng.free_announced) and on(self._pub_contact):
+                    contact.in_contact or not eng.free_announced):
                 self._send(self._pub_contact, eng.contact_message(stamp, res))
                 eng.free_announced = not contact.in_contact
         if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and on(self._pub_g):
