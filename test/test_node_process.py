@@ -171,3 +171,27 @@ def test_without_interface_package(rclpy_context, ros_env, tmp_path):
     assert rc == 0 and 'Traceback' not in log, log
     assert log.count('ros_dynamics_msgs is not installed') == 1, log
     assert 'scripts/build_interfaces.sh' in log and 'colcon build' in log
+
+
+def test_without_visualization_and_diagnostic_messages(rclpy_context, ros_env, tmp_path):
+    """A minimal ROS installation without visualization_msgs and diagnostic_msgs (seen with a
+    colcon build on a bare rclpy): the node says which outputs are off and runs."""
+    env = dict(ros_env)
+    for pkg in ('visualization_msgs', 'diagnostic_msgs'):
+        shadow = tmp_path / 'shadow' / pkg
+        shadow.mkdir(parents=True)
+        (shadow / '__init__.py').write_text("raise ImportError('hidden by the test')\n")
+    env['PYTHONPATH'] = os.pathsep.join([str(tmp_path / 'shadow'), env['PYTHONPATH']])
+    node = NodeProcess(env, str(tmp_path), 'novis', {'robot_description': read(ARM7)})
+    probe = Probe(rclpy_context, 'novis')
+    try:
+        probe.wait_connected(node)
+        q = np.zeros(7)
+        dyn = probe.send_and_wait(probe.joint_state(rd.load_urdf(ARM7).joint_names, q, q, q,
+                                                    3_000_000_000))
+    finally:
+        probe.destroy()
+        rc = node.stop()
+    log = node.log()
+    assert dyn is not None and rc == 0 and 'Traceback' not in log, log
+    assert 'visualization_msgs is not installed' in log and 'diagnostic_msgs is not installed' in log

@@ -29,13 +29,22 @@ class Visibility:
     """Markers, wrench and diagnostics of one node (module text)."""
 
     def __init__(self, node, qos):
-        from diagnostic_msgs.msg import DiagnosticArray
         from geometry_msgs.msg import WrenchStamped
-        from visualization_msgs.msg import MarkerArray
         self.node = node
-        self.pub_markers = node.create_publisher(MarkerArray, '~/markers', qos)
+        self.pub_markers = self.pub_diag = None
+        try:   # message packages a minimal ROS installation may lack: those outputs are off
+            from visualization_msgs.msg import MarkerArray
+            self.pub_markers = node.create_publisher(MarkerArray, '~/markers', qos)
+        except ImportError:
+            node.get_logger().warning('visualization_msgs is not installed: ~/markers is off '
+                                      '(install ros-<distro>-visualization-msgs)')
+        try:
+            from diagnostic_msgs.msg import DiagnosticArray
+            self.pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        except ImportError:
+            node.get_logger().warning('diagnostic_msgs is not installed: /diagnostics is off '
+                                      '(install ros-<distro>-diagnostic-msgs)')
         self.pub_wrench = node.create_publisher(WrenchStamped, '~/external_wrench', qos)
-        self.pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.health = NodeHealth(node_name=node.get_name())
         self._shown = 0             # markers shown (ids to delete on release)
         self._wrench_link = None    # link of the last published non-zero wrench
@@ -68,7 +77,8 @@ class Visibility:
                 if not views or link != views[0].link:
                     R, p = link_placement(eng.model, q, link)
                     views.append(ContactView(link, np.zeros(3), R, p))
-        if cfg.publish_markers and self.pub_markers.get_subscription_count():
+        if (cfg.publish_markers and self.pub_markers is not None
+                and self.pub_markers.get_subscription_count()):
             self.pub_markers.publish(contact_markers(views, stamp, eng.frame_id,
                                                      previous=self._shown,
                                                      force_scale=cfg.marker_force_scale))
@@ -88,7 +98,7 @@ class Visibility:
 
     def tick(self):
         """Publish /diagnostics (the node's 1 Hz steady timer)."""
-        if self.node.config.publish_diagnostics:
+        if self.node.config.publish_diagnostics and self.pub_diag is not None:
             msg = self.health.to_msg(self.node.get_clock().now().to_msg(),
                                      hardware_id=self.node.get_fully_qualified_name(),
                                      now_s=time.monotonic())
