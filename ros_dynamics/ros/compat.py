@@ -84,6 +84,17 @@ def prepare_environment() -> None:
         os.environ['LD_LIBRARY_PATH'], _ = _merged_ld_path(os.environ.get('LD_LIBRARY_PATH', ''))
 
 
+def start_entry_point() -> None:
+    """First thing a node executable does, before importing rclpy and the kernels: a SIGINT
+    or SIGTERM that arrives during those imports (Ctrl-C right after ``ros2 launch``) ends the
+    process at once with status 0 and no traceback (nothing is open yet; process.run installs
+    the real handlers), then :func:`reexec_if_needed`."""
+    import signal
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: os._exit(0))
+    reexec_if_needed()
+
+
 def reexec_if_needed() -> None:
     """Re-execute this command once with the wheels' library path set (no-op when not needed).
 

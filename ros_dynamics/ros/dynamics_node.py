@@ -22,7 +22,7 @@ from ros_dynamics.ros import compat
 
 if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') in (
         'dynamics_node', 'dynamics_lifecycle_node'):
-    compat.reexec_if_needed()   # the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set
+    compat.start_entry_point()   # quiet signals during imports; the wheels' library path
 
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.clock import Clock, ClockType, JumpThreshold  # noqa: E402

@@ -18,7 +18,7 @@ from ros_dynamics.ros import compat as ros_compat
 
 if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'sim':
     # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.
-    ros_compat.reexec_if_needed()
+    ros_compat.start_entry_point()
 
 import rclpy  # noqa: E402
 import rclpy.exceptions  # noqa: E402

@@ -31,7 +31,7 @@ from ros_dynamics.ros import compat as ros_compat
 _ENTRY = os.path.basename(sys.argv[0] if sys.argv else '')
 if __name__ == '__main__' or _ENTRY == 'tracking_controller':
     # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.
-    ros_compat.reexec_if_needed()
+    ros_compat.start_entry_point()
 
 import rclpy.exceptions  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
