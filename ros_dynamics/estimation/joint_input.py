@@ -107,6 +107,24 @@ class JointNameMap:
             out[self.expand[2]] = x[self.index]
 
 
+class NameMaps:
+    """The :class:`JointNameMap` of each message layout (name list), built once and cached;
+    a consumer sees a few layouts, so the cache is simply cleared past ``size`` of them."""
+
+    def __init__(self, joint_names, mimic=None, hint='', size=16):
+        self.joint_names, self.mimic, self.hint, self.size = list(joint_names), mimic, hint, size
+        self._maps = {}
+
+    def __call__(self, names):
+        key = tuple(names)
+        nmap = self._maps.get(key)
+        if nmap is None:
+            if len(self._maps) >= self.size:
+                self._maps.clear()
+            nmap = self._maps[key] = JointNameMap(key, self.joint_names, self.mimic, self.hint)
+        return nmap
+
+
 @njit(cache=True, nogil=True)
 def _gather_checked(index, pos, vel, eff, q, v, e, pbound, vbound, ebound):
     """q, v, e <- the message arrays at ``index`` (v, e zero where the message has none);

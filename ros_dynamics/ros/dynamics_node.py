@@ -32,7 +32,6 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E40
                        ReliabilityPolicy)
 
 from ros_dynamics.core.configuration import QUATERNION_TOLERANCE  # noqa: E402
-from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
 from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
 from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
 from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa: E402
@@ -73,7 +72,6 @@ class DynamicsNode(Node):
         self._engine = None
         self._topic_xml = None            # latest description received on the topic
         self._cmd = None                  # (engine, joint torques, receipt ns) last command
-        self._cmd_map = self._cmd_map_engine = None
         self._base = None                 # (q7, v6) of the latest valid odometry
         self._cycle_count = 0
         self.stats = {'accepted': 0, 'observer_outputs': 0, 'publish_failed': 0}
@@ -292,10 +290,7 @@ class DynamicsNode(Node):
         eng = self._engine
         if eng is None:
             return self._refuse('no_model', '~/commanded_torque ignored: no robot model yet')
-        nmap = self._cmd_map
-        if nmap is None or nmap.names != msg.name or self._cmd_map_engine is not eng:
-            nmap = self._cmd_map = JointNameMap(msg.name, eng.joint_names, eng.coords.joint_map)
-            self._cmd_map_engine = eng
+        nmap = eng.command_maps(msg.name)
         if nmap.error is not None or len(msg.effort) != len(msg.name):
             return self._refuse('cmd_layout', '~/commanded_torque rejected: ' + (
                 nmap.error or f'{len(msg.effort)} efforts for {len(msg.name)} names'))
@@ -344,7 +339,8 @@ class DynamicsNode(Node):
         v[eng.base_v:] = asm.v
         cfg = self.config
         tau = self._effort(eng, cfg, asm)
-        res = eng.cycle.step(q, v, tau, asm.stamp_ns or now, christoffel=self._gamma_due(eng, cfg))
+        t_ns = asm.stamp_ns or now        # unstamped sources: the node clock at receipt
+        res = eng.cycle.step(q, v, tau, t_ns, christoffel=self._gamma_due(eng, cfg))
         if res.error is not None:
             return self._refuse('output', f'{res.error}: nothing published, observer '
                                 're-initialized', 'error')
@@ -356,9 +352,9 @@ class DynamicsNode(Node):
         self.stats['accepted'] += 1
         eng.remember(q, v, st)
         if tau is not None:
-            eng.record(asm.stamp_ns or now, q, v, tau)
+            eng.record(t_ns, q, v, tau)
         self._publish(eng, cfg, st, res)
-        self._vis.cycle(eng, cfg, st, res, q, asm.stamp_ns or now, time.perf_counter() - t_in,
+        self._vis.cycle(eng, cfg, st, res, q, t_ns, time.perf_counter() - t_in,
                         time.thread_time() - cpu_in)
         return None
 

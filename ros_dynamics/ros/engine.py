@@ -10,7 +10,6 @@ into the message fields.
 from __future__ import annotations
 
 import array
-import threading
 
 import numpy as np
 
@@ -18,7 +17,9 @@ from ..core.api import christoffel, link_jacobian
 from ..core.validation import close_names
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
-from ..estimation.joint_input import InputBounds, JointNameMap, JointStateAssembler
+from ..core.coordinates import BASE_DOF_NAMES
+from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssembler,
+                                      NameMaps)
 from ..estimation.payload import apply_payload
 from ..estimation.samples import Samples
 from . import interfaces as itf
@@ -92,15 +93,12 @@ class Engine:
         self.with_gamma = self.nv <= cfg.christoffel_max_nv
         self.frame_id = cfg.world_frame or ('world' if self.floating else model.root_link)
         self.cycle = Cycle(model, cfg.coordinates, observer_settings(model, cfg))
-        co = self.coords = self.cycle.coords
-        self.names = list(co.names) if co.identity else None
-        self.joint_coordinate_names = (
-            [f'floating_base/{a}_{x}' for a in ('linear', 'angular') for x in 'xyz']
-            if self.floating else []) + self.joint_names
+        self.coords = self.cycle.coords
+        self.joint_coordinate_names = (list(BASE_DOF_NAMES) if self.floating
+                                       else []) + self.joint_names
         self.configure_input(cfg)
         self._warm_up(cfg)
         self.latest = None                 # (q, v, stamp) of the latest cycle, for services
-        self.lock = threading.Lock()
         self.free_announced = False
         self.tau = np.zeros(self.nv)
         n = self.RECORD_LENGTH
@@ -116,6 +114,7 @@ class Engine:
         hint = ('' if mimic is not None or not self.model.mimic else
                 " (with coordinates 'mimic_reduced' the independent joints alone are accepted)")
         self.missing_hint = hint
+        self.command_maps = NameMaps(self.joint_names, mimic, hint)   # ~/commanded_torque
         self.bounds = InputBounds(self.model, cfg.input_limit_factor, cfg.default_velocity_limit,
                                   cfg.default_effort_limit, cfg.max_abs_position)
         self.assembler = JointStateAssembler(

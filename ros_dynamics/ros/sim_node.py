@@ -29,7 +29,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool, String  # noqa: E402
 
 from ros_dynamics.core.urdf import load_urdf  # noqa: E402
-from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
+from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.simulation.external import HeldEffort  # noqa: E402
 from ros_dynamics.simulation.scenarios import (bundled_urdf, deepest_links,  # noqa: E402
@@ -120,7 +120,7 @@ class SimNode(Node):
                 damping = self.sim.controller.kd
             self.external = HeldEffort(model, g('command_timeout'), damping)
             self.sim.controller = self.external
-            self._maps = {}   # name list -> JointNameMap (the node's shared name map)
+            self._maps = NameMaps(self.names)   # the command's layout -> the plant's joints
             self.create_subscription(JointState, '~/effort_command', self._on_command,
                                      QoSProfile(depth=100,
                                                 reliability=ReliabilityPolicy.RELIABLE))
@@ -157,13 +157,7 @@ class SimNode(Node):
         try:
             if len(msg.effort) != len(msg.name):
                 raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
-            key = tuple(msg.name)
-            nmap = self._maps.get(key)
-            if nmap is None:
-                nmap = JointNameMap(key, self.names)
-                if len(self._maps) > 16:
-                    self._maps.clear()
-                self._maps[key] = nmap
+            nmap = self._maps(msg.name)
             if nmap.error:
                 raise ValueError(nmap.error)
             tau = np.empty(len(self.names))

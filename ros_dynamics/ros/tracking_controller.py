@@ -44,7 +44,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from ros_dynamics.control import StampPairer, make_law, make_trajectory  # noqa: E402
 from ros_dynamics.control.laws import LAWS  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
-from ros_dynamics.estimation.joint_input import JointNameMap  # noqa: E402
+from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
 from ros_dynamics.ros.dynamics_terms import (dynamics_msg_type, stamp_ns,  # noqa: E402
                                              terms_from_msg)
 
@@ -94,7 +94,7 @@ class TrackingController(Node):
             raise ValueError(f'law must be one of {LAWS}, not {self.law_name!r}')
         Dynamics = dynamics_msg_type()
         self.joints = list(self._p('joints') or [])
-        self.jmap = {} if self.joints else None    # name list -> JointNameMap, once known
+        self.jmap = NameMaps(self.joints) if self.joints else None   # once the order is known
         self.pairer = StampPairer(int(self._p('max_pending')), consistent=self._consistent)
         self.law = self.traj = self.t0 = None
         self.rejected = {'joint_states': 0, 'dynamics': 0, 'command': 0}
@@ -149,7 +149,7 @@ class TrackingController(Node):
             if self.jmap is None:
                 terms_from_msg(msg)          # valid before its names become the order
                 self.joints = list(msg.names)
-                self.jmap = {}
+                self.jmap = NameMaps(self.joints)
                 early, self._early = self._early, []
                 for m, t_rx in early:
                     self._on_joint_state(m, t_rx)
@@ -163,13 +163,7 @@ class TrackingController(Node):
     def _name_map(self, names):
         """The shared name map of this layout onto the controlled joints (ValueError naming
         the missing or repeated joints)."""
-        key = tuple(names)
-        nmap = self.jmap.get(key)
-        if nmap is None:
-            nmap = JointNameMap(key, self.joints)
-            if len(self.jmap) > 16:
-                self.jmap.clear()
-            self.jmap[key] = nmap
+        nmap = self.jmap(names)
         if nmap.error:
             raise ValueError(nmap.error)
         return nmap
