@@ -241,6 +241,38 @@ def start_node_and_subscriber(ns, params, subscriber_timeout):
     return proc, sub, log, sub_out
 
 
+def wait_until_connected(pub, executor, proc, sub, log, timeout):
+    """Spin until the node subscribes to ``pub`` (RuntimeError with its log if it dies) and the
+    subscriber process reports READY, then let the reverse discovery settle for 1 s."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not pub.get_subscription_count():
+        executor.spin_once(timeout_sec=0.05)
+        if proc.poll() is not None:
+            raise RuntimeError('node died: ' + open(log.name).read())
+    assert sub.stdout.readline().strip() == 'READY', 'subscriber did not start'
+    time.sleep(1.0)
+
+
+def publish_paced(pub, names, Q, V, E, rate):
+    """Publish JointState k = 0.. at ``rate`` Hz on the wall clock (stamp = wall-clock publish
+    time): returns (the stamps sent, the seconds it took)."""
+    from sensor_msgs.msg import JointState
+    msg = JointState()
+    msg.name = names
+    period, sent = 1.0 / rate, []
+    t0 = time.monotonic()
+    for k in range(len(Q)):
+        delay = t0 + k * period - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        msg.position, msg.velocity, msg.effort = Q[k], V[k], E[k]
+        stamp = time.time_ns()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+        pub.publish(msg)
+        sent.append(stamp)
+    return sent, time.monotonic() - t0
+
+
 def run_latency(name, xml, extra_params, duration, rate, executor):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -259,13 +291,7 @@ def run_latency(name, xml, extra_params, duration, rate, executor):
     executor_ = SingleThreadedExecutor(context=ctx)
     executor_.add_node(node)
     try:
-        end = time.monotonic() + 90
-        while time.monotonic() < end and not pub.get_subscription_count():
-            executor_.spin_once(timeout_sec=0.05)
-            if proc.poll() is not None:
-                raise RuntimeError('node died: ' + open(log.name).read())
-        assert sub.stdout.readline().strip() == 'READY', 'subscriber did not start'
-        time.sleep(1.0)  # let the subscriber's reverse discovery settle
+        wait_until_connected(pub, executor_, proc, sub, log, 90)
 
         model = rd.load_urdf(xml)
         names = list(model.joint_names)
@@ -279,23 +305,9 @@ def run_latency(name, xml, extra_params, duration, rate, executor):
         Q, V, A = amp * np.sin(w * T), amp * w * np.cos(w * T), -amp * w * w * np.sin(w * T)
         E = np.array([rd.inverse_dynamics(model, Q[k], V[k], A[k]) for k in range(steps)])
         Q, V, E = Q.tolist(), V.tolist(), E.tolist()
-        sent = []
-        msg = JointState()
-        msg.name = names
-        period = 1.0 / rate
         cpu0 = cpu_seconds(proc.pid)
         threads0 = thread_cpu(proc.pid)
-        t0 = time.monotonic()
-        for k in range(steps):
-            delay = t0 + k * period - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            msg.position, msg.velocity, msg.effort = Q[k], V[k], E[k]
-            stamp = time.time_ns()
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-            pub.publish(msg)
-            sent.append(stamp)
-        elapsed = time.monotonic() - t0
+        sent, elapsed = publish_paced(pub, names, Q, V, E, rate)
         cpu1 = cpu_seconds(proc.pid)
         time.sleep(0.3)  # the tail of the queue
         cpu_tail = cpu_seconds(proc.pid)

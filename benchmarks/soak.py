@@ -41,7 +41,7 @@ sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from node_latency import (DOMAIN_ID, cpu_seconds, model_source, percentile_ms,  # noqa: E402
-                          start_node_and_subscriber)
+                          start_node_and_subscriber, wait_until_connected)
 
 import numpy as np  # noqa: E402
 
@@ -169,13 +169,7 @@ def soak(args):
     stall_targets = args.stall_target.split(',')
     pids_of = {'node': [proc.pid], 'subscriber': [sub.pid], 'both': [proc.pid, sub.pid]}
     try:
-        end = time.monotonic() + 120
-        while time.monotonic() < end and not pub.get_subscription_count():
-            ex.spin_once(timeout_sec=0.05)
-            if proc.poll() is not None:
-                raise RuntimeError('node died: ' + open(log.name).read())
-        assert sub.stdout.readline().strip() == 'READY', 'subscriber did not start'
-        time.sleep(1.0)
+        wait_until_connected(pub, ex, proc, sub, log, 120)
 
         model = rd.load_urdf(xml)
         names = list(model.joint_names)

@@ -139,29 +139,9 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
     ex.add_node(node)
     names, Q, V, E = traj
     try:
-        end = time.monotonic() + 120
-        while time.monotonic() < end and not pub.get_subscription_count():
-            ex.spin_once(timeout_sec=0.05)
-            if proc.poll() is not None:
-                raise RuntimeError('node died: ' + open(log.name).read())
-        assert sub.stdout.readline().strip() == 'READY', 'subscriber did not start'
-        time.sleep(1.0)   # reverse discovery settles; the node is idle
-        msg = JointState()
-        msg.name = names
-        steps, period = len(Q), 1.0 / rate
-        sent = []
+        nl.wait_until_connected(pub, ex, proc, sub, log, 120)   # then the node is idle
         cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
-        t0 = time.monotonic()
-        for k in range(steps):
-            delay = t0 + k * period - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            msg.position, msg.velocity, msg.effort = Q[k], V[k], E[k]
-            stamp = time.time_ns()
-            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-            pub.publish(msg)
-            sent.append(stamp)
-        elapsed = time.monotonic() - t0
+        sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate)
         time.sleep(0.3)   # the tail of the queue
         cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
         load = os.getloadavg()[0]
