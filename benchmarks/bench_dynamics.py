@@ -120,8 +120,9 @@ def time_pair(pair, blocks, block_s):
 
 def time_kernels(pair, blocks, block_s):
     """The compiled entry kernels called directly (validation inside, no Python-side checks,
-    writing into a Data buffer): kernels.terms(model.ints, model.reals, data.work, q, v, Gamma,
-    flags, point)."""
+    writing into a Data buffer): kernels.terms(model.ints, model.reals, data.work, q, v, flags)
+    for M, C, Mdot, g and kernels.geometry(model.ints, model.reals, data.work, q, Gamma, flags,
+    point) for Gamma."""
     from ros_dynamics.core import kernels
     from ros_dynamics.core.jit import ready
     m = pair.model
@@ -129,11 +130,11 @@ def time_kernels(pair, blocks, block_s):
     q, v = Q[0], V[0]
     data = rd.Data(m)
     G = data.Gamma
-    terms = ready(kernels.terms)
-    none, no_v, point = np.zeros((0, 0, 0)), np.zeros(0), np.zeros(3)
+    terms, geometry = ready(kernels.terms), ready(kernels.geometry)
+    point = np.zeros(3)
     r = interleaved({
-        'C': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
-        'Gamma': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, 0, point),
+        'C': lambda: terms(m.ints, m.reals, data.work, q, v, 0),
+        'Gamma': lambda: geometry(m.ints, m.reals, data.work, q, G, kernels.CHRISTOFFEL, point),
     }, blocks=blocks, block_s=block_s, **TIMING)
     return r['C'], r['Gamma']
 
@@ -169,7 +170,7 @@ def time_batch(pair, K, repeats):
 def profile(pair, blocks, block_s):
     """Where one rd.dynamics(model, q, v, data=data) call goes: per-call seconds of each piece.
 
-    Pieces: the Python-side Data check (in api._run), the numba dispatch of an 8-argument call
+    Pieces: the Python-side Data check (in api._run), the numba dispatch of a 6-argument call
     (an empty compiled function of the same argument types), and the compiled entry kernel
     (unpacking of the model and workspace views, validation, Algorithm 1).
     """
@@ -181,17 +182,16 @@ def profile(pair, blocks, block_s):
     q, v = Q[0], V[0]
     data = rd.Data(m)
     terms = ready(kernels.terms)
-    none, point = np.zeros((0, 0, 0)), np.zeros(3)
 
     @njit(cache=False)
-    def empty(ints, reals, work, q, v, Gamma, flags, point):
+    def empty(ints, reals, work, q, v, flags):
         return 0
 
     funcs = {
         'api': lambda: rd.dynamics(m, q, v, data=data),
         'checks': lambda: data.__class__ is rd.Data and data.layout is m.work_offsets,
-        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
-        'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
+        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, 0),
+        'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, 0),
     }
     for f in funcs.values():
         f()
@@ -202,7 +202,7 @@ def profile_rows(prof):
     """(piece, seconds) rows that add up to the API call."""
     rows = [('Python-side Data check (in api._run; types are checked by the sealed dispatcher)',
              prof['checks']),
-            ('numba dispatch of the 8 arguments (empty compiled function, same types)', prof['dispatch']),
+            ('numba dispatch of the 6 arguments (empty compiled function, same types)', prof['dispatch']),
             ('compiled entry: model/workspace views, finiteness check, Algorithm 1',
              prof['kernel'] - prof['dispatch'])]
     rows.append(('rest (Python call, attribute lookups, returning data.dynamics)',

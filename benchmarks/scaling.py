@@ -66,12 +66,12 @@ def time_model(xml, blocks, block_s, seed=0):
     err = accuracy(xml, m, q, v)
     data = rd.Data(m)
     G = data.Gamma
-    terms = ready(kernels.terms)
-    none, no_v, point = np.zeros((0, 0, 0)), np.zeros(0), np.zeros(3)
+    terms, geometry = ready(kernels.terms), ready(kernels.geometry)
+    point = np.zeros(3)
     r = interleaved({
-        'dyn_kernel': lambda: terms(m.ints, m.reals, data.work, q, v, none, kernels.DYNAMICS, point),
+        'dyn_kernel': lambda: terms(m.ints, m.reals, data.work, q, v, 0),
         'dyn_api': lambda: rd.dynamics(m, q, v),
-        'gam_kernel': lambda: terms(m.ints, m.reals, data.work, q, no_v, G, 0, point),
+        'gam_kernel': lambda: geometry(m.ints, m.reals, data.work, q, G, kernels.CHRISTOFFEL, point),
         'gam_api': lambda: rd.christoffel(m, q),
     }, blocks=blocks, block_s=block_s)
     r['rel_diff'] = err

@@ -32,7 +32,7 @@ from numba import get_num_threads
 from . import coriolis, kernels
 from .data import Data, Dynamics, new_dynamics, output, work_buffer
 from .jit import ready
-from .kernels import BODY_SHIFT, DYNAMICS, EQ9, INVALID, PRODUCTS, UNCHECKED
+from .kernels import AFTER_TERMS, BODY_SHIFT, CHRISTOFFEL, EQ9, INVALID, PRODUCTS, UNCHECKED
 from .model import massless_bodies
 from .validation import (as_vector, check_batch, check_configuration, check_vector,
                          close_names, explain)
@@ -40,9 +40,8 @@ from .validation import (as_vector, check_batch, check_configuration, check_vect
 # factorization -> its flag of kernels.terms; the batch kernel takes coriolis.EQ9 / EQ10
 _FACTORIZATIONS = {'eq10': 0, 'christoffel': 0, 'eq9': EQ9}
 _NO_GAMMA = np.zeros((0, 0, 0))
-_NO_V = np.zeros(0)
 _NO_POINT = np.zeros(3)
-_ALL_TERMS = DYNAMICS | PRODUCTS
+_geometry = kernels.geometry
 
 # how each public function is called (named in the error for a wrong ``data`` argument)
 USAGE = {
@@ -147,8 +146,7 @@ def dynamics(model, q, v, factorization='eq10', data=None):
     (with ``data``: ``data.dynamics``, whose arrays are data's views).
     """
     fact = 0 if factorization == 'eq10' else _factorization(factorization)
-    work = _run(kernels.terms, model, data, 'dynamics', ('q', 'v'), q, v, _NO_GAMMA,
-                DYNAMICS | fact, _NO_POINT)
+    work = _run(kernels.terms, model, data, 'dynamics', ('q', 'v'), q, v, fact)
     if data is not None:
         return data.dynamics
     n = model.nv                     # M, C, Mdot, g lead the buffer (WORK_FIELDS): cut them at once
@@ -172,8 +170,22 @@ def christoffel(model, q, data=None):
 
     C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
     """
-    Gamma = np.empty((model.nv,) * 3) if data is None else _data(model, data, 'christoffel').Gamma
-    _run(kernels.terms, model, data, 'christoffel', ('q',), q, _NO_V, Gamma, 0, _NO_POINT)
+    # _run inlined: this call is cheap enough (~1 us on a small arm) that the generic path's
+    # Python glue would be a third of it
+    if data is None:
+        Gamma, work = np.empty(model.gamma_shape), np.empty(model.work_offsets[-1])
+    elif data.__class__ is Data and data.layout is model.work_offsets:
+        Gamma, work = data.Gamma, data.work
+    else:
+        Gamma, work = _data(model, data, 'christoffel').Gamma, data.work
+    try:
+        status = _geometry(model.ints, model.reals, work, q, Gamma, CHRISTOFFEL, _NO_POINT)
+    except TypeError:
+        _run(kernels.geometry, model, data, 'christoffel', ('q',), q, Gamma, CHRISTOFFEL,
+             _NO_POINT)
+        return Gamma
+    if status:
+        explain(model, ('q',), (q,))
     return Gamma
 
 
@@ -189,9 +201,10 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
         raise ValueError(f'compute_all_terms writes into a workspace: call it as '
                          f'{USAGE["compute_all_terms"]} with data = rd.Data(model)')
     fact = 0 if factorization == 'eq10' else _factorization(factorization)
-    Gamma = _data(model, data, 'compute_all_terms').Gamma if christoffel else _NO_GAMMA
-    _run(kernels.terms, model, data, 'compute_all_terms', ('q', 'v'), q, v, Gamma,
-         _ALL_TERMS | fact, _NO_POINT)
+    _run(kernels.terms, model, data, 'compute_all_terms', ('q', 'v'), q, v, PRODUCTS | fact)
+    if christoffel:        # Algorithm 2 from the kinematics and composite inertias just computed
+        ready(kernels.geometry)(model.ints, model.reals, data.work, data.q, data.Gamma,
+                                CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
     return data
 
 
@@ -200,8 +213,10 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
     q, v float64 C-contiguous of length nq, nv, finite, unit base quaternion; data a
     :class:`Data` of this model.  Bad values give wrong numbers, not an error."""
     ready(kernels.terms)(model.ints, model.reals, data.work, q, v,
-                         data.Gamma if christoffel else _NO_GAMMA,
-                         _ALL_TERMS | UNCHECKED | _FACTORIZATIONS[factorization], _NO_POINT)
+                         PRODUCTS | UNCHECKED | _FACTORIZATIONS[factorization])
+    if christoffel:
+        ready(kernels.geometry)(model.ints, model.reals, data.work, q, data.Gamma,
+                                CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
     return data
 
 
@@ -243,7 +258,7 @@ def link_placement(model, q, link, data=None):
     if body < 0:
         check_configuration(model, q)
         return Rl.copy(), pl.copy()
-    work = _run(kernels.terms, model, data, 'link_placement', ('q',), q, _NO_V, _NO_GAMMA, 0,
+    work = _run(kernels.geometry, model, data, 'link_placement', ('q',), q, _NO_GAMMA, 0,
                 _NO_POINT)
     R, p = (data.R, data.pos) if data is not None else (output(model, work, 'R'), output(model, work, 'pos'))
     return R[body] @ Rl, R[body] @ pl + p[body]
@@ -264,7 +279,7 @@ def link_jacobian(model, q, link, point=None, data=None):
             return np.zeros((6, model.nv))
         data.J[:] = 0.0
         return data.J
-    work = _run(kernels.terms, model, data, 'link_jacobian', ('q',), q, _NO_V, _NO_GAMMA,
+    work = _run(kernels.geometry, model, data, 'link_jacobian', ('q',), q, _NO_GAMMA,
                 (body + 1) << BODY_SHIFT, Rl @ local + pl)
     return data.J if data is not None else output(model, work, 'J')
 

@@ -7,10 +7,15 @@ read-only packed arrays and a Data buffer) and compiled at its first call.  Argu
     OK (0): done,  INVALID (1): invalid input, nothing computed,  SINGULAR (2): M not positive
     definite (forward dynamics, contact compliance).
 
-One kernel serves everything a control cycle needs (``terms``: ``dynamics``,
-``compute_all_terms``, ``christoffel``, ``link_jacobian``, ``link_placement``): the checks, the
-kinematics pass and the sweeps are compiled once for all of them, so a process that streams the
-terms and estimates contact wrenches compiles one kernel (plus the observer's two small ones).
+Two kernels serve a control cycle.  ``terms`` is what every cycle streams: Algorithm 1 (M, C,
+Mdot, g) and the observer's products, from one kinematics pass (``dynamics``,
+``compute_all_terms``).  ``geometry`` is what depends on q alone and is asked for less often:
+Algorithm 2 (Gamma), link placements and point Jacobians (``christoffel``, ``link_placement``,
+``link_jacobian``); right after ``terms`` it computes Gamma from the kinematics and composite
+inertias ``terms`` left in the workspace (flag ``AFTER_TERMS``), so a cycle that also streams
+Gamma still makes one kinematics pass.  Kept apart because compiling is paid per kernel, at its
+first call: a process that streams M, C, g compiles Algorithm 2 only when Gamma is first asked
+for (each kernel's compile CPU time: docs/performance.md).
 """
 
 import numpy as np
@@ -31,11 +36,14 @@ from .validation import valid_state, valid_vector
 
 OK, INVALID, SINGULAR = 0, 1, 2
 
-# flags of ``terms`` (low bits), and the body of the Jacobian (bits from BODY_SHIFT on: body + 1)
-DYNAMICS = 1        # M, C, Mdot, g at (q, v) (Algorithm 1)
-PRODUCTS = 2        # and p = M v, C^T v and copies of q, v in the workspace
-UNCHECKED = 4       # the inputs passed the boundary already: no check
-EQ9 = 8             # the factorization B = (v x*) I of eq. (9) instead of eq. (10)
+# flags of ``terms``
+PRODUCTS = 1        # and p = M v, C^T v and copies of q, v in the workspace
+UNCHECKED = 2       # the inputs passed the boundary already: no check
+EQ9 = 4             # the factorization B = (v x*) I of eq. (9) instead of eq. (10)
+
+# flags of ``geometry`` (low bits), and the body of the Jacobian (bits from BODY_SHIFT on: body + 1)
+CHRISTOFFEL = 1     # Gamma (Algorithm 2)
+AFTER_TERMS = 2     # ``terms`` just ran at this q on this workspace: no check, no kinematics pass
 BODY_SHIFT = 8      # flags >> BODY_SHIFT = 1 + the body whose point Jacobian to compute (0: none)
 
 
@@ -49,38 +57,52 @@ GAMMA = types.float64[:, :, ::1]
 BATCH = dict(JIT, parallel=True)
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, VEC, GAMMA, types.int64, VEC)
-def terms(ints, reals, work, q, v, Gamma, flags, local):
-    """What a control cycle needs, from one forward-kinematics pass at q (w.R, w.pos, w.Phi,
-    w.I): Algorithm 1 (flags & DYNAMICS: M, C, Mdot, g at (q, v), eq. (10) or (& EQ9) eq. (9);
-    & PRODUCTS: p = M v, C^T v and copies of q, v); if Gamma.size > 0, Algorithm 2 (on the
-    composite inertias Algorithm 1 leaves, else on the body inertias); if flags >> BODY_SHIFT
-    = body + 1 > 0, the Jacobian w.J of the point ``local`` (body frame) of ``body``.  (Few
-    arguments: each one costs dispatch time on every call.)"""
+@entry(types.int64, INTS, REALS, VEC, VEC, VEC, types.int64)
+def terms(ints, reals, work, q, v, flags):
+    """Algorithm 1 from one forward-kinematics pass at q: M, C, Mdot, g at (q, v), eq. (10)
+    or (flags & EQ9) eq. (9); & PRODUCTS: p = M v, C^T v and copies of q, v.  On return the
+    workspace holds the kinematics at q (w.R, w.pos, w.Phi) and the composite inertias (w.I)
+    that ``geometry`` can continue from.  (Few arguments: each one costs dispatch time on
+    every call.)"""
     m = tree(ints, reals)
-    dyn = flags & DYNAMICS != 0
-    body = (flags >> BODY_SHIFT) - 1
-    if flags & UNCHECKED == 0 and not (valid_state(m, q, None) and (not dyn or valid_vector(m, v))):
+    if flags & UNCHECKED == 0 and not (valid_state(m, q, None) and valid_vector(m, v)):
         return INVALID
     w = workspace(m, work)
     forward_kinematics(m, q, w)
-    if dyn:
-        M, C = w.M, w.C
-        coriolis_sweep(m, v, M, C, w.Mdot, w.g, w, EQ9_FACTORIZATION if flags & EQ9 else EQ10)
-        if flags & PRODUCTS != 0:
-            nv = m.nv
-            for i in range(m.nq):
-                w.q[i] = q[i]
-            for i in range(nv):
-                w.v[i] = v[i]
-            for i in range(nv):                                 # p = M v, C^T v
-                pi, ci = 0.0, 0.0
-                for j in range(nv):
-                    pi += M[i, j] * v[j]
-                    ci += C[j, i] * v[j]
-                w.p[i], w.ctv[i] = pi, ci
-    if Gamma.size > 0:
-        christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, not dyn)
+    M, C = w.M, w.C
+    coriolis_sweep(m, v, M, C, w.Mdot, w.g, w, EQ9_FACTORIZATION if flags & EQ9 else EQ10)
+    if flags & PRODUCTS != 0:
+        nv = m.nv
+        for i in range(m.nq):
+            w.q[i] = q[i]
+        for i in range(nv):
+            w.v[i] = v[i]
+        for i in range(nv):                                     # p = M v, C^T v
+            pi, ci = 0.0, 0.0
+            for j in range(nv):
+                pi += M[i, j] * v[j]
+                ci += C[j, i] * v[j]
+            w.p[i], w.ctv[i] = pi, ci
+    return OK
+
+
+@entry(types.int64, INTS, REALS, VEC, VEC, GAMMA, types.int64, VEC)
+def geometry(ints, reals, work, q, Gamma, flags, local):
+    """What depends on q alone, from one forward-kinematics pass at q (w.R, w.pos, w.Phi, w.I):
+    if flags & CHRISTOFFEL, Algorithm 2 into Gamma; if flags >> BODY_SHIFT = body + 1 > 0,
+    the Jacobian w.J of the point ``local`` (body frame) of ``body``.  With AFTER_TERMS
+    (``terms`` just filled this workspace at q): no check and no kinematics pass, Algorithm 2
+    on the composite inertias Algorithm 1 left (w.I)."""
+    m = tree(ints, reals)
+    fresh = flags & AFTER_TERMS == 0
+    body = (flags >> BODY_SHIFT) - 1
+    if fresh and not valid_state(m, q, None):
+        return INVALID
+    w = workspace(m, work)
+    if fresh:
+        forward_kinematics(m, q, w)
+    if flags & CHRISTOFFEL != 0:
+        christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, fresh)
     if body >= 0:
         R, p = w.R, w.pos
         x0 = p[body, 0] + R[body, 0, 0] * local[0] + R[body, 0, 1] * local[1] + R[body, 0, 2] * local[2]

@@ -92,24 +92,6 @@ def _c_view(typingctx, a, offset, shape):
 
 
 @njit(inline='always', **JIT)
-def view1(a, o, n):
-    """a[o:o + n] (same memory)."""
-    return _c_view(a, o, (n,))
-
-
-@njit(inline='always', **JIT)
-def view2(a, o, n0, n1):
-    """a[o:o + n0 n1] as a C-contiguous (n0, n1) array (same memory)."""
-    return _c_view(a, o, (n0, n1))
-
-
-@njit(inline='always', **JIT)
-def view3(a, o, n0, n1, n2):
-    """a[o:o + n0 n1 n2] as a C-contiguous (n0, n1, n2) array (same memory)."""
-    return _c_view(a, o, (n0, n1, n2))
-
-
-@njit(inline='always', **JIT)
 def per_body_6x6(W):
     """The (6, N, 6) scratch ``w.W`` seen as N 6x6 matrices (same memory)."""
     return _c_view(W, 0, (W.shape[1], 6, 6))
@@ -120,19 +102,19 @@ def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
     N, nv, nq = ints[0], ints[1], ints[2]
     o = N_HEADER
-    parent, jtype = view1(ints, o, N), view1(ints, o + N, N)
-    q_idx, v_idx = view1(ints, o + 2 * N, N), view1(ints, o + 3 * N, N)
+    parent, jtype = _c_view(ints, o, (N,)), _c_view(ints, o + N, (N,))
+    q_idx, v_idx = _c_view(ints, o + 2 * N, (N,)), _c_view(ints, o + 3 * N, (N,))
     o += 4 * N
-    dof_body, dof_parent = view1(ints, o, nv), view1(ints, o + nv, nv)
-    work = view1(ints, o + 2 * nv, len(WORK_FIELDS) + 1)
-    gravity = view1(reals, 0, 3)
-    X_R = view3(reals, 3, N, 3, 3)
+    dof_body, dof_parent = _c_view(ints, o, (nv,)), _c_view(ints, o + nv, (nv,))
+    work = _c_view(ints, o + 2 * nv, (len(WORK_FIELDS) + 1,))
+    gravity = _c_view(reals, 0, (3,))
+    X_R = _c_view(reals, 3, (N, 3, 3))
     o = 3 + 9 * N
-    X_p = view2(reals, o, N, 3)
-    axis = view2(reals, o + 3 * N, N, 3)
-    com = view2(reals, o + 6 * N, N, 3)
-    inertia = view3(reals, o + 9 * N, N, 3, 3)
-    mass = view1(reals, o + 18 * N, N)
+    X_p = _c_view(reals, o, (N, 3))
+    axis = _c_view(reals, o + 3 * N, (N, 3))
+    com = _c_view(reals, o + 6 * N, (N, 3))
+    inertia = _c_view(reals, o + 9 * N, (N, 3, 3))
+    mass = _c_view(reals, o + 18 * N, (N,))
     return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
                 com, inertia, mass, gravity, work)
 
@@ -146,7 +128,7 @@ def _workspace_source():
              '    return Work(']
     for k, (name, shape) in enumerate(WORK_FIELDS):
         sizes = ', '.join(dims[d] if isinstance(d, str) else str(d) for d in shape)
-        lines.append(f'        view{len(shape)}(work, o[{k}], {sizes}),   # {name}')
+        lines.append(f'        _c_view(work, o[{k}], ({sizes},)),   # {name}')
     lines.append('    )')
     return '\n'.join(lines) + '\n'
 
@@ -154,7 +136,7 @@ def _workspace_source():
 def _compile_workspace():
     # generated from WORK_FIELDS, so a new field needs no edit here; compiled with this file's
     # name, so numba finds its source file (cache locator) like any other kernel's
-    namespace = {'Work': Work, 'view1': view1, 'view2': view2, 'view3': view3}
+    namespace = {'Work': Work, '_c_view': _c_view}
     exec(compile(_workspace_source(), __file__, 'exec'), namespace)
     return njit(inline='always', **JIT)(namespace['workspace'])
 

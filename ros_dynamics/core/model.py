@@ -138,6 +138,7 @@ class Model:
         set_(self, 'nv', nv)
         set_(self, 'q_shape', (nq,))
         set_(self, 'v_shape', (nv,))
+        set_(self, 'gamma_shape', (nv, nv, nv))
         set_(self, 'nbodies', N)
 
         joint_names = list(joint_names)               # the named (non-free) joints, in v order
