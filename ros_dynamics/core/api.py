@@ -203,8 +203,7 @@ def compute_all_terms(model, q, v, data, christoffel=False, factorization='eq10'
     fact = 0 if factorization == 'eq10' else _factorization(factorization)
     _run(kernels.terms, model, data, 'compute_all_terms', ('q', 'v'), q, v, PRODUCTS | fact)
     if christoffel:        # Algorithm 2 from the kinematics and composite inertias just computed
-        ready(kernels.geometry)(model.ints, model.reals, data.work, data.q, data.Gamma,
-                                CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
+        _after_terms(model, data.work, data.q, data.Gamma)
     return data
 
 
@@ -215,9 +214,18 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
     ready(kernels.terms)(model.ints, model.reals, data.work, q, v,
                          PRODUCTS | UNCHECKED | _FACTORIZATIONS[factorization])
     if christoffel:
-        ready(kernels.geometry)(model.ints, model.reals, data.work, q, data.Gamma,
-                                CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
+        _after_terms(model, data.work, data.q, data.Gamma)
     return data
+
+
+def _after_terms(model, work, q, Gamma):
+    """Gamma from the kinematics pass and composite inertias ``terms`` just left in work (q:
+    any float64 vector; not read)."""
+    try:
+        _geometry(model.ints, model.reals, work, q, Gamma, CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
+    except TypeError:      # not compiled yet
+        ready(kernels.geometry)(model.ints, model.reals, work, q, Gamma,
+                                CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
 
 
 def observer_terms(model, q, v, data=None):

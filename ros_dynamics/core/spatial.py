@@ -156,27 +156,44 @@ def body_factorization_eq9(v, I, b, B, k):
 @helper
 def factor_times(B, k, x, ncols):
     """B[k] x using the first ``ncols`` columns (3 for the factorization of eq. (10), else 6)."""
+    a0, a1, a2 = x[0], x[1], x[2]
+    y0 = B[k, 0, 0] * a0 + B[k, 0, 1] * a1 + B[k, 0, 2] * a2
+    y1 = B[k, 1, 0] * a0 + B[k, 1, 1] * a1 + B[k, 1, 2] * a2
+    y2 = B[k, 2, 0] * a0 + B[k, 2, 1] * a1 + B[k, 2, 2] * a2
+    y3 = B[k, 3, 0] * a0 + B[k, 3, 1] * a1 + B[k, 3, 2] * a2
+    y4 = B[k, 4, 0] * a0 + B[k, 4, 1] * a1 + B[k, 4, 2] * a2
+    y5 = B[k, 5, 0] * a0 + B[k, 5, 1] * a1 + B[k, 5, 2] * a2
     if ncols == 3:
-        a0, a1, a2 = x[0], x[1], x[2]
-        return (B[k, 0, 0] * a0 + B[k, 0, 1] * a1 + B[k, 0, 2] * a2,
-                B[k, 1, 0] * a0 + B[k, 1, 1] * a1 + B[k, 1, 2] * a2,
-                B[k, 2, 0] * a0 + B[k, 2, 1] * a1 + B[k, 2, 2] * a2,
-                B[k, 3, 0] * a0 + B[k, 3, 1] * a1 + B[k, 3, 2] * a2,
-                B[k, 4, 0] * a0 + B[k, 4, 1] * a1 + B[k, 4, 2] * a2,
-                B[k, 5, 0] * a0 + B[k, 5, 1] * a1 + B[k, 5, 2] * a2)
-    return (dot6(B[k], 0, x), dot6(B[k], 1, x), dot6(B[k], 2, x),
-            dot6(B[k], 3, x), dot6(B[k], 4, x), dot6(B[k], 5, x))
+        return y0, y1, y2, y3, y4, y5
+    b0, b1, b2 = x[3], x[4], x[5]
+    return (y0 + B[k, 0, 3] * b0 + B[k, 0, 4] * b1 + B[k, 0, 5] * b2,
+            y1 + B[k, 1, 3] * b0 + B[k, 1, 4] * b1 + B[k, 1, 5] * b2,
+            y2 + B[k, 2, 3] * b0 + B[k, 2, 4] * b1 + B[k, 2, 5] * b2,
+            y3 + B[k, 3, 3] * b0 + B[k, 3, 4] * b1 + B[k, 3, 5] * b2,
+            y4 + B[k, 4, 3] * b0 + B[k, 4, 4] * b1 + B[k, 4, 5] * b2,
+            y5 + B[k, 5, 3] * b0 + B[k, 5, 4] * b1 + B[k, 5, 5] * b2)
 
 
 @helper
 def factor_T_times(B, k, x, ncols):
-    """B[k]^T x; with ``ncols`` = 3 (eq. (10)) the linear part is zero."""
-    def col(c):
-        return (B[k, 0, c] * x[0] + B[k, 1, c] * x[1] + B[k, 2, c] * x[2]
-                + B[k, 3, c] * x[3] + B[k, 4, c] * x[4] + B[k, 5, c] * x[5])
+    """B[k]^T x; with ``ncols`` = 3 (eq. (10)) the linear part is zero.  (Written out: a
+    closure for the column product costs about a second of compile time.)"""
+    x0, x1, x2, x3, x4, x5 = x
+    c0 = (B[k, 0, 0] * x0 + B[k, 1, 0] * x1 + B[k, 2, 0] * x2
+          + B[k, 3, 0] * x3 + B[k, 4, 0] * x4 + B[k, 5, 0] * x5)
+    c1 = (B[k, 0, 1] * x0 + B[k, 1, 1] * x1 + B[k, 2, 1] * x2
+          + B[k, 3, 1] * x3 + B[k, 4, 1] * x4 + B[k, 5, 1] * x5)
+    c2 = (B[k, 0, 2] * x0 + B[k, 1, 2] * x1 + B[k, 2, 2] * x2
+          + B[k, 3, 2] * x3 + B[k, 4, 2] * x4 + B[k, 5, 2] * x5)
     if ncols == 3:
-        return col(0), col(1), col(2), 0.0, 0.0, 0.0
-    return col(0), col(1), col(2), col(3), col(4), col(5)
+        return c0, c1, c2, 0.0, 0.0, 0.0
+    c3 = (B[k, 0, 3] * x0 + B[k, 1, 3] * x1 + B[k, 2, 3] * x2
+          + B[k, 3, 3] * x3 + B[k, 4, 3] * x4 + B[k, 5, 3] * x5)
+    c4 = (B[k, 0, 4] * x0 + B[k, 1, 4] * x1 + B[k, 2, 4] * x2
+          + B[k, 3, 4] * x3 + B[k, 4, 4] * x4 + B[k, 5, 4] * x5)
+    c5 = (B[k, 0, 5] * x0 + B[k, 1, 5] * x1 + B[k, 2, 5] * x2
+          + B[k, 3, 5] * x3 + B[k, 4, 5] * x4 + B[k, 5, 5] * x5)
+    return c0, c1, c2, c3, c4, c5
 
 
 @helper
