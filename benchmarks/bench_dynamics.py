@@ -20,7 +20,8 @@ Python-call level for both libraries:
 
 plus the throughput of rd.dynamics_batch (K = 1000 states, all cores) against a Python loop of
 single rd.dynamics calls and against the same batch on one thread, a comparison with the seed
-paper's Table 1, and a breakdown of where the time of one rd.dynamics call goes (chain-20).
+paper's Table 1, and breakdowns of where the time of one rd.dynamics call (chain-20) and of one
+rd.christoffel call (chain-7) goes.
 Progress goes to stderr; the tables go to stdout and to out/benchmarks/dynamics.md (or --out).
 """
 
@@ -210,6 +211,50 @@ def profile_rows(prof):
     return rows
 
 
+def profile_christoffel(pair, blocks, block_s):
+    """Where one rd.christoffel(model, q) call goes (with and without ``data=``): the numba
+    dispatch of the kernel's 7 arguments (an empty compiled function of the same types), the
+    compiled kernel (views, finiteness check, kinematics, Algorithm 2), the two allocations of
+    the no-data call (Gamma and the scratch buffer) and the Python glue (the rest)."""
+    from numba import njit
+    from ros_dynamics.core import kernels
+    from ros_dynamics.core.jit import ready
+    m = pair.model
+    _, _, _, Q, _, _ = pair.states(1, seed=7)
+    q = Q[0]
+    data = rd.Data(m)
+    G = data.Gamma
+    geometry = ready(kernels.geometry)
+    point, flag, n, shape = np.zeros(3), kernels.CHRISTOFFEL, m.work_offsets[-1], m.gamma_shape
+
+    @njit(cache=False)
+    def empty(ints, reals, work, q, Gamma, flags, point):
+        return 0
+
+    funcs = {
+        'api': lambda: rd.christoffel(m, q),
+        'api_data': lambda: rd.christoffel(m, q, data=data),
+        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, G, flag, point),
+        'kernel': lambda: geometry(m.ints, m.reals, data.work, q, G, flag, point),
+        'alloc': lambda: (np.empty(shape), np.empty(n)),
+    }
+    for f in funcs.values():
+        f()
+    return interleaved(funcs, blocks=blocks, block_s=block_s, **TIMING)
+
+
+def christoffel_rows(prof):
+    """(piece, seconds with data=, seconds without) rows that add up to the two API calls."""
+    glue = prof['api_data'] - prof['kernel']
+    return [('numba dispatch of the 7 arguments (empty compiled function, same types)',
+             prof['dispatch'], prof['dispatch']),
+            ('compiled kernel: views, finiteness check, kinematics, Algorithm 2',
+             prof['kernel'] - prof['dispatch'], prof['kernel'] - prof['dispatch']),
+            ('allocating Gamma and the scratch buffer (no data=)', 0.0, prof['alloc']),
+            ('Python glue (call, data check, attribute lookups)', glue,
+             prof['api'] - prof['kernel'] - prof['alloc'])]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--quick', action='store_true', help='fewer repeats, skip the 40-DoF chain')
@@ -233,7 +278,7 @@ def main(argv=None):
 
     results, errors, relerr, kernels, batches, nvs = {}, {}, {}, {}, {}, {}
     sources = robot_sources(quick=args.quick)
-    prof = prof_label = None
+    prof = prof_label = gprof = None
     for i, (label, kind, src) in enumerate(sources):
         log(f'[{i + 1}/{len(sources)}] {label}')
         pair = Pair(label, src)
@@ -255,6 +300,9 @@ def main(argv=None):
             log('    profiling rd.dynamics ...')
             prof = profile(pair, blocks, block_s)
             prof_label = label
+        if label == 'chain-7':
+            log('    profiling rd.christoffel ...')
+            gprof = profile_christoffel(pair, blocks, block_s)
 
     lines = []
     w = lines.append
@@ -342,6 +390,15 @@ def main(argv=None):
         for name, t in profile_rows(prof):
             w(f'| {name} | {us(t)} | {100 * t / api_t:.0f} % |')
         w(f'| **rd.dynamics(..., data=) total** | **{us(api_t)}** | 100 % |')
+    if gprof is not None:
+        w('')
+        w('## Where the time of one rd.christoffel(model, q) call goes (chain-7)')
+        w('')
+        w('| piece | us, data= | us, no data |')
+        w('|---|---:|---:|')
+        for name, t_data, t_new in christoffel_rows(gprof):
+            w(f'| {name} | {us(t_data)} | {us(t_new)} |')
+        w(f'| **rd.christoffel total** | **{us(gprof["api_data"])}** | **{us(gprof["api"])}** |')
     w('')
     w(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')
     text = '\n'.join(lines) + '\n'

@@ -39,7 +39,10 @@ Kernel calling convention (every compiled algorithm follows it)
   call measured for ``w``), while inlined the unused fields vanish.  An entry kernel thus
   compiles into one function, with the flags of ``jit.JIT``.  The small functions of scalars
   and (array, row) pairs they call (spatial.py, ``set6``, ...) are ``@helper`` (jit.py):
-  compiled once per process each and inlined by LLVM.
+  compiled once per process each and inlined by LLVM.  One exception: the kinematics pass
+  every kernel starts with (``world_kinematics``) is compiled once per process too, and LLVM
+  is told to inline it (``forceinline``): numba's own inlining compiled it again into every
+  kernel, about 2 s of CPU time each.
 """
 
 from collections import namedtuple
@@ -47,7 +50,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 from numba.core import cgutils, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, register_jitable
 from numba.np.arrayobj import make_array, populate_array
 
 from .configuration import FREE, PRISMATIC, REVOLUTE
@@ -150,12 +153,12 @@ def forward_kinematics(m, q, w):
     world_kinematics(m, q, w.R, w.pos, w.Phi, w.I)
 
 
-@helper
+@register_jitable(forceinline=True, **JIT)
 def world_kinematics(m, q, R, p, Phi, I):
-    """:func:`forward_kinematics` into the arrays it fills.  A ``@helper``, unlike the other
-    functions that take ``m``: numba compiles it once per process for all the entry kernels
-    (about 2 s of CPU time each time it were inlined into one), at the price of one
-    non-inlined call per kernel call (~0.05 us, its arguments)."""
+    """:func:`forward_kinematics` into the arrays it fills.  Compiled like a ``@helper``, unlike
+    the other functions that take ``m``: numba compiles it once per process for all the entry
+    kernels (inlined into each by numba it cost ~2 s of CPU time per kernel); LLVM inlines it
+    (``forceinline``), so the namedtuple ``m`` does not cross a call at run time."""
     placements(m, q, R, p, Phi)
     world_inertias(m, R, p, I)
 
