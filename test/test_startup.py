@@ -2,10 +2,12 @@
 its first call, under an inter-process lock, and numba's cache works with any NUMBA_OPT.
 
 Each check runs a fresh interpreter (the package's own state is per process)."""
+import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import ros_dynamics as rd
@@ -74,3 +76,37 @@ def test_unoptimized_kernels_compile_and_run(tmp_path):
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err
     assert out.strip() == '(6, 7)'
+
+
+def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
+    """The functions compiled once per process and shared by the kernels (the named views, the
+    kinematics pass, Algorithm 2's sweep) are rebuilt from numba's cache in a later process:
+    it compiles nothing and gets the same numbers (Gamma checked against C = Gamma v)."""
+    code = ('import json, numpy as np, ros_dynamics as rd\n'
+            'from numba.core import event\n'
+            'compiled = []\n'
+            'class L(event.Listener):\n'
+            '    def on_start(self, ev): compiled.append(ev.data["dispatcher"].py_func.__name__)\n'
+            '    def on_end(self, ev): pass\n'
+            'event.register("numba:compile", L())\n'
+            'm = rd.load_urdf(rd.bundled_urdf("arm7"))\n'
+            'q, v = np.linspace(-1, 1, 7), np.linspace(0.5, -0.3, 7)\n'
+            'd = rd.Data(m)\n'
+            'rd.compute_all_terms(m, q, v, d, christoffel=True)\n'
+            'G = rd.christoffel(m, q)\n'
+            'print(json.dumps(dict(compiled=compiled, C=d.C.tolist(), Gv=(G @ v).tolist(),\n'
+            '                      dataG=d.Gamma.tolist(), G=G.tolist(),\n'
+            '                      g=rd.gravity(m, q).tolist())))\n')
+    runs = []
+    for _ in range(2):
+        p = _python(code, NUMBA_CACHE_DIR=str(tmp_path))
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    first, second = runs
+    assert {'terms', 'geometry', 'gravity'} <= set(first['compiled'])
+    assert second['compiled'] == []
+    for key in ('C', 'G', 'g'):        # (the last bit may differ: FMA contraction is free)
+        np.testing.assert_allclose(first[key], second[key], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(second['Gv'], second['C'], atol=1e-12)
+    np.testing.assert_allclose(second['dataG'], second['G'], atol=1e-12)

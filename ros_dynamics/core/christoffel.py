@@ -21,7 +21,7 @@ which the kernel writes after the sweep (the other entries keep the symmetric fo
 
 from numba import njit
 
-from .jit import JIT
+from .jit import JIT, shared
 from .kinematics import forward_kinematics, per_body_6x6
 from .configuration import FREE
 from .spatial import add_row, body_factorization, dot6, factor_T_times, factor_times, row6
@@ -34,7 +34,7 @@ def christoffel(m, q, Gamma, w):
     christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, True)
 
 
-@njit(inline='always', **JIT)
+@shared
 def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
     """Lines 4-23 from the world Phi and inertias I.  ``accumulate``: I holds the body
     inertias and line 22 sums them into composites as the sweep goes; otherwise I already

@@ -19,7 +19,7 @@ multiplied, and F3 has a zero linear part.
 
 from numba import njit
 
-from .jit import JIT
+from .jit import JIT, shared
 from .kinematics import forward_kinematics, per_body_6x6, velocities
 from .spatial import (add6, add_row, body_factorization, body_factorization_eq9, dot6,
                       factor_T_times, factor_times, gravity_force, inertia_times, row6)

@@ -142,3 +142,12 @@ def helper(fn):
     ``dot6(A, 0, x)``, ``dot6(A, 1, x)``, ... and ``dot6(A, i, x)``: seven compilations of one
     function; an overload types non-literal arguments first.)"""
     return register_jitable(**JIT)(fn)
+
+
+def shared(fn):
+    """Decorator for the larger compiled functions several entry kernels call (the kinematics
+    pass, the sweeps of Algorithms 1 and 2, the named views): compiled once per process like a
+    :func:`helper`, and always inlined by LLVM (``forceinline``), so that the named tuples of
+    arrays they take (``m``, ``w``) never cross a call at run time.  Inlined by numba instead
+    (``inline='always'``), each would be compiled again into every kernel that calls it."""
+    return register_jitable(**JIT, forceinline=True)(fn)

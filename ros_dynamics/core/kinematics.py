@@ -50,12 +50,12 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 from numba.core import cgutils, types
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 from .configuration import FREE, PRISMATIC, REVOLUTE
 from .model import N_HEADER, WORK_FIELDS
-from .jit import JIT, helper
+from .jit import JIT, helper, shared
 from .spatial import I_H, I_J, NI, motion_cross, quaternion_to_matrix, row6
 
 Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent X_R X_p axis com '
@@ -100,7 +100,7 @@ def per_body_6x6(W):
     return _c_view(W, 0, (W.shape[1], 6, 6))
 
 
-@njit(inline='always', **JIT)
+@shared
 def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
     N, nv, nq = ints[0], ints[1], ints[2]
@@ -138,10 +138,11 @@ def _workspace_source():
 
 def _compile_workspace():
     # generated from WORK_FIELDS, so a new field needs no edit here; compiled with this file's
-    # name, so numba finds its source file (cache locator) like any other kernel's
-    namespace = {'Work': Work, '_c_view': _c_view}
+    # name and module, so numba finds its source file (cache locator) and, loading a cached
+    # kernel, the module to rebuild it in, like any other function's
+    namespace = {'Work': Work, '_c_view': _c_view, '__name__': __name__}
     exec(compile(_workspace_source(), __file__, 'exec'), namespace)
-    return njit(inline='always', **JIT)(namespace['workspace'])
+    return shared(namespace['workspace'])
 
 
 workspace = _compile_workspace()
@@ -153,7 +154,7 @@ def forward_kinematics(m, q, w):
     world_kinematics(m, q, w.R, w.pos, w.Phi, w.I)
 
 
-@register_jitable(forceinline=True, **JIT)
+@shared
 def world_kinematics(m, q, R, p, Phi, I):
     """:func:`forward_kinematics` into the arrays it fills.  Compiled like a ``@helper``, unlike
     the other functions that take ``m``: numba compiles it once per process for all the entry
