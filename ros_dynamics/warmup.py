@@ -14,11 +14,13 @@ import sys
 import time
 
 # compile CPU seconds per kernel, measured cold by benchmarks/compile_cost.py on a shared
-# 2-core machine (less on an idle one); a kernel already in the cache loads in ~0.1 s
+# 2-core machine (less on an idle one), compiled in this order (the functions the kernels share,
+# jit.shared, are compiled by the first that needs them); a kernel already in the cache loads
+# in ~0.1 s
 ESTIMATE = {
-    'terms': 12.0, 'observer_terms': 9.0, 'mass_matrix': 7.0, 'gravity': 6.0,
-    'inverse_dynamics': 9.0, 'forward_dynamics': 12.0, 'contact_compliance': 13.0,
-    'dynamics_batch': 18.0, 'christoffel_batch': 15.0, '_residual_step': 0.5, '_any_above': 0.1,
+    'terms': 7.0, 'geometry': 2.0, 'observer_terms': 1.5, 'mass_matrix': 1.0, 'gravity': 1.0,
+    'inverse_dynamics': 2.0, 'forward_dynamics': 3.0, 'contact_compliance': 7.0,
+    'dynamics_batch': 4.0, 'christoffel_batch': 2.0, '_residual_step': 0.5, '_any_above': 0.1,
 }
 
 

@@ -29,20 +29,21 @@ Kernel calling convention (every compiled algorithm follows it)
   then converts and retries).  They validate first (``valid_state(m, q, v)``: lengths,
   finiteness, unit quaternion) and return a status (0 done, 1 invalid input, 2 singular M)
   instead of computing on bad input.
-* ``tree`` and ``workspace`` are inlined (``inline='always'``), so building the named views
+* ``tree`` and ``workspace`` are always inlined (``jit.shared``), so building the named views
   costs nothing for the fields a kernel does not use.  The views are C-contiguous and borrowed
   (``_c_view``: no run-time checks, no reference counts), so the buffers they view must stay
   alive while they are used: in an entry kernel they are its arguments; a kernel that makes its
   own buffer holds it for the whole computation (see the batch kernels).
-* Every kernel that takes ``m`` or ``w`` is inlined too (``@njit(inline='always', **JIT)``):
-  a namedtuple of arrays crosses a compiled call as some hundred scalar arguments (~0.2 us per
-  call measured for ``w``), while inlined the unused fields vanish.  An entry kernel thus
-  compiles into one function, with the flags of ``jit.JIT``.  The small functions of scalars
-  and (array, row) pairs they call (spatial.py, ``set6``, ...) are ``@helper`` (jit.py):
-  compiled once per process each and inlined by LLVM.  One exception: the kinematics pass
-  every kernel starts with (``world_kinematics``) is compiled once per process too, and LLVM
-  is told to inline it (``forceinline``): numba's own inlining compiled it again into every
-  kernel, about 2 s of CPU time each.
+* Every function that takes ``m`` or ``w`` is inlined too: a namedtuple of arrays crosses a
+  compiled call as some hundred scalar arguments (~0.2 us per call measured for ``w``), while
+  inlined the unused fields vanish.  An entry kernel thus compiles into one function, with the
+  flags of ``jit.JIT``.  Two ways: what several kernels share (the views, the kinematics pass
+  ``world_kinematics``, Algorithm 2's sweep) is ``@shared`` (jit.py): compiled by numba once
+  per process and inlined by LLVM (about 2 s of CPU time saved per kernel for the kinematics
+  pass alone); what one kernel uses is inlined by numba (``@njit(inline='always', **JIT)``),
+  which compiles faster for a single caller.  The small functions of scalars and (array, row)
+  pairs they call (spatial.py, ``set6``, ...) are ``@helper`` (jit.py): compiled once per
+  process each and inlined by LLVM where it finds it worth it.
 """
 
 from collections import namedtuple
@@ -156,10 +157,8 @@ def forward_kinematics(m, q, w):
 
 @shared
 def world_kinematics(m, q, R, p, Phi, I):
-    """:func:`forward_kinematics` into the arrays it fills.  Compiled like a ``@helper``, unlike
-    the other functions that take ``m``: numba compiles it once per process for all the entry
-    kernels (inlined into each by numba it cost ~2 s of CPU time per kernel); LLVM inlines it
-    (``forceinline``), so the namedtuple ``m`` does not cross a call at run time."""
+    """:func:`forward_kinematics` into the arrays it fills (``@shared``: compiled once per
+    process for every entry kernel, inlined by LLVM)."""
     placements(m, q, R, p, Phi)
     world_inertias(m, R, p, I)
 
