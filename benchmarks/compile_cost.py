@@ -3,6 +3,7 @@
     python benchmarks/compile_cost.py                 # cold cache, then a warm process
     python benchmarks/compile_cost.py --out out/compile_cost.md
     python benchmarks/compile_cost.py --node-only --repeat 3     # the node's warm-up only
+    python benchmarks/compile_cost.py --node --repeat 3          # the ROS node process
 
 Each measurement is a fresh ``python`` process with ``NUMBA_CACHE_DIR`` on a new temporary
 directory (cold: nothing cached; warm: the same directory again).  The child listens to numba's
@@ -18,6 +19,12 @@ subtracted from the caller: "self" time; "total" includes them).  The child's st
    ``rd.christoffel``; then ``link_jacobian`` and ``estimate_contact_wrench`` (the contact path);
 4. every other public entry point once (all kernels compiled).
 
+``--node`` measures the ROS node itself instead: ``dynamics_node`` on the bundled arm (its
+``robot_description`` from a parameter file, loopback DDS), cold and then warm, and reports the
+process CPU time (all threads, /proc) when it logs that the model and kernels are ready (its
+warm-up compiles everything the first ~/dynamics needs), with the compile CPU of each kernel
+it compiled (numba's events; DDS threads' CPU included).
+
 ``--repeat N`` runs the cold/warm pair N times and reports the minimum of each mark (CPU time
 on a shared machine is noisy: other processes slow this one's caches and cores).
 """
@@ -25,6 +32,7 @@ on a shared machine is noisy: other processes slow this one's caches and cores).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,6 +97,26 @@ marks['everything'] = time.process_time()
 print(json.dumps(dict(marks=marks, rows=rows)))
 '''
 
+NODE_CHILD = r'''
+import runpy, sys, time
+from numba.core import event
+stack = []
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        stack.append(time.process_time())
+    def on_end(self, ev):
+        t0 = stack.pop()
+        if not stack:
+            d = ev.data['dispatcher']
+            print(f'COMPILE {d.py_func.__module__}.{d.py_func.__qualname__} '
+                  f'{time.process_time() - t0:.3f}', file=sys.stderr, flush=True)
+
+event.register('numba:compile', Listener())
+sys.argv = ['dynamics_node'] + sys.argv[1:]
+runpy.run_module('ros_dynamics.ros.dynamics_node', run_name='__main__')
+'''
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -99,6 +127,61 @@ def run(cache_dir, node_only=False, extra_env=None):
     if p.returncode != 0:
         raise RuntimeError(p.stderr)
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_node(cache_dir, timeout=600.0):
+    """The dynamics_node process with NUMBA_CACHE_DIR=cache_dir until it logs 'model ready':
+    {'marks': {'node ready': process CPU}, 'rows': per kernel compile CPU}."""
+    import random
+    import signal
+    import time
+    import yaml
+    sys.path.insert(0, REPO)
+    import ros_dynamics as rd
+    tmp = tempfile.mkdtemp(prefix='rd_compile_cost_')
+    params = os.path.join(tmp, 'params.yaml')
+    with open(rd.bundled_urdf('arm7')) as fh:
+        urdf = fh.read()
+    with open(params, 'w') as fh:
+        yaml.safe_dump({'/compile_cost/dynamics': {'ros__parameters': {'robot_description': urdf}}}, fh)
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=REPO,
+               ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    env.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
+    log_path = os.path.join(tmp, 'node.log')
+    with open(log_path, 'w') as log:
+        p = subprocess.Popen([sys.executable, '-c', NODE_CHILD, '--ros-args', '-r',
+                              '__ns:=/compile_cost', '--params-file', params],
+                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    tick = os.sysconf('SC_CLK_TCK')
+    cpu, end = None, time.monotonic() + timeout
+    try:
+        while cpu is None and time.monotonic() < end:
+            with open(log_path) as fh:
+                text = fh.read()
+            if 'model ready' in text:
+                with open(f'/proc/{p.pid}/stat') as fh:
+                    f = fh.read().rsplit(')', 1)[1].split()
+                cpu = (int(f[11]) + int(f[12])) / tick
+            elif p.poll() is not None:
+                raise RuntimeError('the node exited:\n' + text)
+            else:
+                time.sleep(0.02)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if cpu is None:
+        raise RuntimeError(f'the node was not ready after {timeout} s')
+    rows = []
+    for line in text.splitlines():
+        if line.startswith('COMPILE '):
+            _, name, t = line.split()
+            rows.append(dict(name=name, total=float(t), self=float(t), depth=0, step='node'))
+    return dict(marks={'dynamics_node: model and kernels ready': cpu}, rows=rows)
 
 
 def minimum(results):
@@ -131,12 +214,18 @@ def main(argv=None):
     ap.add_argument('--repeat', type=int, default=1, help='cold/warm pairs (minimum reported)')
     ap.add_argument('--node-only', action='store_true',
                     help="stop after the node's warm-up (skip the other kernels)")
+    ap.add_argument('--node', action='store_true',
+                    help='measure the dynamics_node process itself (ROS 2, loopback DDS)')
     args = ap.parse_args(argv)
     colds, warms = [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as cache:
-            colds.append(run(cache, args.node_only))
-            warms.append(run(cache, args.node_only))
+            if args.node:
+                colds.append(run_node(cache))
+                warms.append(run_node(cache))
+            else:
+                colds.append(run(cache, args.node_only))
+                warms.append(run(cache, args.node_only))
     cold, warm = minimum(colds), minimum(warms)
     text = [f'## Cold cache (process CPU time since interpreter start; minimum of {args.repeat})',
             '']
