@@ -123,7 +123,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run(cache_dir, node_only=False, extra_env=None):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, **(extra_env or {}))
     p = subprocess.run([sys.executable, '-c', CHILD, REPO, 'node-only' if node_only else 'all'],
-                       env=env, capture_output=True, text=True)
+                       env=env, cwd=REPO, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(p.stderr)
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -151,7 +151,7 @@ def run_node(cache_dir, timeout=600.0):
     with open(log_path, 'w') as log:
         p = subprocess.Popen([sys.executable, '-c', NODE_CHILD, '--ros-args', '-r',
                               '__ns:=/compile_cost', '--params-file', params],
-                             env=env, stdout=log, stderr=subprocess.STDOUT)
+                             env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     tick = os.sysconf('SC_CLK_TCK')
     cpu, end = None, time.monotonic() + timeout
     try:
