@@ -21,6 +21,7 @@ import numpy as np
 from ..core.api import christoffel, dynamics, mass_matrix
 from ..estimation.payload import estimate_payload
 from . import interfaces as itf
+from .engine import stamp_msg
 
 MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
 MIN_RCOND = 1e-12            # Lambda counts as singular below this reciprocal condition number
@@ -97,7 +98,7 @@ class Services:
             if latest is None:
                 raise ValueError('no joint state accepted yet: give a state in the request '
                                  '(names and positions) or publish joint_states')
-            return eng, latest[0], latest[1], latest[2]
+            return eng, latest[0], latest[1], stamp_msg(latest[2])
         limit = 4 * len(eng.joint_names) + 64
         if len(js.name) > limit:
             raise ValueError(f'{len(js.name)} names: at most {limit} for this model')

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.api import link_placement
 from .diagnostics import NodeHealth
+from .engine import stamp_msg
 from .visualization import ContactView, contact_markers, external_wrench, released_wrench
 
 
@@ -52,6 +53,7 @@ class Visibility:
 
     # ------------------------------------------------------------------ per cycle
     def cycle(self, eng, cfg, stamp, res, q, stamp_ns, latency_s, cpu_s):
+        """One accepted cycle: ``stamp`` (sec, nanosec) of its joint state."""
         h = self.health
         h.accepted(stamp_ns, latency_s, cpu_s)
         if res.observer == 'reset':
@@ -66,6 +68,7 @@ class Visibility:
             self._contacts(eng, cfg, stamp, res, q)
 
     def _contacts(self, eng, cfg, stamp, res, q):
+        stamp = stamp_msg(stamp)
         views = []
         if res.contact.in_contact:
             links = list(res.contact.links)
