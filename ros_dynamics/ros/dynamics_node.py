@@ -40,17 +40,10 @@ from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.services import Services  # noqa: E402
 from ros_dynamics.ros.visibility import Visibility  # noqa: E402
-from ros_dynamics.ros.wire import JointStateReader  # noqa: E402
+from ros_dynamics.ros.wire import JointStateReader, f64  # noqa: E402
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
-
-
-def _f64(seq):
-    """A float64 view of a message's array field (no copy for array.array('d'))."""
-    if len(seq) and getattr(seq, 'typecode', None) == 'd':
-        return np.frombuffer(seq, dtype=np.float64)
-    return np.asarray(seq, dtype=np.float64)
 
 
 def _show(name, value):
@@ -114,7 +107,7 @@ class DynamicsNode(Node):
                           on_clock_change=True), post_callback=self._on_clock_jump)
         self.create_subscription(itf.String, 'robot_description', self._on_description, latched)
         # joint states as serialized bytes, read without a Python message object (ros.wire)
-        self._reader = JointStateReader()
+        self._reader = JointStateReader(lambda raw: deserialize_message(raw, itf.JointState))
         self.create_subscription(itf.JointState, 'joint_states', self._on_joint_state, in_qos,
                                  raw=True)
         self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos)
@@ -300,29 +293,14 @@ class DynamicsNode(Node):
             return self._refuse('cmd_layout', '~/commanded_torque rejected: ' + (
                 nmap.error or f'{len(msg.effort)} efforts for {len(msg.name)} names'))
         tau = np.empty(len(eng.joint_names))
-        nmap.efforts(_f64(msg.effort), tau)
+        nmap.efforts(f64(msg.effort), tau)
         if not (np.abs(tau) <= eng.bounds.effort).all():
             return self._refuse('cmd_bound', '~/commanded_torque rejected: non-finite effort or '
                                 'beyond the effort limit (input_limit_factor x URDF limit)')
         self._cmd = (eng, tau, time.monotonic_ns())
 
-    def _read(self, raw):
-        """(names, position, velocity, effort, sec, nanosec) of a serialized JointState; rclpy
-        deserializes what the wire reader does not read (another encapsulation)."""
-        js = self._reader.read(raw)
-        if js is None:
-            try:
-                msg = deserialize_message(raw, itf.JointState)
-            except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
-                return self._refuse('malformed', f'joint_states rejected: not a readable '
-                                    f'JointState ({type(exc).__name__}: {exc})')
-            st = msg.header.stamp
-            js = (msg.name, _f64(msg.position), _f64(msg.velocity), _f64(msg.effort), st.sec,
-                  st.nanosec)
-        return js
-
     def _on_joint_state(self, raw):
-        t_in, cpu_in = time.perf_counter(), time.thread_time()
+        t_in = time.perf_counter()
         if not self._built.empty():
             self._install_built()
         eng = self._engine
@@ -331,10 +309,11 @@ class DynamicsNode(Node):
                                 'active', 'info')
         if eng is None:
             return self._refuse('no_model', 'joint_states ignored: no robot model yet')
-        js = self._read(raw)
-        if js is None:
-            return None
-        names, position, velocity, effort, sec, nanosec = js
+        try:
+            names, position, velocity, effort, sec, nanosec = self._reader.read(raw)
+        except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
+            return self._refuse('malformed', 'joint_states rejected: not a readable JointState '
+                                f'({type(exc).__name__}: {exc})')
         asm = eng.assembler
         now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
         verdict = asm.add(names, position, velocity, effort, sec, nanosec, now)
@@ -377,8 +356,7 @@ class DynamicsNode(Node):
         if tau is not None:
             eng.record(t_ns, q, v, tau)
         self._publish(eng, cfg, stamp, res)
-        self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in,
-                        time.thread_time() - cpu_in)
+        self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in)
         return None
 
     def _effort(self, eng, cfg, asm):

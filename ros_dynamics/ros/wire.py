@@ -96,15 +96,24 @@ def _scan_joint_state(src, payload, fields):
     return OK
 
 
+def f64(seq):
+    """A float64 array of a message's array field (a view, no copy, of an array.array('d'))."""
+    if len(seq) and getattr(seq, 'typecode', None) == 'd':
+        return np.frombuffer(seq, dtype=np.float64)
+    return np.asarray(seq, dtype=np.float64)
+
+
 class JointStateReader:
     """Reads serialized sensor_msgs/JointState messages (see the module text).
 
     :meth:`read` returns ``(names, position, velocity, effort, sec, nanosec)`` with ``names``
     a tuple (the same object for every message of one layout) and the arrays float64 views
-    into a buffer reused by the next call; or None when the bytes are not plain little-endian
-    CDR or are malformed (then deserialize them with rclpy)."""
+    into a buffer reused by the next call.  Bytes that are not plain little-endian CDR, or
+    malformed, go to ``deserialize(raw)`` (rclpy's, returning a JointState; it raises if they
+    are no JointState); without it ``read`` returns None for them."""
 
-    def __init__(self, size=4096):
+    def __init__(self, deserialize=None, size=4096):
+        self._deserialize = deserialize
         self._buffer = np.zeros(size // 8)
         self._payload = self._buffer.view(np.uint8)
         self._fields = np.zeros(11, dtype=np.int64)
@@ -115,10 +124,15 @@ class JointStateReader:
         src = np.frombuffer(raw, dtype=np.uint8)
         status = _scan_joint_state(src, self._payload, self._fields)
         if status == TOO_LONG:
-            self.__init__(8 * (len(raw) // 8 + 1) * 2)
+            self.__init__(self._deserialize, 8 * (len(raw) // 8 + 1) * 2)
             status = _scan_joint_state(src, self._payload, self._fields)
         if status != OK:
-            return None
+            if self._deserialize is None:
+                return None
+            msg = self._deserialize(raw)
+            st = msg.header.stamp
+            return (tuple(msg.name), f64(msg.position), f64(msg.velocity), f64(msg.effort),
+                    st.sec, st.nanosec)
         f = self._fields.tolist()
         key = raw[HEADER + f[NAMES_START]:HEADER + f[NAMES_END]]
         names = self._names.get(key)
