@@ -71,7 +71,7 @@ class Services:
     def _spin(self):
         while not self._stop.is_set():
             try:
-                self.executor.spin_once(timeout_sec=0.1)
+                self.executor.spin_once(timeout_sec=1.0)   # close() wakes it
             except Exception:  # noqa: BLE001 - context shut down under us at exit
                 if self._stop.is_set():
                     return
@@ -79,6 +79,7 @@ class Services:
 
     def close(self):
         self._stop.set()
+        self.executor.wake()
         self._thread.join(timeout=2.0)
         self.executor.shutdown(timeout_sec=1.0)
         self.srv_node.destroy_node()
