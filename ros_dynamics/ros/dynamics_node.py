@@ -16,14 +16,13 @@ import sys
 import threading
 import time
 
-import numpy as np
-
 from ros_dynamics.ros import compat
 
 if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') in (
         'dynamics_node', 'dynamics_lifecycle_node'):
     compat.start_entry_point()   # quiet signals during imports; the wheels' library path
 
+import numpy as np  # noqa: E402
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.clock import Clock, ClockType, JumpThreshold  # noqa: E402
 from rclpy.duration import Duration  # noqa: E402
