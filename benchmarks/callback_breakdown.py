@@ -7,14 +7,14 @@ publishers of the same types, each with one subscriber in a second process conte
 publishing serializes and hands the sample to DDS as in the node).  Per joint state, in the
 node's order, the thread CPU time (time.thread_time) of:
 
-* ``deserialize JointState``: rclpy's deserialization of the wire bytes (what the executor's
-  take does, without the wait set);
-* ``float64 views``: np.frombuffer of position, velocity, effort;
+* ``read JointState (wire bytes)``: the node's JointStateReader on the serialized message
+  (the node's subscription is raw: rclpy makes no Python message object);
 * ``assembler.add``: names, stamp policy, gather and bounds;
 * ``state copy + effort``: the assembled state into the cycle's q, v and the observer torque;
 * ``Cycle.step``: the terms (Gamma every 10th), the observer, contact, finite checks;
-* ``dynamics_message``: M, C, dM/dt, g written into the preallocated ~/dynamics message;
-* ``publish Dynamics``;
+* ``dynamics_message``: M, C, dM/dt, g written into the serialized ~/dynamics template, and
+  its bytes;
+* ``publish Dynamics`` (the bytes);
 * ``christoffel_message + publish`` (every 10th joint state, latched; averaged per joint state).
 
 The Pinocchio node's pieces: deserialize, gather by index, pin_terms (crba, Coriolis matrix,
@@ -51,6 +51,7 @@ def breakdown(xml, messages, variant_params):
     from ros_dynamics.ros import interfaces as itf
     from ros_dynamics.ros.engine import build_engine
     from ros_dynamics.ros.parameters import defaults
+    from ros_dynamics.ros.wire import JointStateReader
 
     names, Q, V, E = trajectory(xml, messages / 1000.0, 1000.0)
     wire = []
@@ -88,18 +89,16 @@ def breakdown(xml, messages, variant_params):
         return t1
 
     asm, cyc = eng.assembler, eng.cycle
+    reader = JointStateReader()
     dec = cfg.christoffel_decimation if cfg.christoffel_stream and eng.with_gamma else 0
     count = 0
     for k, w in enumerate(wire):
         t = tt()
         t = add('timer overhead', t)
-        msg = deserialize_message(w, JointState)
-        t = add('deserialize JointState', t)
-        p, v, e = (np.frombuffer(msg.position), np.frombuffer(msg.velocity),
-                   np.frombuffer(msg.effort))
-        t = add('float64 views', t)
-        st = msg.header.stamp
-        verdict = asm.add(msg.name, p, v, e, st.sec, st.nanosec, time.time_ns())
+        names, p, v, e, sec, nanosec = reader.read(w)
+        t = add('read JointState (wire bytes)', t)
+        st = (sec, nanosec)
+        verdict = asm.add(names, p, v, e, sec, nanosec, time.time_ns())
         t = add('assembler.add', t)
         assert verdict in ('cycle', 'reset'), asm.reason
         eng.q[:] = asm.q

@@ -18,20 +18,37 @@ Subpackages, by concern:
 * :mod:`ros_dynamics.testing`: random physically valid robots for tests and benchmarks.
 """
 
-from .core import (BASE_DOF_NAMES, CENTER_OF_MASS_NAMES, COORDINATES, CenterOfMassCoordinates,
-                   Coordinates, Data, Dynamics, JointCoordinates, MimicCoordinates, Model, Output,
-                   URDFWarning, attach_payload, bundled_urdf, check_configuration, check_state,
-                   check_vector, christoffel, christoffel_batch, compute_all_terms,
-                   compute_all_terms_unchecked, configuration, contact_compliance, contact_nodes,
-                   coriolis_matrix, coriolis_transpose_times_v, dynamics, dynamics_batch,
-                   forward_dynamics, gravity, inverse_dynamics, inverse_dynamics_dv,
-                   link_jacobian, link_placement, load_urdf, load_urdf_string, mass_matrix,
-                   mass_matrix_derivative, momentum, observer_terms, output_coordinates,
-                   transform_christoffel, transform_dynamics)
-from .core import __all__ as _core_all
-from .estimation.observer import (ContactDetector, ContactState, MomentumObserver,
-                                  calibrate_thresholds, estimate_contact_wrench, friction_torque)
+import importlib
 
-__all__ = list(_core_all) + ['ContactDetector', 'ContactState', 'MomentumObserver',
-                             'calibrate_thresholds', 'estimate_contact_wrench', 'friction_torque']
 __version__ = '0.1.0'
+
+_OBSERVER = ('ContactDetector', 'ContactState', 'MomentumObserver', 'calibrate_thresholds',
+             'estimate_contact_wrench', 'friction_torque')
+_SUBPACKAGES = ('core', 'estimation', 'simulation', 'control', 'ros', 'testing')
+
+
+def __getattr__(name):
+    """The public API (``rd.dynamics``, ``rd.MomentumObserver``, ...), imported at its first
+    use: ``import ros_dynamics`` itself loads neither NumPy nor numba, so that an executable of
+    ``ros_dynamics.ros`` can install its signal handlers before those imports (PEP 562)."""
+    if name == '__all__':
+        from .core import __all__ as core_all
+        return list(core_all) + list(_OBSERVER)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f'{__name__}.{name}')
+    if name in _OBSERVER:
+        from .estimation import observer as source
+    elif not name.startswith('__'):
+        from . import core as source
+    else:
+        raise AttributeError(name)
+    try:
+        value = getattr(source, name)
+    except AttributeError:
+        raise AttributeError(f"module 'ros_dynamics' has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__getattr__('__all__')))

@@ -30,7 +30,8 @@ def _in_cache(kernel, signature):
 
 
 def main(argv=None):
-    import ros_dynamics  # noqa: F401  (defines every kernel; compiles nothing)
+    import ros_dynamics.core  # noqa: F401  (define every kernel; compile nothing)
+    import ros_dynamics.estimation.observer  # noqa: F401
     from ros_dynamics.core.jit import ENTRY_KERNELS, ready
 
     t_all = time.process_time()
@@ -52,7 +53,7 @@ def main(argv=None):
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
         print(f'{cpu:.1f} s CPU ({wall:.1f} s wall)', flush=True)
     t0 = time.process_time()
-    print('  [+] the node pipeline (joint input, finite check) ... ', end='', flush=True)
+    print('  [+] the node pipeline (joint-state reader, joint input, finite check) ... ', end='', flush=True)
     _warm_pipeline()
     print(f'{time.process_time() - t0:.1f} s CPU', flush=True)
     print(f'ros_dynamics: kernels ready ({time.process_time() - t_all:.1f} s CPU)', flush=True)
@@ -61,12 +62,15 @@ def main(argv=None):
 
 def _warm_pipeline():
     """The small kernels of the node's per-cycle pipeline outside the core, on the bundled
-    arm: the joint-input gather-and-check and the cycle's finite check."""
+    arm: the joint-state reader, the joint-input gather-and-check and the cycle's finite
+    check."""
     import numpy as np
     from ros_dynamics.core.bundled import bundled_urdf
     from ros_dynamics.core.urdf import load_urdf
     from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
     from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+    from ros_dynamics.ros.wire import JointStateReader
+    JointStateReader().read(bytes((0, 1, 0, 0)) + bytes(32))   # an empty JointState
     model = load_urdf(bundled_urdf('arm7'))
     names, z = list(model.joint_names), np.zeros(model.nv)
     asm = JointStateAssembler(names, InputBounds(model))

@@ -6,6 +6,7 @@ SetParametersResult.
 Counts and queue behaviour are printed (``pytest -s``).
 """
 import math
+import re
 import os
 import threading
 import time
@@ -354,3 +355,27 @@ def test_1000_unknown_joints_per_message(fresh_node):
     assert_answers(proc, probe, arm, 301, 'after the unknown joints')
     proc.stop()
     _report_queues(res, *summary())
+
+
+def test_unreadable_and_big_endian_joint_states(fresh_node):
+    """Bytes that are no complete JointState (a truncated message) are refused as 'malformed'
+    and change nothing; a JointState in big-endian CDR, which the node's wire reader leaves to
+    rclpy's deserialization, is answered like any other."""
+    from rclpy.serialization import serialize_message
+    from test_wire import cdr_joint_state
+    proc, probe, summary = fresh_node
+    arm = rd.load_urdf(ARM7)
+    probe.wait_connected(proc)
+    q, v, e = good_state(arm, 302)
+    whole = serialize_message(probe.joint_state(arm.joint_names, q, v, e, next_stamp()))
+    for cut in (20, 60, len(whole) // 2, len(whole) - 30):
+        probe.js_pub.publish(whole[:cut])
+    stamp = next_stamp()
+    probe.js_pub.publish(cdr_joint_state('big', stamp // 10**9, stamp % 10**9, '',
+                                         arm.joint_names, (q, v, e)))
+    assert probe.spin_until(lambda: probe.find_stamped('dynamics', stamp) is not None)
+    assert_dynamics_msg(probe.find_stamped('dynamics', stamp), arm, q, v)
+    assert_answers(proc, probe, arm, 303, 'after unreadable bytes')
+    proc.stop()
+    assert re.search(r'malformed 4\b', proc.log()), proc.log()[-2000:]
+    assert summary() == (2, 4)

@@ -90,6 +90,16 @@ def test_dynamics_node_exits_cleanly(ros_env, rclpy_context, sig, executor):
     assert_clean(proc, proc.stop(sig))
 
 
+@pytest.mark.parametrize('delay', [0.3, 0.6])
+def test_signal_during_the_imports(ros_env, delay):
+    """Ctrl-C while the executable is still importing NumPy, numba and rclpy (the first second):
+    the handlers are installed before those imports, so it ends with status 0, no traceback.
+    (Before, the first ~0.5 s, the package's own import, ended with KeyboardInterrupt.)"""
+    proc = Proc(node_cmd('imports'), ros_env)
+    time.sleep(delay)             # the input of this test: how far the start has gone
+    assert_clean(proc, proc.stop(signal.SIGINT))
+
+
 @pytest.mark.parametrize('sig', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
 def test_sim_exits_cleanly(ros_env, rclpy_context, sig):
     """The simulator publishes from a worker thread at 1 kHz; a signal ends it with status 0."""

@@ -25,12 +25,21 @@ def _python(code, **env):
 
 
 def test_import_compiles_nothing():
-    p = _python('import ros_dynamics\n'
+    """import ros_dynamics loads neither NumPy nor numba (the API comes at first use); the core
+    defines its kernels and compiles none of them."""
+    p = _python('import sys\n'
+                'import ros_dynamics\n'
+                'print(sorted(m for m in ("numpy", "numba", "rclpy") if m in sys.modules))\n'
+                'import ros_dynamics.core, ros_dynamics.estimation.observer\n'
                 'from ros_dynamics.core.jit import ENTRY_KERNELS\n'
+                'print(len(ENTRY_KERNELS))\n'
                 'print(sorted(n for n, (k, _) in ENTRY_KERNELS.items() if k.overloads))')
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err
-    assert out.strip() == '[]'
+    loaded, count, compiled = out.strip().splitlines()
+    assert loaded == '[]'
+    assert int(count) >= 10
+    assert compiled == '[]'
 
 
 def test_every_entry_kernel_is_sealed_to_one_signature():
@@ -110,3 +119,15 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
         np.testing.assert_allclose(first[key], second[key], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(second['Gv'], second['C'], atol=1e-12)
     np.testing.assert_allclose(second['dataG'], second['G'], atol=1e-12)
+
+
+def test_warmup_sees_every_kernel():
+    """python -m ros_dynamics.warmup finds every entry kernel (set-up relies on it to fill the
+    cache: with none found it would report success and compile nothing)."""
+    import re
+    p = _python('import sys\nfrom ros_dynamics import warmup\nsys.exit(warmup.main())')
+    out, err = p.communicate(timeout=1800)
+    assert p.returncode == 0, err
+    counts = re.search(r'(?:all (\d+) kernels|of (\d+) kernels)', out)
+    assert counts is not None, out
+    assert int(counts.group(1) or counts.group(2)) >= 10, out

@@ -44,7 +44,7 @@ class JointNameMap:
     __slots__ = ('names', 'index', 'error', 'unknown', 'expand', 'present', 'slots')
 
     def __init__(self, names, joint_names, mimic=None, hint=''):
-        self.names = list(names)
+        self.names = tuple(names)
         joint_names = list(joint_names)
         self.index = None
         self.error = None
@@ -278,10 +278,11 @@ class JointStateAssembler:
     def _source(self, names):
         """(layout map, source) of a message's name list.  A source is keyed by the model
         joints it carries: unknown extra names or another order are the same source."""
+        names = names if type(names) is tuple else tuple(names)
         last = self._last
         if last is not None and (last[0].names is names or last[0].names == names):
             return last
-        layout = self._layouts.get(tuple(names))
+        layout = self._layouts.get(names)
         if layout is None:
             nmap = JointNameMap(names, self.joint_names, self.mimic, self.hint)
             complete = nmap.error is None
@@ -298,7 +299,7 @@ class JointStateAssembler:
                 self.driving = max(self.driving, src.count)
             if len(self._layouts) >= 4 * self.max_sources:
                 self._layouts.clear()
-            layout = self._layouts[tuple(names)] = (nmap, src)
+            layout = self._layouts[names] = (nmap, src)
         self._last = layout
         return layout
 

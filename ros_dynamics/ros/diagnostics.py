@@ -3,12 +3,13 @@
 The node calls the cheap recorders per cycle and publishes :meth:`NodeHealth.to_msg` at 1 Hz::
 
     health = NodeHealth(expected_rate=None)          # None: estimated from the stream
-    health.accepted(stamp_ns, latency_s, cpu_s)      # per accepted joint state
+    health.accepted(stamp_ns, latency_s)             # per accepted joint state
     health.rejected('stamp_in_future')               # per rejected one, by reason
     health.model(nv=7, warnings=0, coordinates='joint', names=[...])   # on each new model
     health.no_model('waiting for robot_description')
     health.observer(residual, threshold, in_contact) # per observer update (arrays, not copied)
     health.observer_reset('stamp jumped back')
+    health.thread_cpu(time.thread_time())            # at 1 Hz, on the thread of the cycles
     pub.publish(health.to_msg(node.get_clock().now().to_msg(), hardware_id=robot_name))
 
 Levels (diagnostic_msgs/DiagnosticStatus; the array's worst part is the node's level):
@@ -71,8 +72,8 @@ class NodeHealth:
         self._span_ns = 0
         self._lat_sum = 0.0
         self._lat_max = 0.0
-        self._cpu_sum = 0.0
-        self._cpu_max = 0.0
+        self._cpu = None             # (CPU time of the cycles' thread, accepted) at the last tick
+        self._cpu_per_cycle = None
         self._last_stamp = None
         self._last_input = None      # clock time of the last accepted joint state
         self.total_accepted = 0
@@ -94,9 +95,9 @@ class NodeHealth:
         self._resets = 0
 
     # per-cycle recorders -------------------------------------------------------------------
-    def accepted(self, stamp_ns, latency_s, cpu_s):
-        """One accepted joint state: its stamp [ns], the latency and CPU time of its cycle [s]
-        (as the caller measures them: e.g. receipt to publication, process time)."""
+    def accepted(self, stamp_ns, latency_s):
+        """One accepted joint state: its stamp [ns] and the latency of its cycle [s] (as the
+        caller measures it: e.g. receipt to publication)."""
         self._n += 1
         last = self._last_stamp
         if last is not None and stamp_ns > last:
@@ -106,10 +107,17 @@ class NodeHealth:
         self._lat_sum += latency_s
         if latency_s > self._lat_max:
             self._lat_max = latency_s
-        self._cpu_sum += cpu_s
-        if cpu_s > self._cpu_max:
-            self._cpu_max = cpu_s
         self._last_input = self._clock()
+
+    def thread_cpu(self, seconds):
+        """The CPU time [s] the thread that runs the cycles has used so far (``time.thread_time()``
+        read on it, once per status period: a thread-CPU read costs a system call, too much per
+        cycle).  The status reports that thread's CPU per accepted joint state since the last
+        call: receiving the message included, which a per-callback measurement would miss."""
+        total = self.total_accepted + self._n
+        if self._cpu is not None and total > self._cpu[1]:
+            self._cpu_per_cycle = (seconds - self._cpu[0]) / (total - self._cpu[1])
+        self._cpu = (seconds, total)
 
     def rejected(self, reason):
         """One rejected joint state, by reason (a short fixed string, e.g. 'missing_joint')."""
@@ -156,12 +164,11 @@ class NodeHealth:
         values a list of (key, text) pairs. Closes the current period."""
         now = self._clock() if now_s is None else now_s
         self._periods.append((now, self._n, self._rej, self._intervals, self._span_ns))
-        self._last = {'n': self._n, 'lat_sum': self._lat_sum, 'lat_max': self._lat_max,
-                      'cpu_sum': self._cpu_sum, 'cpu_max': self._cpu_max}
+        self._last = {'n': self._n, 'lat_sum': self._lat_sum, 'lat_max': self._lat_max}
         self.total_accepted += self._n
         self.total_rejected += self._rej
         self._n = self._rej = self._intervals = self._span_ns = 0
-        self._lat_sum = self._lat_max = self._cpu_sum = self._cpu_max = 0.0
+        self._lat_sum = self._lat_max = 0.0
         while self._periods and self._periods[0][0] <= now - self.window:
             self._periods.popleft()
         parts = [self._input_status(now), self._model_status(), self._observer_status(now)]
@@ -193,8 +200,8 @@ class NodeHealth:
             ('expected rate [Hz]', _num(expected) + ('' if self.expected_rate else ' (estimated)')),
             ('latency mean [ms]', _num(last['lat_sum'] / n * 1e3 if n else None)),
             ('latency max [ms]', _num(last['lat_max'] * 1e3 if n else None)),
-            ('cpu per cycle mean [ms]', _num(last['cpu_sum'] / n * 1e3 if n else None)),
-            ('cpu per cycle max [ms]', _num(last['cpu_max'] * 1e3 if n else None)),
+            ('thread cpu per joint state [ms]', _num(
+                self._cpu_per_cycle * 1e3 if self._cpu_per_cycle is not None else None)),
         ] + [(f'rejected: {k}', str(v)) for k, v in sorted(self.rejections.items())]
         if self._last_input is None:
             return name, STALE, 'no joint state accepted yet', values

@@ -16,20 +16,20 @@ import sys
 import threading
 import time
 
-import numpy as np
-
 from ros_dynamics.ros import compat
 
 if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') in (
         'dynamics_node', 'dynamics_lifecycle_node'):
     compat.start_entry_point()   # quiet signals during imports; the wheels' library path
 
+import numpy as np  # noqa: E402
 from rcl_interfaces.msg import SetParametersResult  # noqa: E402
 from rclpy.clock import Clock, ClockType, JumpThreshold  # noqa: E402
 from rclpy.duration import Duration  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E402
                        ReliabilityPolicy)
+from rclpy.serialization import deserialize_message  # noqa: E402
 
 from ros_dynamics.core.configuration import QUATERNION_TOLERANCE  # noqa: E402
 from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
@@ -39,16 +39,10 @@ from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.services import Services  # noqa: E402
 from ros_dynamics.ros.visibility import Visibility  # noqa: E402
+from ros_dynamics.ros.wire import JointStateReader, f64  # noqa: E402
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
-
-
-def _f64(seq):
-    """A float64 view of a message's array field (no copy for array.array('d'))."""
-    if len(seq) and getattr(seq, 'typecode', None) == 'd':
-        return np.frombuffer(seq, dtype=np.float64)
-    return np.asarray(seq, dtype=np.float64)
 
 
 def _show(name, value):
@@ -111,7 +105,10 @@ class DynamicsNode(Node):
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=True), post_callback=self._on_clock_jump)
         self.create_subscription(itf.String, 'robot_description', self._on_description, latched)
-        self.create_subscription(itf.JointState, 'joint_states', self._on_joint_state, in_qos)
+        # joint states as serialized bytes, read without a Python message object (ros.wire)
+        self._reader = JointStateReader(lambda raw: deserialize_message(raw, itf.JointState))
+        self.create_subscription(itf.JointState, 'joint_states', self._on_joint_state, in_qos,
+                                 raw=True)
         self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos)
         self.create_subscription(itf.JointState, '~/commanded_torque', self._on_commanded_torque,
                                  in_qos)
@@ -295,14 +292,14 @@ class DynamicsNode(Node):
             return self._refuse('cmd_layout', '~/commanded_torque rejected: ' + (
                 nmap.error or f'{len(msg.effort)} efforts for {len(msg.name)} names'))
         tau = np.empty(len(eng.joint_names))
-        nmap.efforts(_f64(msg.effort), tau)
+        nmap.efforts(f64(msg.effort), tau)
         if not (np.abs(tau) <= eng.bounds.effort).all():
             return self._refuse('cmd_bound', '~/commanded_torque rejected: non-finite effort or '
                                 'beyond the effort limit (input_limit_factor x URDF limit)')
         self._cmd = (eng, tau, time.monotonic_ns())
 
-    def _on_joint_state(self, msg):
-        t_in, cpu_in = time.perf_counter(), time.thread_time()
+    def _on_joint_state(self, raw):
+        t_in = time.perf_counter()
         if not self._built.empty():
             self._install_built()
         eng = self._engine
@@ -311,11 +308,14 @@ class DynamicsNode(Node):
                                 'active', 'info')
         if eng is None:
             return self._refuse('no_model', 'joint_states ignored: no robot model yet')
+        try:
+            names, position, velocity, effort, sec, nanosec = self._reader.read(raw)
+        except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
+            return self._refuse('malformed', 'joint_states rejected: not a readable JointState '
+                                f'({type(exc).__name__}: {exc})')
         asm = eng.assembler
-        st = msg.header.stamp
         now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
-        verdict = asm.add(msg.name, _f64(msg.position), _f64(msg.velocity), _f64(msg.effort),
-                          st.sec, st.nanosec, now)
+        verdict = asm.add(names, position, velocity, effort, sec, nanosec, now)
         if verdict not in ('cycle', 'reset'):
             if verdict == 'held':
                 self.refused['held (partial source)'] = self.refused.get(
@@ -350,12 +350,12 @@ class DynamicsNode(Node):
             self._log.info('first joint state accepted: publishing')
         self._cycle_count += 1
         self.stats['accepted'] += 1
-        eng.remember(q, v, st)
+        stamp = (sec, nanosec)
+        eng.remember(q, v, stamp)
         if tau is not None:
             eng.record(t_ns, q, v, tau)
-        self._publish(eng, cfg, st, res)
-        self._vis.cycle(eng, cfg, st, res, q, t_ns, time.perf_counter() - t_in,
-                        time.thread_time() - cpu_in)
+        self._publish(eng, cfg, stamp, res)
+        self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in)
         return None
 
     def _effort(self, eng, cfg, asm):
@@ -413,11 +413,11 @@ class DynamicsNode(Node):
                 self._send(self._pub_contact, eng.contact_message(stamp, res))
                 eng.free_announced = not contact.in_contact
         if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and on(self._pub_g):
-            self._send(self._pub_g, eng.torque_message(eng.g_msg, stamp, res.terms.g))
+            self._send(self._pub_g, eng.torque_message(eng.g_out, stamp, res.terms.g))
         if res.residual is not None:
             self.stats['observer_outputs'] += 1
             if cfg.publish_external_torque and on(self._pub_ext):
-                self._send(self._pub_ext, eng.torque_message(eng.ext_msg, stamp, res.residual))
+                self._send(self._pub_ext, eng.torque_message(eng.ext_out, stamp, res.residual))
 
     def _send(self, pub, msg):
         """Publish; a sample the middleware refuses (seen with Fast DDS while a reliable

@@ -3,15 +3,16 @@ the joint-input assembler, and the preallocated output messages.
 
 An :class:`Engine` is built completely (model, every kernel warmed up on it, messages) before
 it replaces the current one, off the executor thread; :func:`build_engine` is the one build
-path, at start-up and at run time.  Output messages are allocated once per model; their array
-fields are ``array.array('d')`` shared with numpy views, so a cycle writes its results straight
-into the message fields.
+path, at start-up and at run time.  The per-cycle output messages are allocated once per model
+as serialized messages (:class:`Output`, :mod:`ros_dynamics.ros.wire`) with numpy views onto
+their arrays, so a cycle writes its results straight into the bytes that are published.
 """
 from __future__ import annotations
 
 import array
 
 import numpy as np
+from rclpy.serialization import serialize_message
 
 from ..core.api import christoffel, link_jacobian
 from ..core.validation import close_names
@@ -22,7 +23,7 @@ from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssem
                                       NameMaps)
 from ..estimation.payload import apply_payload
 from ..estimation.samples import Samples
-from . import interfaces as itf
+from . import interfaces as itf, wire
 from .parameters import PARAMETERS
 
 
@@ -75,6 +76,41 @@ def _attach(msg, field, n):
     setattr(msg, field, array.array('d', bytes(8 * n)))
     stored = getattr(msg, field)
     return np.frombuffer(stored, dtype=np.float64) if n else np.zeros(0)
+
+
+class Output:
+    """One per-cycle output of fixed layout: ``msg`` (frame and names set) with float64
+    arrays of the given lengths, and ``arrays[field]``, numpy views to write a cycle's results
+    into.  :meth:`message` is what to publish: the serialized message
+    (:class:`~ros_dynamics.ros.wire.Template`, written in place), or ``msg`` itself where the
+    middleware's serialization is not plain CDR."""
+
+    def __init__(self, msg, frame_id, names_field, names, sizes):
+        msg.header.frame_id = frame_id
+        setattr(msg, names_field, list(names))
+        views = {f: _attach(msg, f, n) for f, n in sizes.items()}
+        try:
+            self.template = wire.Template(msg, serialize_message)
+            self.arrays = self.template.arrays
+        except ValueError:
+            self.template, self.arrays = None, views
+        self.msg = msg
+
+    def message(self, stamp):
+        """The message stamped ``stamp`` ((sec, nanosec)) with the arrays as written."""
+        if self.template is not None:
+            self.template.set_stamp(*stamp)
+            return self.template.bytes()
+        st = self.msg.header.stamp
+        st.sec, st.nanosec = stamp
+        return self.msg
+
+
+def stamp_msg(stamp):
+    """builtin_interfaces/Time of (sec, nanosec)."""
+    t = itf.Time()
+    t.sec, t.nanosec = stamp
+    return t
 
 
 class Engine:
@@ -152,18 +188,16 @@ class Engine:
 
     def _messages(self):
         co, m, n = self.coords, self.coords.nv, self.nv
-        self.gam_msg = None
-        self.dyn_msg = self.contact_msg = None
+        self.gam_out = self.dyn_out = self.contact_msg = None
         if itf.HAVE_MSGS:
-            msg = self.dyn_msg = itf.Dynamics()
-            msg.header.frame_id = self.frame_id
-            msg.names = list(co.names)
-            self.dyn_q = _attach(msg, 'position', co.nq)
-            self.dyn_v = _attach(msg, 'velocity', m)
-            self.M_view = _attach(msg, 'mass_matrix', m * m).reshape(m, m)
-            self.C_view = _attach(msg, 'coriolis_matrix', m * m).reshape(m, m)
-            self.Mdot_view = _attach(msg, 'mass_matrix_dot', m * m).reshape(m, m)
-            self.g_dyn_view = _attach(msg, 'gravity', m)
+            self.dyn_out = Output(itf.Dynamics(), self.frame_id, 'names', co.names, {
+                'position': co.nq, 'velocity': m, 'mass_matrix': m * m,
+                'coriolis_matrix': m * m, 'mass_matrix_dot': m * m, 'gravity': m})
+            a = self.dyn_out.arrays
+            self.dyn_q, self.dyn_v, self.g_dyn_view = a['position'], a['velocity'], a['gravity']
+            self.M_view, self.C_view, self.Mdot_view = (
+                a[f].reshape(m, m) for f in ('mass_matrix', 'coriolis_matrix',
+                                             'mass_matrix_dot'))
             msg = self.contact_msg = itf.ContactEstimate()
             msg.header.frame_id = self.frame_id
             msg.names = list(self.joint_coordinate_names)
@@ -174,18 +208,13 @@ class Engine:
         self.v = self.dyn_v if direct else np.zeros(self.nv)
         if self.floating:
             self.q[6] = 1.0
-        self.g_msg, self.g_view = self._torque_msg()
-        self.ext_msg, self.ext_view = self._torque_msg()
-
-    def _torque_msg(self):
-        msg = itf.JointState()
-        msg.name = list(self.joint_coordinate_names)
-        return msg, _attach(msg, 'effort', self.nv)
+        self.g_out = Output(itf.JointState(), '', 'name', self.joint_coordinate_names,
+                            {'effort': self.nv})
+        self.ext_out = Output(itf.JointState(), '', 'name', self.joint_coordinate_names,
+                              {'effort': self.nv})
 
     def dynamics_message(self, stamp, out):
         """~/dynamics filled with one cycle's results (published coordinates)."""
-        m = self.dyn_msg
-        m.header.stamp = stamp
         if not self.coords.identity:   # joint coordinates: q, v were gathered into it
             np.copyto(self.dyn_q, out.q)
             np.copyto(self.dyn_v, out.v)
@@ -193,26 +222,28 @@ class Engine:
         np.copyto(self.C_view, out.d.C)
         np.copyto(self.Mdot_view, out.d.Mdot)
         np.copyto(self.g_dyn_view, out.d.g)
-        return m
+        return self.dyn_out.message(stamp)
 
     def christoffel_message(self, stamp, out):
-        m = self.gamma_message()
-        m.header.stamp = stamp
-        np.copyto(self.gam_q, out.q)
-        np.copyto(self.G_view, out.gamma)
-        return m
+        if self.gam_out is None:        # built at the first streamed Gamma
+            co, m = self.coords, self.coords.nv
+            self.gam_out = Output(itf.Christoffel(), self.frame_id, 'names', co.names,
+                                  {'position': co.nq, 'christoffel': m * m * m})
+        a = self.gam_out.arrays
+        np.copyto(a['position'], out.q)
+        np.copyto(a['christoffel'], out.gamma.reshape(-1))
+        return self.gam_out.message(stamp)
 
-    def torque_message(self, msg, stamp, values):
-        """``msg`` (g_msg or ext_msg, sensor_msgs/JointState) with effort = ``values``."""
-        msg.header.stamp = stamp
-        np.copyto(self.g_view if msg is self.g_msg else self.ext_view, values)
-        return msg
+    def torque_message(self, output, stamp, values):
+        """``output`` (g_out or ext_out, sensor_msgs/JointState) with effort = ``values``."""
+        np.copyto(output.arrays['effort'], values)
+        return output.message(stamp)
 
     def contact_message(self, stamp, res):
         """~/contact_estimate for one observer update: residual, detection, isolated links,
         the wrench at the contact point (world axes) when estimated."""
         m, contact, wrench = self.contact_msg, res.contact, res.wrench
-        m.header.stamp = stamp
+        m.header.stamp = stamp_msg(stamp)
         np.copyto(self.contact_r, res.residual)
         m.in_contact = bool(contact.in_contact)
         links = contact.links if contact.in_contact else []
@@ -229,17 +260,6 @@ class Engine:
             m.wrench_link = ''
             p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
         return m
-
-    def gamma_message(self):
-        """The preallocated ~/christoffel message (built at the first streamed Gamma)."""
-        if self.gam_msg is None:
-            co, m = self.coords, self.coords.nv
-            msg = self.gam_msg = itf.Christoffel()
-            msg.header.frame_id = self.frame_id
-            msg.names = list(co.names)
-            self.gam_q = _attach(msg, 'position', co.nq)
-            self.G_view = _attach(msg, 'christoffel', m * m * m).reshape(m, m, m)
-        return self.gam_msg
 
     def record(self, t_ns, q, v, tau):
         """Keep (t, q, v, tau) at 100 Hz for ~/estimate_payload (a copy every 10 ms)."""
@@ -261,7 +281,8 @@ class Engine:
         return Samples(t[keep], Q[keep], V[keep], T[keep], self.joint_coordinate_names)
 
     def remember(self, q, v, stamp):
-        """Keep the cycle's state for the services (copied: the buffers are reused)."""
+        """Keep the cycle's state and stamp ((sec, nanosec)) for the services (copied: the
+        buffers are reused)."""
         latest = (q.copy(), v.copy(), stamp)
         self.latest = latest
 

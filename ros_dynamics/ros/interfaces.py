@@ -4,6 +4,7 @@ Without ``ros_dynamics_msgs`` the node runs with its standard-type outputs only
 (``~/external_torque``, ``~/gravity_torque``) and says once how to build the package
 (:data:`BUILD_HINT`).
 """
+from builtin_interfaces.msg import Time  # noqa: F401
 from geometry_msgs.msg import Point  # noqa: F401
 from nav_msgs.msg import Odometry  # noqa: F401
 from sensor_msgs.msg import JointState  # noqa: F401

@@ -21,6 +21,7 @@ import numpy as np
 from ..core.api import christoffel, dynamics, mass_matrix
 from ..estimation.payload import estimate_payload
 from . import interfaces as itf
+from .engine import stamp_msg
 
 MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
 MIN_RCOND = 1e-12            # Lambda counts as singular below this reciprocal condition number
@@ -70,7 +71,7 @@ class Services:
     def _spin(self):
         while not self._stop.is_set():
             try:
-                self.executor.spin_once(timeout_sec=0.1)
+                self.executor.spin_once(timeout_sec=1.0)   # close() wakes it
             except Exception:  # noqa: BLE001 - context shut down under us at exit
                 if self._stop.is_set():
                     return
@@ -78,6 +79,7 @@ class Services:
 
     def close(self):
         self._stop.set()
+        self.executor.wake()
         self._thread.join(timeout=2.0)
         self.executor.shutdown(timeout_sec=1.0)
         self.srv_node.destroy_node()
@@ -97,7 +99,7 @@ class Services:
             if latest is None:
                 raise ValueError('no joint state accepted yet: give a state in the request '
                                  '(names and positions) or publish joint_states')
-            return eng, latest[0], latest[1], latest[2]
+            return eng, latest[0], latest[1], stamp_msg(latest[2])
         limit = 4 * len(eng.joint_names) + 64
         if len(js.name) > limit:
             raise ValueError(f'{len(js.name)} names: at most {limit} for this model')

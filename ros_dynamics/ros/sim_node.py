@@ -12,14 +12,13 @@ import sys
 import threading
 import time
 
-import numpy as np
-
 from ros_dynamics.ros import compat as ros_compat
 
 if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'sim':
     # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.
     ros_compat.start_entry_point()
 
+import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 import rclpy.exceptions  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402

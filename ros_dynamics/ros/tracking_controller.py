@@ -24,8 +24,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 from ros_dynamics.ros import compat as ros_compat
 
 _ENTRY = os.path.basename(sys.argv[0] if sys.argv else '')
@@ -33,6 +31,7 @@ if __name__ == '__main__' or _ENTRY == 'tracking_controller':
     # Process entry point with the pip ROS wheels: re-execute once with LD_LIBRARY_PATH set.
     ros_compat.start_entry_point()
 
+import numpy as np  # noqa: E402
 import rclpy.exceptions  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
 from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.api import link_placement
 from .diagnostics import NodeHealth
+from .engine import stamp_msg
 from .visualization import ContactView, contact_markers, external_wrench, released_wrench
 
 
@@ -51,9 +52,10 @@ class Visibility:
         self._next_draw = 0.0       # monotonic time of the next contact drawing
 
     # ------------------------------------------------------------------ per cycle
-    def cycle(self, eng, cfg, stamp, res, q, stamp_ns, latency_s, cpu_s):
+    def cycle(self, eng, cfg, stamp, res, q, stamp_ns, latency_s):
+        """One accepted cycle: ``stamp`` (sec, nanosec) of its joint state."""
         h = self.health
-        h.accepted(stamp_ns, latency_s, cpu_s)
+        h.accepted(stamp_ns, latency_s)
         if res.observer == 'reset':
             h.observer_reset(res.reset_reason)
         contact = res.contact
@@ -66,6 +68,7 @@ class Visibility:
             self._contacts(eng, cfg, stamp, res, q)
 
     def _contacts(self, eng, cfg, stamp, res, q):
+        stamp = stamp_msg(stamp)
         views = []
         if res.contact.in_contact:
             links = list(res.contact.links)
@@ -98,6 +101,7 @@ class Visibility:
 
     def tick(self):
         """Publish /diagnostics (the node's 1 Hz steady timer)."""
+        self.health.thread_cpu(time.thread_time())     # the executor thread: this one
         if self.node.config.publish_diagnostics and self.pub_diag is not None:
             msg = self.health.to_msg(self.node.get_clock().now().to_msg(),
                                      hardware_id=self.node.get_fully_qualified_name(),

@@ -1,0 +1,241 @@
+"""The node's per-cycle messages as the middleware carries them: serialized CDR bytes.
+
+Per message, a Python node spends more in rclpy's conversion between C and Python message
+objects than in anything it computes: for a 7-joint arm about 45 us to take a
+``sensor_msgs/JointState`` as a Python object and about 25 us to publish a ``Dynamics`` object,
+against about 2 us for the dynamics terms (docs/performance.md).  rclpy also takes and
+publishes serialized messages (``create_subscription(..., raw=True)``, ``publish(bytes)``).
+This module works on those bytes directly:
+
+* :class:`JointStateReader` reads the stamp, the name list and the position, velocity and
+  effort arrays of a serialized JointState in one compiled pass; the name list of a layout is
+  decoded once and then recognized by its bytes;
+* :class:`Template` is one serialized output message of fixed size (the per-cycle outputs of
+  one model: fixed names and array lengths), with numpy views onto its stamp and its float64
+  arrays: a cycle writes its results there and publishes the bytes.
+
+Format (OMG CDR as in DDS-XTypes 1.3, sec. 7.4.3, "XCDR1", little endian: what rmw_fastrtps
+and rmw_cyclonedds send for ROS 2 messages): a 4-byte encapsulation header (0x00 0x01 = plain
+CDR, little endian), then the fields in declaration order, each primitive aligned to its size
+relative to the end of the header; a string is a uint32 length (with the terminating NUL) and
+the bytes; a sequence is a uint32 count and the elements.  Only bytes in this format are
+handled here: a template exists only when the middleware's own serialization of the message
+is in it and walks to the expected length, and a received message in any other encapsulation
+(or malformed) is left to rclpy's deserialization (:meth:`JointStateReader.read` returns
+None).  Nothing here imports rclpy.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+HEADER = 4                       # encapsulation header bytes before the CDR payload
+CDR_LE = (0x00, 0x01)            # its first two bytes for plain CDR, little endian
+
+OK, FOREIGN, MALFORMED, TOO_LONG = 0, 1, 2, 3
+
+# the layout of JointStateReader's ``fields`` (int64)
+SEC, NANOSEC, NAMES_START, NAMES_END, N_NAMES, POS, N_POS, VEL, N_VEL, EFF, N_EFF = range(11)
+
+
+@njit(cache=True, nogil=True)
+def _u32(b, o):
+    return np.int64(b[o]) | (np.int64(b[o + 1]) << 8) | (np.int64(b[o + 2]) << 16) | (
+        np.int64(b[o + 3]) << 24)
+
+
+@njit(cache=True, nogil=True)
+def _scan_joint_state(src, payload, fields):
+    """Copy the CDR payload of the serialized sensor_msgs/JointState ``src`` (uint8) into the
+    8-byte-aligned ``payload`` (uint8 view of a float64 buffer) and fill ``fields``: the stamp,
+    the byte range of the name sequence (its count included) and the float64 index and count
+    of the position, velocity and effort sequences in ``payload``.  Returns OK, FOREIGN (not
+    plain little-endian CDR), MALFORMED (a length runs past the end) or TOO_LONG (``payload``
+    is too small)."""
+    n = src.shape[0] - HEADER
+    if n < 0 or src[0] != CDR_LE[0] or src[1] != CDR_LE[1]:
+        return FOREIGN
+    if n > payload.shape[0]:
+        return TOO_LONG
+    for i in range(n):
+        payload[i] = src[HEADER + i]
+    b = payload
+    if n < 16:                                        # stamp and the frame_id length at least
+        return MALFORMED
+    fields[SEC] = _u32(b, 0) - ((_u32(b, 0) >> 31) << 32)       # int32
+    fields[NANOSEC] = _u32(b, 4)
+    o = 12 + _u32(b, 8)                               # header.frame_id
+    o = (o + 3) & ~3
+    if o + 4 > n:
+        return MALFORMED
+    count = _u32(b, o)
+    fields[NAMES_START] = o
+    fields[N_NAMES] = count
+    o += 4
+    for _ in range(count):                            # name: string[]
+        o = (o + 3) & ~3
+        if o + 4 > n:
+            return MALFORMED
+        o += 4 + _u32(b, o)
+    if o > n:
+        return MALFORMED
+    fields[NAMES_END] = o
+    for k in range(3):                                # position, velocity, effort: float64[]
+        o = (o + 3) & ~3
+        if o + 4 > n:
+            return MALFORMED
+        count = _u32(b, o)
+        o += 4
+        if count > 0:
+            o = (o + 7) & ~7
+        fields[POS + 2 * k] = o >> 3
+        fields[N_POS + 2 * k] = count
+        o += 8 * count
+        if o > n:
+            return MALFORMED
+    return OK
+
+
+def f64(seq):
+    """A float64 array of a message's array field (a view, no copy, of an array.array('d'))."""
+    if len(seq) and getattr(seq, 'typecode', None) == 'd':
+        return np.frombuffer(seq, dtype=np.float64)
+    return np.asarray(seq, dtype=np.float64)
+
+
+class JointStateReader:
+    """Reads serialized sensor_msgs/JointState messages (see the module text).
+
+    :meth:`read` returns ``(names, position, velocity, effort, sec, nanosec)`` with ``names``
+    a tuple (the same object for every message of one layout) and the arrays float64 views
+    into a buffer reused by the next call.  Bytes that are not plain little-endian CDR, or
+    malformed, go to ``deserialize(raw)`` (rclpy's, returning a JointState; it raises if they
+    are no JointState); without it ``read`` returns None for them."""
+
+    def __init__(self, deserialize=None, size=4096):
+        self._deserialize = deserialize
+        self._buffer = np.zeros(size // 8)
+        self._payload = self._buffer.view(np.uint8)
+        self._fields = np.zeros(11, dtype=np.int64)
+        self._names = {}              # bytes of a name sequence -> tuple of names
+        self._last = (None, None)     # (fields of the array layout, its views)
+
+    def read(self, raw):
+        src = np.frombuffer(raw, dtype=np.uint8)
+        status = _scan_joint_state(src, self._payload, self._fields)
+        if status == TOO_LONG:
+            self.__init__(self._deserialize, 8 * (len(raw) // 8 + 1) * 2)
+            status = _scan_joint_state(src, self._payload, self._fields)
+        if status != OK:
+            if self._deserialize is None:
+                return None
+            msg = self._deserialize(raw)
+            st = msg.header.stamp
+            return (tuple(msg.name), f64(msg.position), f64(msg.velocity), f64(msg.effort),
+                    st.sec, st.nanosec)
+        f = self._fields.tolist()
+        key = raw[HEADER + f[NAMES_START]:HEADER + f[NAMES_END]]
+        names = self._names.get(key)
+        if names is None:
+            names = self._decode_names(key, f[N_NAMES])
+        layout = f[POS:]
+        last_layout, views = self._last
+        if layout != last_layout:
+            buf = self._buffer
+            views = tuple(buf[i:i + c] for i, c in zip(layout[0::2], layout[1::2]))
+            self._last = (layout, views)
+        return (names,) + views + (f[SEC], f[NANOSEC])
+
+    def _decode_names(self, key, count):
+        names, o = [], 4
+        for _ in range(count):
+            o = (o + 3) & ~3
+            length = int.from_bytes(key[o:o + 4], 'little')
+            names.append(key[o + 4:o + 4 + length].rstrip(b'\0').decode('utf-8', 'replace'))
+            o += 4 + length
+        names = tuple(names)
+        if len(self._names) >= 64:
+            self._names.clear()
+        self._names[key] = names
+        return names
+
+
+# -- output templates -----------------------------------------------------------------------
+
+_SIZE = {'boolean': 1, 'octet': 1, 'char': 1, 'uint8': 1, 'int8': 1, 'int16': 2, 'uint16': 2,
+         'int32': 4, 'uint32': 4, 'int64': 8, 'uint64': 8, 'float': 4, 'double': 8}
+
+
+def _align(o, size):
+    return (o + size - 1) & ~(size - 1)
+
+
+def _walk(msg, payload, o, prefix, arrays):
+    """Offset after ``msg``'s fields serialized from payload offset ``o`` (lengths read from
+    ``payload``); ``arrays[path] = (offset, count)`` for every float64 sequence."""
+    for name, kind in msg.get_fields_and_field_types().items():
+        value = getattr(msg, name)
+        if kind in _SIZE:
+            o = _align(o, _SIZE[kind]) + _SIZE[kind]
+        elif kind == 'string':
+            o = _align(o, 4)
+            o += 4 + int.from_bytes(payload[o:o + 4], 'little')
+        elif kind.startswith('sequence<') and ',' not in kind:
+            inner = kind[len('sequence<'):-1]
+            o = _align(o, 4)
+            count = int.from_bytes(payload[o:o + 4], 'little')
+            o += 4
+            if inner in _SIZE:
+                if count:
+                    o = _align(o, _SIZE[inner])
+                if inner == 'double':
+                    arrays[prefix + name] = (o, count)
+                o += _SIZE[inner] * count
+            elif inner == 'string':
+                for _ in range(count):
+                    o = _align(o, 4)
+                    o += 4 + int.from_bytes(payload[o:o + 4], 'little')
+            else:
+                for item in value:
+                    o = _walk(item, payload, o, f'{prefix}{name}.', arrays)
+        elif '/' in kind:                               # a nested message
+            o = _walk(value, payload, o, f'{prefix}{name}.', arrays)
+        else:
+            raise ValueError(f'field {prefix}{name}: type {kind} not handled')
+    return o
+
+
+class Template:
+    """One serialized message of fixed layout, written in place (see the module text).
+
+    ``template = Template(msg, serialize)`` with ``msg`` filled with everything that does not
+    change per cycle (frame_id, names, float64 arrays of their final length) and ``serialize``
+    the middleware's serializer (``rclpy.serialization.serialize_message``).  ``stamp`` is an
+    int32 view of header.stamp (sec, nanosec), ``arrays[field]`` a float64 view of each float64
+    sequence; :meth:`bytes` the message to publish.  ValueError when the serialized message is
+    not plain little-endian CDR or does not walk to its length (then publish ``msg`` itself)."""
+
+    def __init__(self, msg, serialize):
+        raw = serialize(msg)
+        if tuple(raw[:2]) != CDR_LE:
+            raise ValueError(f'serialized {type(msg).__name__} is not plain little-endian CDR '
+                             f'(encapsulation {raw[:2].hex()})')
+        arrays = {}
+        end = _walk(msg, raw[HEADER:], 0, '', arrays)
+        n = len(raw) - HEADER
+        if not end <= n <= _align(end, 8) + 8:      # rmw_fastrtps sends 4-8 bytes of padding
+            raise ValueError(f'serialized {type(msg).__name__} has {n} payload bytes, its '
+                             f'fields {end}')
+        # the payload at an 8-byte boundary: every float64 view is aligned
+        self._buffer = np.zeros(1 + (len(raw) + 7) // 8)
+        self._bytes = self._buffer.view(np.uint8)[8 - HEADER:8 - HEADER + len(raw)]
+        self._bytes[:] = np.frombuffer(raw, dtype=np.uint8)
+        payload = self._buffer[1:]
+        self.stamp = payload[:1].view(np.int32)
+        self.arrays = {k: payload[o // 8:o // 8 + c] for k, (o, c) in arrays.items()}
+
+    def set_stamp(self, sec, nanosec):
+        self.stamp[0], self.stamp[1] = sec, nanosec
+
+    def bytes(self):
+        return self._bytes.tobytes()
