@@ -24,19 +24,14 @@ ESTIMATE = {
 }
 
 
-def _in_cache(kernel, signature):
-    """Whether the disk cache holds the kernel for this signature (and its sources)."""
-    return kernel._cache.load_overload(signature, kernel.targetctx) is not None
-
-
 def main(argv=None):
     import ros_dynamics.core  # noqa: F401  (define every kernel; compile nothing)
     import ros_dynamics.estimation.observer  # noqa: F401
-    from ros_dynamics.core.jit import ENTRY_KERNELS, ready
+    from ros_dynamics.core.jit import ENTRY_KERNELS, cached, ready
 
     t_all = time.process_time()
     kernels = list(ENTRY_KERNELS.items())
-    missing = [name for name, (kernel, signature) in kernels if not _in_cache(kernel, signature)]
+    missing = [name for name, (kernel, _) in kernels if not cached(kernel)]
     if not missing:
         _warm_pipeline()
         print(f'ros_dynamics: all {len(kernels)} kernels are in the numba cache '
@@ -69,8 +64,8 @@ def _warm_pipeline():
     from ros_dynamics.core.urdf import load_urdf
     from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
     from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
-    from ros_dynamics.ros.wire import JointStateReader
-    JointStateReader().read(bytes((0, 1, 0, 0)) + bytes(32))   # an empty JointState
+    from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader
+    JointStateReader().read(EMPTY_JOINT_STATE)
     model = load_urdf(bundled_urdf('arm7'))
     names, z = list(model.joint_names), np.zeros(model.nv)
     asm = JointStateAssembler(names, InputBounds(model))

@@ -90,6 +90,42 @@ def test_dynamics_node_exits_cleanly(ros_env, rclpy_context, sig, executor):
     assert_clean(proc, proc.stop(sig))
 
 
+def test_first_start_with_a_cold_kernel_cache(ros_env, rclpy_context, tmp_path):
+    """An empty numba cache (a first start without the set-up's warm-up): the node answers
+    joint states before it compiles the Christoffel/Jacobian kernel, which it compiles after
+    the first ~/dynamics; ~/christoffel then streams the core library's Γ."""
+    from test_node_support import assert_dynamics_msg, christoffel_array
+    env = dict(ros_env, NUMBA_CACHE_DIR=str(tmp_path / 'numba_cache'))
+    proc = Proc(node_cmd('cold', '-p', f'robot_description:={read(ARM7)}'), env)
+    probe = Probe(rclpy_context, 'cold')
+    model = rd.load_urdf(ARM7)
+    q, v = np.linspace(-0.5, 0.5, 7), np.linspace(0.2, -0.2, 7)
+    sent = []
+    try:
+        probe.wait_connected(timeout=600)
+
+        def send_until(topic):
+            end = time.monotonic() + 600
+            while not probe.received[topic] and time.monotonic() < end:
+                sent.append(1_000_000_000 + 20_000_000 * len(sent))
+                probe.js_pub.publish(probe.joint_state(model.joint_names, q, v, None, sent[-1]))
+                probe.spin_for(0.02)
+            return bool(probe.received[topic])
+        assert send_until('dynamics'), proc.out
+        first = probe.received['dynamics'][0]
+        assert_dynamics_msg(first, model, q, v)
+        assert not probe.received['christoffel']        # Γ was not computed for it
+        assert send_until('christoffel'), proc.out
+        gamma = probe.received['christoffel'][0]
+        np.testing.assert_allclose(christoffel_array(gamma), rd.christoffel(model, q),
+                                   rtol=0, atol=1e-12)
+    finally:
+        probe.destroy()
+    assert_clean(proc, proc.stop(signal.SIGINT))
+    assert proc.out.index('first joint state accepted') < proc.out.index(
+        'compiling the Christoffel and Jacobian kernel in the background')
+
+
 @pytest.mark.parametrize('delay', [0.3, 0.6])
 def test_signal_during_the_imports(ros_env, delay):
     """Ctrl-C while the executable is still importing NumPy, numba and rclpy (the first second):

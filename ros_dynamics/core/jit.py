@@ -121,6 +121,15 @@ def compile_lock(kernel):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def cached(kernel):
+    """Whether the entry kernel is ready without compiling: compiled in this process, or held
+    by the disk cache for its signature and the current sources."""
+    if kernel.overloads:
+        return True
+    signature = ENTRY_KERNELS[kernel.py_func.__name__][1]
+    return kernel._cache.load_overload(signature, kernel.targetctx) is not None
+
+
 def ready(kernel):
     """The entry kernel, compiled: loaded from the disk cache, or compiled (and cached) under
     :func:`compile_lock`, so that a process waiting for another one's compilation loads it."""

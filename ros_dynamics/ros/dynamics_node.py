@@ -39,7 +39,7 @@ from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.services import Services  # noqa: E402
 from ros_dynamics.ros.visibility import Visibility  # noqa: E402
-from ros_dynamics.ros.wire import JointStateReader, f64  # noqa: E402
+from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader, f64  # noqa: E402
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
@@ -107,6 +107,7 @@ class DynamicsNode(Node):
         self.create_subscription(itf.String, 'robot_description', self._on_description, latched)
         # joint states as serialized bytes, read without a Python message object (ros.wire)
         self._reader = JointStateReader(lambda raw: deserialize_message(raw, itf.JointState))
+        self._reader.read(EMPTY_JOINT_STATE)      # its kernel compiled (or loaded) now
         self.create_subscription(itf.JointState, 'joint_states', self._on_joint_state, in_qos,
                                  raw=True)
         self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos)
@@ -355,6 +356,9 @@ class DynamicsNode(Node):
         if tau is not None:
             eng.record(t_ns, q, v, tau)
         self._publish(eng, cfg, stamp, res)
+        if not eng.geometry_ready and eng.warm_geometry_later():   # once after an install
+            self._log.info('compiling the Christoffel and Jacobian kernel in the background '
+                           '(~2 s of CPU, once after an install): ~/christoffel starts then')
         self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in)
         return None
 
@@ -382,6 +386,7 @@ class DynamicsNode(Node):
 
     def _gamma_due(self, eng, cfg):
         return bool(itf.HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
+                    and eng.geometry_ready
                     and self._cycle_count % cfg.christoffel_decimation == 0)
 
     # ------------------------------------------------------------------ outputs

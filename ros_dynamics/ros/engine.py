@@ -10,11 +10,14 @@ their arrays, so a cycle writes its results straight into the bytes that are pub
 from __future__ import annotations
 
 import array
+import threading
 
 import numpy as np
 from rclpy.serialization import serialize_message
 
 from ..core.api import christoffel, link_jacobian
+from ..core.jit import cached
+from ..core.kernels import geometry as geometry_kernel
 from ..core.validation import close_names
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
@@ -175,16 +178,45 @@ class Engine:
         return q0, v0
 
     def _warm_up(self, cfg):
-        """Compile (or load) and check every kernel on this model before it is used, so the
-        first joint states and the first contact are not delayed by a compile."""
+        """Compile (or load) and check the kernels of a cycle before the model is used, so that
+        the first joint states are not delayed by a compile.  The ``geometry`` kernel (Γ, link
+        placements and Jacobians: the Γ stream, the contact wrench, markers) is loaded too if
+        the disk cache or this process has it; else :meth:`warm_geometry_later` compiles it
+        once the first ~/dynamics is out (the first start after an install: ~/dynamics does not
+        wait ≈ 2 s of CPU for a compile it does not need; ~/christoffel starts when it is
+        done)."""
         q0, v0 = self._warm_cycle()
-        res = self.cycle.step(q0, v0, None, 0, christoffel=self.with_gamma)
+        res = self.cycle.step(q0, v0, None, 0)
         if res.error:
             raise ValueError(res.error)
+        z = np.zeros(len(self.joint_names))       # the joint-input kernel, on a scratch copy
+        scratch = JointStateAssembler(self.joint_names, self.bounds)
+        scratch.add(self.joint_names, z, z, z, 0, 0, 0)
+        self.geometry_ready = False
+        self._geometry_thread = None
+        if cached(geometry_kernel):
+            self.warm_geometry()
+
+    def warm_geometry(self):
+        """Compile (or load) the geometry kernel on this model (any thread: it uses a
+        workspace of its own); then ``geometry_ready``."""
+        q0 = np.zeros(self.nq)
+        if self.floating:
+            q0[6] = 1.0
         if self.with_gamma:
             christoffel(self.model, q0)
         if self.model.body_names:
             link_jacobian(self.model, q0, self.model.body_names[-1])
+        self.geometry_ready = True
+
+    def warm_geometry_later(self):
+        """Start :meth:`warm_geometry` on a thread, once; True if it started now."""
+        if self.geometry_ready or self._geometry_thread is not None:
+            return False
+        self._geometry_thread = threading.Thread(target=self.warm_geometry,
+                                                 name='geometry_warmup', daemon=True)
+        self._geometry_thread.start()
+        return True
 
     def _messages(self):
         co, m, n = self.coords, self.coords.nv, self.nv

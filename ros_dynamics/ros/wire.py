@@ -34,6 +34,9 @@ CDR_LE = (0x00, 0x01)            # its first two bytes for plain CDR, little end
 
 OK, FOREIGN, MALFORMED, TOO_LONG = 0, 1, 2, 3
 
+#: a serialized sensor_msgs/JointState with every field empty (stamp 0)
+EMPTY_JOINT_STATE = bytes(CDR_LE) + bytes(2 + 32)
+
 # the layout of JointStateReader's ``fields`` (int64)
 SEC, NANOSEC, NAMES_START, NAMES_END, N_NAMES, POS, N_POS, VEL, N_VEL, EFF, N_EFF = range(11)
 
