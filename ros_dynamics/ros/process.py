@@ -12,10 +12,14 @@ reports as "process has died".
 Here rclpy installs no handlers (``SignalHandlerOptions.NO``); ours only record the request and
 wake the executor through a guard condition, so a running callback always completes, the spin
 loop returns, and the node is destroyed before the context is shut down. While the node is
-still being built (model load, kernel compile) a stop request ends the process at once, quietly.
+still being built (model load, kernel compile) a stop request ends the process at once, quietly
+(``os._exit`` after flushing the output: nothing has been published yet, and an exception
+raised from the handler there can land in a C callback of the compiler, which prints it and
+goes on).
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -29,10 +33,14 @@ ARGUMENT_HINT = (
     'robot_description topic (README, Troubleshooting).')
 
 
-class StopRequested(BaseException):
-    """Raised by the signal handler while the node is being built (nothing to finish yet).
-    A BaseException, like KeyboardInterrupt, so that the node's `except Exception` error
-    handling (e.g. around a model build) does not mistake it for a failure."""
+def _exit_now():
+    """End the process at once with status 0 (the node is not built: nothing to finish)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed or broken stream: exit anyway
+            pass
+    os._exit(0)
 
 
 class Lifecycle:
@@ -64,7 +72,7 @@ class Lifecycle:
         if self._wake is not None:
             self._wake()  # wakes a waiting executor
         if not self._spinning and first:
-            raise StopRequested()
+            _exit_now()
 
 
 def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=None,
@@ -110,8 +118,6 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
             ex.spin_once(timeout_sec=0.2)
         if life.signal_name is not None:
             node.get_logger().info(f'{life.signal_name} received: shutting down')
-    except StopRequested:
-        pass
     finally:
         life._spinning = True   # from here on a signal only sets the flag
         try:
