@@ -365,7 +365,12 @@ def test_unreadable_and_big_endian_joint_states(fresh_node):
     from test_wire import cdr_joint_state
     proc, probe, summary = fresh_node
     arm = rd.load_urdf(ARM7)
-    probe.wait_connected(proc)
+    end = time.monotonic() + 60        # matched both ways first: a good joint state answered
+    while not probe.received['dynamics'] and time.monotonic() < end:
+        q, v, e = good_state(arm, 301)
+        probe.js_pub.publish(probe.joint_state(arm.joint_names, q, v, e, next_stamp()))
+        probe.spin_for(0.1)
+    assert probe.received['dynamics'], proc.log()
     q, v, e = good_state(arm, 302)
     whole = serialize_message(probe.joint_state(arm.joint_names, q, v, e, next_stamp()))
     for cut in (20, 60, len(whole) // 2, len(whole) - 30):
@@ -378,4 +383,4 @@ def test_unreadable_and_big_endian_joint_states(fresh_node):
     assert_answers(proc, probe, arm, 303, 'after unreadable bytes')
     proc.stop()
     assert re.search(r'malformed 4\b', proc.log()), proc.log()[-2000:]
-    assert summary() == (2, 4)
+    assert summary()[1] == 4
