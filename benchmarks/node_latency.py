@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,25 @@ def wait_until_connected(pub, executor, proc, sub, log, timeout):
     time.sleep(1.0)
 
 
+def stop_trial(executor, node, ctx, proc, sub, log, timeout=10.0):
+    """End one trial: this process's client (executor, node, context), then the node process
+    (SIGINT, killed after ``timeout`` s) and the subscriber process, and close the node's log.
+    Returns the node's exit status, or 'killed'."""
+    executor.shutdown()
+    node.destroy_node()
+    ctx.try_shutdown()
+    proc.send_signal(signal.SIGINT)
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = 'killed'
+    if sub.poll() is None:
+        sub.kill()
+    log.close()
+    return rc
+
+
 def publish_paced(pub, names, Q, V, E, rate):
     """Publish JointState k = 0.. at ``rate`` Hz on the wall clock (stamp = wall-clock publish
     time): returns (the stamps sent, the seconds it took)."""
@@ -314,17 +334,7 @@ def run_latency(name, xml, extra_params, duration, rate, executor):
         threads1 = thread_cpu(proc.pid)
         sub.wait(timeout=duration + 120)
     finally:
-        executor_.shutdown()
-        node.destroy_node()
-        ctx.try_shutdown()
-        proc.send_signal(2)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if sub.poll() is None:
-            sub.kill()
-        log.close()
+        stop_trial(executor_, node, ctx, proc, sub, log)
     with open(sub_out) as f:
         received = dict((s, t) for s, t in json.load(f))
     lat = np.array([received[s] - s for s in sent if s in received], dtype=float)

@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -41,7 +40,7 @@ sys.path.insert(0, REPO_ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from node_latency import (DOMAIN_ID, cpu_seconds, model_source, percentile_ms,  # noqa: E402
-                          start_node_and_subscriber, wait_until_connected)
+                          start_node_and_subscriber, stop_trial, wait_until_connected)
 
 import numpy as np  # noqa: E402
 
@@ -239,21 +238,10 @@ def soak(args):
         load = os.getloadavg()
         sub.wait(timeout=180)
     finally:
-        ex.shutdown()
-        node.destroy_node()
-        ctx.try_shutdown()
         for child in (proc, sub):   # never leave a stopped process behind (injected stalls)
             if child.poll() is None:
                 child.send_signal(signal.SIGCONT)
-        proc.send_signal(2)
-        try:
-            rc = proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = 'killed'
-        if sub.poll() is None:
-            sub.kill()
-        log.close()
+        rc = stop_trial(ex, node, ctx, proc, sub, log, timeout=15.0)
     with open(sub_out) as f:
         received = dict((s, t) for s, t in json.load(f))
     sent_l = sent.tolist()

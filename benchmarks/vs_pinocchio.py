@@ -147,17 +147,7 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
         load = os.getloadavg()[0]
         sub.wait(timeout=duration + 150)
     finally:
-        ex.shutdown()
-        node.destroy_node()
-        ctx.try_shutdown()
-        proc.send_signal(2)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if sub.poll() is None:
-            sub.kill()
-        log.close()
+        nl.stop_trial(ex, node, ctx, proc, sub, log)
     with open(sub_out) as f:
         received = {s for s, _ in json.load(f)}
     n = len(sent)
