@@ -131,18 +131,11 @@ def run(cache_dir, node_only=False, extra_env=None):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def _node_cpu(pid):
-    with open(f'/proc/{pid}/stat') as fh:
-        f = fh.read().rsplit(')', 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
-
-
 def run_node(cache_dir, timeout=600.0):
     """The dynamics_node process with NUMBA_CACHE_DIR=cache_dir: its process CPU when it logs
     'model ready', when the first ~/dynamics answering a joint state of this process arrives
     (joint states sent every 20 ms from then on), and when the first ~/christoffel arrives;
     {'marks': {...: process CPU}, 'rows': per kernel compile CPU}."""
-    import random
     import signal
     import time
     import yaml
@@ -154,8 +147,7 @@ def run_node(cache_dir, timeout=600.0):
         urdf = fh.read()
     with open(params, 'w') as fh:
         yaml.safe_dump({'/compile_cost/dynamics': {'ros__parameters': {'robot_description': urdf}}}, fh)
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
+    import node_latency as nl   # sets this process's ROS environment (loopback, a domain id)
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=REPO)
     log_path = os.path.join(tmp, 'node.log')
     with open(log_path, 'w') as log:
@@ -171,10 +163,10 @@ def run_node(cache_dir, timeout=600.0):
     probe = rclpy.create_node(f'compile_cost_probe_{os.getpid()}', context=ctx)
     got = {}
     probe.create_subscription(Dynamics, '/compile_cost/dynamics/dynamics',
-                              lambda m: got.setdefault('dynamics', _node_cpu(p.pid)), 10)
+                              lambda m: got.setdefault('dynamics', nl.cpu_seconds(p.pid)), 10)
     probe.create_subscription(
         Christoffel, '/compile_cost/dynamics/christoffel',
-        lambda m: got.setdefault('christoffel', _node_cpu(p.pid)),
+        lambda m: got.setdefault('christoffel', nl.cpu_seconds(p.pid)),
         QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.TRANSIENT_LOCAL))
     pub = probe.create_publisher(JointState, '/compile_cost/joint_states', 10)
@@ -190,7 +182,7 @@ def run_node(cache_dir, timeout=600.0):
             if p.poll() is not None:
                 raise RuntimeError('the node exited:\n' + text)
             if 'model ready' in text and not marks:
-                marks['dynamics_node: model and kernels ready'] = _node_cpu(p.pid)
+                marks['dynamics_node: model and kernels ready'] = nl.cpu_seconds(p.pid)
             if marks:
                 js = JointState(name=names, position=[0.1] * 7, velocity=[0.0] * 7,
                                 effort=[0.0] * 7)
