@@ -117,17 +117,21 @@ class JointStateReader:
 
     def __init__(self, deserialize=None, size=4096):
         self._deserialize = deserialize
-        self._buffer = np.zeros(size // 8)
-        self._payload = self._buffer.view(np.uint8)
         self._fields = np.zeros(11, dtype=np.int64)
         self._names = {}              # bytes of a name sequence -> tuple of names
+        self._allocate(size)
+
+    def _allocate(self, size):
+        """An aligned payload buffer of at least ``size`` bytes (the array views go with it)."""
+        self._buffer = np.zeros((size + 7) // 8)
+        self._payload = self._buffer.view(np.uint8)
         self._last = (None, None)     # (fields of the array layout, its views)
 
     def read(self, raw):
         src = np.frombuffer(raw, dtype=np.uint8)
         status = _scan_joint_state(src, self._payload, self._fields)
         if status == TOO_LONG:
-            self.__init__(self._deserialize, 8 * (len(raw) // 8 + 1) * 2)
+            self._allocate(2 * len(raw))
             status = _scan_joint_state(src, self._payload, self._fields)
         if status != OK:
             if self._deserialize is None:
