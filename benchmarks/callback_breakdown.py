@@ -9,6 +9,10 @@ node's order, the thread CPU time (time.thread_time) of:
 
 * ``read JointState (wire bytes)``: the node's JointStateReader on the serialized message
   (the node's subscription is raw: rclpy makes no Python message object);
+* ``FusedCycle.step``: the usual cycle in one compiled call (stamp policy, gather and bounds,
+  terms, observer, finite check, the arrays written into the serialized messages;
+  estimation/fused_cycle.py); for the messages it declines, and in the "Python pipeline only"
+  rows for all, the pipeline it stands in for:
 * ``assembler.add``: names, stamp policy, gather and bounds;
 * ``state copy + effort``: the assembled state into the cycle's q, v and the observer torque;
 * ``Cycle.step``: the terms (Gamma every 10th), the observer, contact, finite checks;
@@ -41,7 +45,7 @@ from vs_pinocchio import ROBOTS, trajectory  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def breakdown(xml, messages, variant_params):
+def breakdown(xml, messages, variant_params, fused=True):
     import pinocchio as pin
     import rclpy
     from rclpy.serialization import deserialize_message, serialize_message
@@ -91,6 +95,8 @@ def breakdown(xml, messages, variant_params):
     asm, cyc = eng.assembler, eng.cycle
     reader = JointStateReader()
     dec = cfg.christoffel_decimation if cfg.christoffel_stream and eng.with_gamma else 0
+    if fused and eng.fused is None:
+        eng.warm_fused()
     count = 0
     for k, w in enumerate(wire):
         t = tt()
@@ -98,22 +104,29 @@ def breakdown(xml, messages, variant_params):
         names, p, v, e, sec, nanosec = reader.read(w)
         t = add('read JointState (wire bytes)', t)
         st = (sec, nanosec)
-        verdict = asm.add(names, p, v, e, sec, nanosec, time.time_ns())
-        t = add('assembler.add', t)
-        assert verdict in ('cycle', 'reset'), asm.reason
-        eng.q[:] = asm.q
-        eng.v[:] = asm.v
-        tau = None
-        if cyc.observer is not None:
-            eng.tau[:] = asm.e
-            tau = eng.tau
-        t = add('state copy + effort', t)
         due = bool(dec and count % dec == 0)
-        res = cyc.step(eng.q, eng.v, tau, asm.stamp_ns, christoffel=due)
-        t = add('Cycle.step', t)
+        now = time.time_ns()
+        written = fused and eng.fused.step(names, p, v, e, sec, nanosec, now, due)
+        if fused:
+            t = add('FusedCycle.step (stamp, gather and bounds, terms, observer, outputs)', t)
+        if written:
+            res = cyc.result
+        else:
+            verdict = asm.add(names, p, v, e, sec, nanosec, now)
+            t = add('assembler.add', t)
+            assert verdict in ('cycle', 'reset'), asm.reason
+            eng.q[:] = asm.q
+            eng.v[:] = asm.v
+            tau = None
+            if cyc.observer is not None:
+                eng.tau[:] = asm.e
+                tau = eng.tau
+            t = add('state copy + effort', t)
+            res = cyc.step(eng.q, eng.v, tau, asm.stamp_ns, christoffel=due)
+            t = add('Cycle.step', t)
         assert res.error is None, res.error
         count += 1
-        out = eng.dynamics_message(st, res.out)
+        out = eng.dynamics_message(st, res.out, written)
         t = add('dynamics_message', t)
         pubs[itf.Dynamics].publish(out)
         t = add('publish Dynamics', t)
@@ -122,6 +135,10 @@ def breakdown(xml, messages, variant_params):
             t = add('christoffel_message + publish (per joint state)', t)
         eng.remember(eng.q, eng.v, st)
         t = add('remember (state for the services)', t)
+    if fused:
+        declined = len(wire) - int(eng.fused.counts[0])
+        print(f'  compiled cycle: {len(wire) - declined} joint states, {declined} through the '
+              'pipeline (a new layout, the observer start)', flush=True)
     ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
 
     # the Pinocchio node's callback, its pieces
@@ -183,10 +200,12 @@ def main():
         with open(example_robot_data_urdf(ROBOTS[robot])) as f:
             xml = f.read()
         ours, theirs = breakdown(xml, args.messages, {})
+        pipeline, _ = breakdown(xml, args.messages, {}, fused=False)
         lean, _ = breakdown(xml, args.messages,
                             {'christoffel_stream': False, 'observer_enabled': False})
-        lines += table(robot, 'ours (defaults)', ours)
-        lines += table(robot, 'ours-lean', lean)
+        lines += table(robot, 'ours (defaults: compiled cycle)', ours)
+        lines += table(robot, 'ours (defaults, Python pipeline only)', pipeline)
+        lines += table(robot, 'ours-lean (no observer, no Gamma stream)', lean)
         lines += table(robot, 'pinocchio', theirs)
     print(head)
     print('\n'.join(lines))

@@ -11,8 +11,10 @@ Variants, timed interleaved in one process (minimum thread CPU time over blocks,
   and bound checks in numpy, the core calls, the coordinate map, the finite-output check;
 * ``Cycle.step``: the same through :class:`ros_dynamics.estimation.cycle.Cycle` (plus the
   observer timing, the gap rule and the finite-output check);
-* ``assemble + Cycle.step``: what the node runs per joint-state message without ROS: the
-  joint-input assembler (names, stamp policy, bounds) and then the cycle.
+* ``assemble + Cycle.step``: the joint-input assembler (names, stamp policy, bounds) and then
+  the cycle: what the node runs for a message the compiled cycle declines;
+* ``FusedCycle.step``: the same rules in one compiled call (estimation/fused_cycle.py): what
+  the node runs per joint-state message in the usual case.
 
 Free motion (the torque keeps the momentum constant), as in most cycles.
 """
@@ -26,6 +28,7 @@ from common import interleaved, log, machine_info, us
 
 import ros_dynamics as rd
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
+from ros_dynamics.estimation.fused_cycle import FusedCycle
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out')
@@ -42,7 +45,7 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     q, v = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
     tau = rd.gravity(model, q) - rd.coriolis_transpose_times_v(model, q, v)
-    names = list(model.joint_names)
+    names = tuple(model.joint_names)
     state = {'k': 0, 't': 10**9}
 
     data = rd.Data(model)
@@ -103,8 +106,25 @@ def main(argv=None):
         cyc2.step(asm.q, asm.v, asm.e if asm.has_effort else None, asm.stamp_ns,
                   christoffel=(k % N == 0))
 
+    cyc3 = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
+    asm3 = JointStateAssembler(names, InputBounds(model))
+    m2 = n * n
+    offsets = np.array([1, 2 + m2, 3 + 2 * m2, 4 + 3 * m2, 1, 1], dtype=np.int64)
+    outputs = (np.zeros(5 + 3 * m2 + n), np.zeros(n + 1), np.zeros(n + 1), offsets)
+    fused = FusedCycle(asm3, cyc3, np.zeros(n), np.zeros(n), np.zeros(n), outputs)
+    FusedCycle.compile()
+
+    def compiled_cycle():
+        k = state['k'] = state['k'] + 1
+        t = state['t'] = state['t'] + 1_000_000
+        sec, nanosec = divmod(t, 10**9)
+        if not fused.step(names, q, v, tau, sec, nanosec, 0, christoffel=(k % N == 0)):
+            asm3.add(names, q, v, tau, sec, nanosec, 0)      # the first two: the pipeline
+            cyc3.step(asm3.q, asm3.v, asm3.e, asm3.stamp_ns)
+
     variants = {'core calls': core_calls, 'before the split': before, 'Cycle.step': cycle_step,
-                'assemble + Cycle.step': assemble_and_step}
+                'assemble + Cycle.step': assemble_and_step,
+                'FusedCycle.step (what the node runs)': compiled_cycle}
     for f in variants.values():
         for _ in range(4 * N):
             f()

@@ -20,13 +20,15 @@ import time
 ESTIMATE = {
     'terms': 7.0, 'geometry': 2.0, 'observer_terms': 1.5, 'mass_matrix': 1.0, 'gravity': 1.0,
     'inverse_dynamics': 2.0, 'forward_dynamics': 3.0, 'contact_compliance': 7.0,
-    'dynamics_batch': 4.0, 'christoffel_batch': 2.0, '_residual_step': 0.5, '_any_above': 0.1,
+    'dynamics_batch': 4.0, 'christoffel_batch': 2.0, 'residual_step': 0.5, 'any_above': 0.1,
+    'fused_step': 3.0,
 }
 
 
 def main(argv=None):
     import ros_dynamics.core  # noqa: F401  (define every kernel; compile nothing)
     import ros_dynamics.estimation.observer  # noqa: F401
+    import ros_dynamics.estimation.fused_cycle  # noqa: F401
     from ros_dynamics.core.jit import ENTRY_KERNELS, cached, ready
 
     t_all = time.process_time()

@@ -218,6 +218,14 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
     return data
 
 
+def christoffel_after_terms(model, data):
+    """``data.Gamma`` (Algorithm 2) from the kinematics pass and composite inertias that
+    :func:`compute_all_terms` (or the ``terms`` kernel) just left in ``data``, at its q: no
+    validation and no second kinematics pass.  Returns ``data.Gamma``."""
+    _after_terms(model, data.work, data.q, data.Gamma)
+    return data.Gamma
+
+
 def _after_terms(model, work, q, Gamma):
     """Gamma from the kinematics pass and composite inertias ``terms`` just left in work (q:
     any float64 vector; not read)."""

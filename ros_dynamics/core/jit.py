@@ -19,8 +19,9 @@ so a kernel whose callee in *another* module changed (e.g. ``coriolis`` after an
 ``kinematics``) would be loaded stale.  Here every kernel defined in ``ros_dynamics/core`` is
 stamped with the hash of all the ``.py`` files of that folder instead: any edit of any core
 source invalidates every core kernel, for anyone, whatever their environment (cache location
-unchanged: numba's usual choice, ``__pycache__`` or ``NUMBA_CACHE_DIR``).  Kernels outside the
-core have no callees in other modules, so numba's own stamp is right for them.  This module
+unchanged: numba's usual choice, ``__pycache__`` or ``NUMBA_CACHE_DIR``).  A module outside the
+core whose kernels call core kernels declares it (:func:`depends_on_core`) and gets the same
+stamp combined with its own file's content; numba's own stamp is right for the others.  This module
 must be imported before the first ``@njit(cache=True)`` of the core (``core/__init__.py``
 imports it first): numba picks a function's cache locator when the decorator runs.
 """
@@ -57,14 +58,27 @@ def sources_digest():
     return h.digest()
 
 
+#: modules outside the core whose kernels call core kernels (absolute paths of their files)
+DEPENDENT_FILES = set()
+
+
+def depends_on_core(path):
+    """Declare that the kernels of the module whose file is ``path`` call core kernels: their
+    cache stamp is then that of the core's sources and of the file itself, so that an edit of
+    the core invalidates them too.  Call it before the module's first ``@njit(cache=True)``."""
+    DEPENDENT_FILES.add(os.path.abspath(path))
+
+
 class CoreSourcesLocator(caching._CacheLocator):
-    """numba's usual locator for a core kernel, with the stamp of all core sources.
+    """numba's usual locator for a core kernel, with the stamp of all core sources (and, for a
+    module that :func:`depends_on_core`, of its own file).
 
     Everything else numba asks of a locator (e.g. ``_py_file`` for the warning it gives when it
     declines to cache a function) is the usual locator's answer."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, dependent=None):
         self._inner = inner
+        self._dependent = dependent
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -79,17 +93,22 @@ class CoreSourcesLocator(caching._CacheLocator):
         return self._inner.get_disambiguator()
 
     def get_source_stamp(self):
-        return sources_digest()
+        if self._dependent is None:
+            return sources_digest()
+        with open(self._dependent, 'rb') as f:
+            return hashlib.sha256(sources_digest() + f.read()).digest()
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if os.path.dirname(os.path.abspath(py_file)) != CORE_DIR:
+        path = os.path.abspath(py_file)
+        dependent = path in DEPENDENT_FILES
+        if os.path.dirname(path) != CORE_DIR and not dependent:
             return None
         for other in caching.CacheImpl._locator_classes:
             if other is not cls:
                 inner = other.from_function(py_func, py_file)
                 if inner is not None:
-                    return cls(inner)
+                    return cls(inner, path if dependent else None)
         return None
 
 

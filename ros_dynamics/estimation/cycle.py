@@ -20,10 +20,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ..core.api import compute_all_terms
+from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
-from .observer import ContactDetector, MomentumObserver, estimate_contact_wrench
+from .observer import R, ContactDetector, MomentumObserver, estimate_contact_wrench
 
 NS = 1_000_000_000
 PERIOD_WINDOW = 64
@@ -141,6 +141,48 @@ class Cycle:
         released), for the reason ``why``."""
         self._pending = why
         self._last_ns = None
+
+    # -- the compiled cycle's part (fused_cycle.py) ---------------------------------------
+    @property
+    def fused_time(self):
+        """The time [ns] of the observer's last sample when the compiled cycle may update
+        the observer: running (no restart due) in free motion; else -1 (0 without an
+        observer)."""
+        if self.observer is None:
+            return 0
+        if (self._last_ns is None or self._pending is not None or not self.observer.fused_ready
+                or not self.detector.free):
+            return -1
+        return self._last_ns
+
+    def fused_done(self, q, v, t_ns, dt, observed, christoffel=False):
+        """:attr:`result` of a cycle that the compiled cycle made at (q, v), time ``t_ns``;
+        ``observed``: it updated the observer, a period ``dt`` [s] after its last sample (else
+        the observer was not updated: no efforts).  Its terms are in :attr:`data`; with
+        ``christoffel`` Gamma is computed here (Algorithm 2 on the composite inertias the cycle
+        left)."""
+        res = self.result
+        res.clear()
+        data = self.data
+        res.terms = data.dynamics
+        gamma = None
+        if christoffel:
+            christoffel_after_terms(self.model, data)
+            gamma = data.Gamma
+            if not math.isfinite(gamma.sum()):
+                res.error = 'non-finite Gamma computed'
+        res.out = self.coords.apply(q, v, res.terms, gamma)
+        if observed:
+            self.observer.count_sample()
+            res.residual = self.observer.state[R]
+            res.contact = self.detector.free_sample()
+            res.observer = 'update'
+            self._record_period(dt)
+            self._last_ns = t_ns
+            self._pending = None
+        if res.error is not None:
+            self.reset(f'{res.error} at the previous joint state')
+        return res
 
     def _observer_step(self, tau, t_ns):
         """('reset', why), ('update', dt) or None for this sample's time."""

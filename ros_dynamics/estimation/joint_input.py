@@ -255,6 +255,7 @@ class JointStateAssembler:
         n = len(self.joint_names)
         self.bounds, self.mimic, self.hint = bounds, mimic, hint
         self.max_age, self.max_lead, self.reset_jump = float(max_age), max_lead, reset_jump
+        self.max_lead_ns = int(round(max_lead * NS))
         self.allow_missing_velocity = bool(allow_missing_velocity)
         self.max_sources = max_sources
         self.q, self.v, self.e = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -318,6 +319,29 @@ class JointStateAssembler:
     def sources(self):
         """[(joint names, messages, last stamp ns)] of every source seen (for summaries)."""
         return [(s.names, s.messages, s.last_ns) for s in self._sources.values()]
+
+    # -- the compiled cycle's part (fused_cycle.py) ---------------------------------------
+    def fused_source(self, names):
+        """(name map index, last stamp) when a message with ``names`` may be judged by the
+        compiled cycle: the layout of the previous message, carrying every required joint
+        without a mimic expansion, from a source with an accepted stamp; else None.  (A clock
+        reset matters only to a stamp that goes back, which the compiled cycle declines.)"""
+        last = self._last
+        if last is None or (last[0].names is not names and last[0].names != names):
+            return None
+        nmap, src = last
+        if nmap.index is None or nmap.expand is not None or not src.last_ns:
+            return None
+        return nmap.index, src.last_ns
+
+    def fused_accepted(self, stamp_ns):
+        """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
+        ``stamp_ns`` (what :meth:`add` records for an accepted message; the joint vectors
+        went straight to the cycle)."""
+        src = self._last[1]
+        src.last_ns = stamp_ns
+        src.messages += 1
+        self.stamp_ns = stamp_ns
 
     def _reject(self, kind, text):
         self.reason = (kind, text)

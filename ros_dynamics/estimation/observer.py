@@ -71,10 +71,14 @@ __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_cont
 
 _FLAGS = dict(cache=True, nogil=True)
 
+#: rows of :attr:`MomentumObserver.state`
+R, P, BETA, TAU, V, GAIN, FV, FC = range(8)
+ROWS = 8
+
 
 @entry(types.none, VEC, VEC, types.float64, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC,
        types.boolean, **_FLAGS)
-def _residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average):
+def residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average):
     """One exact zero-order-hold step of the residual filter, in place (module docstring):
 
         beta1 = C^T v - g - tau_f at the new sample,  tau = tau1 (or (tau0 + tau1)/2 if average),
@@ -91,7 +95,7 @@ def _residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, averag
 
 
 @entry(types.boolean, VEC, VEC, **_FLAGS)
-def _any_above(r, threshold):
+def any_above(r, threshold):
     """any(|r_i| > threshold_i) in one compiled call (the detector's free-motion fast path)."""
     for i in range(r.shape[0]):
         if abs(r[i]) > threshold[i]:
@@ -156,22 +160,24 @@ class MomentumObserver:
         self.model = model
         self.nv = int(model.nv)
         self.nq = int(model.nq)
-        self.gain = gain
-        self.friction_viscous = _per_joint(friction_viscous, self.nv, 'friction_viscous', nonneg=True)
-        self.friction_coulomb = _per_joint(friction_coulomb, self.nv, 'friction_coulomb', nonneg=True)
-        self.friction_velocity_eps = float(friction_velocity_eps)
-        self.tau_average = bool(tau_average)
-        self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
-        self._data = Data(model)                  # workspace of update(q, v, ...)
-        ready(_residual_step)                     # compiled (or loaded) here, not at a sample
         n = self.nv
-        self._r = np.zeros(n)
-        self._p, self._beta, self._tau = np.zeros(n), np.zeros(n), np.zeros(n)   # last sample
-        self._q, self._v = np.zeros(self.nq), np.zeros(n)                           # last state
-        self._zeros = np.zeros(n)
+        # the observer's state and settings in one array (one argument for a compiled cycle,
+        # fused_cycle.py): rows R (residual), P, BETA, TAU (the last sample's p, beta, tau), V
+        # (its velocity), GAIN, FV, FC (friction); the attributes below are views of its rows
+        self.state = np.zeros((ROWS, n))
+        self._r, self._p, self._beta, self._tau, self._v = (self.state[k] for k in range(5))
+        self._gain, self._fv, self._fc = self.state[GAIN], self.state[FV], self.state[FC]
+        self._q = np.zeros(self.nq)                         # the last sample's q
         self._initialized = False
         self._have_tau = False
         self.samples = 0
+        self.gain = gain
+        self.set_friction(friction_viscous, friction_coulomb)
+        self.friction_velocity_eps = float(friction_velocity_eps)
+        self.tau_average = bool(tau_average)
+        self._data = Data(model)                  # workspace of update(q, v, ...)
+        ready(residual_step)                     # compiled (or loaded) here, not at a sample
+        self._zeros = np.zeros(n)
 
     # -- configuration ----------------------------------------------------------------------
     @property
@@ -180,15 +186,23 @@ class MomentumObserver:
 
     @gain.setter
     def gain(self, value):
-        self._gain = _per_joint(value, self.nv, 'gain', positive=True)
+        self._gain[:] = _per_joint(value, self.nv, 'gain', positive=True)
+
+    @property
+    def friction_viscous(self):
+        return self._fv.copy()
+
+    @property
+    def friction_coulomb(self):
+        return self._fc.copy()
 
     def set_friction(self, viscous=None, coulomb=None):
         """Change the friction model (takes effect from the next sample)."""
         if viscous is not None:
-            self.friction_viscous = _per_joint(viscous, self.nv, 'friction_viscous', nonneg=True)
+            self._fv[:] = _per_joint(viscous, self.nv, 'friction_viscous', nonneg=True)
         if coulomb is not None:
-            self.friction_coulomb = _per_joint(coulomb, self.nv, 'friction_coulomb', nonneg=True)
-        self._friction_on = bool(np.any(self.friction_viscous) or np.any(self.friction_coulomb))
+            self._fc[:] = _per_joint(coulomb, self.nv, 'friction_coulomb', nonneg=True)
+        self._friction_on = bool(np.any(self._fv) or np.any(self._fc))
         if self._initialized:
             self._terms(self._q, self._v, self._p, self._beta)
 
@@ -219,8 +233,7 @@ class MomentumObserver:
         """τ_f(v), or zeros without a friction model."""
         if not self._friction_on:
             return self._zeros
-        return friction_torque(v, self.friction_viscous, self.friction_coulomb,
-                               self.friction_velocity_eps)
+        return friction_torque(v, self._fv, self._fc, self.friction_velocity_eps)
 
     def _terms(self, q, v, p_out, beta_out):
         """(p, β) at the validated state (q, v), from one fused O(N) pass, into the buffers."""
@@ -280,8 +293,25 @@ class MomentumObserver:
             return self._r.copy()
         return self._step(data.p, data.ctv, data.g, data.q, data.v, tau, dt)
 
+    @property
+    def fused_ready(self):
+        """Whether a compiled cycle (fused_cycle.py) may update this observer: initialized,
+        with the torque of the last sample, current-torque hold (no ``tau_average``) and a
+        Coulomb smoothing velocity > 0."""
+        return (self._initialized and self._have_tau and not self.tau_average
+                and self.friction_velocity_eps > 0.0)
+
+    @property
+    def last_q(self):
+        """The last sample's q (the array itself: a compiled cycle writes it)."""
+        return self._q
+
+    def count_sample(self):
+        """One sample that a compiled cycle processed on :attr:`state` (and the last q)."""
+        self.samples += 1
+
     def _step(self, p, ctv, g, q, v, tau, dt):
-        _residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
+        residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
                        self._friction(v), tau, self.tau_average and self._have_tau)
         self._have_tau = True
         self._q[:], self._v[:] = q, v
@@ -355,7 +385,7 @@ class ContactDetector:
         self.release_ratio = float(release_ratio)
         self.min_samples = max(1, int(min_samples))
         self.joint_links = joint_child_links(model)
-        ready(_any_above)
+        ready(any_above)
         self._depth, self._parent = _dof_depth(model)
         # ancestors (inclusive) of every DoF, to find the leaves of the active set
         self._ancestors = []
@@ -370,19 +400,31 @@ class ContactDetector:
     def reset(self):
         self._active = np.zeros(self.nv, dtype=bool)
         self._any_active = False
-        self._no_joints = np.zeros(self.nv, dtype=bool)
-        self._no_joints.flags.writeable = False      # shared by the free-motion states
+        no_joints = np.zeros(self.nv, dtype=bool)
+        no_joints.flags.writeable = False
+        self._free = ContactState(False, None, no_joints, None, [], False, False)
         self._above_count = 0
         self._in_contact = False
         self.state = ContactState(joints=self._active.copy())
 
+    @property
+    def free(self):
+        """No joint active and no contact: the next residual below every threshold is a
+        free-motion sample (:meth:`free_sample`)."""
+        return not (self._in_contact or self._any_active)
+
+    def free_sample(self):
+        """:meth:`update` with a residual that a compiled cycle found below every threshold
+        while :attr:`free` (the free-motion state, shared; not to be modified)."""
+        self._above_count = 0
+        self.state = self._free
+        return self._free
+
     def update(self, r):
         r = check_vector(r, self.nv, 'r')
-        if not (self._in_contact or self._any_active or _any_above(r, self.threshold)):
+        if not (self._in_contact or self._any_active or any_above(r, self.threshold)):
             # the usual case, free motion: nothing active, nothing to isolate
-            self._above_count = 0
-            self.state = ContactState(False, None, self._no_joints, None, [], False, False)
-            return self.state
+            return self.free_sample()
         mag = np.abs(r)
         above = mag > self.threshold
         self._active = above | (self._active & (mag >= self.release_ratio * self.threshold))

@@ -74,6 +74,7 @@ class NodeHealth:
         self._lat_max = 0.0
         self._cpu = None             # (CPU time of the cycles' thread, accepted) at the last tick
         self._cpu_per_cycle = None
+        self._compiled = None
         self._last_stamp = None
         self._last_input = None      # clock time of the last accepted joint state
         self.total_accepted = 0
@@ -118,6 +119,11 @@ class NodeHealth:
         if self._cpu is not None and total > self._cpu[1]:
             self._cpu_per_cycle = (seconds - self._cpu[0]) / (total - self._cpu[1])
         self._cpu = (seconds, total)
+
+    def compiled_cycle(self, text):
+        """How the cycles ran since the model was installed (a short text, e.g. '998 in one
+        compiled call, 2 through the pipeline'); None: not reported."""
+        self._compiled = text
 
     def rejected(self, reason):
         """One rejected joint state, by reason (a short fixed string, e.g. 'missing_joint')."""
@@ -203,6 +209,8 @@ class NodeHealth:
             ('thread cpu per joint state [ms]', _num(
                 self._cpu_per_cycle * 1e3 if self._cpu_per_cycle is not None else None)),
         ] + [(f'rejected: {k}', str(v)) for k, v in sorted(self.rejections.items())]
+        if self._compiled is not None:
+            values.append(('cycles', self._compiled))
         if self._last_input is None:
             return name, STALE, 'no joint state accepted yet', values
         quiet = now - self._last_input

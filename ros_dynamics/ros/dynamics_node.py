@@ -314,8 +314,27 @@ class DynamicsNode(Node):
         except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
             return self._refuse('malformed', 'joint_states rejected: not a readable JointState '
                                 f'({type(exc).__name__}: {exc})')
-        asm = eng.assembler
         now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
+        cfg = self.config
+        q, v = eng.q, eng.v
+        gamma = self._gamma_due(eng, cfg)
+        fused = eng.fused           # the usual cycle in one compiled call, else the pipeline
+        if fused is not None and (cfg.effort_source == 'joint_state'
+                                  or eng.cycle.observer is None) and (
+                not eng.floating or self._base is not None):
+            if eng.floating:
+                q[:7], v[:6] = self._base
+            if fused.step(names, position, velocity, effort, sec, nanosec, now, gamma):
+                res = eng.cycle.result
+                if res.error is not None:
+                    return self._refuse('output', f'{res.error}: nothing published, observer '
+                                        're-initialized', 'error')
+                if res.observer is None and eng.cycle.observer is not None:
+                    self._warn('no_effort', 'joint_states without effort: observer not updated',
+                               'info')
+                stamp = (sec, nanosec)
+                return self._publish_cycle(eng, cfg, stamp, res, fused.stamp_ns, t_in, True)
+        asm = eng.assembler
         verdict = asm.add(names, position, velocity, effort, sec, nanosec, now)
         if verdict not in ('cycle', 'reset'):
             if verdict == 'held':
@@ -330,7 +349,6 @@ class DynamicsNode(Node):
         if verdict == 'reset':
             eng.cycle.reset(asm.reason[1])
             self._warn(asm.reason[0], f'{asm.reason[1]}; observer re-initialized', 'info')
-        q, v = eng.q, eng.v
         if eng.floating:
             if self._base is None:
                 return self._refuse('no_odom', 'joint_states ignored: floating base and no valid '
@@ -338,51 +356,38 @@ class DynamicsNode(Node):
             q[:7], v[:6] = self._base
         q[eng.base_q:] = asm.q
         v[eng.base_v:] = asm.v
-        cfg = self.config
-        tau = self._effort(eng, cfg, asm)
+        tau, why = eng.observer_torque(cfg, asm, self._cmd)
+        if why is not None:
+            self._warn(*why)
         t_ns = asm.stamp_ns or now        # unstamped sources: the node clock at receipt
-        res = eng.cycle.step(q, v, tau, t_ns, christoffel=self._gamma_due(eng, cfg))
+        res = eng.cycle.step(q, v, tau, t_ns, christoffel=gamma)
         if res.error is not None:
             return self._refuse('output', f'{res.error}: nothing published, observer '
                                 're-initialized', 'error')
         if res.observer == 'reset' and res.reset_reason.startswith('a gap'):
             self._warn('gap', f'observer re-initialized after {res.reset_reason}', 'info')
+        if tau is not None:
+            eng.record(t_ns, q, v, tau)
+        return self._publish_cycle(eng, cfg, (sec, nanosec), res, t_ns, t_in, False)
+
+    def _publish_cycle(self, eng, cfg, stamp, res, t_ns, t_in, written):
+        """The outputs of one cycle at ``stamp`` ((sec, nanosec)); ``written``: the compiled
+        cycle wrote its arrays into the messages already."""
         if self.stats['accepted'] == 0:
             self._log.info('first joint state accepted: publishing')
         self._cycle_count += 1
         self.stats['accepted'] += 1
-        stamp = (sec, nanosec)
-        eng.remember(q, v, stamp)
-        if tau is not None:
-            eng.record(t_ns, q, v, tau)
-        self._publish(eng, cfg, stamp, res)
-        if not eng.geometry_ready and eng.warm_geometry_later():   # once after an install
-            self._log.info('compiling the Christoffel and Jacobian kernel in the background '
-                           '(~2 s of CPU, once after an install): ~/christoffel starts then')
+        q = eng.q
+        eng.remember(q, eng.v, stamp)
+        if written and res.observer is not None:
+            eng.record(t_ns, q, eng.v, eng.tau)
+        self._publish(eng, cfg, stamp, res, written)
+        if not (eng.geometry_ready and eng.fused_ready) and eng.warm_geometry_later():
+            self._log.info('compiling the Christoffel/Jacobian kernel and the compiled cycle in '
+                           'the background (~7 s of CPU, once after an install): ~/christoffel '
+                           'starts then')
         self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in)
         return None
-
-    def _effort(self, eng, cfg, asm):
-        """The observer's applied torque (nv,) for this cycle, or None (observer not updated)."""
-        if eng.cycle.observer is None:
-            return None
-        if cfg.effort_source == 'joint_state':
-            if not asm.has_effort:
-                self._warn('no_effort', 'joint_states without effort: observer not updated',
-                           'info')
-                return None
-            eng.tau[eng.base_v:] = asm.e
-            return eng.tau
-        cmd = self._cmd
-        if cmd is None or cmd[0] is not eng:
-            self._warn('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info')
-            return None
-        if cfg.commanded_torque_timeout > 0 and (
-                time.monotonic_ns() - cmd[2]) > cfg.commanded_torque_timeout * 1e9:
-            self._warn('stale_cmd', '~/commanded_torque is stale: observer not updated')
-            return None
-        eng.tau[eng.base_v:] = cmd[1]
-        return eng.tau
 
     def _gamma_due(self, eng, cfg):
         return bool(itf.HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
@@ -405,11 +410,11 @@ class DynamicsNode(Node):
             return True
         return False
 
-    def _publish(self, eng, cfg, stamp, res):
+    def _publish(self, eng, cfg, stamp, res, written):
         on = self._wanted
         if itf.HAVE_MSGS:
             if cfg.publish_dynamics and on(self._pub_dyn):
-                self._send(self._pub_dyn, eng.dynamics_message(stamp, res.out))
+                self._send(self._pub_dyn, eng.dynamics_message(stamp, res.out, written))
             if res.out.gamma is not None:     # latched: kept for subscribers to come
                 self._send(self._pub_G, eng.christoffel_message(stamp, res.out))
             contact = res.contact   # every update in contact; once when free (first, release)
@@ -418,11 +423,12 @@ class DynamicsNode(Node):
                 self._send(self._pub_contact, eng.contact_message(stamp, res))
                 eng.free_announced = not contact.in_contact
         if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and on(self._pub_g):
-            self._send(self._pub_g, eng.torque_message(eng.g_out, stamp, res.terms.g))
+            self._send(self._pub_g, eng.torque_message(eng.g_out, stamp, res.terms.g, written))
         if res.residual is not None:
             self.stats['observer_outputs'] += 1
             if cfg.publish_external_torque and on(self._pub_ext):
-                self._send(self._pub_ext, eng.torque_message(eng.ext_out, stamp, res.residual))
+                self._send(self._pub_ext, eng.torque_message(eng.ext_out, stamp, res.residual,
+                                                             written))
 
     def _send(self, pub, msg):
         """Publish; a sample the middleware refuses (seen with Fast DDS while a reliable

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import threading
+import time
 
 import numpy as np
 from rclpy.serialization import serialize_message
@@ -21,6 +22,7 @@ from ..core.kernels import geometry as geometry_kernel
 from ..core.validation import close_names
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
+from ..estimation.fused_cycle import DECLINED, FusedCycle, fused_step
 from ..core.coordinates import BASE_DOF_NAMES
 from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssembler,
                                       NameMaps)
@@ -135,6 +137,9 @@ class Engine:
         self.coords = self.cycle.coords
         self.joint_coordinate_names = (list(BASE_DOF_NAMES) if self.floating
                                        else []) + self.joint_names
+        self.fused = self.fused_outputs = None
+        self.fused_ready = False
+        self._fuse_lock = threading.Lock()
         self.configure_input(cfg)
         self._warm_up(cfg)
         self.latest = None                 # (q, v, stamp) of the latest cycle, for services
@@ -145,6 +150,8 @@ class Engine:
                      np.zeros((n, self.nv)))
         self._rec_count, self._rec_next = 0, 0
         self._messages()
+        if self.fused_ready:
+            self._fuse()
 
     def configure_input(self, cfg):
         """The joint-input assembler for the input settings of ``cfg`` (cheap; no rebuild)."""
@@ -160,12 +167,25 @@ class Engine:
             self.joint_names, self.bounds, mimic, hint, max_age=cfg.joint_hold_max_age,
             max_lead=cfg.stamp_max_lead, reset_jump=cfg.stamp_reset_jump,
             allow_missing_velocity=cfg.allow_missing_velocity)
+        self._fuse()
 
     def configure_observer(self, cfg):
         """A new pipeline with the observer settings of ``cfg`` (ValueError if invalid)."""
         self.cycle = Cycle(self.model, cfg.coordinates, observer_settings(self.model, cfg))
         self.coords = self.cycle.coords
         self._warm_cycle()
+        self._fuse()
+
+    def _fuse(self):
+        """The compiled cycle (estimation/fused_cycle.py) on the current assembler and
+        pipeline, writing into the serialized messages, once its kernel is ready; None where
+        it does not apply (published coordinates other than the model's, messages that are not
+        plain CDR)."""
+        with self._fuse_lock:     # (the warm-up thread and a parameter change)
+            self.fused = None
+            if self.fused_outputs is not None and self.fused_ready:
+                self.fused = FusedCycle(self.assembler, self.cycle, self.q, self.v, self.tau,
+                                        self.fused_outputs)
 
     def _warm_cycle(self):
         q0 = np.zeros(self.nq)
@@ -196,6 +216,15 @@ class Engine:
         self._geometry_thread = None
         if cached(geometry_kernel):
             self.warm_geometry()
+        if cached(fused_step):
+            self.warm_fused()
+
+    def warm_fused(self):
+        """Compile (or load) the compiled cycle's kernel (any thread); then ``fused_ready``
+        and, from the next joint state on, :attr:`fused` serves the usual cycles."""
+        FusedCycle.compile()
+        self.fused_ready = True
+        self._fuse()
 
     def warm_geometry(self):
         """Compile (or load) the geometry kernel on this model (any thread: it uses a
@@ -209,12 +238,36 @@ class Engine:
             link_jacobian(self.model, q0, self.model.body_names[-1])
         self.geometry_ready = True
 
+    def cycles_summary(self):
+        """How this engine's cycles ran, for /diagnostics: how many the compiled cycle made
+        and why it declined the others (the pipeline made those), or why it is not used."""
+        if self.fused_outputs is None:
+            return ('Python pipeline (the compiled cycle serves the model\'s own coordinates '
+                    'in plain CDR messages)')
+        fused = self.fused
+        if fused is None:
+            return 'Python pipeline (the compiled cycle is being compiled)'
+        counts = fused.counts.tolist()
+        why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:]) if n]
+        if fused.not_tried:
+            why.append(f'layout, source or observer state {fused.not_tried}')
+        return f'{counts[0]} in one compiled call' + (
+            f'; through the pipeline: {", ".join(why)}' if why else '')
+
     def warm_geometry_later(self):
-        """Start :meth:`warm_geometry` on a thread, once; True if it started now."""
-        if self.geometry_ready or self._geometry_thread is not None:
+        """Start :meth:`warm_geometry` and :meth:`warm_fused` on a thread, once, for those not
+        ready; True if it started now."""
+        if (self.geometry_ready and self.fused_ready) or self._geometry_thread is not None:
             return False
-        self._geometry_thread = threading.Thread(target=self.warm_geometry,
-                                                 name='geometry_warmup', daemon=True)
+
+        def warm():
+            if not self.geometry_ready:
+                self.warm_geometry()
+            if not self.fused_ready:
+                self.warm_fused()
+
+        self._geometry_thread = threading.Thread(target=warm, name='kernel_warmup',
+                                                 daemon=True)
         self._geometry_thread.start()
         return True
 
@@ -244,9 +297,23 @@ class Engine:
                             {'effort': self.nv})
         self.ext_out = Output(itf.JointState(), '', 'name', self.joint_coordinate_names,
                               {'effort': self.nv})
+        # where the compiled cycle writes: M, C, dM/dt, g of ~/dynamics, ~/gravity_torque's and
+        # ~/external_torque's efforts (in the serialized messages' float64 words)
+        self.fused_outputs = None
+        templates = (self.dyn_out and self.dyn_out.template, self.g_out.template,
+                     self.ext_out.template)
+        if direct and all(t is not None for t in templates):
+            dyn, grav, ext = templates
+            o = dyn.offsets
+            self.fused_outputs = (dyn.payload, grav.payload, ext.payload, np.array(
+                [o['mass_matrix'], o['coriolis_matrix'], o['mass_matrix_dot'], o['gravity'],
+                 grav.offsets['effort'], ext.offsets['effort']], dtype=np.int64))
 
-    def dynamics_message(self, stamp, out):
-        """~/dynamics filled with one cycle's results (published coordinates)."""
+    def dynamics_message(self, stamp, out, written=False):
+        """~/dynamics filled with one cycle's results (published coordinates); ``written``:
+        the compiled cycle wrote them already."""
+        if written:
+            return self.dyn_out.message(stamp)
         if not self.coords.identity:   # joint coordinates: q, v were gathered into it
             np.copyto(self.dyn_q, out.q)
             np.copyto(self.dyn_v, out.v)
@@ -266,9 +333,11 @@ class Engine:
         np.copyto(a['christoffel'], out.gamma.reshape(-1))
         return self.gam_out.message(stamp)
 
-    def torque_message(self, output, stamp, values):
-        """``output`` (g_out or ext_out, sensor_msgs/JointState) with effort = ``values``."""
-        np.copyto(output.arrays['effort'], values)
+    def torque_message(self, output, stamp, values, written=False):
+        """``output`` (g_out or ext_out, sensor_msgs/JointState) with effort = ``values``
+        (``written``: the compiled cycle wrote them already)."""
+        if not written:
+            np.copyto(output.arrays['effort'], values)
         return output.message(stamp)
 
     def contact_message(self, stamp, res):
@@ -292,6 +361,28 @@ class Engine:
             m.wrench_link = ''
             p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
         return m
+
+    def observer_torque(self, cfg, asm, cmd):
+        """(tau, why) for a cycle of the pipeline: the observer's applied torque (nv,) from
+        the assembled joint state ``asm`` or the latest ~/commanded_torque ``cmd`` ((engine,
+        tau, monotonic ns) or None), as ``effort_source`` says; or None, and why the observer
+        is not updated ((kind, text, level) to log) unless the observer is off."""
+        if self.cycle.observer is None:
+            return None, None
+        if cfg.effort_source == 'joint_state':
+            if not asm.has_effort:
+                return None, ('no_effort', 'joint_states without effort: observer not updated',
+                              'info')
+            self.tau[self.base_v:] = asm.e
+            return self.tau, None
+        if cmd is None or cmd[0] is not self:
+            return None, ('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info')
+        if cfg.commanded_torque_timeout > 0 and (
+                time.monotonic_ns() - cmd[2]) > cfg.commanded_torque_timeout * 1e9:
+            return None, ('stale_cmd', '~/commanded_torque is stale: observer not updated',
+                          'warning')
+        self.tau[self.base_v:] = cmd[1]
+        return self.tau, None
 
     def record(self, t_ns, q, v, tau):
         """Keep (t, q, v, tau) at 100 Hz for ~/estimate_payload (a copy every 10 ms)."""

@@ -219,7 +219,8 @@ class Template:
     change per cycle (frame_id, names, float64 arrays of their final length) and ``serialize``
     the middleware's serializer (``rclpy.serialization.serialize_message``).  ``stamp`` is an
     int32 view of header.stamp (sec, nanosec), ``arrays[field]`` a float64 view of each float64
-    sequence; :meth:`bytes` the message to publish.  ValueError when the serialized message is
+    sequence, ``payload`` the whole payload as float64 words and ``offsets[field]`` where each
+    sequence starts in it; :meth:`bytes` the message to publish.  ValueError when the serialized message is
     not plain little-endian CDR or does not walk to its length (then publish ``msg`` itself)."""
 
     def __init__(self, msg, serialize):
@@ -237,8 +238,9 @@ class Template:
         self._buffer = np.zeros(1 + (len(raw) + 7) // 8)
         self._bytes = self._buffer.view(np.uint8)[8 - HEADER:8 - HEADER + len(raw)]
         self._bytes[:] = np.frombuffer(raw, dtype=np.uint8)
-        payload = self._buffer[1:]
+        self.payload = payload = self._buffer[1:]
         self.stamp = payload[:1].view(np.int32)
+        self.offsets = {k: o // 8 for k, (o, _) in arrays.items()}
         self.arrays = {k: payload[o // 8:o // 8 + c] for k, (o, c) in arrays.items()}
 
     def set_stamp(self, sec, nanosec):

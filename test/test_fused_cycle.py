@@ -1,0 +1,211 @@
+"""The compiled cycle (FusedCycle) against the Python pipeline it stands in for.
+
+Two identical pipelines (assembler + Cycle) get the same joint-state messages: one through the
+pipeline only (the reference), one through FusedCycle first and the pipeline when it declines.
+The stream is physical (the torques are the model's inverse dynamics of the motion, plus
+noise) and carries every case the input policy names: a NaN, a velocity beyond its bound, a
+stamp going back, the same stamp again, a stamp ahead of the clock, a non-normalized stamp,
+another name order, a partial source, a message without efforts, a contact, a gap, a source
+reset, a clock reset and a reset request.  Per message: the same verdict, the same terms (the
+compiled cycle runs the same kernel: equal to the last bit) and residual (to rounding: the
+friction term is evaluated in compiled code), the same contact
+state and observer restarts, the outputs written where they belong; and most messages take the
+compiled path, each kind of decline at least once.
+"""
+import numpy as np
+import pytest
+
+import ros_dynamics as rd
+from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
+from ros_dynamics.estimation.fused_cycle import DECLINED, OK, FusedCycle
+from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+
+pytestmark = pytest.mark.core
+NS = 10**9
+
+
+def _pipeline(model, **observer):
+    asm = JointStateAssembler(model.joint_names, InputBounds(model))
+    settings = ObserverSettings(model, **observer) if observer else None
+    return asm, Cycle(model, 'joint', settings)
+
+
+class Outputs:
+    """Output buffers laid out as a serialized message would be: a word between arrays."""
+
+    def __init__(self, nv):
+        m2 = nv * nv
+        self.offsets = np.array([3, 4 + m2, 5 + 2 * m2, 6 + 3 * m2, 2, 1], dtype=np.int64)
+        self.dyn, self.grav, self.ext = np.full(7 + 3 * m2 + nv, 7.0), np.zeros(nv + 3), np.zeros(nv + 2)
+
+    def terms(self, nv):
+        o = self.offsets
+        M, C, Mdot = (self.dyn[o[k]:o[k] + nv * nv].reshape(nv, nv) for k in range(3))
+        return M, C, Mdot, self.dyn[o[3]:o[3] + nv]
+
+
+def _reference(asm, cycle, base, msg, christoffel):
+    """The pipeline, as dynamics_node runs it: (verdict, result or None)."""
+    names, pos, vel, eff, sec, nanosec, now = msg
+    verdict = asm.add(names, pos, vel, eff, sec, nanosec, now)
+    if verdict not in ('cycle', 'reset'):
+        return verdict, None
+    if verdict == 'reset':
+        cycle.reset(asm.reason[1])
+    q = np.concatenate([base[0], asm.q])
+    v = np.concatenate([base[1], asm.v])
+    tau = np.concatenate([np.zeros(len(base[1])), asm.e]) if asm.has_effort else None
+    return verdict, cycle.step(q, v, tau, asm.stamp_ns or now, christoffel=christoffel)
+
+
+def _stream(model, rng, n_msgs=700):
+    """Messages (names, pos, vel, eff, sec, nanosec, now_ns) at 1 kHz with every case."""
+    names = tuple(model.joint_names)
+    n = len(names)
+    nb = model.nv - n
+    w, t_ns, msgs = 2.0, 100 * NS, []
+    for k in range(n_msgs):
+        t_ns += 30 * 10**6 if k == 200 else 10**6              # a 30 ms gap
+        if k == 260:
+            t_ns -= 2 * NS                                     # source reset (stamps back 2 s)
+        ph = w * t_ns / NS + np.arange(n)
+        pos, vel, acc = 0.4 * np.sin(ph), 0.4 * w * np.cos(ph), -0.4 * w * w * np.sin(ph)
+        qf = np.concatenate([[0.1, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0], pos]) if nb else pos
+        vf = np.concatenate([np.zeros(6), vel]) if nb else vel
+        af = np.concatenate([np.zeros(6), acc]) if nb else acc
+        eff = rd.inverse_dynamics(model, qf, vf, af)[nb:] + rng.normal(0, 0.2, n)
+        if 120 <= k < 150:
+            eff[2] -= 25.0                                     # a contact: tau_ext = +25 N m
+        sec, nanosec, now = t_ns // NS, t_ns % NS, t_ns + 2 * 10**5
+        m_names, m_pos, m_vel, m_eff = names, pos, vel, eff
+        if k == 50:
+            m_pos = pos.copy(); m_pos[1] = np.nan
+        if k == 60:
+            m_vel = vel.copy(); m_vel[0] = 1e3
+        if k == 70:
+            sec, nanosec = divmod(t_ns - 15 * 10**5, NS)        # before the last stamp
+        if k == 100:
+            now = t_ns - 3 * NS                                # 3 s ahead of the clock
+        if k == 360:
+            nanosec += NS                                      # not normalized
+        if k == 320:
+            m_eff = np.zeros(0)                                # no efforts
+        if 90 <= k < 96:                                       # another name order
+            order = np.arange(n)[::-1]
+            m_names = tuple(names[i] for i in order)
+            m_pos, m_vel, m_eff = pos[order], vel[order], eff[order]
+        if k == 300:                                           # a partial source
+            m_names, m_pos, m_vel, m_eff = names[:2], pos[:2], vel[:2], eff[:2]
+        msgs.append((m_names, m_pos, m_vel, m_eff, int(sec), int(nanosec), int(now)))
+        if k == 80:
+            msgs.append(msgs[-1])                              # the same stamp again
+    return msgs
+
+
+def _compare(model, msgs, events=None, observer=True):
+    nb = model.nv - len(model.joint_names)
+    base = ((np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]), np.zeros(6)) if nb
+            else (np.zeros(0), np.zeros(0)))
+    # a floating base held in place: its residual is the support wrench, not a contact
+    threshold = np.r_[np.full(nb, 1e6), np.full(model.nv - nb, 8.0)]
+    settings = dict(gain=40.0, threshold=threshold, friction_viscous=0.3,
+                    friction_coulomb=0.4) if observer else {}
+    ref_asm, ref_cycle = _pipeline(model, **settings)
+    asm, cycle = _pipeline(model, **settings)
+    q, v, tau = np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv)
+    q[:len(base[0])], v[:nb] = base[0], base[1]
+    out = Outputs(model.nv)
+    fused = FusedCycle(asm, cycle, q, v, tau, (out.dyn, out.grav, out.ext, out.offsets))
+    FusedCycle.compile()
+    seen_contact = 0
+    for k, msg in enumerate(msgs):
+        for what in (events or {}).get(k, ()):
+            what(ref_asm, ref_cycle), what(asm, cycle)
+        gamma = k % 10 == 0
+        verdict, ref = _reference(ref_asm, ref_cycle, base, msg, gamma)
+        before = fused.counts[OK]
+        if fused.step(*msg, christoffel=gamma):
+            assert fused.counts[OK] == before + 1
+            res = cycle.result
+            assert verdict == 'cycle', (k, verdict, ref_asm.reason)
+            M, C, Mdot, g = out.terms(model.nv)
+            for a, b in ((M, ref.terms.M), (C, ref.terms.C), (Mdot, ref.terms.Mdot),
+                         (g, ref.terms.g)):
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(out.grav[2:2 + model.nv], ref.terms.g)
+            np.testing.assert_array_equal(q, ref.out.q)
+            np.testing.assert_array_equal(v, ref.out.v)
+            if ref.residual is not None:
+                np.testing.assert_allclose(out.ext[1:1 + model.nv], ref.residual, rtol=0,
+                                           atol=1e-12)
+        else:
+            v2, res = _reference(asm, cycle, base, msg, gamma)
+            assert v2 == verdict, (k, v2, verdict)
+            assert asm.reason == ref_asm.reason
+        if ref is None:
+            continue
+        assert res.error == ref.error
+        assert res.observer == ref.observer and res.reset_reason == ref.reset_reason, k
+        np.testing.assert_array_equal(res.terms.M, ref.terms.M)
+        if ref.residual is None:
+            assert res.residual is None
+        else:
+            np.testing.assert_allclose(res.residual, ref.residual, rtol=0, atol=1e-12)
+            assert res.contact.in_contact == ref.contact.in_contact
+            assert res.contact.links == ref.contact.links
+            seen_contact += ref.contact.in_contact
+        if ref.out.gamma is None:
+            assert res.out.gamma is None
+        else:
+            np.testing.assert_allclose(res.out.gamma, ref.out.gamma, rtol=0, atol=1e-12)
+    return fused.counts, seen_contact
+
+
+def test_the_compiled_cycle_is_the_pipeline_on_every_case():
+    arm = rd.load_urdf(rd.bundled_urdf('arm7'))
+    msgs = _stream(arm, np.random.default_rng(3))
+    events = {400: [lambda a, c: a.clock_reset()],
+              450: [lambda a, c: c.reset('requested')],
+              500: [lambda a, c: a.clock_reset()]}      # and stamps that do not go back
+    # after the clock reset, a stamp 1 ms back is a 'clock_reset' restart
+    n, s, ns, now = msgs[401][0], msgs[401][4], msgs[401][5], msgs[401][6]
+    msgs[401] = msgs[401][:4] + ((s * NS + ns - 3 * 10**6) // NS, (s * NS + ns - 3 * 10**6) % NS,
+                                 now)
+    counts, contact = _compare(arm, msgs, events)
+    kinds = dict(zip(('ok',) + DECLINED, counts.tolist()))
+    assert contact >= 10                       # the contact was seen (and isolated alike)
+    assert kinds['ok'] >= 0.8 * len(msgs), kinds
+    for kind in ('stamp', 'input', 'observer', 'gap', 'contact'):
+        assert kinds[kind] >= 1, kinds
+
+
+def test_the_compiled_cycle_without_observer_and_on_a_floating_base():
+    quad = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
+    msgs = _stream(quad, np.random.default_rng(4), n_msgs=120)
+    counts, _ = _compare(quad, msgs)
+    assert counts[OK] >= 90, counts
+    arm = rd.load_urdf(rd.bundled_urdf('arm7'))
+    counts, _ = _compare(arm, _stream(arm, np.random.default_rng(5), n_msgs=120),
+                         observer=False)
+    assert counts[OK] >= 100, counts
+
+
+def test_a_declined_message_changes_nothing():
+    """A message the compiled cycle declines (here: a contact onset, which the pipeline must
+    isolate) leaves the observer as it was: the pipeline then gives the reference residual."""
+    arm = rd.load_urdf(rd.bundled_urdf('arm7'))
+    asm, cycle = _pipeline(arm, gain=40.0, threshold=8.0)
+    q, v, tau = np.zeros(7), np.zeros(7), np.zeros(7)
+    out = Outputs(7)
+    fused = FusedCycle(asm, cycle, q, v, tau, (out.dyn, out.grav, out.ext, out.offsets))
+    msgs = _stream(arm, np.random.default_rng(6), n_msgs=125)
+    for msg in msgs[:120]:
+        if not fused.step(*msg):
+            _reference(asm, cycle, ((), ()), msg, False)
+    state = cycle.observer.state.copy()
+    dyn = out.dyn.copy()
+    names, pos, vel, eff = msgs[120][:4]     # ~305 N m on joint 3 at once: above 8 N m at once
+    assert not fused.step(names, pos, vel, eff - np.eye(7)[2] * 280.0, *msgs[120][4:])
+    np.testing.assert_array_equal(cycle.observer.state, state)
+    np.testing.assert_array_equal(out.dyn, dyn)
+    assert fused.counts[DECLINED.index('contact') + 1] == 1
