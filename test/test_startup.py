@@ -131,3 +131,37 @@ def test_warmup_sees_every_kernel():
     counts = re.search(r'(?:all (\d+) kernels|of (\d+) kernels)', out)
     assert counts is not None, out
     assert int(counts.group(1) or counts.group(2)) >= 10, out
+
+
+def test_a_kernel_calling_core_kernels_is_stale_with_them(tmp_path):
+    """The compiled cycle's kernel (outside the core) calls the core's ``terms`` and the
+    observer's kernels: an edit of either invalidates its cache entry (numba's own stamp, the
+    defining file alone, would load it stale), an edit elsewhere does not."""
+    import shutil
+    pkg = tmp_path / 'src'
+    shutil.copytree(os.path.join(REPO, 'ros_dynamics'), pkg / 'ros_dynamics',
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    code = ('import sys\n'
+            'from ros_dynamics.core.jit import cached\n'
+            'from ros_dynamics.estimation.fused_cycle import FusedCycle, fused_step\n'
+            'print(cached(fused_step))\n'
+            'if sys.argv[-1] == "compile":\n'
+            '    FusedCycle.compile()\n')
+
+    def run(arg):
+        p = subprocess.run([sys.executable, '-c', code, arg], cwd=str(tmp_path), text=True,
+                           capture_output=True, timeout=900,
+                           env=dict(os.environ, PYTHONPATH=str(pkg),
+                                    NUMBA_CACHE_DIR=str(tmp_path / 'cache')))
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()[0] == 'True'
+
+    assert not run('compile')
+    assert run('check')
+    for edited, stale in (('ros_dynamics/ros/wire.py', False),
+                          ('ros_dynamics/estimation/observer.py', True),
+                          ('ros_dynamics/core/rnea.py', True)):
+        with open(pkg / edited, 'a') as f:
+            f.write('\n# edited\n')
+        assert run('compile') is not stale, edited
+        assert run('check')

@@ -58,15 +58,18 @@ def sources_digest():
     return h.digest()
 
 
-#: modules outside the core whose kernels call core kernels (absolute paths of their files)
-DEPENDENT_FILES = set()
+#: modules outside the core whose kernels call core kernels: their file -> (that file and the
+#: other non-core files whose kernels they call)
+DEPENDENT_FILES = {}
 
 
-def depends_on_core(path):
-    """Declare that the kernels of the module whose file is ``path`` call core kernels: their
-    cache stamp is then that of the core's sources and of the file itself, so that an edit of
-    the core invalidates them too.  Call it before the module's first ``@njit(cache=True)``."""
-    DEPENDENT_FILES.add(os.path.abspath(path))
+def depends_on_core(path, *others):
+    """Declare that the kernels of the module whose file is ``path`` call core kernels (and
+    kernels of the modules whose files are ``others``): their cache stamp is then that of the
+    core's sources and of those files, so that an edit of any of them invalidates them.  Call
+    it before the module's first ``@njit(cache=True)``."""
+    path = os.path.abspath(path)
+    DEPENDENT_FILES[path] = (path,) + tuple(os.path.abspath(p) for p in others)
 
 
 class CoreSourcesLocator(caching._CacheLocator):
@@ -95,8 +98,11 @@ class CoreSourcesLocator(caching._CacheLocator):
     def get_source_stamp(self):
         if self._dependent is None:
             return sources_digest()
-        with open(self._dependent, 'rb') as f:
-            return hashlib.sha256(sources_digest() + f.read()).digest()
+        h = hashlib.sha256(sources_digest())
+        for path in DEPENDENT_FILES[self._dependent]:
+            with open(path, 'rb') as f:
+                h.update(f.read())
+        return h.digest()
 
     @classmethod
     def from_function(cls, py_func, py_file):

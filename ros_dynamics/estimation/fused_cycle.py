@@ -35,9 +35,10 @@ from numba import types
 from ..core.jit import depends_on_core, entry, ready
 from ..core.kernels import INTS, PRODUCTS, REALS, VEC, terms
 from ..core.kinematics import tree, workspace
+from . import observer as _observer
 from .observer import BETA, FC, FV, GAIN, P, R, TAU, V, any_above, residual_step
 
-depends_on_core(__file__)
+depends_on_core(__file__, _observer.__file__)     # its kernel calls theirs: stale with them
 
 NS = 1_000_000_000
 
