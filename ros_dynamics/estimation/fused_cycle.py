@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from ..core.jit import depends_on_core, entry, ready
 from ..core.kernels import INTS, PRODUCTS, REALS, VEC, terms
@@ -99,7 +99,8 @@ def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, eboun
     w = workspace(m, work)
     nv = m.nv
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
-    saved = obs[R:V + 1].copy()              # r and the last sample, restored on a decline
+    saved = np.empty((V + 1 - R) * nv)      # r and the last sample, restored on a decline
+    _rows(obs, saved, True)
     if observer:
         dt = (stamp_ns - obs_last_ns) / NS    # Cycle._observer_step: an update, not a restart
         if not (0.0 < dt <= gap_limit_s):
@@ -112,7 +113,7 @@ def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, eboun
                        tau, False)
         r = obs[R]
         if any_above(r, threshold):
-            obs[R:V + 1] = saved
+            _rows(obs, saved, False)
             return CONTACT
     s = 0.0                                    # finite iff every term is (NaN, inf propagate)
     for i in range(nv):
@@ -121,7 +122,7 @@ def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, eboun
             s += M[i, j] + C[i, j] + Mdot[i, j]
     if not math.isfinite(s):
         if observer:
-            obs[R:V + 1] = saved
+            _rows(obs, saved, False)
         return NONFINITE
     if observer:
         for i in range(nv):
@@ -137,6 +138,18 @@ def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, eboun
         dyn[og + i] = g[i]
         grav[oG + i] = g[i]
     return OK
+
+
+@njit(cache=True, nogil=True, inline='always')
+def _rows(obs, saved, save):
+    """Rows R..V of the observer's state into ``saved`` (save) or back (restore)."""
+    n = obs.shape[1]
+    for a in range(R, V + 1):
+        for i in range(n):
+            if save:
+                saved[(a - R) * n + i] = obs[a, i]
+            else:
+                obs[a, i] = saved[(a - R) * n + i]
 
 
 class FusedCycle:
@@ -159,8 +172,8 @@ class FusedCycle:
         model = cycle.model
         self._model = (model.ints, model.reals, cycle.data.work)
         obs = cycle.observer
-        self._obs = (obs.state, obs.last_q, cycle.detector.threshold) if obs else (
-            np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+        self._obs = (obs.state, obs.last_q) if obs else (np.zeros((0, 0)), np.zeros(0))
+        self._no_threshold = np.zeros(0)
         b = assembler.bounds
         self._bounds = (b.velocity, b.effort)
         self._pbound = float(b.position)
@@ -186,7 +199,8 @@ class FusedCycle:
         index, last_ns = src
         obs_last_ns = cycle.fused_time
         ints, reals, work = self._model
-        state, last_q, threshold = self._obs
+        state, last_q = self._obs
+        threshold = self._no_threshold if cycle.detector is None else cycle.detector.threshold
         vb, eb = self._bounds
         try:
             status = fused_step(ints, reals, work, index, position, velocity, effort, self.q,

@@ -176,7 +176,7 @@ class MomentumObserver:
         self.friction_velocity_eps = float(friction_velocity_eps)
         self.tau_average = bool(tau_average)
         self._data = Data(model)                  # workspace of update(q, v, ...)
-        ready(residual_step)                     # compiled (or loaded) here, not at a sample
+        ready(residual_step)                      # compiled (or loaded) here, not at a sample
         self._zeros = np.zeros(n)
 
     # -- configuration ----------------------------------------------------------------------
@@ -312,7 +312,7 @@ class MomentumObserver:
 
     def _step(self, p, ctv, g, q, v, tau, dt):
         residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
-                       self._friction(v), tau, self.tau_average and self._have_tau)
+                      self._friction(v), tau, self.tau_average and self._have_tau)
         self._have_tau = True
         self._q[:], self._v[:] = q, v
         self.samples += 1

@@ -384,7 +384,7 @@ class DynamicsNode(Node):
         self._publish(eng, cfg, stamp, res, written)
         if not (eng.geometry_ready and eng.fused_ready) and eng.warm_geometry_later():
             self._log.info('compiling the Christoffel/Jacobian kernel and the compiled cycle in '
-                           'the background (~7 s of CPU, once after an install): ~/christoffel '
+                           'the background (~5 s of CPU, once after an install): ~/christoffel '
                            'starts then')
         self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in)
         return None

@@ -250,7 +250,7 @@ class Engine:
         counts = fused.counts.tolist()
         why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:]) if n]
         if fused.not_tried:
-            why.append(f'layout, source or observer state {fused.not_tried}')
+            why.append(f'new layout or source {fused.not_tried}')
         return f'{counts[0]} in one compiled call' + (
             f'; through the pipeline: {", ".join(why)}' if why else '')
 
