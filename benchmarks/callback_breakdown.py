@@ -136,7 +136,7 @@ def breakdown(xml, messages, variant_params, fused=True):
         eng.remember(eng.q, eng.v, st)
         t = add('remember (state for the services)', t)
     if fused:
-        declined = len(wire) - int(eng.fused.counts[0])
+        declined = len(wire) - eng.fused.cycles
         print(f'  compiled cycle: {len(wire) - declined} joint states, {declined} through the '
               'pipeline (a new layout, the observer start)', flush=True)
     ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}

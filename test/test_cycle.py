@@ -196,3 +196,55 @@ def test_rejected_message_changes_nothing(gripper_arm):
     over[2] = 1e9
     assert asm.add(names, q, over, q, 5, 2 * MS, 0) == 'reject'
     assert asm.reason[0] == 'velocity' and repr(names[2]) in asm.reason[1]
+
+
+def test_a_reset_of_split_sources_restarts_the_observer(gripper_arm):
+    """Arm and gripper stamps jump back 2 s together (a restarted simulation): the arm's first
+    message after it is incomplete (the gripper's held values are 2 s away), the gripper's
+    first one only held; the reset is reported with the first cycle, which restarts the
+    observer, and the observer updates from the next one on (before, the reset was lost with
+    the messages that made no cycle, and the observer stood still for the 2 s until the
+    stamps caught up with the old ones)."""
+    model, names = gripper_arm
+    arm_j, grip_j = names[:7], names[7:]
+    asm = _asm(model)
+    cyc = Cycle(model, 'joint', ObserverSettings(model, threshold=1e6))
+    z7, z2 = np.zeros(7), np.zeros(2)
+    g = rd.gravity(model, np.zeros(9))
+
+    def arm(t_ms):
+        verdict = asm.add(arm_j, z7, z7, g[:7], 100, t_ms * MS, 0)
+        res = None
+        if verdict in ('cycle', 'reset'):
+            if verdict == 'reset':
+                cyc.reset(asm.reason[1])
+            res = cyc.step(asm.q, asm.v, asm.e, asm.stamp_ns)
+        return verdict, res
+
+    assert arm(0)[0] == 'incomplete'              # the arm drives; the gripper's values next
+    for t in range(0, 40):
+        if t % 10 == 0:
+            assert asm.add(grip_j, z2, z2, g[7:], 100, t * MS, 0) == 'held'
+        assert arm(t + 1)[0] == 'cycle'
+    assert cyc.result.observer == 'update'
+    back = -2000                                   # both sources: 2 s back
+    verdict, _ = arm(back)
+    assert verdict == 'incomplete'                 # the gripper's values are 2 s away
+    assert asm.add(grip_j, z2, z2, g[7:], 100, (back + 1) * MS, 0) == 'held'
+    verdict, res = arm(back + 2)
+    assert verdict == 'reset' and 'jumped back' in asm.reason[1]
+    assert res.observer == 'reset'
+    verdict, res = arm(back + 3)
+    assert verdict == 'cycle' and res.observer == 'update'
+
+
+def test_time_going_back_restarts_the_observer(arm):
+    """A cycle whose time is earlier than the observer's last sample (a reset its caller did
+    not report) restarts the observer with the reason, instead of skipping the update."""
+    cyc = Cycle(arm, 'joint', ObserverSettings(arm))
+    z = np.zeros(7)
+    cyc.step(z, z, z, 10 * 10**9)
+    assert cyc.step(z, z, z, 10 * 10**9 + MS).observer == 'update'
+    res = cyc.step(z, z, z, 9 * 10**9)
+    assert res.observer == 'reset' and 'went back 1' in res.reset_reason
+    assert cyc.step(z, z, z, 9 * 10**9 + MS).observer == 'update'

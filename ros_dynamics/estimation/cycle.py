@@ -189,8 +189,11 @@ class Cycle:
         if self._last_ns is None:
             return 'reset', self._pending or 'start'
         dt = (t_ns - self._last_ns) / NS
-        if dt <= 0.0:
+        if dt == 0.0:
             return None                   # the same stamp again: nothing new to integrate
+        if dt < 0.0:                      # (a reset the caller did not pass on)
+            return 'reset', (f'the time went back {-dt:.6g} s since the last joint state (a '
+                             'source or clock reset)')
         if dt > self.gap_limit:
             return 'reset', (f'a gap of {dt:.3g} s between joint states (more than the gap '
                              f'limit {self.gap_limit:.3g} s)')

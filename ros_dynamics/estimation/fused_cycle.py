@@ -5,8 +5,9 @@ The rules of a cycle are those of the Python pipeline, :meth:`JointStateAssemble
 <ros_dynamics.estimation.cycle.Cycle.step>`, the reference.  :class:`FusedCycle` runs the same
 rules for the usual case in one compiled call, :func:`fused_step`:
 
-* the message has the name layout of the previous message of a source that carries every
-  joint (the name map, its bounds and that source's last stamp are at hand);
+* the message has a name layout seen before, of the source that drives the cycles: one with
+  every joint, or, when no source has them all, the one with the most (the others then come
+  from their held values, recent enough; a robot whose arm and gripper publish apart);
 * its stamp is normalized, not zero, not ahead of the receiving clock by more than the lead
   limit, and not earlier than that source's last one;
 * its arrays have one value per name, efforts included when the observer needs them, and the
@@ -42,56 +43,75 @@ depends_on_core(__file__, _observer.__file__)     # its kernel calls theirs: sta
 
 NS = 1_000_000_000
 
-#: fused_step's answers: 0 the cycle is done; otherwise why it declined
-OK, STAMP, INPUT, STATE, OBSERVER, GAP, CONTACT, NONFINITE = range(8)
+#: fused_step's answers: OK (the cycle is done; the observer updated, if there is one) or
+#: NO_EFFORT (done without the observer update: not every joint has an effort); otherwise why
+#: it declined (DECLINED[code - 1])
+OK, STAMP, INPUT, STATE, OBSERVER, GAP, CONTACT, NONFINITE, NO_EFFORT = range(9)
 DECLINED = ('stamp', 'input', 'state', 'observer', 'gap', 'contact', 'nonfinite')
 
 IDX = types.int64[::1]
 ROWS = types.float64[:, ::1]
+FLAGS = types.boolean[::1]
 
 
-@entry(types.int64, INTS, REALS, VEC, IDX, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC, ROWS, VEC,
-       VEC, VEC, VEC, VEC, IDX, types.int64, types.int64, types.int64, types.int64,
-       types.int64, types.int64, types.int64, types.float64, types.float64, types.float64,
-       cache=True, nogil=True)
-def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, ebound, obs, obs_q,
-               threshold, dyn, grav, ext, offsets, n_names, sec, nanosec, now_ns, last_ns,
-               obs_last_ns, max_lead_ns, pbound, gap_limit_s, eps):
-    """One cycle (module text).  ``q``, ``v``, ``tau``: the model's vectors, whose joint
-    entries (the last ``index.shape[0]``) it gathers; ``obs``: the observer's state rows and
-    ``obs_q`` its last q, or empty (no observer), updated when the message has efforts (else
-    the cycle runs without it, as the pipeline's); ``threshold`` the detector's; ``dyn``,
-    ``grav``, ``ext``: output buffers and ``offsets`` where M, C, dM/dt, g go in ``dyn``, g in
-    ``grav`` and the residual in ``ext``; ``last_ns`` the source's last stamp; ``obs_last_ns``
-    the time of the observer's last sample (< 0: it restarts or is in contact, which the
-    pipeline does), ``gap_limit_s`` its gap limit, ``eps`` its Coulomb smoothing velocity.
-    Returns OK or why it declined."""
+@entry(types.int64, INTS, REALS, VEC, IDX, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC, ROWS, IDX,
+       FLAGS, FLAGS, ROWS, VEC, VEC, VEC, VEC, VEC, IDX, types.int64, types.int64, types.int64,
+       types.int64, types.int64, types.int64, types.int64, types.float64, types.float64,
+       types.float64, types.float64, cache=True, nogil=True)
+def fused_step(ints, reals, work, gather, pos, vel, eff, q, v, tau, vbound, ebound, held, h_ns,
+               h_known, h_effort, obs, obs_q, threshold, dyn, grav, ext, offsets, n_names, sec,
+               nanosec, now_ns, last_ns, obs_last_ns, max_lead_ns, pbound, max_age_ns,
+               gap_limit_s, eps):
+    """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
+    (a joint of another source: its held value, ``held`` rows q, v, effort, stamped
+    ``h_ns``, ``h_known``, ``h_effort``, if at most ``max_age_ns`` from this stamp);
+    ``q``, ``v``, ``tau``: the model's vectors, whose joint entries (the last
+    ``gather.shape[0]``) it writes; ``obs``: the observer's state rows and ``obs_q`` its last
+    q, or empty (no observer), updated when every joint has an effort (else the cycle runs
+    without it, as the pipeline's); ``threshold`` the detector's; ``dyn``, ``grav``, ``ext``:
+    output buffers and ``offsets`` where M, C, dM/dt, g go in ``dyn``, g in ``grav`` and the
+    residual in ``ext``; ``last_ns`` the source's last stamp; ``obs_last_ns`` the time of the
+    observer's last sample (< 0: it restarts or is in contact, which the pipeline does),
+    ``gap_limit_s`` its gap limit, ``eps`` its Coulomb smoothing velocity.  Returns OK,
+    NO_EFFORT or why it declined."""
     # the stamp policy (judge_stamp) of a source with a stamp: accepted without a reset
     stamp_ns = sec * NS + nanosec
     if nanosec >= NS or stamp_ns == 0 or stamp_ns < last_ns or last_ns <= 0:
         return STAMP
     if now_ns > 0 and stamp_ns - now_ns > max_lead_ns:
         return STAMP
-    # one value per name; the gathered values finite and within bounds (InputBounds)
-    nj = index.shape[0]
+    # one value per name; the message's values finite and within bounds (InputBounds), the
+    # other joints held recently enough (JointStateAssembler: a partial driving source)
+    nj = gather.shape[0]
     if pos.shape[0] != n_names or vel.shape[0] != n_names or (
             eff.shape[0] != n_names and eff.shape[0] != 0):
         return INPUT
     has_e = eff.shape[0] > 0
-    observer = obs.shape[0] > 0 and has_e
+    all_e, partial = has_e, False
+    for k in range(nj):
+        i = gather[k]
+        if i < 0:
+            partial = True
+            if not (h_known[k] and abs(h_ns[k] - stamp_ns) <= max_age_ns):
+                return INPUT
+            all_e = all_e and h_effort[k]
+        elif not (abs(pos[i]) <= pbound and abs(vel[i]) <= vbound[k]
+                  and (not has_e or abs(eff[i]) <= ebound[k])):
+            return INPUT
+    observer = obs.shape[0] > 0 and all_e
     if observer and obs_last_ns < 0:
         return OBSERVER
-    for k in range(nj):
-        i = index[k]
-        if not (abs(pos[i]) <= pbound and abs(vel[i]) <= vbound[k]
-                and (not has_e or abs(eff[i]) <= ebound[k])):
-            return INPUT
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
     for k in range(nj):
-        i = index[k]
-        q[bq + k], v[bv + k] = pos[i], vel[i]
-        if has_e:
-            tau[bv + k] = eff[i]
+        i = gather[k]
+        if i >= 0:
+            q[bq + k], v[bv + k] = pos[i], vel[i]
+            if all_e:
+                tau[bv + k] = eff[i]
+        else:
+            q[bq + k], v[bv + k] = held[0, k], held[1, k]
+            if all_e:
+                tau[bv + k] = held[2, k]
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
     if terms(ints, reals, work, q, v, PRODUCTS) != 0:
         return STATE
@@ -130,6 +150,14 @@ def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, eboun
             ext[offsets[5] + i] = obs[R, i]
         for i in range(q.shape[0]):
             obs_q[i] = q[i]
+    if partial:                    # every message of a partial source is held
+        for k in range(nj):
+            i = gather[k]
+            if i >= 0:
+                held[0, k], held[1, k] = pos[i], vel[i]
+                if has_e:
+                    held[2, k] = eff[i]
+                h_ns[k], h_known[k], h_effort[k] = stamp_ns, True, has_e
     oM, oC, oD, og, oG = offsets[0], offsets[1], offsets[2], offsets[3], offsets[4]
     for i in range(nv):
         for j in range(nv):
@@ -137,7 +165,7 @@ def fused_step(ints, reals, work, index, pos, vel, eff, q, v, tau, vbound, eboun
             dyn[oM + k], dyn[oC + k], dyn[oD + k] = M[i, j], C[i, j], Mdot[i, j]
         dyn[og + i] = g[i]
         grav[oG + i] = g[i]
-    return OK
+    return OK if observer or obs.shape[0] == 0 else NO_EFFORT
 
 
 @njit(cache=True, nogil=True, inline='always')
@@ -160,8 +188,8 @@ class FusedCycle:
     (dyn, grav, ext, offsets) for :func:`fused_step`.  :meth:`step` returns True when the
     message made a cycle (its results in ``cycle.result``, the outputs written), False when it
     declined (nothing changed: run the reference pipeline).  ``counts`` per answer of
-    :func:`fused_step` (index OK and the declines); ``not_tried``: messages it left to the
-    pipeline without a call (another layout than the last, a new source, a clock reset)."""
+    :func:`fused_step` (indexed by its codes); ``not_tried``: messages it left to the pipeline
+    without a call (a new layout or source, a source that does not drive the cycles)."""
 
     def __init__(self, assembler, cycle, q, v, tau, outputs):
         if not cycle.coords.identity:
@@ -178,7 +206,7 @@ class FusedCycle:
         self._bounds = (b.velocity, b.effort)
         self._pbound = float(b.position)
         self._eps = obs.friction_velocity_eps if obs else 1.0
-        self.counts = np.zeros(len(DECLINED) + 1, dtype=np.int64)
+        self.counts = np.zeros(NO_EFFORT + 1, dtype=np.int64)
         self.not_tried = 0
         self.stamp_ns = 0
 
@@ -188,6 +216,11 @@ class FusedCycle:
         ready(terms), ready(residual_step), ready(any_above)
         ready(fused_step)
 
+    @property
+    def cycles(self):
+        """The cycles it made (with and without the observer update)."""
+        return int(self.counts[OK] + self.counts[NO_EFFORT])
+
     def step(self, names, position, velocity, effort, sec, nanosec, now_ns, christoffel=False):
         """One joint-state message (as for ``assembler.add``; float64 C-contiguous arrays);
         True if it made a cycle here (``christoffel``: with Gamma), stamped :attr:`stamp_ns`."""
@@ -196,26 +229,27 @@ class FusedCycle:
         if src is None:
             self.not_tried += 1
             return False
-        index, last_ns = src
+        gather, last_ns = src
         obs_last_ns = cycle.fused_time
         ints, reals, work = self._model
         state, last_q = self._obs
         threshold = self._no_threshold if cycle.detector is None else cycle.detector.threshold
         vb, eb = self._bounds
         try:
-            status = fused_step(ints, reals, work, index, position, velocity, effort, self.q,
-                                self.v, self.tau, vb, eb, state, last_q, threshold, self.dyn,
-                                self.grav, self.ext, self.offsets, len(names), sec, nanosec,
-                                now_ns, last_ns, obs_last_ns, asm.max_lead_ns, self._pbound,
-                                cycle.gap_limit, self._eps)
+            status = fused_step(ints, reals, work, gather, position, velocity, effort, self.q,
+                                self.v, self.tau, vb, eb, asm.held, asm.h_ns, asm.h_known,
+                                asm.h_effort, state, last_q, threshold, self.dyn, self.grav,
+                                self.ext, self.offsets, len(names), sec, nanosec, now_ns,
+                                last_ns, obs_last_ns, asm.max_lead_ns, self._pbound,
+                                asm.max_age * NS, cycle.gap_limit, self._eps)
         except TypeError:        # other array types (e.g. read-only): the pipeline converts
             return False
         self.counts[status] += 1
-        if status != OK:
+        if status != OK and status != NO_EFFORT:
             return False
         self.stamp_ns = stamp_ns = sec * NS + nanosec
         asm.fused_accepted(stamp_ns)
-        observed = cycle.observer is not None and len(effort) > 0
+        observed = status == OK and cycle.observer is not None
         cycle.fused_done(self.q, self.v, stamp_ns, (stamp_ns - obs_last_ns) / NS, observed,
                          christoffel)
         return True

@@ -41,7 +41,7 @@ class JointNameMap:
     which are missing or repeated.  ``present`` marks the model joints the layout carries.
     """
 
-    __slots__ = ('names', 'index', 'error', 'unknown', 'expand', 'present', 'slots')
+    __slots__ = ('names', 'index', 'error', 'unknown', 'expand', 'present', 'slots', 'gather')
 
     def __init__(self, names, joint_names, mimic=None, hint=''):
         self.names = tuple(names)
@@ -62,6 +62,9 @@ class JointNameMap:
         carried = [k for k, j in enumerate(joint_names) if j in pos and j not in dup]
         self.slots = (np.array(carried, dtype=np.intp),
                       np.array([pos[joint_names[k]] for k in carried], dtype=np.intp))
+        # per model joint, its position in the message or -1 (the compiled cycle's map)
+        self.gather = np.full(len(joint_names), -1, dtype=np.intp)
+        self.gather[self.slots[0]] = self.slots[1]
         missing = [j for j in joint_names if j not in pos]
         required = joint_names
         if missing and mimic is not None:
@@ -262,7 +265,8 @@ class JointStateAssembler:
         self._q, self._v, self._e = np.zeros(n), np.zeros(n), np.zeros(n)
         self.has_effort = False
         # held values per joint (from partial sources) and where / when they came from
-        self.hq, self.hv, self.he = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.held = np.zeros((3, n))
+        self.hq, self.hv, self.he = self.held
         self.h_ns = np.zeros(n, dtype=np.int64)
         self.h_known = np.zeros(n, dtype=bool)
         self.h_effort = np.zeros(n, dtype=bool)
@@ -274,6 +278,7 @@ class JointStateAssembler:
         self.stamp_ns = 0
         self.epoch = 0              # count of receiving-clock jumps back (clock_reset)
         self.reason = None          # (kind, text) of the last verdict other than 'cycle'
+        self._pending_reset = None  # a source reset no cycle has reported yet: (kind, text)
 
     # -- sources ------------------------------------------------------------------------
     def _source(self, names):
@@ -322,26 +327,36 @@ class JointStateAssembler:
 
     # -- the compiled cycle's part (fused_cycle.py) ---------------------------------------
     def fused_source(self, names):
-        """(name map index, last stamp) when a message with ``names`` may be judged by the
-        compiled cycle: the layout of the previous message, carrying every required joint
-        without a mimic expansion, from a source with an accepted stamp; else None.  (A clock
-        reset matters only to a stamp that goes back, which the compiled cycle declines.)"""
+        """(gather map, last stamp) when a message with ``names`` may be judged by the compiled
+        cycle: a layout seen before, of the driving source (all joints, or the most of them:
+        the others then come from the held values), without repeated names or a mimic
+        expansion, from a source with an accepted stamp; else None.  (A clock reset matters
+        only to a stamp that goes back, which the compiled cycle declines.)"""
         last = self._last
         if last is None or (last[0].names is not names and last[0].names != names):
-            return None
+            last = self._layouts.get(names if type(names) is tuple else tuple(names))
+            if last is None:
+                return None
+            self._last = last
         nmap, src = last
-        if nmap.index is None or nmap.expand is not None or not src.last_ns:
+        if (nmap.expand is not None or not src.last_ns or src.count < self.driving
+                or (nmap.error is not None and not nmap.error.startswith('missing'))
+                or self._pending_reset is not None):
             return None
-        return nmap.index, src.last_ns
+        return nmap.gather, src.last_ns
 
     def fused_accepted(self, stamp_ns):
         """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
         ``stamp_ns`` (what :meth:`add` records for an accepted message; the joint vectors
-        went straight to the cycle)."""
-        src = self._last[1]
+        went straight to the cycle, the held values of a partial source were written)."""
+        nmap, src = self._last
         src.last_ns = stamp_ns
         src.messages += 1
         self.stamp_ns = stamp_ns
+        if nmap.index is None:                  # a partial source: where its values came from
+            h_source = self.h_source
+            for k in nmap.slots[0]:
+                h_source[k] = src
 
     def _reject(self, kind, text):
         self.reason = (kind, text)
@@ -400,8 +415,20 @@ class JointStateAssembler:
             self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
             self.has_effort = has_effort
             self.stamp_ns = stamp_ns
-            return 'reset' if verdict == 'reset' else 'cycle'
+            return self._made(verdict)
         return self._partial(nmap, src, position, velocity, effort, stamp_ns, verdict, now_ns)
+
+    def _made(self, verdict):
+        """The verdict of a message that makes a cycle: 'reset' when its source reset, or when
+        a reset of a partial source's message that made no cycle (held, incomplete) is still
+        to be reported (``reason`` then says which); else 'cycle'."""
+        if verdict == 'reset':
+            self._pending_reset = None
+            return 'reset'
+        if self._pending_reset is not None:
+            self.reason, self._pending_reset = self._pending_reset, None
+            return 'reset'
+        return 'cycle'
 
     def _partial(self, nmap, src, position, velocity, effort, stamp_ns, verdict, now_ns):
         model_ix, msg_ix = nmap.slots
@@ -411,6 +438,8 @@ class JointStateAssembler:
         bad = self.bounds.violation(q, v, e, joints=model_ix)
         if bad is not None:
             return self._reject(*bad)
+        if verdict == 'reset':      # reported with the next cycle if this one makes none
+            self._pending_reset = self.reason
         t = stamp_ns if stamp_ns else now_ns
         src.last_ns = stamp_ns
         if verdict == 'reset' or not src.messages:
@@ -455,4 +484,4 @@ class JointStateAssembler:
             self.e[:] = np.where(missing, self.he, 0.0)
             self.e[model_ix] = e
         self.stamp_ns = stamp_ns
-        return 'reset' if verdict == 'reset' else 'cycle'
+        return self._made(verdict)

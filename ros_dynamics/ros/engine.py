@@ -248,10 +248,10 @@ class Engine:
         if fused is None:
             return 'Python pipeline (the compiled cycle is being compiled)'
         counts = fused.counts.tolist()
-        why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:]) if n]
+        why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
         if fused.not_tried:
             why.append(f'new layout or source {fused.not_tried}')
-        return f'{counts[0]} in one compiled call' + (
+        return f'{fused.cycles} in one compiled call' + (
             f'; through the pipeline: {", ".join(why)}' if why else '')
 
     def warm_geometry_later(self):
