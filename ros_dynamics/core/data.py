@@ -11,6 +11,7 @@ with any model of the same dimensions, one thread at a time.
 """
 
 from collections import namedtuple
+from functools import cached_property
 
 import numpy as np
 
@@ -49,16 +50,16 @@ class Data:
         self.dynamics = new_dynamics(Dynamics, (self.M, self.C, self.Mdot, self.g))
         self.observer_terms = (self.p, self.ctv, self.g)
 
-    def __getattr__(self, name):
-        # only reached while an attribute is missing: Gamma is allocated on first use, then
-        # it is a plain attribute (no property call per access)
-        if name == 'Gamma':
-            self.Gamma = np.zeros((self.nv,) * 3)
-            return self.Gamma
-        if name == 'dtau_dv':
-            self.dtau_dv = np.zeros((self.nv,) * 2)
-            return self.dtau_dv
-        raise AttributeError(name)
+    # Allocated on first use, then plain attributes: cached_property stores the array in the
+    # instance, which takes precedence over it from then on.  (No ``__getattr__`` on this
+    # class: it would slow every attribute access of every call with ``data=``.)
+    @cached_property
+    def Gamma(self):
+        return np.zeros((self.nv,) * 3)
+
+    @cached_property
+    def dtau_dv(self):
+        return np.zeros((self.nv,) * 2)
 
     def __repr__(self):
         N, nv, nq = self.dims

@@ -28,7 +28,7 @@ from .coriolis import EQ9 as EQ9_FACTORIZATION
 from .crba import crba
 from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
 from .jacobian import point_jacobian
-from .jit import JIT, entry
+from .jit import JIT, entry, shared
 from .kinematics import forward_kinematics, per_body_6x6, tree, workspace
 from .momentum import momentum_terms
 from .rnea import generalized_gravity, rnea
@@ -92,24 +92,32 @@ def geometry(ints, reals, work, q, Gamma, flags, local):
     if flags & CHRISTOFFEL, Algorithm 2 into Gamma; if flags >> BODY_SHIFT = body + 1 > 0,
     the Jacobian w.J of the point ``local`` (body frame) of ``body``.  With AFTER_TERMS
     (``terms`` just filled this workspace at q): no check and no kinematics pass, Algorithm 2
-    on the composite inertias Algorithm 1 left (w.I)."""
+    on the composite inertias Algorithm 1 left (w.I).  An empty ``work``: the scratch is this
+    call's own (``christoffel`` without a Data: one allocation in Python instead of two)."""
     m = tree(ints, reals)
     fresh = flags & AFTER_TERMS == 0
-    body = (flags >> BODY_SHIFT) - 1
     if fresh and not valid_state(m, q, None):
         return INVALID
+    # the views of ``workspace`` do not own memory: ``scratch`` lives until the call returns
+    scratch = work if work.shape[0] != 0 else np.empty(m.work[-1])
+    _geometry(m, scratch, q, Gamma, flags, local, fresh)
+    return OK
+
+
+@shared
+def _geometry(m, work, q, Gamma, flags, local, fresh):
     w = workspace(m, work)
     if fresh:
         forward_kinematics(m, q, w)
     if flags & CHRISTOFFEL != 0:
         christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, fresh)
+    body = (flags >> BODY_SHIFT) - 1
     if body >= 0:
         R, p = w.R, w.pos
         x0 = p[body, 0] + R[body, 0, 0] * local[0] + R[body, 0, 1] * local[1] + R[body, 0, 2] * local[2]
         x1 = p[body, 1] + R[body, 1, 0] * local[0] + R[body, 1, 1] * local[1] + R[body, 1, 2] * local[2]
         x2 = p[body, 2] + R[body, 2, 0] * local[0] + R[body, 2, 1] * local[1] + R[body, 2, 2] * local[2]
         point_jacobian(m, w.Phi, body, (x0, x1, x2), w.J)
-    return OK
 
 
 @entry(types.int64, INTS, REALS, VEC, VEC, VEC)

@@ -101,6 +101,12 @@ def per_body_6x6(W):
     return _c_view(W, 0, (W.shape[1], 6, 6))
 
 
+@njit(inline='always', **JIT)
+def flat(A):
+    """A C-contiguous array seen as 1-D (same memory)."""
+    return _c_view(A, 0, (A.size,))
+
+
 @shared
 def tree(ints, reals):
     """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
