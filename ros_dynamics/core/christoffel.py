@@ -63,7 +63,8 @@ def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
                     a = dot6(Phi, i, F1)                   # line 12
                     Gamma[i, j, k] = a
                     Gamma[i, k, j] = a
-                    a = dot6(Phi, i, F2)                   # line 13
+                    a = (Phi[i, 0] * F2[0] + Phi[i, 1] * F2[1]   # line 13 (F2 is zero in
+                         + Phi[i, 2] * F2[2])                      # its linear part)
                     Gamma[j, i, k] = a
                     Gamma[j, k, i] = a
                     Gamma[k, i, j] = -a                    # line 14: Phi_i . F3 = -Phi_i . F2

@@ -18,7 +18,7 @@ Kernel calling convention (every compiled algorithm follows it)
 
 * *Inner* kernels (the algorithms, one per module) take ``m``, their inputs and outputs, and
   ``w`` for scratch, e.g. ``crba(m, q, M, w)``; the kinematics pieces take only the arrays they
-  touch: ``placements(m, q, w.R, w.pos, w.Phi)``, ``world_inertias(m, w.R, w.pos, w.I)``,
+  touch: ``placements(m, q, w.R, w.pos, w.Phi, w.cos_sin)``, ``world_inertias(m, w.R, w.pos, w.I)``,
   ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of body i
   is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular first).
 * A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py):
@@ -174,14 +174,14 @@ workspace = _compile_workspace()
 @njit(inline='always', **JIT)
 def forward_kinematics(m, q, w):
     """placements + world_inertias: what every algorithm needs first."""
-    world_kinematics(m, q, w.R, w.pos, w.Phi, w.I)
+    world_kinematics(m, q, w.R, w.pos, w.Phi, w.I, w.cos_sin)
 
 
 @shared
-def world_kinematics(m, q, R, p, Phi, I):
+def world_kinematics(m, q, R, p, Phi, I, cos_sin):
     """:func:`forward_kinematics` into the arrays it fills (``@shared``: compiled once per
     process for every entry kernel, inlined by LLVM)."""
-    placements(m, q, R, p, Phi)
+    placements(m, q, R, p, Phi, cos_sin)
     world_inertias(m, R, p, I)
 
 
@@ -192,9 +192,16 @@ def set6(A, i, x):
 
 
 @njit(inline='always', **JIT)
-def placements(m, q, R, p, Phi):
-    """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF."""
+def placements(m, q, R, p, Phi, cos_sin):
+    """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF
+    (``cos_sin``: scratch, (N, 2))."""
     X_R, X_p, axis = m.X_R, m.X_p, m.axis
+    # the revolute joints' cos q, sin q first: out of the loop along the tree, whose every
+    # body waits for its parent's rotation, the calls overlap (~5 ns a joint)
+    for i in range(m.N):
+        if m.jtype[i] == REVOLUTE:
+            x = q[m.q_idx[i]]
+            cos_sin[i, 0], cos_sin[i, 1] = np.cos(x), np.sin(x)
     for i in range(m.N):
         parent, jtype, qi, s = m.parent[i], m.jtype[i], m.q_idx[i], m.v_idx[i]
         if jtype == FREE:
@@ -228,7 +235,7 @@ def placements(m, q, R, p, Phi):
             # R_i = R_J Rot(x, q) with the exactly-unit local axis x (Rodrigues).  Rotating R_J
             # about the world axis a = R_J x instead would feed R_J's rounding error back
             # through |a| != 1, doubling the orthogonality error at every link of a chain.
-            cq, sq = np.cos(q[qi]), np.sin(q[qi])
+            cq, sq = cos_sin[i, 0], cos_sin[i, 1]
             t = 1.0 - cq
             k00, k01, k02 = cq + t * x0 * x0, t * x0 * x1 - sq * x2, t * x0 * x2 + sq * x1
             k10, k11, k12 = t * x0 * x1 + sq * x2, cq + t * x1 * x1, t * x1 * x2 - sq * x0
