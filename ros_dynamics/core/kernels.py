@@ -28,8 +28,8 @@ from .coriolis import EQ9 as EQ9_FACTORIZATION
 from .crba import crba
 from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
 from .jacobian import point_jacobian
-from .jit import JIT, entry, shared
-from .kinematics import forward_kinematics, per_body_6x6, tree, workspace
+from .jit import JIT, entry
+from .kinematics import forward_kinematics, keep_alive, per_body_6x6, tree, workspace
 from .momentum import momentum_terms
 from .rnea import generalized_gravity, rnea
 from .validation import valid_state, valid_vector
@@ -97,15 +97,8 @@ def geometry(packed, work, q, Gamma, flags, local):
     fresh = flags & AFTER_TERMS == 0
     if fresh and not valid_state(m, q, None):
         return INVALID
-    # the views of ``workspace`` do not own memory: ``scratch`` lives until the call returns
     scratch = work if work.shape[0] != 0 else np.empty(m.work[-1])
-    _geometry(m, scratch, q, Gamma, flags, local, fresh)
-    return OK
-
-
-@shared
-def _geometry(m, work, q, Gamma, flags, local, fresh):
-    w = workspace(m, work)
+    w = workspace(m, scratch)
     if fresh:
         forward_kinematics(m, q, w)
     if flags & CHRISTOFFEL != 0:
@@ -117,6 +110,8 @@ def _geometry(m, work, q, Gamma, flags, local, fresh):
         x1 = p[body, 1] + R[body, 1, 0] * local[0] + R[body, 1, 1] * local[1] + R[body, 1, 2] * local[2]
         x2 = p[body, 2] + R[body, 2, 0] * local[0] + R[body, 2, 1] * local[1] + R[body, 2, 2] * local[2]
         point_jacobian(m, w.Phi, body, (x0, x1, x2), w.J)
+    keep_alive(scratch)         # the views in w borrow its memory: released after this line
+    return OK
 
 
 @entry(types.int64, MODEL, VEC, VEC, VEC)

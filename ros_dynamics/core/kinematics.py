@@ -108,6 +108,16 @@ def _int64_view(typingctx, a, offset, shape):
     return retty(a, offset, types.UniTuple(types.intp, len(shape))), _view_codegen(retty)
 
 
+@intrinsic
+def keep_alive(typingctx, a):
+    """A use of ``a`` that compiles to nothing.  numba releases an array a kernel allocated
+    right after its last use, and the views :func:`_c_view` makes of it do not count as uses:
+    call this after the last use of the views."""
+    def codegen(context, builder, sig, args):
+        return context.get_dummy_value()
+    return types.none(a), codegen
+
+
 @njit(inline='always', **JIT)
 def per_body_6x6(W):
     """The (6, N, 6) scratch ``w.W`` seen as N 6x6 matrices (same memory)."""
