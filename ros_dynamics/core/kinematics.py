@@ -18,9 +18,10 @@ Kernel calling convention (every compiled algorithm follows it)
 
 * *Inner* kernels (the algorithms, one per module) take ``m``, their inputs and outputs, and
   ``w`` for scratch, e.g. ``crba(m, q, M, w)``; the kinematics pieces take only the arrays they
-  touch: ``placements(m, q, w.R, w.pos, w.Phi, w.cos_sin)``, ``world_inertias(m, w.R, w.pos, w.I)``,
-  ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of body i
-  is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular first).
+  touch: ``placements(m, q, w.R, w.pos, w.Phi, w.cos_sin)``, ``world_inertias(m, w.R, w.pos,
+  w.I)``, ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of
+  body i is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular
+  first).
 * A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py):
   ``Work`` and ``workspace`` below are generated from it, so Data and the kernels share it.
 * Entry kernels live in kernels.py and are sealed to one signature, e.g.

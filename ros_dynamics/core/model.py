@@ -16,10 +16,11 @@ Joint velocities are numbered body by body, so ``v_idx`` is increasing and the D
 
 Kernel arrays (packed once here, read by every compiled algorithm)
 ------------------------------------------------------------------
-The compiled kernels take the model as one flat read-only float64 array, ``model.packed``, because
-every argument of a compiled call costs dispatch time (a read-only array ~70 ns on numba's
-slower typing path).  It holds two arrays: ``model.ints`` (int64, its first ``n_ints(N, nv)``
-elements, seen as int64) and ``model.reals`` (float64, the rest); both are read-only views of it.
+The compiled kernels take the model as one flat read-only float64 array, ``model.packed``,
+because every argument of a compiled call costs dispatch time (a read-only array ~70 ns: numba
+types it on a slower path).  It holds two arrays: ``model.ints`` (int64: its first
+``n_ints(N, nv)`` elements, seen as int64) and ``model.reals`` (float64: the rest), both
+read-only views of it.
 Inside a kernel ``kinematics.tree(packed)`` unpacks them into named views (``m.parent``,
 ``m.jtype``, ``m.q_idx``, ``m.v_idx``, ``m.dof_body``, ``m.dof_parent``, ``m.X_R``, ``m.X_p``,
 ``m.axis``, ``m.com``, ``m.inertia``, ``m.mass``, ``m.gravity``, ``m.work``: the offsets of
@@ -30,10 +31,11 @@ dof_body(nv), dof_parent(nv), work offsets(len(WORK_FIELDS) + 1)];
 Workspace layout (``WORK_FIELDS``): one float64 buffer per :class:`Data`, cut into the
 outputs (M, C, Mdot, g, the observer's p and C^T v, tau, ddq, a link Jacobian J, the state q, v
 the outputs were computed at) and the algorithms' scratch (world placements R, pos, the
-revolute joints' cos q and sin q, motion subspaces Phi, Phid, world inertias I, body velocities vel, per-body 6x6 rows W, an nv x nv
-matrix H and an nv vector tmp; the operational-space compliance's articulated-body P, U, D and
-path products seg).  ``WORK_FIELDS`` is the single definition of that layout:
-Python's Data views and the kernels' ``kinematics.workspace`` read the same offsets.
+revolute joints' cos q and sin q, motion subspaces Phi, Phid, world inertias I, body
+velocities vel, per-body 6x6 rows W, an nv x nv matrix H and an nv vector tmp; the
+operational-space compliance's articulated-body P, U, D and path products seg).
+``WORK_FIELDS`` is the single definition of that layout: Python's Data views and the kernels'
+``kinematics.workspace`` read the same offsets.
 """
 
 import numpy as np
@@ -174,8 +176,9 @@ class Model:
                                offsets]).astype(np.int64)
         assert len(ints) == n_ints(N, nv)
         f = fields
-        reals = np.concatenate([f['gravity'], f['X_R'].ravel(), f['X_p'].ravel(), f['axis'].ravel(),
-                                f['com'].ravel(), f['inertia'].ravel(), f['mass']])
+        reals = np.concatenate([f['gravity'], f['X_R'].ravel(), f['X_p'].ravel(),
+                                f['axis'].ravel(), f['com'].ravel(), f['inertia'].ravel(),
+                                f['mass']])
         packed = np.empty(len(ints) + len(reals))
         packed[:len(ints)].view(np.int64)[:] = ints
         packed[len(ints):] = reals
