@@ -121,8 +121,8 @@ def time_pair(pair, blocks, block_s):
 
 def time_kernels(pair, blocks, block_s):
     """The compiled entry kernels called directly (validation inside, no Python-side checks,
-    writing into a Data buffer): kernels.terms(model.ints, model.reals, data.work, q, v, flags)
-    for M, C, Mdot, g and kernels.geometry(model.ints, model.reals, data.work, q, Gamma, flags,
+    writing into a Data buffer): kernels.terms(model.packed, data.work, q, v, flags)
+    for M, C, Mdot, g and kernels.geometry(model.packed, data.work, q, Gamma, flags,
     point) for Gamma."""
     from ros_dynamics.core import kernels
     from ros_dynamics.core.jit import ready
@@ -134,8 +134,8 @@ def time_kernels(pair, blocks, block_s):
     terms, geometry = ready(kernels.terms), ready(kernels.geometry)
     point = np.zeros(3)
     r = interleaved({
-        'C': lambda: terms(m.ints, m.reals, data.work, q, v, 0),
-        'Gamma': lambda: geometry(m.ints, m.reals, data.work, q, G, kernels.CHRISTOFFEL, point),
+        'C': lambda: terms(m.packed, data.work, q, v, 0),
+        'Gamma': lambda: geometry(m.packed, data.work, q, G, kernels.CHRISTOFFEL, point),
     }, blocks=blocks, block_s=block_s, **TIMING)
     return r['C'], r['Gamma']
 
@@ -185,14 +185,14 @@ def profile(pair, blocks, block_s):
     terms = ready(kernels.terms)
 
     @njit(cache=False)
-    def empty(ints, reals, work, q, v, flags):
+    def empty(packed, work, q, v, flags):
         return 0
 
     funcs = {
         'api': lambda: rd.dynamics(m, q, v, data=data),
         'checks': lambda: data.__class__ is rd.Data and data.layout is m.work_offsets,
-        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, v, 0),
-        'kernel': lambda: terms(m.ints, m.reals, data.work, q, v, 0),
+        'dispatch': lambda: empty(m.packed, data.work, q, v, 0),
+        'kernel': lambda: terms(m.packed, data.work, q, v, 0),
     }
     for f in funcs.values():
         f()
@@ -203,7 +203,8 @@ def profile_rows(prof):
     """(piece, seconds) rows that add up to the API call."""
     rows = [('Python-side Data check (in api._run; types are checked by the sealed dispatcher)',
              prof['checks']),
-            ('numba dispatch of the 6 arguments (empty compiled function, same types)', prof['dispatch']),
+            ('numba dispatch of the 5 arguments (empty compiled function, same types)',
+             prof['dispatch']),
             ('compiled entry: model/workspace views, finiteness check, Algorithm 1',
              prof['kernel'] - prof['dispatch'])]
     rows.append(('rest (Python call, attribute lookups, returning data.dynamics)',
@@ -213,9 +214,10 @@ def profile_rows(prof):
 
 def profile_christoffel(pair, blocks, block_s):
     """Where one rd.christoffel(model, q) call goes (with and without ``data=``): the numba
-    dispatch of the kernel's 7 arguments (an empty compiled function of the same types), the
-    compiled kernel (views, finiteness check, kinematics, Algorithm 2), the two allocations of
-    the no-data call (Gamma and the scratch buffer) and the Python glue (the rest)."""
+    dispatch of the kernel's 6 arguments (an empty compiled function of the same types), the
+    compiled kernel (views, finiteness check, kinematics, Algorithm 2), what the no-data call
+    adds (allocating Gamma in Python; the kernel allocating its own scratch buffer, given an
+    empty one) and the Python glue (the rest)."""
     from numba import njit
     from ros_dynamics.core import kernels
     from ros_dynamics.core.jit import ready
@@ -225,18 +227,19 @@ def profile_christoffel(pair, blocks, block_s):
     data = rd.Data(m)
     G = data.Gamma
     geometry = ready(kernels.geometry)
-    point, flag, n, shape = np.zeros(3), kernels.CHRISTOFFEL, m.work_offsets[-1], m.gamma_shape
+    point, flag, shape, no_work = np.zeros(3), kernels.CHRISTOFFEL, m.gamma_shape, np.zeros(0)
 
     @njit(cache=False)
-    def empty(ints, reals, work, q, Gamma, flags, point):
+    def empty(packed, work, q, Gamma, flags, point):
         return 0
 
     funcs = {
         'api': lambda: rd.christoffel(m, q),
         'api_data': lambda: rd.christoffel(m, q, data=data),
-        'dispatch': lambda: empty(m.ints, m.reals, data.work, q, G, flag, point),
-        'kernel': lambda: geometry(m.ints, m.reals, data.work, q, G, flag, point),
-        'alloc': lambda: (np.empty(shape), np.empty(n)),
+        'dispatch': lambda: empty(m.packed, data.work, q, G, flag, point),
+        'kernel': lambda: geometry(m.packed, data.work, q, G, flag, point),
+        'kernel_own': lambda: geometry(m.packed, no_work, q, G, flag, point),
+        'alloc': lambda: np.empty(shape),
     }
     for f in funcs.values():
         f()
@@ -246,13 +249,15 @@ def profile_christoffel(pair, blocks, block_s):
 def christoffel_rows(prof):
     """(piece, seconds with data=, seconds without) rows that add up to the two API calls."""
     glue = prof['api_data'] - prof['kernel']
-    return [('numba dispatch of the 7 arguments (empty compiled function, same types)',
+    own = prof['kernel_own'] - prof['kernel']
+    return [('numba dispatch of the 6 arguments (empty compiled function, same types)',
              prof['dispatch'], prof['dispatch']),
             ('compiled kernel: views, finiteness check, kinematics, Algorithm 2',
              prof['kernel'] - prof['dispatch'], prof['kernel'] - prof['dispatch']),
-            ('allocating Gamma and the scratch buffer (no data=)', 0.0, prof['alloc']),
+            ('the kernel allocating its scratch buffer (no data=)', 0.0, own),
+            ('allocating Gamma in Python (no data=)', 0.0, prof['alloc']),
             ('Python glue (call, data check, attribute lookups)', glue,
-             prof['api'] - prof['kernel'] - prof['alloc'])]
+             prof['api'] - prof['kernel_own'] - prof['alloc'])]
 
 
 def main(argv=None):

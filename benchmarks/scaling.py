@@ -69,9 +69,9 @@ def time_model(xml, blocks, block_s, seed=0):
     terms, geometry = ready(kernels.terms), ready(kernels.geometry)
     point = np.zeros(3)
     r = interleaved({
-        'dyn_kernel': lambda: terms(m.ints, m.reals, data.work, q, v, 0),
+        'dyn_kernel': lambda: terms(m.packed, data.work, q, v, 0),
         'dyn_api': lambda: rd.dynamics(m, q, v),
-        'gam_kernel': lambda: geometry(m.ints, m.reals, data.work, q, G, kernels.CHRISTOFFEL, point),
+        'gam_kernel': lambda: geometry(m.packed, data.work, q, G, kernels.CHRISTOFFEL, point),
         'gam_api': lambda: rd.christoffel(m, q),
     }, blocks=blocks, block_s=block_s)
     r['rel_diff'] = err

@@ -49,7 +49,7 @@ def test_every_entry_kernel_is_sealed_to_one_signature():
     rd.mass_matrix(model, [0.1] * 7)            # a list: converted, the sealed kernel called
     assert len(kernels.mass_matrix.overloads) == 1
     with pytest.raises(TypeError):
-        kernels.mass_matrix(model.ints, model.reals, rd.Data(model).work, [0.1] * 7)
+        kernels.mass_matrix(model.packed, rd.Data(model).work, [0.1] * 7)
     assert len(kernels.mass_matrix.overloads) == 1
     assert set(jit.ENTRY_KERNELS) >= {'terms', 'observer_terms', 'mass_matrix',
                                       'gravity', 'inverse_dynamics', 'forward_dynamics',

@@ -73,6 +73,35 @@ def test_data_views_are_returned_and_overwritten(model):
     assert not np.array_equal(M1, data.M)
 
 
+@pytest.mark.parametrize('make', [lambda: models.chain(6, seed=5),
+                                  lambda: models.binary_tree(7, seed=6)], ids=['chain', 'tree'])
+def test_christoffel_overwrites_a_dirty_gamma(make):
+    """Algorithm 2 into a data.Gamma full of NaN gives the new array's result: every entry is
+    written (a chain: all triples of DoFs are related) or zeroed first (a tree: the triples not
+    on one root path are exactly zero, Echeandia & Wensing 2021, Sec. 4)."""
+    model = rd.load_urdf(make())
+    q, _, _ = random_state(model, np.random.default_rng(8))
+    data = rd.Data(model)
+    data.Gamma[:] = np.nan
+    fresh = rd.christoffel(model, q)
+    assert np.array_equal(rd.christoffel(model, q, data=data), fresh)
+    ancestors = []
+    for s in range(model.nv):
+        a, p = {s}, model.dof_parent[s]
+        while p >= 0:
+            a.add(p)
+            p = model.dof_parent[p]
+        ancestors.append(a)
+    related = lambda i, j: i in ancestors[j] or j in ancestors[i]      # noqa: E731
+    n = model.nv
+    unrelated = [(i, j, k) for i in range(n) for j in range(n) for k in range(n)
+                 if not (related(i, j) and related(j, k) and related(i, k))]
+    chain = all(model.dof_parent[s] == s - 1 for s in range(1, n))
+    assert bool(unrelated) != chain          # a tree has unrelated triples, a chain none
+    assert all(fresh[t] == 0.0 for t in unrelated)
+    assert np.abs(fresh).max() > 0.0
+
+
 def _peak_bytes(f, repeat=20):
     """Largest transient memory of one call (numpy buffers and Python objects, by tracemalloc)."""
     f()

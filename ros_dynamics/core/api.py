@@ -14,8 +14,8 @@ One pass per control cycle (what a node or a controller calls)::
 passed the boundary (float64 C-contiguous arrays of the right length, finite, unit quaternion);
 garbage in, garbage out.
 
-Speed: a call costs one compiled-kernel dispatch with few arguments (the model's two packed
-arrays, data's one buffer, the inputs).  Every public function calls its kernel through
+Speed: a call costs one compiled-kernel dispatch with few arguments (the model's packed
+array, data's one buffer, the inputs).  Every public function calls its kernel through
 :func:`_run` (one Python call) with the arguments as given (the fast path: float64
 C-contiguous arrays); numba raises TypeError for anything else (or before the kernel's first
 compilation), then the kernel is compiled if needed, the inputs are converted and the kernel
@@ -41,6 +41,7 @@ from .validation import (as_vector, check_batch, check_configuration, check_vect
 _FACTORIZATIONS = {'eq10': 0, 'christoffel': 0, 'eq9': EQ9}
 _NO_GAMMA = np.zeros((0, 0, 0))
 _NO_POINT = np.zeros(3)
+_NO_WORK = np.zeros(0)         # geometry: no Data, scratch of the call's own
 _geometry = kernels.geometry
 
 # how each public function is called (named in the error for a wrong ``data`` argument)
@@ -72,7 +73,7 @@ def _data(model, data, caller):
 
 
 def _run(kernel, model, data, caller, names, q, *args):
-    """Call ``kernel(ints, reals, work, q, *args)`` into data's buffer (a new one for None) and
+    """Call ``kernel(packed, work, q, *args)`` into data's buffer (a new one for None) and
     return the buffer.  The first ``len(names)`` inputs are q and (nv,) vectors with these
     names: converted if the kernel refuses their types (the kernel is compiled at its first
     call); a ValueError naming the problem for bad input, a singular mass matrix or a wrong
@@ -84,13 +85,13 @@ def _run(kernel, model, data, caller, names, q, *args):
     else:
         work = _data(model, data, caller).work
     try:
-        status = kernel(model.ints, model.reals, work, q, *args)
+        status = kernel(model.packed, work, q, *args)
     except TypeError:
         ready(kernel)
         n = len(names)
         q = as_vector(q, model.nq, 'q')
         args = tuple(as_vector(x, model.nv, name) for name, x in zip(names[1:], args)) + args[n - 1:]
-        status = kernel(model.ints, model.reals, work, q, *args)
+        status = kernel(model.packed, work, q, *args)
     if status:
         if status == INVALID:
             explain(model, names, (q,) + args)
@@ -171,15 +172,16 @@ def christoffel(model, q, data=None):
     C[i, j] = sum_k Gamma[i, j, k] v[k].  With a floating base Gamma[i, j, k] = dC[i, j]/dv[k].
     """
     # _run inlined: this call is cheap enough (~1 us on a small arm) that the generic path's
-    # Python glue would be a third of it
+    # Python glue would be a third of it.  Without data the kernel allocates its own scratch
+    # (given an empty work): one allocation here instead of two.
     if data is None:
-        Gamma, work = np.empty(model.gamma_shape), np.empty(model.work_offsets[-1])
+        Gamma, work = np.empty(model.gamma_shape), _NO_WORK
     elif data.__class__ is Data and data.layout is model.work_offsets:
         Gamma, work = data.Gamma, data.work
     else:
         Gamma, work = _data(model, data, 'christoffel').Gamma, data.work
     try:
-        status = _geometry(model.ints, model.reals, work, q, Gamma, CHRISTOFFEL, _NO_POINT)
+        status = _geometry(model.packed, work, q, Gamma, CHRISTOFFEL, _NO_POINT)
     except TypeError:
         _run(kernels.geometry, model, data, 'christoffel', ('q',), q, Gamma, CHRISTOFFEL,
              _NO_POINT)
@@ -211,7 +213,7 @@ def compute_all_terms_unchecked(model, q, v, data, christoffel=False, factorizat
     """:func:`compute_all_terms` without validation, for inputs that already passed it:
     q, v float64 C-contiguous of length nq, nv, finite, unit base quaternion; data a
     :class:`Data` of this model.  Bad values give wrong numbers, not an error."""
-    ready(kernels.terms)(model.ints, model.reals, data.work, q, v,
+    ready(kernels.terms)(model.packed, data.work, q, v,
                          PRODUCTS | UNCHECKED | _FACTORIZATIONS[factorization])
     if christoffel:
         _after_terms(model, data.work, data.q, data.Gamma)
@@ -230,9 +232,9 @@ def _after_terms(model, work, q, Gamma):
     """Gamma from the kinematics pass and composite inertias ``terms`` just left in work (q:
     any float64 vector; not read)."""
     try:
-        _geometry(model.ints, model.reals, work, q, Gamma, CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
+        _geometry(model.packed, work, q, Gamma, CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
     except TypeError:      # not compiled yet
-        ready(kernels.geometry)(model.ints, model.reals, work, q, Gamma,
+        ready(kernels.geometry)(model.packed, work, q, Gamma,
                                 CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
 
 
@@ -326,7 +328,7 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    ready(kernels.dynamics_batch)(model.ints, model.reals, Q, V, M, C, Mdot, g, fact,
+    ready(kernels.dynamics_batch)(model.packed, Q, V, M, C, Mdot, g, fact,
                                   get_num_threads())
     return Dynamics(M, C, Mdot, g)
 
@@ -335,7 +337,7 @@ def christoffel_batch(model, Q):
     """:func:`christoffel` for K configurations at once: Q (K, nq) -> (K, nv, nv, nv)."""
     Q = check_batch(model, Q, model.nq, 'Q', True)
     Gamma = np.empty((Q.shape[0],) + (model.nv,) * 3)
-    ready(kernels.christoffel_batch)(model.ints, model.reals, Q, Gamma, get_num_threads())
+    ready(kernels.christoffel_batch)(model.packed, Q, Gamma, get_num_threads())
     return Gamma
 
 

@@ -22,7 +22,7 @@ which the kernel writes after the sweep (the other entries keep the symmetric fo
 from numba import njit
 
 from .jit import JIT, shared
-from .kinematics import forward_kinematics, per_body_6x6
+from .kinematics import flat, forward_kinematics, per_body_6x6
 from .configuration import FREE
 from .spatial import add_row, body_factorization, dot6, factor_T_times, factor_times, row6
 
@@ -40,10 +40,15 @@ def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
     inertias and line 22 sums them into composites as the sweep goes; otherwise I already
     holds the composite inertias I^C (as Algorithm 1 leaves them for the same q)."""
     nv, dof_body, dof_parent = m.nv, m.dof_body, m.dof_parent
-    for a in range(nv):
-        for b in range(nv):
-            for c in range(nv):
-                Gamma[a, b, c] = 0.0
+    # Entries of triples that are not mutually related stay zero.  In a chain (every DoF's
+    # parent is the one before it) all triples are related and the sweep writes every entry.
+    chain = True
+    for s in range(1, nv):
+        chain = chain and dof_parent[s] == s - 1
+    if not chain:
+        G = flat(Gamma)
+        for a in range(G.shape[0]):
+            G[a] = 0.0
     k = nv - 1
     for b in range(m.N - 1, -1, -1):                       # line 4 (I^C_b is complete here)
         while k >= 0 and dof_body[k] == b:
@@ -58,7 +63,8 @@ def christoffel_sweep(m, Phi, I, Bt, Gamma, accumulate):
                     a = dot6(Phi, i, F1)                   # line 12
                     Gamma[i, j, k] = a
                     Gamma[i, k, j] = a
-                    a = dot6(Phi, i, F2)                   # line 13
+                    a = (Phi[i, 0] * F2[0] + Phi[i, 1] * F2[1]   # line 13 (F2 is zero in
+                         + Phi[i, 2] * F2[2])                      # its linear part)
                     Gamma[j, i, k] = a
                     Gamma[j, k, i] = a
                     Gamma[k, i, j] = -a                    # line 14: Phi_i . F3 = -Phi_i . F2

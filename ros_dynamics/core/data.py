@@ -30,7 +30,7 @@ class Data:
     (nv, nv); ``g``, ``p`` (= M v), ``ctv`` (= C^T v), ``tau`` (inverse dynamics), ``ddq``
     (forward dynamics) (nv,); ``J`` (6, nv) (link Jacobian); ``q``, ``v``: the state
     :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv) and ``dtau_dv`` (nv, nv)
-    (:func:`inverse_dynamics_dv`), each allocated on first use; ``Lambda`` (the last
+    (:func:`inverse_dynamics_dv`), whose memory is taken when first written; ``Lambda`` (the last
     :func:`contact_compliance`; its size follows the number of nodes, None before).
     Kinematics (valid after any call at q): ``R`` (N, 3, 3), ``pos`` (N, 3): world rotation
     and origin of each body; ``Phi`` (nv, 6): world motion subspaces (angular first).
@@ -45,20 +45,14 @@ class Data:
             k = WORK_INDEX[name]
             a, b = model.work_offsets[k], model.work_offsets[k + 1]
             setattr(self, name, self.work[a:b].reshape(shape))
+        # np.zeros takes zeroed pages (calloc): a large robot's nv^3 Gamma costs no memory
+        # until it is first written.  Plain attributes, not lazy ones: a descriptor or a
+        # __getattr__ on this class would slow the attribute lookups of every call with data=.
+        self.Gamma = np.zeros((self.nv,) * 3)
+        self.dtau_dv = np.zeros((self.nv,) * 2)
         self.Lambda = None
         self.dynamics = new_dynamics(Dynamics, (self.M, self.C, self.Mdot, self.g))
         self.observer_terms = (self.p, self.ctv, self.g)
-
-    def __getattr__(self, name):
-        # only reached while an attribute is missing: Gamma is allocated on first use, then
-        # it is a plain attribute (no property call per access)
-        if name == 'Gamma':
-            self.Gamma = np.zeros((self.nv,) * 3)
-            return self.Gamma
-        if name == 'dtau_dv':
-            self.dtau_dv = np.zeros((self.nv,) * 2)
-            return self.dtau_dv
-        raise AttributeError(name)
 
     def __repr__(self):
         N, nv, nq = self.dims

@@ -1,8 +1,8 @@
 """The entry kernels: input check + algorithm in one compiled call (kinematics.py convention).
 
-Each is sealed to one signature (``jit.entry``: float64 C-contiguous inputs, the model's two
-read-only packed arrays and a Data buffer) and compiled at its first call.  Argument order:
-``(ints, reals, work, q, <the (nv,) inputs>, <the rest>)``; the result is a status:
+Each is sealed to one signature (``jit.entry``: float64 C-contiguous inputs, the model's
+read-only packed array and a Data buffer) and compiled at its first call.  Argument order:
+``(packed, work, q, <the (nv,) inputs>, <the rest>)``; the result is a status:
 
     OK (0): done,  INVALID (1): invalid input, nothing computed,  SINGULAR (2): M not positive
     definite (forward dynamics, contact compliance).
@@ -29,7 +29,7 @@ from .crba import crba
 from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
 from .jacobian import point_jacobian
 from .jit import JIT, entry
-from .kinematics import forward_kinematics, per_body_6x6, tree, workspace
+from .kinematics import forward_kinematics, keep_alive, per_body_6x6, tree, workspace
 from .momentum import momentum_terms
 from .rnea import generalized_gravity, rnea
 from .validation import valid_state, valid_vector
@@ -47,24 +47,23 @@ AFTER_TERMS = 2     # ``terms`` just ran at this q on this workspace: no check, 
 BODY_SHIFT = 8      # flags >> BODY_SHIFT = 1 + the body whose point Jacobian to compute (0: none)
 
 
-# Argument types: the model's read-only packed arrays, float64 C-contiguous vectors and
+# Argument types: the model's read-only packed array, float64 C-contiguous vectors and
 # workspace, a C-contiguous Gamma, integers, a flag.
-INTS = types.Array(types.int64, 1, 'C', readonly=True)
-REALS = types.Array(types.float64, 1, 'C', readonly=True)
+MODEL = types.Array(types.float64, 1, 'C', readonly=True)
 VEC = types.float64[::1]
 MAT = types.float64[:, ::1]
 GAMMA = types.float64[:, :, ::1]
 BATCH = dict(JIT, parallel=True)
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, VEC, types.int64)
-def terms(ints, reals, work, q, v, flags):
+@entry(types.int64, MODEL, VEC, VEC, VEC, types.int64)
+def terms(packed, work, q, v, flags):
     """Algorithm 1 from one forward-kinematics pass at q: M, C, Mdot, g at (q, v), eq. (10)
     or (flags & EQ9) eq. (9); & PRODUCTS: p = M v, C^T v and copies of q, v.  On return the
     workspace holds the kinematics at q (w.R, w.pos, w.Phi) and the composite inertias (w.I)
     that ``geometry`` can continue from.  (Few arguments: each one costs dispatch time on
     every call.)"""
-    m = tree(ints, reals)
+    m = tree(packed)
     if flags & UNCHECKED == 0 and not (valid_state(m, q, None) and valid_vector(m, v)):
         return INVALID
     w = workspace(m, work)
@@ -86,36 +85,39 @@ def terms(ints, reals, work, q, v, flags):
     return OK
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, GAMMA, types.int64, VEC)
-def geometry(ints, reals, work, q, Gamma, flags, local):
+@entry(types.int64, MODEL, VEC, VEC, GAMMA, types.int64, VEC)
+def geometry(packed, work, q, Gamma, flags, local):
     """What depends on q alone, from one forward-kinematics pass at q (w.R, w.pos, w.Phi, w.I):
     if flags & CHRISTOFFEL, Algorithm 2 into Gamma; if flags >> BODY_SHIFT = body + 1 > 0,
     the Jacobian w.J of the point ``local`` (body frame) of ``body``.  With AFTER_TERMS
     (``terms`` just filled this workspace at q): no check and no kinematics pass, Algorithm 2
-    on the composite inertias Algorithm 1 left (w.I)."""
-    m = tree(ints, reals)
+    on the composite inertias Algorithm 1 left (w.I).  An empty ``work``: the scratch is this
+    call's own (``christoffel`` without a Data: one allocation in Python instead of two)."""
+    m = tree(packed)
     fresh = flags & AFTER_TERMS == 0
-    body = (flags >> BODY_SHIFT) - 1
     if fresh and not valid_state(m, q, None):
         return INVALID
-    w = workspace(m, work)
+    scratch = work if work.shape[0] != 0 else np.empty(m.work[-1])
+    w = workspace(m, scratch)
     if fresh:
         forward_kinematics(m, q, w)
     if flags & CHRISTOFFEL != 0:
         christoffel_sweep(m, w.Phi, w.I, per_body_6x6(w.W), Gamma, fresh)
+    body = (flags >> BODY_SHIFT) - 1
     if body >= 0:
         R, p = w.R, w.pos
         x0 = p[body, 0] + R[body, 0, 0] * local[0] + R[body, 0, 1] * local[1] + R[body, 0, 2] * local[2]
         x1 = p[body, 1] + R[body, 1, 0] * local[0] + R[body, 1, 1] * local[1] + R[body, 1, 2] * local[2]
         x2 = p[body, 2] + R[body, 2, 0] * local[0] + R[body, 2, 1] * local[1] + R[body, 2, 2] * local[2]
         point_jacobian(m, w.Phi, body, (x0, x1, x2), w.J)
+    keep_alive(scratch)         # the views in w borrow its memory: released after this line
     return OK
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, VEC)
-def observer_terms(ints, reals, work, q, v):
+@entry(types.int64, MODEL, VEC, VEC, VEC)
+def observer_terms(packed, work, q, v):
     """p = M v, C^T v, g in one O(N) pass (momentum.py)."""
-    m = tree(ints, reals)
+    m = tree(packed)
     if not valid_state(m, q, v):
         return INVALID
     w = workspace(m, work)
@@ -123,9 +125,9 @@ def observer_terms(ints, reals, work, q, v):
     return OK
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC)
-def mass_matrix(ints, reals, work, q):
-    m = tree(ints, reals)
+@entry(types.int64, MODEL, VEC, VEC)
+def mass_matrix(packed, work, q):
+    m = tree(packed)
     if not valid_state(m, q, None):
         return INVALID
     w = workspace(m, work)
@@ -133,9 +135,9 @@ def mass_matrix(ints, reals, work, q):
     return OK
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC)
-def gravity(ints, reals, work, q):
-    m = tree(ints, reals)
+@entry(types.int64, MODEL, VEC, VEC)
+def gravity(packed, work, q):
+    m = tree(packed)
     if not valid_state(m, q, None):
         return INVALID
     w = workspace(m, work)
@@ -143,9 +145,9 @@ def gravity(ints, reals, work, q):
     return OK
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, VEC, VEC)
-def inverse_dynamics(ints, reals, work, q, v, a):
-    m = tree(ints, reals)
+@entry(types.int64, MODEL, VEC, VEC, VEC, VEC)
+def inverse_dynamics(packed, work, q, v, a):
+    m = tree(packed)
     if not (valid_state(m, q, v) and valid_vector(m, a)):
         return INVALID
     w = workspace(m, work)
@@ -153,19 +155,19 @@ def inverse_dynamics(ints, reals, work, q, v, a):
     return OK
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, VEC, VEC)
-def forward_dynamics(ints, reals, work, q, v, tau):
-    m = tree(ints, reals)
+@entry(types.int64, MODEL, VEC, VEC, VEC, VEC)
+def forward_dynamics(packed, work, q, v, tau):
+    m = tree(packed)
     if not (valid_state(m, q, v) and valid_vector(m, tau)):
         return INVALID
     w = workspace(m, work)
     return OK if ltdl_forward_dynamics(m, q, v, tau, w.ddq, w) else SINGULAR
 
 
-@entry(types.int64, INTS, REALS, VEC, VEC, types.int64[::1], MAT, types.int64, MAT)
-def contact_compliance(ints, reals, work, q, cbody, clocal, width, Lam):
+@entry(types.int64, MODEL, VEC, VEC, types.int64[::1], MAT, types.int64, MAT)
+def contact_compliance(packed, work, q, cbody, clocal, width, Lam):
     """Lambda = J M^-1 J^T of the contact nodes (contact_compliance.py)."""
-    m = tree(ints, reals)
+    m = tree(packed)
     if not valid_state(m, q, None):
         return INVALID
     w = workspace(m, work)
@@ -174,24 +176,24 @@ def contact_compliance(ints, reals, work, q, cbody, clocal, width, Lam):
 
 # -- batches (inputs validated in Python; all cores) ---------------------------------------------
 
-@entry(types.none, INTS, REALS, MAT, MAT, GAMMA, GAMMA, GAMMA, MAT, types.int64, types.int64,
+@entry(types.none, MODEL, MAT, MAT, GAMMA, GAMMA, GAMMA, MAT, types.int64, types.int64,
        **BATCH)
-def dynamics_batch(ints, reals, Q, V, M, C, Mdot, g, factorization, threads):
+def dynamics_batch(packed, Q, V, M, C, Mdot, g, factorization, threads):
     # one workspace per thread, alive for the whole loop (the views in w do not own memory);
-    # ints[-1] is the last workspace offset (model.py): the size of one buffer
-    work = np.empty((threads, ints[-1]))
+    # the last workspace offset (model.py) is the size of one buffer
+    work = np.empty((threads, tree(packed).work[-1]))
     for t in prange(threads):         # (namedtuples can't cross into a parfor: unpack inside)
-        m = tree(ints, reals)
+        m = tree(packed)
         w = workspace(m, work[t])
         for k in range(t, Q.shape[0], threads):
             coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, factorization)
 
 
-@entry(types.none, INTS, REALS, MAT, types.float64[:, :, :, ::1], types.int64, **BATCH)
-def christoffel_batch(ints, reals, Q, Gamma, threads):
-    work = np.empty((threads, ints[-1]))
+@entry(types.none, MODEL, MAT, types.float64[:, :, :, ::1], types.int64, **BATCH)
+def christoffel_batch(packed, Q, Gamma, threads):
+    work = np.empty((threads, tree(packed).work[-1]))
     for t in prange(threads):
-        m = tree(ints, reals)
+        m = tree(packed)
         w = workspace(m, work[t])
         for k in range(t, Q.shape[0], threads):
             christoffel(m, Q[k], Gamma[k], w)

@@ -8,23 +8,24 @@ joint axes are fixed in their body, so the apparent derivative Phi-ring is zero)
 
 Kernel calling convention (every compiled algorithm follows it)
 ---------------------------------------------------------------
-* An *entry* kernel (called from Python, ``kernels.py``) takes the model's two packed read-only
-  arrays, the workspace buffer of a :class:`ros_dynamics.Data` and the inputs, e.g.
-  ``terms(model.ints, model.reals, data.work, q, v, Gamma, flags, point)``: few arguments, so
-  the dispatch is cheap, and nothing is allocated.  It unpacks them once::
+* An *entry* kernel (called from Python, ``kernels.py``) takes the model's packed read-only
+  array, the workspace buffer of a :class:`ros_dynamics.Data` and the inputs, e.g.
+  ``terms(model.packed, data.work, q, v, flags)``: few arguments, so the dispatch is cheap,
+  and nothing is allocated.  It unpacks them once::
 
-      m = tree(ints, reals)        # named model views: m.parent[i], m.jtype[i], m.X_R[i], ...
+      m = tree(packed)             # named model views: m.parent[i], m.jtype[i], m.X_R[i], ...
       w = workspace(m, work)       # named workspace views: w.M, w.g, w.R, w.pos, w.Phi, w.I, ...
 
 * *Inner* kernels (the algorithms, one per module) take ``m``, their inputs and outputs, and
   ``w`` for scratch, e.g. ``crba(m, q, M, w)``; the kinematics pieces take only the arrays they
-  touch: ``placements(m, q, w.R, w.pos, w.Phi)``, ``world_inertias(m, w.R, w.pos, w.I)``,
-  ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of body i
-  is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular first).
+  touch: ``placements(m, q, w.R, w.pos, w.Phi, w.cos_sin)``, ``world_inertias(m, w.R, w.pos,
+  w.I)``, ``velocities(m, w.Phi, qd, w.vel, w.Phid)``.  After ``placements`` the world pose of
+  body i is (w.R[i], w.pos[i]) and column s of the world motion subspace is w.Phi[s] (angular
+  first).
 * A kernel that needs more scratch than ``WORK_FIELDS`` offers adds a field there (model.py):
   ``Work`` and ``workspace`` below are generated from it, so Data and the kernels share it.
 * Entry kernels live in kernels.py and are sealed to one signature, e.g.
-  ``@entry(types.int64, INTS, REALS, VEC, VEC)`` (model arrays, work, q): compiled at their
+  ``@entry(types.int64, MODEL, VEC, VEC)`` (model array, work, q): compiled at their
   first call (jit.py), and numba's dispatcher rejects other argument types (the public function
   then converts and retries).  They validate first (``valid_state(m, q, v)``: lengths,
   finiteness, unit quaternion) and return a status (0 done, 1 invalid input, 2 singular M)
@@ -55,13 +56,31 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 from .configuration import FREE, PRISMATIC, REVOLUTE
-from .model import N_HEADER, WORK_FIELDS
+from .model import N_HEADER, N_OFFSETS, WORK_FIELDS, n_ints
 from .jit import JIT, helper, shared
 from .spatial import I_H, I_J, NI, motion_cross, quaternion_to_matrix, row6
 
 Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent X_R X_p axis com '
                           'inertia mass gravity work')
 Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
+
+
+def _view_codegen(retty):
+    def codegen(context, builder, sig, args):
+        base = make_array(sig.args[0])(context, builder, args[0])
+        view = make_array(retty)(context, builder)
+        dims = cgutils.unpack_tuple(builder, args[2])
+        strides, stride = [], base.itemsize
+        for d in reversed(dims):
+            strides.insert(0, stride)
+            stride = builder.mul(stride, d)
+        data = builder.bitcast(builder.gep(base.data, [args[1]]),
+                               context.get_data_type(retty.dtype).as_pointer())
+        populate_array(view, data=data, shape=dims, strides=strides,
+                       itemsize=base.itemsize, meminfo=cgutils.get_null_value(base.meminfo.type),
+                       parent=cgutils.get_null_value(base.parent.type))
+        return view._getvalue()
+    return codegen
 
 
 @intrinsic
@@ -77,22 +96,27 @@ def _c_view(typingctx, a, offset, shape):
     cost two atomic operations each per call (~0.25 us for the ~30 views of tree + workspace)."""
     if not isinstance(a, types.Array) or a.layout != 'C':
         return None
-    ndim = len(shape)
-    retty = a.copy(ndim=ndim, layout='C')
+    retty = a.copy(ndim=len(shape), layout='C')
+    return retty(a, offset, types.UniTuple(types.intp, len(shape))), _view_codegen(retty)
 
+
+@intrinsic
+def _int64_view(typingctx, a, offset, shape):
+    """:func:`_c_view` of a float64 array's memory as int64 (``model.packed`` holds ``ints``)."""
+    if not isinstance(a, types.Array) or a.layout != 'C' or a.dtype != types.float64:
+        return None
+    retty = a.copy(dtype=types.int64, ndim=len(shape), layout='C')
+    return retty(a, offset, types.UniTuple(types.intp, len(shape))), _view_codegen(retty)
+
+
+@intrinsic
+def keep_alive(typingctx, a):
+    """A use of ``a`` that compiles to nothing.  numba releases an array a kernel allocated
+    right after its last use, and the views :func:`_c_view` makes of it do not count as uses:
+    call this after the last use of the views."""
     def codegen(context, builder, sig, args):
-        base = make_array(sig.args[0])(context, builder, args[0])
-        view = make_array(retty)(context, builder)
-        dims = cgutils.unpack_tuple(builder, args[2])
-        strides, stride = [], base.itemsize
-        for d in reversed(dims):
-            strides.insert(0, stride)
-            stride = builder.mul(stride, d)
-        populate_array(view, data=builder.gep(base.data, [args[1]]), shape=dims, strides=strides,
-                       itemsize=base.itemsize, meminfo=cgutils.get_null_value(base.meminfo.type),
-                       parent=cgutils.get_null_value(base.parent.type))
-        return view._getvalue()
-    return retty(a, offset, types.UniTuple(types.intp, ndim)), codegen
+        return context.get_dummy_value()
+    return types.none(a), codegen
 
 
 @njit(inline='always', **JIT)
@@ -101,24 +125,33 @@ def per_body_6x6(W):
     return _c_view(W, 0, (W.shape[1], 6, 6))
 
 
+@njit(inline='always', **JIT)
+def flat(A):
+    """A C-contiguous array seen as 1-D (same memory)."""
+    return _c_view(A, 0, (A.size,))
+
+
 @shared
-def tree(ints, reals):
-    """Named views of the model's packed arrays (see model.py): ``m.parent[i]`` etc."""
-    N, nv, nq = ints[0], ints[1], ints[2]
+def tree(packed):
+    """Named views of the model's packed array (see model.py): ``m.parent[i]`` etc."""
+    head = _int64_view(packed, 0, (N_HEADER,))
+    N, nv, nq = head[0], head[1], head[2]
+    ints = _int64_view(packed, 0, (n_ints(N, nv),))
     o = N_HEADER
     parent, jtype = _c_view(ints, o, (N,)), _c_view(ints, o + N, (N,))
     q_idx, v_idx = _c_view(ints, o + 2 * N, (N,)), _c_view(ints, o + 3 * N, (N,))
     o += 4 * N
     dof_body, dof_parent = _c_view(ints, o, (nv,)), _c_view(ints, o + nv, (nv,))
-    work = _c_view(ints, o + 2 * nv, (len(WORK_FIELDS) + 1,))
-    gravity = _c_view(reals, 0, (3,))
-    X_R = _c_view(reals, 3, (N, 3, 3))
-    o = 3 + 9 * N
-    X_p = _c_view(reals, o, (N, 3))
-    axis = _c_view(reals, o + 3 * N, (N, 3))
-    com = _c_view(reals, o + 6 * N, (N, 3))
-    inertia = _c_view(reals, o + 9 * N, (N, 3, 3))
-    mass = _c_view(reals, o + 18 * N, (N,))
+    work = _c_view(ints, o + 2 * nv, (N_OFFSETS,))
+    r = n_ints(N, nv)                                 # reals = packed[r:]
+    gravity = _c_view(packed, r, (3,))
+    X_R = _c_view(packed, r + 3, (N, 3, 3))
+    o = r + 3 + 9 * N
+    X_p = _c_view(packed, o, (N, 3))
+    axis = _c_view(packed, o + 3 * N, (N, 3))
+    com = _c_view(packed, o + 6 * N, (N, 3))
+    inertia = _c_view(packed, o + 9 * N, (N, 3, 3))
+    mass = _c_view(packed, o + 18 * N, (N,))
     return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
                 com, inertia, mass, gravity, work)
 
@@ -152,14 +185,14 @@ workspace = _compile_workspace()
 @njit(inline='always', **JIT)
 def forward_kinematics(m, q, w):
     """placements + world_inertias: what every algorithm needs first."""
-    world_kinematics(m, q, w.R, w.pos, w.Phi, w.I)
+    world_kinematics(m, q, w.R, w.pos, w.Phi, w.I, w.cos_sin)
 
 
 @shared
-def world_kinematics(m, q, R, p, Phi, I):
+def world_kinematics(m, q, R, p, Phi, I, cos_sin):
     """:func:`forward_kinematics` into the arrays it fills (``@shared``: compiled once per
     process for every entry kernel, inlined by LLVM)."""
-    placements(m, q, R, p, Phi)
+    placements(m, q, R, p, Phi, cos_sin)
     world_inertias(m, R, p, I)
 
 
@@ -170,9 +203,16 @@ def set6(A, i, x):
 
 
 @njit(inline='always', **JIT)
-def placements(m, q, R, p, Phi):
-    """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF."""
+def placements(m, q, R, p, Phi, cos_sin):
+    """World placement (R_i, p_i) of every body and world motion subspace Phi_s of every DoF
+    (``cos_sin``: scratch, (N, 2))."""
     X_R, X_p, axis = m.X_R, m.X_p, m.axis
+    # the revolute joints' cos q, sin q first: out of the loop along the tree, whose every
+    # body waits for its parent's rotation, the calls overlap (~5 ns a joint)
+    for i in range(m.N):
+        if m.jtype[i] == REVOLUTE:
+            x = q[m.q_idx[i]]
+            cos_sin[i, 0], cos_sin[i, 1] = np.cos(x), np.sin(x)
     for i in range(m.N):
         parent, jtype, qi, s = m.parent[i], m.jtype[i], m.q_idx[i], m.v_idx[i]
         if jtype == FREE:
@@ -206,7 +246,7 @@ def placements(m, q, R, p, Phi):
             # R_i = R_J Rot(x, q) with the exactly-unit local axis x (Rodrigues).  Rotating R_J
             # about the world axis a = R_J x instead would feed R_J's rounding error back
             # through |a| != 1, doubling the orthogonality error at every link of a chain.
-            cq, sq = np.cos(q[qi]), np.sin(q[qi])
+            cq, sq = cos_sin[i, 0], cos_sin[i, 1]
             t = 1.0 - cq
             k00, k01, k02 = cq + t * x0 * x0, t * x0 * x1 - sq * x2, t * x0 * x2 + sq * x1
             k10, k11, k12 = t * x0 * x1 + sq * x2, cq + t * x1 * x1, t * x1 * x2 - sq * x0

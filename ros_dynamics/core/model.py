@@ -16,9 +16,12 @@ Joint velocities are numbered body by body, so ``v_idx`` is increasing and the D
 
 Kernel arrays (packed once here, read by every compiled algorithm)
 ------------------------------------------------------------------
-The compiled kernels take the model as two flat read-only arrays, ``model.ints`` (int64) and
-``model.reals`` (float64), because every argument of a compiled call costs dispatch time.
-Inside a kernel ``kinematics.tree(ints, reals)`` unpacks them into named views (``m.parent``,
+The compiled kernels take the model as one flat read-only float64 array, ``model.packed``,
+because every argument of a compiled call costs dispatch time (a read-only array ~70 ns: numba
+types it on a slower path).  It holds two arrays: ``model.ints`` (int64: its first
+``n_ints(N, nv)`` elements, seen as int64) and ``model.reals`` (float64: the rest), both
+read-only views of it.
+Inside a kernel ``kinematics.tree(packed)`` unpacks them into named views (``m.parent``,
 ``m.jtype``, ``m.q_idx``, ``m.v_idx``, ``m.dof_body``, ``m.dof_parent``, ``m.X_R``, ``m.X_p``,
 ``m.axis``, ``m.com``, ``m.inertia``, ``m.mass``, ``m.gravity``, ``m.work``: the offsets of
 the workspace fields).  ``ints`` = [N, nv, nq, parent(N), jtype(N), q_idx(N), v_idx(N),
@@ -27,16 +30,18 @@ dof_body(nv), dof_parent(nv), work offsets(len(WORK_FIELDS) + 1)];
 
 Workspace layout (``WORK_FIELDS``): one float64 buffer per :class:`Data`, cut into the
 outputs (M, C, Mdot, g, the observer's p and C^T v, tau, ddq, a link Jacobian J, the state q, v
-the outputs were computed at) and the algorithms' scratch (world placements R, pos, motion
-subspaces Phi, Phid, world inertias I, body velocities vel, per-body 6x6 rows W, an nv x nv
-matrix H and an nv vector tmp; the operational-space compliance's articulated-body P, U, D and
-path products seg).  ``WORK_FIELDS`` is the single definition of that layout:
-Python's Data views and the kernels' ``kinematics.workspace`` read the same offsets.
+the outputs were computed at) and the algorithms' scratch (world placements R, pos, the
+revolute joints' cos q and sin q, motion subspaces Phi, Phid, world inertias I, body
+velocities vel, per-body 6x6 rows W, an nv x nv matrix H and an nv vector tmp; the
+operational-space compliance's articulated-body P, U, D and path products seg).
+``WORK_FIELDS`` is the single definition of that layout: Python's Data views and the kernels'
+``kinematics.workspace`` read the same offsets.
 """
 
 import numpy as np
 
 from .configuration import FREE, JOINT_NQ, JOINT_NV, base_nq, base_nv, neutral
+from .jit import helper
 from .spatial import NI
 from .spatial_numpy import lump_inertia
 from .validation import close_names
@@ -46,7 +51,8 @@ WORK_FIELDS = (
     ('M', ('nv', 'nv')), ('C', ('nv', 'nv')), ('Mdot', ('nv', 'nv')), ('g', ('nv',)),
     ('p', ('nv',)), ('ctv', ('nv',)), ('tau', ('nv',)), ('ddq', ('nv',)), ('J', (6, 'nv')),
     ('q', ('nq',)), ('v', ('nv',)),
-    ('R', ('N', 3, 3)), ('pos', ('N', 3)), ('Phi', ('nv', 6)), ('Phid', ('nv', 6)),
+    ('R', ('N', 3, 3)), ('pos', ('N', 3)), ('cos_sin', ('N', 2)), ('Phi', ('nv', 6)),
+    ('Phid', ('nv', 6)),
     ('I', ('N', NI)), ('vel', ('N', 6)), ('W', (6, 'N', 6)), ('H', ('nv', 'nv')), ('tmp', ('nv',)),
     # operational-space compliance (contact_compliance.py): articulated inertias P (reused for
     # Upsilon), U = P H^*, D = H U, and the psi products along the paths between key nodes
@@ -54,6 +60,13 @@ WORK_FIELDS = (
 )
 WORK_INDEX = {name: k for k, (name, _) in enumerate(WORK_FIELDS)}
 N_HEADER = 3          # ints[0:3] = N, nv, nq
+N_OFFSETS = len(WORK_FIELDS) + 1     # the workspace offsets at the end of ints
+
+
+@helper
+def n_ints(N, nv):
+    """Length of ``model.ints`` (module docstring): where ``reals`` starts in ``model.packed``."""
+    return N_HEADER + 4 * N + 2 * nv + N_OFFSETS
 
 
 def _readonly(a, dtype):
@@ -76,7 +89,8 @@ class Model:
     ``mass`` float[N]; ``com`` float[N,3]; ``inertia`` float[N,3,3] (about the CoM, body frame)
     ``dof_body`` int64[nv]   body of each DoF; ``dof_parent`` int64[nv]: DoF-tree parent (-1: none)
     ``gravity`` float[3]     gravitational acceleration in the world frame
-    ``ints``, ``reals``      the same, packed for the compiled kernels (module docstring)
+    ``packed``               the same, packed for the compiled kernels (module docstring),
+                             with its views ``ints`` (int64) and ``reals`` (float64)
 
     ``warnings``: what the URDF loader skipped or assumed (a tuple of messages; empty for a
     model made otherwise; :meth:`copy` keeps them).
@@ -158,12 +172,20 @@ class Model:
             offsets.append(offsets[-1] + int(np.prod(shapes[wname])))
         set_(self, 'work_shapes', shapes)
         set_(self, 'work_offsets', tuple(offsets))
-        set_(self, 'ints', _readonly(np.concatenate(
-            [[N, nv, nq], parent, jtype, q_idx, v_idx, dof_body, dof_parent, offsets]), np.int64))
+        ints = np.concatenate([[N, nv, nq], parent, jtype, q_idx, v_idx, dof_body, dof_parent,
+                               offsets]).astype(np.int64)
+        assert len(ints) == n_ints(N, nv)
         f = fields
-        set_(self, 'reals', _readonly(np.concatenate(
-            [f['gravity'], f['X_R'].ravel(), f['X_p'].ravel(), f['axis'].ravel(), f['com'].ravel(),
-             f['inertia'].ravel(), f['mass']]), np.float64))
+        reals = np.concatenate([f['gravity'], f['X_R'].ravel(), f['X_p'].ravel(),
+                                f['axis'].ravel(), f['com'].ravel(), f['inertia'].ravel(),
+                                f['mass']])
+        packed = np.empty(len(ints) + len(reals))
+        packed[:len(ints)].view(np.int64)[:] = ints
+        packed[len(ints):] = reals
+        packed.flags.writeable = False
+        set_(self, 'packed', packed)
+        set_(self, 'ints', packed[:len(ints)].view(np.int64))    # read-only views of it
+        set_(self, 'reals', packed[len(ints):])
 
     def __setattr__(self, key, value):
         raise AttributeError(f'ros_dynamics.Model is frozen (cannot set {key!r}); '

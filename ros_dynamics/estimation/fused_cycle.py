@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit, types
 
 from ..core.jit import depends_on_core, entry, ready
-from ..core.kernels import INTS, PRODUCTS, REALS, VEC, terms
+from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer
 from .observer import BETA, FC, FV, GAIN, P, R, TAU, V, any_above, residual_step
@@ -54,11 +54,11 @@ ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
 
 
-@entry(types.int64, INTS, REALS, VEC, IDX, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC, ROWS, IDX,
+@entry(types.int64, MODEL, VEC, IDX, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC, ROWS, IDX,
        FLAGS, FLAGS, ROWS, VEC, VEC, VEC, VEC, VEC, IDX, types.int64, types.int64, types.int64,
        types.int64, types.int64, types.int64, types.int64, types.float64, types.float64,
        types.float64, types.float64, cache=True, nogil=True)
-def fused_step(ints, reals, work, gather, pos, vel, eff, q, v, tau, vbound, ebound, held, h_ns,
+def fused_step(model, work, gather, pos, vel, eff, q, v, tau, vbound, ebound, held, h_ns,
                h_known, h_effort, obs, obs_q, threshold, dyn, grav, ext, offsets, n_names, sec,
                nanosec, now_ns, last_ns, obs_last_ns, max_lead_ns, pbound, max_age_ns,
                gap_limit_s, eps):
@@ -113,9 +113,9 @@ def fused_step(ints, reals, work, gather, pos, vel, eff, q, v, tau, vbound, ebou
             if all_e:
                 tau[bv + k] = held[2, k]
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
-    if terms(ints, reals, work, q, v, PRODUCTS) != 0:
+    if terms(model, work, q, v, PRODUCTS) != 0:
         return STATE
-    m = tree(ints, reals)
+    m = tree(model)
     w = workspace(m, work)
     nv = m.nv
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
@@ -198,7 +198,7 @@ class FusedCycle:
         self.q, self.v, self.tau = q, v, tau
         self.dyn, self.grav, self.ext, self.offsets = outputs
         model = cycle.model
-        self._model = (model.ints, model.reals, cycle.data.work)
+        self._model = (model.packed, cycle.data.work)
         obs = cycle.observer
         self._obs = (obs.state, obs.last_q) if obs else (np.zeros((0, 0)), np.zeros(0))
         self._no_threshold = np.zeros(0)
@@ -231,12 +231,12 @@ class FusedCycle:
             return False
         gather, last_ns = src
         obs_last_ns = cycle.fused_time
-        ints, reals, work = self._model
+        packed, work = self._model
         state, last_q = self._obs
         threshold = self._no_threshold if cycle.detector is None else cycle.detector.threshold
         vb, eb = self._bounds
         try:
-            status = fused_step(ints, reals, work, gather, position, velocity, effort, self.q,
+            status = fused_step(packed, work, gather, position, velocity, effort, self.q,
                                 self.v, self.tau, vb, eb, asm.held, asm.h_ns, asm.h_known,
                                 asm.h_effort, state, last_q, threshold, self.dyn, self.grav,
                                 self.ext, self.offsets, len(names), sec, nanosec, now_ns,
