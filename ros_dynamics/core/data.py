@@ -11,6 +11,7 @@ with any model of the same dimensions, one thread at a time.
 """
 
 from collections import namedtuple
+from functools import cached_property
 
 import numpy as np
 
@@ -45,14 +46,20 @@ class Data:
             k = WORK_INDEX[name]
             a, b = model.work_offsets[k], model.work_offsets[k + 1]
             setattr(self, name, self.work[a:b].reshape(shape))
-        # np.zeros takes zeroed pages (calloc): a large robot's nv^3 Gamma costs no memory
-        # until it is first written.  Plain attributes, not lazy ones: a descriptor or a
-        # __getattr__ on this class would slow the attribute lookups of every call with data=.
-        self.Gamma = np.zeros((self.nv,) * 3)
-        self.dtau_dv = np.zeros((self.nv,) * 2)
         self.Lambda = None
         self.dynamics = new_dynamics(Dynamics, (self.M, self.C, self.Mdot, self.g))
         self.observer_terms = (self.p, self.ctv, self.g)
+
+    # Allocated at first use: a 2000-link chain's Gamma would take 64 GB.  cached_property
+    # stores the array in the instance, so later lookups are plain attribute lookups (a
+    # __getattr__ on this class would slow every attribute lookup of every call with data=).
+    @cached_property
+    def Gamma(self):
+        return np.zeros((self.nv,) * 3)
+
+    @cached_property
+    def dtau_dv(self):
+        return np.zeros((self.nv,) * 2)
 
     def __repr__(self):
         N, nv, nq = self.dims

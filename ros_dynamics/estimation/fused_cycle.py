@@ -13,17 +13,17 @@ rules for the usual case in one compiled call, :func:`fused_step`:
 * its arrays have one value per name, efforts included when the observer needs them, and the
   gathered values are finite and within the input bounds;
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
-* with efforts in the message, the observer (De Luca et al., 2006) takes its exact
+* when every joint has an effort, the observer (De Luca et al., 2006) takes its exact
   zero-order-hold step over a period no longer than the gap limit, and the residual stays
-  below every contact threshold (free motion); without, the cycle runs without it;
+  below every contact threshold (free motion); else the cycle runs without it;
 * every result is finite;
 
 and then writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the
 output buffers the caller gave (the node's serialized messages, ros/wire.py).  Anything else,
 and any joint state after which the pipeline is in another state (an observer that restarts, a
-contact, a new source, a clock reset), it declines before it has changed anything but scratch
-memory, and the caller runs the reference pipeline, which gives the verdict and its named
-reason.  So each rule is stated once, in the reference; the compiled call can be faster, not
+contact, a new source, a source reset), it declines before it has changed anything but the
+cycle's state vectors and workspace (which the pipeline writes again), and the caller runs the
+reference pipeline, which gives the verdict and its named reason.  So each rule is stated once, in the reference; the compiled call can be faster, not
 different (test_fused_cycle compares the two on the same messages).
 """
 from __future__ import annotations

@@ -250,7 +250,8 @@ class Engine:
         counts = fused.counts.tolist()
         why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
         if fused.not_tried:
-            why.append(f'new layout or source {fused.not_tried}')
+            why.append(f'a new layout or source, or one that does not drive the cycles '
+                       f'{fused.not_tried}')
         return f'{fused.cycles} in one compiled call' + (
             f'; through the pipeline: {", ".join(why)}' if why else '')
 
