@@ -284,12 +284,9 @@ class JointStateAssembler:
     def _source(self, names):
         """(layout map, source) of a message's name list.  A source is keyed by the model
         joints it carries: unknown extra names or another order are the same source."""
-        names = names if type(names) is tuple else tuple(names)
-        last = self._last
-        if last is not None and (last[0].names is names or last[0].names == names):
-            return last
-        layout = self._layouts.get(names)
+        layout = self._known(names)
         if layout is None:
+            names = names if type(names) is tuple else tuple(names)
             nmap = JointNameMap(names, self.joint_names, self.mimic, self.hint)
             complete = nmap.error is None
             key = 'all' if complete else tuple(np.flatnonzero(nmap.present))
@@ -306,7 +303,18 @@ class JointStateAssembler:
             if len(self._layouts) >= 4 * self.max_sources:
                 self._layouts.clear()
             layout = self._layouts[names] = (nmap, src)
-        self._last = layout
+            self._last = layout
+        return layout
+
+    def _known(self, names):
+        """The (layout map, source) of a name list seen before (the previous message's first),
+        now the last one; None for a new name list."""
+        last = self._last
+        if last is not None and (last[0].names is names or last[0].names == names):
+            return last
+        layout = self._layouts.get(names if type(names) is tuple else tuple(names))
+        if layout is not None:
+            self._last = layout
         return layout
 
     def clock_reset(self):
@@ -332,13 +340,10 @@ class JointStateAssembler:
         the others then come from the held values), without repeated names or a mimic
         expansion, from a source with an accepted stamp; else None.  (A clock reset matters
         only to a stamp that goes back, which the compiled cycle declines.)"""
-        last = self._last
-        if last is None or (last[0].names is not names and last[0].names != names):
-            last = self._layouts.get(names if type(names) is tuple else tuple(names))
-            if last is None:
-                return None
-            self._last = last
-        nmap, src = last
+        layout = self._known(names)
+        if layout is None:
+            return None
+        nmap, src = layout
         if (nmap.expand is not None or not src.last_ns or src.count < self.driving
                 or (nmap.error is not None and not nmap.error.startswith('missing'))
                 or self._pending_reset is not None):

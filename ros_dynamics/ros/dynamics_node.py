@@ -318,12 +318,12 @@ class DynamicsNode(Node):
         cfg = self.config
         q, v = eng.q, eng.v
         gamma = self._gamma_due(eng, cfg)
+        if eng.floating and self._base is not None:
+            q[:7], v[:6] = self._base     # (neither path writes the base entries otherwise)
         fused = eng.fused           # the usual cycle in one compiled call, else the pipeline
         if fused is not None and (cfg.effort_source == 'joint_state'
                                   or eng.cycle.observer is None) and (
                 not eng.floating or self._base is not None):
-            if eng.floating:
-                q[:7], v[:6] = self._base
             if fused.step(names, position, velocity, effort, sec, nanosec, now, gamma):
                 res = eng.cycle.result
                 if res.error is not None:
@@ -332,8 +332,9 @@ class DynamicsNode(Node):
                 if res.observer is None and eng.cycle.observer is not None:
                     self._warn('no_effort', 'joint_states without effort: observer not updated',
                                'info')
-                stamp = (sec, nanosec)
-                return self._publish_cycle(eng, cfg, stamp, res, fused.stamp_ns, t_in, True)
+                tau = eng.tau if res.observer is not None else None
+                return self._publish_cycle(eng, cfg, (sec, nanosec), res, fused.stamp_ns, tau,
+                                           t_in, True)
         asm = eng.assembler
         verdict = asm.add(names, position, velocity, effort, sec, nanosec, now)
         if verdict not in ('cycle', 'reset'):
@@ -349,11 +350,9 @@ class DynamicsNode(Node):
         if verdict == 'reset':
             eng.cycle.reset(asm.reason[1])
             self._warn(asm.reason[0], f'{asm.reason[1]}; observer re-initialized', 'info')
-        if eng.floating:
-            if self._base is None:
-                return self._refuse('no_odom', 'joint_states ignored: floating base and no valid '
-                                    'odom yet')
-            q[:7], v[:6] = self._base
+        if eng.floating and self._base is None:
+            return self._refuse('no_odom', 'joint_states ignored: floating base and no valid '
+                                'odom yet')
         q[eng.base_q:] = asm.q
         v[eng.base_v:] = asm.v
         tau, why = eng.observer_torque(cfg, asm, self._cmd)
@@ -366,23 +365,22 @@ class DynamicsNode(Node):
                                 're-initialized', 'error')
         if res.observer == 'reset' and res.reset_reason.startswith('a gap'):
             self._warn('gap', f'observer re-initialized after {res.reset_reason}', 'info')
-        if tau is not None:
-            eng.record(t_ns, q, v, tau)
-        return self._publish_cycle(eng, cfg, (sec, nanosec), res, t_ns, t_in, False)
+        return self._publish_cycle(eng, cfg, (sec, nanosec), res, t_ns, tau, t_in, False)
 
-    def _publish_cycle(self, eng, cfg, stamp, res, t_ns, t_in, written):
-        """The outputs of one cycle at ``stamp`` ((sec, nanosec)); ``written``: the compiled
-        cycle wrote its arrays into the messages already."""
+    def _publish_cycle(self, eng, cfg, stamp, res, t_ns, tau, t_in, written):
+        """The outputs of one cycle at ``stamp`` ((sec, nanosec)), time ``t_ns``, observer
+        torque ``tau`` (None: not updated); ``written``: the compiled cycle wrote its arrays
+        into the messages already."""
         if self.stats['accepted'] == 0:
             self._log.info('first joint state accepted: publishing')
         self._cycle_count += 1
         self.stats['accepted'] += 1
         q = eng.q
         eng.remember(q, eng.v, stamp)
-        if written and res.observer is not None:
-            eng.record(t_ns, q, eng.v, eng.tau)
+        if tau is not None:
+            eng.record(t_ns, q, eng.v, tau)
         self._publish(eng, cfg, stamp, res, written)
-        if not (eng.geometry_ready and eng.fused_ready) and eng.warm_geometry_later():
+        if not (eng.geometry_ready and eng.fused_ready) and eng.warm_later():
             self._log.info('compiling the Christoffel/Jacobian kernel and the compiled cycle in '
                            'the background (~5 s of CPU, once after an install): ~/christoffel '
                            'starts then')

@@ -200,11 +200,11 @@ class Engine:
     def _warm_up(self, cfg):
         """Compile (or load) and check the kernels of a cycle before the model is used, so that
         the first joint states are not delayed by a compile.  The ``geometry`` kernel (Γ, link
-        placements and Jacobians: the Γ stream, the contact wrench, markers) is loaded too if
-        the disk cache or this process has it; else :meth:`warm_geometry_later` compiles it
-        once the first ~/dynamics is out (the first start after an install: ~/dynamics does not
-        wait ≈ 2 s of CPU for a compile it does not need; ~/christoffel starts when it is
-        done)."""
+        placements and Jacobians: the Γ stream, the contact wrench, markers) and the compiled
+        cycle's are loaded too if the disk cache or this process has them; else
+        :meth:`warm_later` compiles them once the first ~/dynamics is out (the first start
+        after an install: ~/dynamics does not wait ≈ 5 s of CPU for compiles it does not need;
+        ~/christoffel starts, and the compiled cycle takes over, when they are done)."""
         q0, v0 = self._warm_cycle()
         res = self.cycle.step(q0, v0, None, 0)
         if res.error:
@@ -213,7 +213,7 @@ class Engine:
         scratch = JointStateAssembler(self.joint_names, self.bounds)
         scratch.add(self.joint_names, z, z, z, 0, 0, 0)
         self.geometry_ready = False
-        self._geometry_thread = None
+        self._warm_thread = None
         if cached(geometry_kernel):
             self.warm_geometry()
         if cached(fused_step):
@@ -255,10 +255,10 @@ class Engine:
         return f'{fused.cycles} in one compiled call' + (
             f'; through the pipeline: {", ".join(why)}' if why else '')
 
-    def warm_geometry_later(self):
+    def warm_later(self):
         """Start :meth:`warm_geometry` and :meth:`warm_fused` on a thread, once, for those not
         ready; True if it started now."""
-        if (self.geometry_ready and self.fused_ready) or self._geometry_thread is not None:
+        if (self.geometry_ready and self.fused_ready) or self._warm_thread is not None:
             return False
 
         def warm():
@@ -267,9 +267,9 @@ class Engine:
             if not self.fused_ready:
                 self.warm_fused()
 
-        self._geometry_thread = threading.Thread(target=warm, name='kernel_warmup',
+        self._warm_thread = threading.Thread(target=warm, name='kernel_warmup',
                                                  daemon=True)
-        self._geometry_thread.start()
+        self._warm_thread.start()
         return True
 
     def _messages(self):
