@@ -9,13 +9,11 @@ node's order, the thread CPU time (time.thread_time) of:
 
 * ``read JointState (wire bytes)``: the node's JointStateReader on the serialized message
   (the node's subscription is raw: rclpy makes no Python message object);
-* ``FusedCycle.step``: the usual cycle in one compiled call (stamp policy, gather and bounds,
+* ``JointStateCycle.step``: the usual cycle in one compiled call (stamp policy, gather and bounds,
   terms, observer, finite check, the arrays written into the serialized messages;
-  estimation/fused_cycle.py); for the messages it declines, and in the "Python pipeline only"
-  rows for all, the pipeline it stands in for:
-* ``assembler.add``: names, stamp policy, gather and bounds;
-* ``state copy + effort``: the assembled state into the cycle's q, v and the observer torque;
-* ``Cycle.step``: the terms (Gamma every 10th), the observer, contact, finite checks;
+  estimation/fused_cycle.py), and in the "Python pipeline only" rows the same rules step by
+  step (the assembler, then Cycle.step: the terms, Gamma every 10th, the observer, contact,
+  finite checks);
 * ``dynamics_message``: M, C, dM/dt, g written into the serialized ~/dynamics template, and
   its bytes;
 * ``publish Dynamics`` (the bytes);
@@ -52,6 +50,7 @@ def breakdown(xml, messages, variant_params, fused=True):
     from sensor_msgs.msg import JointState
 
     from pinocchio_node import PinocchioDynamics, pin_terms  # noqa: F401
+    from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
     from ros_dynamics.ros import interfaces as itf
     from ros_dynamics.ros.engine import build_engine
     from ros_dynamics.ros.parameters import defaults
@@ -92,11 +91,17 @@ def breakdown(xml, messages, variant_params, fused=True):
         acc[label] = acc.get(label, 0.0) + (t1 - t0)
         return t1
 
-    asm, cyc = eng.assembler, eng.cycle
     reader = JointStateReader()
     dec = cfg.christoffel_decimation if cfg.christoffel_stream and eng.with_gamma else 0
-    if fused and eng.fused is None:
+    if fused:
         eng.warm_fused()
+        js = eng.joint_state_cycle
+    else:                   # the same rules step by step in Python (no output buffers)
+        js = JointStateCycle(eng.assembler, eng.cycle, eng.q, eng.v, eng.tau, None,
+                             cfg.effort_source, cfg.commanded_torque_timeout)
+    label = ('JointStateCycle.step, compiled call' if fused else
+             'JointStateCycle.step, Python pipeline') + (
+        ' (stamp, gather and bounds, terms, observer, outputs)')
     count = 0
     for k, w in enumerate(wire):
         t = tt()
@@ -105,30 +110,14 @@ def breakdown(xml, messages, variant_params, fused=True):
         t = add('read JointState (wire bytes)', t)
         st = (sec, nanosec)
         due = bool(dec and count % dec == 0)
-        now = time.time_ns()
-        written = fused and eng.fused.step(names, p, v, e, sec, nanosec, now, due)
-        if fused:
-            t = add('FusedCycle.step (stamp, gather and bounds, terms, observer, outputs)', t)
-        if written:
-            res = cyc.result
-        else:
-            verdict = asm.add(names, p, v, e, sec, nanosec, now)
-            t = add('assembler.add', t)
-            assert verdict in ('cycle', 'reset'), asm.reason
-            eng.q[:] = asm.q
-            eng.v[:] = asm.v
-            tau = None
-            if cyc.observer is not None:
-                eng.tau[:] = asm.e
-                tau = eng.tau
-            t = add('state copy + effort', t)
-            res = cyc.step(eng.q, eng.v, tau, asm.stamp_ns, christoffel=due)
-            t = add('Cycle.step', t)
-        assert res.error is None, res.error
+        out = js.step(names, p, v, e, sec, nanosec, time.time_ns(), christoffel=due)
+        t = add(label, t)
+        assert out.verdict == 'cycle', out.refusal
+        res = out.result
         count += 1
-        out = eng.dynamics_message(st, res.out, written)
+        msg = eng.dynamics_message(st, res.out, out.written)
         t = add('dynamics_message', t)
-        pubs[itf.Dynamics].publish(out)
+        pubs[itf.Dynamics].publish(msg)
         t = add('publish Dynamics', t)
         if res.out.gamma is not None:
             pubs[itf.Christoffel].publish(eng.christoffel_message(st, res.out))
@@ -136,9 +125,8 @@ def breakdown(xml, messages, variant_params, fused=True):
         eng.remember(eng.q, eng.v, st)
         t = add('remember (state for the services)', t)
     if fused:
-        declined = len(wire) - eng.fused.cycles
-        print(f'  compiled cycle: {len(wire) - declined} joint states, {declined} through the '
-              'pipeline (a new layout, the observer start)', flush=True)
+        print(f'  compiled call: {js.fast_cycles} of {len(wire)} joint states, the others '
+              'through the pipeline (a new layout, the observer start)', flush=True)
     ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
 
     # the Pinocchio node's callback, its pieces

@@ -13,8 +13,8 @@ Variants, timed interleaved in one process (minimum thread CPU time over blocks,
   observer timing, the gap rule and the finite-output check);
 * ``assemble + Cycle.step``: the joint-input assembler (names, stamp policy, bounds) and then
   the cycle: what the node runs for a message the compiled cycle declines;
-* ``FusedCycle.step``: the same rules in one compiled call (estimation/fused_cycle.py): what
-  the node runs per joint-state message in the usual case.
+* ``JointStateCycle.step``: what the node runs per joint-state message: in the usual case the
+  same rules (estimation/rules.py) in one compiled call (estimation/fused_cycle.py).
 
 Free motion (the torque keeps the momentum constant), as in most cycles.
 """
@@ -28,8 +28,8 @@ from common import interleaved, log, machine_info, us
 
 import ros_dynamics as rd
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.fused_cycle import FusedCycle
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out')
 
@@ -111,20 +111,18 @@ def main(argv=None):
     m2 = n * n
     offsets = np.array([1, 2 + m2, 3 + 2 * m2, 4 + 3 * m2, 1, 1], dtype=np.int64)
     outputs = (np.zeros(5 + 3 * m2 + n), np.zeros(n + 1), np.zeros(n + 1), offsets)
-    fused = FusedCycle(asm3, cyc3, np.zeros(n), np.zeros(n), np.zeros(n), outputs)
-    FusedCycle.compile()
+    js = JointStateCycle(asm3, cyc3, np.zeros(n), np.zeros(n), np.zeros(n), outputs)
+    js.compile()
 
-    def compiled_cycle():
+    def joint_state_cycle():
         k = state['k'] = state['k'] + 1
         t = state['t'] = state['t'] + 1_000_000
         sec, nanosec = divmod(t, 10**9)
-        if not fused.step(names, q, v, tau, sec, nanosec, 0, christoffel=(k % N == 0)):
-            asm3.add(names, q, v, tau, sec, nanosec, 0)      # the first two: the pipeline
-            cyc3.step(asm3.q, asm3.v, asm3.e, asm3.stamp_ns)
+        js.step(names, q, v, tau, sec, nanosec, 0, christoffel=(k % N == 0))
 
     variants = {'core calls': core_calls, 'before the split': before, 'Cycle.step': cycle_step,
                 'assemble + Cycle.step': assemble_and_step,
-                'FusedCycle.step (what the node runs)': compiled_cycle}
+                'JointStateCycle.step (what the node runs)': joint_state_cycle}
     for f in variants.values():
         for _ in range(4 * N):
             f()

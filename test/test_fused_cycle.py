@@ -1,12 +1,14 @@
-"""The compiled cycle (FusedCycle) against the Python pipeline it stands in for.
+"""The compiled call against the Python pipeline: the choice JointStateCycle makes changes
+nothing but the cost.
 
-Two identical pipelines (assembler + Cycle) get the same joint-state messages: one through the
-pipeline only (the reference), one through FusedCycle first and the pipeline when it declines.
+Two identical JointStateCycles get the same joint-state messages: one without output buffers
+(the Python pipeline only: the reference), one with them (the compiled call first, the
+pipeline when it declines).
 The stream is physical (the torques are the model's inverse dynamics of the motion, plus
 noise) and carries every case the input policy names: a NaN, a velocity beyond its bound, a
 stamp going back, the same stamp again, a stamp ahead of the clock, a non-normalized stamp,
-another name order, a partial source, a message without efforts, a contact, a gap, a source
-reset, a clock reset and a reset request.  Per message: the same verdict, the same terms (the
+another name order, a partial source, a message without efforts, a contact, a gap (bridged),
+a source reset, a clock reset and a reset request.  Per message: the same verdict, the same terms (the
 compiled cycle runs the same kernel: equal to the last bit) and residual (to rounding: the
 friction term is evaluated in compiled code), the same contact
 state and observer restarts, the outputs written where they belong; and most messages take the
@@ -18,8 +20,9 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import testing
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.fused_cycle import DECLINED, NO_EFFORT, OK, FusedCycle
+from ros_dynamics.estimation.fused_cycle import BRIDGED, DECLINED, OK
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
 
 pytestmark = pytest.mark.core
 NS = 10**9
@@ -43,20 +46,6 @@ class Outputs:
         o = self.offsets
         M, C, Mdot = (self.dyn[o[k]:o[k] + nv * nv].reshape(nv, nv) for k in range(3))
         return M, C, Mdot, self.dyn[o[3]:o[3] + nv]
-
-
-def _reference(asm, cycle, base, msg, christoffel):
-    """The pipeline, as dynamics_node runs it: (verdict, result or None)."""
-    names, pos, vel, eff, sec, nanosec, now = msg
-    verdict = asm.add(names, pos, vel, eff, sec, nanosec, now)
-    if verdict not in ('cycle', 'reset'):
-        return verdict, None
-    if verdict == 'reset':
-        cycle.reset(asm.reason[1])
-    q = np.concatenate([base[0], asm.q])
-    v = np.concatenate([base[1], asm.v])
-    tau = np.concatenate([np.zeros(len(base[1])), asm.e]) if asm.has_effort else None
-    return verdict, cycle.step(q, v, tau, asm.stamp_ns or now, christoffel=christoffel)
 
 
 def _stream(model, rng, n_msgs=700):
@@ -103,6 +92,16 @@ def _stream(model, rng, n_msgs=700):
     return msgs
 
 
+def _stepper(model, base, outputs=None, **settings):
+    asm, cycle = _pipeline(model, **settings)
+    q, v, tau = np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv)
+    q[:len(base[0])], v[:len(base[1])] = base
+    js = JointStateCycle(asm, cycle, q, v, tau, outputs)
+    if outputs is not None:
+        js.compile()
+    return js
+
+
 def _compare(model, msgs, events=None, observer=True):
     nb = model.nv - len(model.joint_names)
     base = ((np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]), np.zeros(6)) if nb
@@ -111,40 +110,39 @@ def _compare(model, msgs, events=None, observer=True):
     threshold = np.r_[np.full(nb, 1e6), np.full(model.nv - nb, 8.0)]
     settings = dict(gain=40.0, threshold=threshold, friction_viscous=0.3,
                     friction_coulomb=0.4) if observer else {}
-    ref_asm, ref_cycle = _pipeline(model, **settings)
-    asm, cycle = _pipeline(model, **settings)
-    q, v, tau = np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv)
-    q[:len(base[0])], v[:nb] = base[0], base[1]
     out = Outputs(model.nv)
-    fused = FusedCycle(asm, cycle, q, v, tau, (out.dyn, out.grav, out.ext, out.offsets))
-    FusedCycle.compile()
+    ref_js = _stepper(model, base, None, **settings)
+    js = _stepper(model, base, (out.dyn, out.grav, out.ext, out.offsets), **settings)
+    odom = base if nb else None
     seen_contact = 0
     for k, msg in enumerate(msgs):
         for what in (events or {}).get(k, ()):
-            what(ref_asm, ref_cycle), what(asm, cycle)
+            what(ref_js.assembler, ref_js.cycle), what(js.assembler, js.cycle)
         gamma = k % 10 == 0
-        verdict, ref = _reference(ref_asm, ref_cycle, base, msg, gamma)
-        before = fused.cycles
-        if fused.step(*msg, christoffel=gamma):
-            assert fused.cycles == before + 1
-            res = cycle.result
-            assert verdict == 'cycle', (k, verdict, ref_asm.reason)
+        before = js.fast_cycles
+        ref = ref_js.step(*msg, base=odom, christoffel=gamma)
+        got = js.step(*msg, base=odom, christoffel=gamma)
+        assert got.verdict == ref.verdict and got.refusal == ref.refusal, (k, got.verdict,
+                                                                           ref.refusal)
+        assert got.notes == ref.notes and got.t_ns == ref.t_ns, k
+        assert js.assembler.reason == ref_js.assembler.reason or got.written
+        if got.written:
+            assert js.fast_cycles == before + 1
             M, C, Mdot, g = out.terms(model.nv)
-            for a, b in ((M, ref.terms.M), (C, ref.terms.C), (Mdot, ref.terms.Mdot),
-                         (g, ref.terms.g)):
+            r = ref.result
+            for a, b in ((M, r.terms.M), (C, r.terms.C), (Mdot, r.terms.Mdot), (g, r.terms.g)):
                 np.testing.assert_array_equal(a, b)
-            np.testing.assert_array_equal(out.grav[2:2 + model.nv], ref.terms.g)
-            np.testing.assert_array_equal(q, ref.out.q)
-            np.testing.assert_array_equal(v, ref.out.v)
-            if ref.residual is not None:
-                np.testing.assert_allclose(out.ext[1:1 + model.nv], ref.residual, rtol=0,
+            np.testing.assert_array_equal(out.grav[2:2 + model.nv], r.terms.g)
+            np.testing.assert_array_equal(js.q, r.out.q)
+            np.testing.assert_array_equal(js.v, r.out.v)
+            if r.residual is not None:
+                np.testing.assert_allclose(out.ext[1:1 + model.nv], r.residual, rtol=0,
                                            atol=1e-12)
         else:
-            v2, res = _reference(asm, cycle, base, msg, gamma)
-            assert v2 == verdict, (k, v2, verdict)
-            assert asm.reason == ref_asm.reason
-        if ref is None:
+            assert js.fast_cycles == before
+        if ref.verdict != 'cycle':
             continue
+        res, ref = got.result, ref.result
         assert res.error == ref.error
         assert res.observer == ref.observer and res.reset_reason == ref.reset_reason, k
         np.testing.assert_array_equal(res.terms.M, ref.terms.M)
@@ -159,7 +157,8 @@ def _compare(model, msgs, events=None, observer=True):
             assert res.out.gamma is None
         else:
             np.testing.assert_allclose(res.out.gamma, ref.out.gamma, rtol=0, atol=1e-12)
-    return fused, seen_contact
+    assert js.cycle.bridged == ref_js.cycle.bridged
+    return js, seen_contact
 
 
 def test_the_compiled_cycle_is_the_pipeline_on_every_case():
@@ -172,44 +171,44 @@ def test_the_compiled_cycle_is_the_pipeline_on_every_case():
     n, s, ns, now = msgs[401][0], msgs[401][4], msgs[401][5], msgs[401][6]
     msgs[401] = msgs[401][:4] + ((s * NS + ns - 3 * 10**6) // NS, (s * NS + ns - 3 * 10**6) % NS,
                                  now)
-    fused, contact = _compare(arm, msgs, events)
-    kinds = dict(zip(('ok',) + DECLINED, fused.counts.tolist()))
+    js, contact = _compare(arm, msgs, events)
+    kinds = dict(zip(('ok',) + DECLINED, js.counts.tolist()))
     assert contact >= 10                       # the contact was seen (and isolated alike)
     assert kinds['ok'] >= 0.8 * len(msgs), kinds
-    for kind in ('stamp', 'input', 'observer', 'gap', 'contact'):
+    for kind in ('stamp', 'input', 'observer', 'interval', 'contact'):
         assert kinds[kind] >= 1, kinds
+    assert js.counts[BRIDGED] == 1 and js.cycle.bridged == 1   # the 30 ms gap
 
 
 def test_the_compiled_cycle_without_observer_and_on_a_floating_base():
     quad = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
     msgs = _stream(quad, np.random.default_rng(4), n_msgs=120)
-    fused, _ = _compare(quad, msgs)
-    assert fused.counts[OK] >= 90, fused.counts
+    js, _ = _compare(quad, msgs)
+    assert js.counts[OK] >= 90, js.counts
     arm = rd.load_urdf(rd.bundled_urdf('arm7'))
-    fused, _ = _compare(arm, _stream(arm, np.random.default_rng(5), n_msgs=120),
-                        observer=False)
-    assert fused.counts[OK] >= 100, fused.counts
+    js, _ = _compare(arm, _stream(arm, np.random.default_rng(5), n_msgs=120), observer=False)
+    assert js.counts[OK] >= 100, js.counts
 
 
 def test_a_declined_message_changes_nothing():
-    """A message the compiled cycle declines (here: a contact onset, which the pipeline must
-    isolate) leaves the observer as it was: the pipeline then gives the reference residual."""
+    """A message the compiled call declines (here: a contact onset, which the pipeline must
+    isolate) leaves the observer and the outputs as they were; the pipeline then makes it."""
     arm = rd.load_urdf(rd.bundled_urdf('arm7'))
-    asm, cycle = _pipeline(arm, gain=40.0, threshold=8.0)
-    q, v, tau = np.zeros(7), np.zeros(7), np.zeros(7)
     out = Outputs(7)
-    fused = FusedCycle(asm, cycle, q, v, tau, (out.dyn, out.grav, out.ext, out.offsets))
+    js = _stepper(arm, ((), ()), (out.dyn, out.grav, out.ext, out.offsets), gain=40.0,
+                  threshold=8.0)
     msgs = _stream(arm, np.random.default_rng(6), n_msgs=125)
     for msg in msgs[:120]:
-        if not fused.step(*msg):
-            _reference(asm, cycle, ((), ()), msg, False)
-    state = cycle.observer.state.copy()
+        js.step(*msg)
+    state = js.cycle.observer.state.copy()
     dyn = out.dyn.copy()
     names, pos, vel, eff = msgs[120][:4]     # ~305 N m on joint 3 at once: above 8 N m at once
-    assert not fused.step(names, pos, vel, eff - np.eye(7)[2] * 280.0, *msgs[120][4:])
-    np.testing.assert_array_equal(cycle.observer.state, state)
+    before = js.counts.copy()
+    got = js.step(names, pos, vel, eff - np.eye(7)[2] * 280.0, *msgs[120][4:])
+    assert js.counts[DECLINED.index('contact') + 1] == before[DECLINED.index('contact') + 1] + 1
+    assert got.verdict == 'cycle' and not got.written and got.result.contact.onset
     np.testing.assert_array_equal(out.dyn, dyn)
-    assert fused.counts[DECLINED.index('contact') + 1] == 1
+    assert not np.array_equal(js.cycle.observer.state, state)   # the pipeline's update
 
 
 def test_the_compiled_cycle_on_split_sources():
@@ -228,7 +227,7 @@ def test_the_compiled_cycle_on_split_sources():
             e = eff[7:] if not 150 <= k < 200 else np.zeros(0)
             msgs.append((names[7:], pos[7:], vel[7:], e, t // NS, t % NS, now))
         msgs.append((names[:7], pos[:7], vel[:7], eff[:7], sec, nanosec, now))
-    fused, _ = _compare(model, msgs)
-    kinds = dict(zip(('ok',) + DECLINED + ('no effort',), fused.counts.tolist()))
-    assert fused.cycles >= 0.75 * 500, kinds
+    js, _ = _compare(model, msgs)
+    kinds = dict(zip(('ok',) + DECLINED + ('no effort',), js.counts.tolist()))
+    assert js.fast_cycles >= 0.75 * 500, kinds
     assert kinds['no effort'] >= 30 and kinds['input'] >= 1, kinds   # no efforts; expired

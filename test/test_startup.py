@@ -134,19 +134,20 @@ def test_warmup_sees_every_kernel():
 
 
 def test_a_kernel_calling_core_kernels_is_stale_with_them(tmp_path):
-    """The compiled cycle's kernel (outside the core) calls the core's ``terms`` and the
-    observer's kernels: an edit of either invalidates its cache entry (numba's own stamp, the
-    defining file alone, would load it stale), an edit elsewhere does not."""
+    """The compiled cycle's kernel (outside the core) calls the core's ``terms``, the
+    observer's kernels and the rules: an edit of any of them invalidates its cache entry
+    (numba's own stamp, the defining file alone, would load it stale), an edit elsewhere does
+    not."""
     import shutil
     pkg = tmp_path / 'src'
     shutil.copytree(os.path.join(REPO, 'ros_dynamics'), pkg / 'ros_dynamics',
                     ignore=shutil.ignore_patterns('__pycache__'))
     code = ('import sys\n'
             'from ros_dynamics.core.jit import cached\n'
-            'from ros_dynamics.estimation.fused_cycle import FusedCycle, fused_step\n'
+            'from ros_dynamics.estimation.fused_cycle import compile_fused, fused_step\n'
             'print(cached(fused_step))\n'
             'if sys.argv[-1] == "compile":\n'
-            '    FusedCycle.compile()\n')
+            '    compile_fused()\n')
 
     def run(arg):
         p = subprocess.run([sys.executable, '-c', code, arg], cwd=str(tmp_path), text=True,
@@ -160,6 +161,7 @@ def test_a_kernel_calling_core_kernels_is_stale_with_them(tmp_path):
     assert run('check')
     for edited, stale in (('ros_dynamics/ros/wire.py', False),
                           ('ros_dynamics/estimation/observer.py', True),
+                          ('ros_dynamics/estimation/rules.py', True),
                           ('ros_dynamics/core/rnea.py', True)):
         with open(pkg / edited, 'a') as f:
             f.write('\n# edited\n')

@@ -45,15 +45,16 @@ import numpy as np
 
 from ..core.model import attach_payload
 from .cycle import Cycle, ObserverSettings
-from .observer import calibrate_thresholds
+from .observer import calibrate_thresholds, friction_torque
+from .rules import FRICTION_EPS
 from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
                       payload_from_parameters, skew2)
 from .samples import CalibrationError, Samples
 
 __all__ = ['Calibration', 'ContactInData', 'calibrate', 'observer_residuals']
 
-# Smoothing velocity of the Coulomb term: the node's observer uses MomentumObserver's default.
-VELOCITY_EPS = 1e-2
+# Smoothing velocity of the Coulomb term: the node's observer's (one constant, rules.py).
+VELOCITY_EPS = FRICTION_EPS
 
 
 class ContactInData(CalibrationError):
@@ -157,7 +158,7 @@ def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
             # β gains −τ_f: the column of a coefficient is −φ(v) in β
             v = samples.v[k, nb:]
             B[jr, jc] = -v
-            B[jr, nj + jc] = -(np.tanh(v / velocity_eps) if velocity_eps > 0 else np.sign(v))
+            B[jr, nj + jc] = -friction_torque(v, 0.0, 1.0, velocity_eps)   # the law's shape
         if link is not None:
             P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k], samples.v[k])
         if restart[k]:
@@ -231,7 +232,7 @@ class Calibration:
     payload_inertia_se: np.ndarray = field(default_factory=lambda: np.full(6, np.nan))
     inertia_identified: bool = False
     gain: np.ndarray = None
-    velocity_eps: float = 1e-2
+    velocity_eps: float = FRICTION_EPS
     thresholds: np.ndarray = None
     margin: float = 2.0
     floor: float = 0.2

@@ -7,40 +7,31 @@ change to the published coordinates, the momentum observer step (De Luca et al. 
 detection and isolation, the contact wrench, and the check that everything is finite.
 
 It owns the observer's timing and every rule that restarts it, in one place (:meth:`reset`):
-a source or clock reset, a gap in the stamps longer than the gap limit, a non-finite result, a
-request.  Gap limit: ``gap_factor`` times the median sample period of the stream (estimated
-from the last 64 periods, first after 8), clamped to [``gap_min``, ``gap_max``]; ``gap_max`` until the period
-is known.  The observer integrates the momentum over each period (zero-order hold of the
-torque), so a gap of many periods would turn the motion during it into a residual.
+a source or clock reset, the time going back, a non-finite result, a request.  A gap in the
+stamps longer than the gap limit does not restart it: the observer integrates the momentum
+over each period (zero-order hold of the torque), so a gap of many periods would turn the
+motion during it into a residual; it bridges the gap instead (the residual keeps its value, the
+integral is re-anchored after the gap: ``observer.residual_step``), so that a scheduling
+hiccup during a contact costs neither the contact nor its estimate.  Gap limit: ``gap_factor``
+times the median sample period of the stream (estimated from the last 64 periods, first after
+8), clamped to [``gap_min``, ``gap_max``]; ``gap_max`` until the period is known.  The rules
+themselves (the gap, the threshold, the finite check, friction) are those of
+:mod:`~ros_dynamics.estimation.rules`.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import njit
 
 from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .observer import R, ContactDetector, MomentumObserver, estimate_contact_wrench
+from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
+                    terms_finite)
 
-NS = 1_000_000_000
 PERIOD_WINDOW = 64
-
-
-@njit(cache=True, nogil=True)
-def _terms_sum(M, C, Mdot, g, r):
-    """The sum of every entry of M, C, dM/dt, g and r: finite iff all of them are (a NaN or
-    an inf propagates; inf - inf is NaN)."""
-    s = 0.0
-    for i in range(M.shape[0]):
-        s += g[i]
-        for j in range(M.shape[1]):
-            s += M[i, j] + C[i, j] + Mdot[i, j]
-    for i in range(r.shape[0]):
-        s += r[i]
-    return s
 
 
 def per_coordinate(name, values, model, fill_base=None):
@@ -83,11 +74,17 @@ class ObserverSettings:
         self.release_ratio = float(release_ratio)
         self.gap_factor, self.gap_min, self.gap_max = float(gap_factor), float(gap_min), float(
             gap_max)
-        if wrench_link and wrench_link not in model.link_frames:
-            raise ValueError(f'contact_wrench_link {wrench_link!r} is not a link of the model '
+        self.set_wrench(model, wrench_link, wrench_point, force_only)
+
+    def set_wrench(self, model, link, point, force_only):
+        """Where and how the contact wrench is estimated (a link, or '' for the isolated one;
+        a point in its frame; a pure force or a 6-D wrench): no part of the observer's model,
+        so a change restarts nothing."""
+        if link and link not in model.link_frames:
+            raise ValueError(f'contact_wrench_link {link!r} is not a link of the model '
                              f'{model.name!r}')
-        self.wrench_link = wrench_link
-        self.wrench_point = np.asarray(wrench_point, dtype=float)
+        self.wrench_link = link
+        self.wrench_point = np.asarray(point, dtype=float)
         self.force_only = bool(force_only)
 
 
@@ -96,7 +93,7 @@ class CycleResult:
     next step).  ``error`` is None or why nothing may be published."""
 
     __slots__ = ('error', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
-                 'observer', 'reset_reason')
+                 'observer', 'reset_reason', 'dt')
 
     def __init__(self):
         self.clear()
@@ -105,8 +102,9 @@ class CycleResult:
         self.error = None
         self.terms = self.out = self.residual = self.contact = None
         self.wrench = self.wrench_link = None
-        self.observer = None        # None, 'reset' (restarted here) or 'update'
-        self.reset_reason = None
+        self.observer = None        # None, 'reset' (restarted here), 'update' or 'bridge' (an
+        self.reset_reason = None    # update across a gap: observer_interval)
+        self.dt = 0.0               # the period of the update [s]
 
 
 class Cycle:
@@ -134,6 +132,7 @@ class Cycle:
         else:
             self.observer = self.detector = None
         self._last_ns = None             # observer time of the last restart or update
+        self.bridged = 0                 # gaps bridged (observer_interval: INTERVAL_GAP)
         self._pending = 'start'          # why the observer restarts at the next step
 
     def reset(self, why):
@@ -155,12 +154,12 @@ class Cycle:
             return -1
         return self._last_ns
 
-    def fused_done(self, q, v, t_ns, dt, observed, christoffel=False):
+    def fused_done(self, q, v, t_ns, dt, observed, bridged, christoffel=False):
         """:attr:`result` of a cycle that the compiled cycle made at (q, v), time ``t_ns``;
-        ``observed``: it updated the observer, a period ``dt`` [s] after its last sample (else
-        the observer was not updated: no efforts).  Its terms are in :attr:`data`; with
-        ``christoffel`` Gamma is computed here (Algorithm 2 on the composite inertias the cycle
-        left)."""
+        ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
+        (``bridged``: across a gap; else the observer was not updated: no efforts).  Its terms
+        are in :attr:`data`; with ``christoffel`` Gamma is computed here (Algorithm 2 on the
+        composite inertias the cycle left)."""
         res = self.result
         res.clear()
         data = self.data
@@ -176,28 +175,30 @@ class Cycle:
             self.observer.count_sample()
             res.residual = self.observer.state[R]
             res.contact = self.detector.free_sample()
-            res.observer = 'update'
-            self._record_period(dt)
+            res.observer, res.dt = ('bridge' if bridged else 'update'), dt
+            if bridged:
+                self.bridged += 1
+            else:
+                self._record_period(dt)
             self._last_ns = t_ns
             self._pending = None
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
-    def _observer_step(self, tau, t_ns):
-        """('reset', why), ('update', dt) or None for this sample's time."""
+    def _observer_step(self, t_ns):
+        """('reset', why), ('update', dt), ('bridge', dt) or None for this sample's time
+        (:func:`~ros_dynamics.estimation.rules.observer_interval`)."""
         if self._last_ns is None:
             return 'reset', self._pending or 'start'
         dt = (t_ns - self._last_ns) / NS
-        if dt == 0.0:
+        kind = observer_interval(dt, self.gap_limit)
+        if kind == INTERVAL_SAME:
             return None                   # the same stamp again: nothing new to integrate
-        if dt < 0.0:                      # (a reset the caller did not pass on)
+        if kind == INTERVAL_BACK:         # (a reset the caller did not pass on)
             return 'reset', (f'the time went back {-dt:.6g} s since the last joint state (a '
                              'source or clock reset)')
-        if dt > self.gap_limit:
-            return 'reset', (f'a gap of {dt:.3g} s between joint states (more than the gap '
-                             f'limit {self.gap_limit:.3g} s)')
-        return 'update', dt
+        return ('bridge' if kind == INTERVAL_GAP else 'update'), dt
 
     def _record_period(self, dt):
         k = self._n_periods
@@ -217,7 +218,7 @@ class Cycle:
         data, model = self.data, self.model
         step = None
         if self.observer is not None and tau is not None:
-            step = self._observer_step(tau, t_ns)
+            step = self._observer_step(t_ns)
         try:
             compute_all_terms(model, q, v, data, christoffel=christoffel)
             res.terms = data.dynamics
@@ -229,10 +230,14 @@ class Cycle:
                     self.last_reset = (step[1], t_ns)
                     res.observer, res.reset_reason = 'reset', step[1]
                 else:
-                    res.residual = self.observer.update_from(data, tau, step[1])
+                    bridge = step[0] == 'bridge'
+                    res.residual = self.observer.update_from(data, tau, step[1], bridge)
                     res.contact = self.detector.update(res.residual)
-                    res.observer = 'update'
-                    self._record_period(step[1])
+                    res.observer, res.dt = step
+                    if bridge:
+                        self.bridged += 1
+                    else:
+                        self._record_period(step[1])
                     self._wrench(q, res)
                 self._last_ns = t_ns
                 self._pending = None
@@ -257,14 +262,14 @@ class Cycle:
     def _nonfinite(self, res, christoffel):
         d, out = res.terms, res.out
         r = res.residual if res.residual is not None else _EMPTY
-        if not math.isfinite(_terms_sum(d.M, d.C, d.Mdot, d.g, r)):
+        if not terms_finite(d.M, d.C, d.Mdot, d.g, r):
             return 'non-finite M, C, dM/dt, g or observer residual computed'
         if christoffel and not math.isfinite(self.data.Gamma.sum()):
             return 'non-finite Gamma computed'
         if res.wrench is not None and not math.isfinite(res.wrench.sum()):
             return 'non-finite contact wrench computed'
         if out.d is not d:
-            if not math.isfinite(_terms_sum(out.d.M, out.d.C, out.d.Mdot, out.d.g, _EMPTY)) or (
+            if not terms_finite(out.d.M, out.d.C, out.d.Mdot, out.d.g, _EMPTY) or (
                     out.gamma is not None and not math.isfinite(out.gamma.sum())):
                 return 'non-finite terms in the published coordinates computed'
         return None

@@ -24,9 +24,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
-NS = 1_000_000_000
+from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, NO_STAMP, NS, STAMP_BACKWARDS,
+                    STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
+                    STAMP_UNSTAMPED, STAMP_ZERO, gather_checked, hold, stamp_verdict)
 
 
 class JointNameMap:
@@ -128,23 +129,6 @@ class NameMaps:
         return nmap
 
 
-@njit(cache=True, nogil=True)
-def _gather_checked(index, pos, vel, eff, q, v, e, pbound, vbound, ebound):
-    """q, v, e <- the message arrays at ``index`` (v, e zero where the message has none);
-    True if every gathered value is finite and within its bound (NaN fails every compare)."""
-    has_v, has_e = vel.shape[0] > 0, eff.shape[0] > 0
-    ok = True
-    for k in range(index.shape[0]):
-        i = index[k]
-        a = pos[i]
-        b = vel[i] if has_v else 0.0
-        c = eff[i] if has_e else 0.0
-        q[k], v[k], e[k] = a, b, c
-        if not (abs(a) <= pbound and abs(b) <= vbound[k] and abs(c) <= ebound[k]):
-            ok = False
-    return ok
-
-
 def joint_limits(model, key, default, factor=1.0):
     """Per joint ``factor`` x the URDF limit ``key`` ('velocity', 'effort'), ``default`` where
     the URDF gives none, zero or a non-finite value."""
@@ -198,38 +182,37 @@ class InputBounds:
 
 
 def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump, clock_jumped=False):
-    """The stamp policy for one message of a source whose last accepted stamp is ``last_ns``
-    (None: none yet); ``now_ns`` the receiving clock (0 if unknown).
+    """The stamp policy (:func:`~ros_dynamics.estimation.rules.stamp_verdict`) for one message of
+    a source whose last accepted stamp is ``last_ns`` (None: none yet); ``now_ns`` the receiving
+    clock (0 if unknown), ``max_lead`` and ``reset_jump`` in seconds.
 
     Returns (verdict, stamp_ns, kind, reason): verdict 'ok', 'reset' (the source's clock
     jumped back by more than ``reset_jump`` s, or by any amount when the receiving clock
     jumped back since the source's last accepted stamp (``clock_jumped``: simulated time
     reset); accept and restart the observer) or 'reject' (kind and reason say why)."""
-    if nanosec >= NS:
-        return 'reject', 0, 'nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'
-    stamp_ns = sec * NS + nanosec
-    if stamp_ns == 0:
-        if last_ns:
-            return 'reject', 0, 'zero_stamp', ('zero stamp (header not set) from a source that '
-                                               'sends stamps')
-        return 'ok', 0, None, None
-    if now_ns > 0 and stamp_ns - now_ns > max_lead * NS:
-        return 'reject', stamp_ns, 'future', (
-            f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} s ahead of the node '
-            f'clock (stamp_max_lead {max_lead:g} s)')
-    if last_ns is not None and stamp_ns < last_ns:
-        if clock_jumped:
-            return 'reset', stamp_ns, 'clock_reset', (
-                f'the node clock jumped back (simulated time reset) and so did the stamps, by '
-                f'{(last_ns - stamp_ns) / NS:.6g} s')
-        if (last_ns - stamp_ns) > reset_jump * NS:
-            return 'reset', stamp_ns, 'source_reset', (
-                f'source reset: stamp jumped back {(last_ns - stamp_ns) / NS:.6g} s (more than '
-                f'stamp_reset_jump {reset_jump:g} s)')
-        return 'reject', stamp_ns, 'backwards', (
-            f'stamp {sec}.{nanosec:09d} is earlier than the last accepted one of this source '
-            f'({last_ns / NS:.9f})')
-    return 'ok', stamp_ns, None, None
+    last = NO_STAMP if last_ns is None else int(last_ns)
+    code = stamp_verdict(int(sec), int(nanosec), last, int(now_ns), int(round(max_lead * NS)),
+                         int(round(reset_jump * NS)), bool(clock_jumped))
+    stamp_ns = 0 if code == STAMP_NANOSEC else sec * NS + nanosec
+    if code in (STAMP_OK, STAMP_UNSTAMPED):
+        return 'ok', stamp_ns, None, None
+    if code == STAMP_CLOCK_RESET:
+        return 'reset', stamp_ns, 'clock_reset', (
+            f'the node clock jumped back (simulated time reset) and so did the stamps, by '
+            f'{(last - stamp_ns) / NS:.6g} s')
+    if code == STAMP_SOURCE_RESET:
+        return 'reset', stamp_ns, 'source_reset', (
+            f'source reset: stamp jumped back {(last - stamp_ns) / NS:.6g} s (more than '
+            f'stamp_reset_jump {reset_jump:g} s)')
+    return ('reject', stamp_ns) + {
+        STAMP_NANOSEC: ('nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'),
+        STAMP_ZERO: ('zero_stamp', 'zero stamp (header not set) from a source that sends '
+                                   'stamps'),
+        STAMP_FUTURE: ('future', f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} '
+                                 f's ahead of the node clock (stamp_max_lead {max_lead:g} s)'),
+        STAMP_BACKWARDS: ('backwards', f'stamp {sec}.{nanosec:09d} is earlier than the last '
+                                       f'accepted one of this source ({last / NS:.9f})'),
+    }[code]
 
 
 class _Source:
@@ -259,6 +242,8 @@ class JointStateAssembler:
         self.bounds, self.mimic, self.hint = bounds, mimic, hint
         self.max_age, self.max_lead, self.reset_jump = float(max_age), max_lead, reset_jump
         self.max_lead_ns = int(round(max_lead * NS))
+        self.max_age_ns = int(round(self.max_age * NS))
+        self.reset_jump_ns = int(round(reset_jump * NS))
         self.allow_missing_velocity = bool(allow_missing_velocity)
         self.max_sources = max_sources
         self.q, self.v, self.e = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -335,11 +320,11 @@ class JointStateAssembler:
 
     # -- the compiled cycle's part (fused_cycle.py) ---------------------------------------
     def fused_source(self, names):
-        """(gather map, last stamp) when a message with ``names`` may be judged by the compiled
-        cycle: a layout seen before, of the driving source (all joints, or the most of them:
-        the others then come from the held values), without repeated names or a mimic
-        expansion, from a source with an accepted stamp; else None.  (A clock reset matters
-        only to a stamp that goes back, which the compiled cycle declines.)"""
+        """(gather map, last stamp, whether the receiving clock jumped back since) when a
+        message with ``names`` may be judged by the compiled cycle: a layout seen before, of
+        the driving source (all joints, or the most of them: the others then come from the
+        held values), without repeated names or a mimic expansion, from a source with an
+        accepted stamp, no source reset to report; else None."""
         layout = self._known(names)
         if layout is None:
             return None
@@ -348,7 +333,7 @@ class JointStateAssembler:
                 or (nmap.error is not None and not nmap.error.startswith('missing'))
                 or self._pending_reset is not None):
             return None
-        return nmap.gather, src.last_ns
+        return nmap.gather, src.last_ns, src.epoch != self.epoch
 
     def fused_accepted(self, stamp_ns):
         """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
@@ -393,35 +378,67 @@ class JointStateAssembler:
             return self._reject(kind, text)
         if verdict == 'reset':
             self.reason = (kind, text)
-        if nmap.error is None:      # carries every required joint: the usual, fast case
-            q, v, e = self._q, self._v, self._e       # scratch: swapped in when accepted
-            has_effort = len(effort) > 0
-            b = self.bounds
-            if nmap.expand is None:   # gather and check in one compiled pass
-                ok = _gather_checked(nmap.index, position, velocity, effort, q, v, e,
-                                     b.position, b.velocity, b.effort)
+        q, v, e = self._q, self._v, self._e       # scratch: swapped in when accepted
+        has_e, b = len(effort) > 0, self.bounds
+        t = stamp_ns if stamp_ns else now_ns      # unstamped sources: the receiving clock
+        if nmap.expand is None:   # the message's joints and the held ones, checked: one call
+            code, all_e = gather_checked(nmap.gather, position, velocity, effort, self.held,
+                                         self.h_ns, self.h_known, self.h_effort, t,
+                                         self.max_age_ns, q, v, e, b.position, b.velocity,
+                                         b.effort)
+        else:                     # the independent joints of mimic_reduced coordinates
+            nmap.positions(position, q)
+            if len(velocity):
+                nmap.rates(velocity, v)
             else:
-                nmap.positions(position, q)
-                if len(velocity):
-                    nmap.rates(velocity, v)
-                else:
-                    v[:] = 0.0
-                if has_effort:
-                    nmap.efforts(effort, e)
-                ok = False
-            if not ok:
-                bad = b.violation(q, v, e if has_effort else None)
-                if bad is not None:
-                    return self._reject(*bad)
-            src.last_ns = stamp_ns
-            if verdict == 'reset' or not src.messages:
-                src.epoch = self.epoch    # a clock jump is consumed by a step back only
-            src.messages += 1
-            self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
-            self.has_effort = has_effort
-            self.stamp_ns = stamp_ns
-            return self._made(verdict)
-        return self._partial(nmap, src, position, velocity, effort, stamp_ns, verdict, now_ns)
+                v[:] = 0.0
+            if has_e:
+                nmap.efforts(effort, e)
+            bad = b.violation(q, v, e if has_e else None)
+            code, all_e = (GATHER_OK if bad is None else GATHER_BOUNDS), has_e
+        if code == GATHER_BOUNDS:
+            return self._reject(*b.violation(q, v, e if has_e else None))
+        partial = nmap.error is not None
+        if partial:        # every partial message's values are held (for the driving source)
+            if verdict == 'reset':      # reported with the next cycle if this one makes none
+                self._pending_reset = self.reason
+            hold(nmap.gather, position, velocity, effort, self.held, self.h_ns, self.h_known,
+                 self.h_effort, t)
+            for k in nmap.slots[0]:
+                self.h_source[k] = src
+        src.last_ns = stamp_ns
+        if verdict == 'reset' or not src.messages:
+            src.epoch = self.epoch    # a clock jump is consumed by a step back only
+        src.messages += 1
+        if partial and src.count < self.driving:   # not the driving source: only held
+            missing = [j for j, ok in zip(self.joint_names, nmap.present) if not ok]
+            self.reason = ('held', None if src.messages > 1 else (
+                f'new source with {src.count} of {len(self.joint_names)} joints (missing '
+                f'required joint(s) {missing}): its values are held for the cycles of the '
+                f'source with {self.driving} joints'))
+            return 'held'
+        if code == GATHER_STALE:
+            return self._incomplete(nmap, t)
+        self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
+        self.has_effort = all_e
+        self.stamp_ns = stamp_ns
+        return self._made(verdict)
+
+    def _incomplete(self, nmap, t):
+        """'incomplete': the driving source's joints are fine, a held one is missing or too
+        old (``reason`` names them and their last source)."""
+        age_ok = self.h_known & (np.abs(self.h_ns - t) <= self.max_age_ns)
+        lacking = np.flatnonzero(~nmap.present & ~age_ok)
+        last = {self.joint_names[k]: (None if self.h_source[k] is None else
+                                      list(self.h_source[k].names)) for k in lacking}
+        detail = '; '.join(
+            f'{j}: ' + ('never received' if s is None else
+                        f'last from the source {s} more than joint_hold_max_age '
+                        f'({self.max_age:g} s) from this stamp')
+            for j, s in last.items())
+        self.reason = ('incomplete', f'missing required joint(s) {list(last)}{self.hint} '
+                                     f'({detail})')
+        return 'incomplete'
 
     def _made(self, verdict):
         """The verdict of a message that makes a cycle: 'reset' when its source reset, or when
@@ -434,59 +451,3 @@ class JointStateAssembler:
             self.reason, self._pending_reset = self._pending_reset, None
             return 'reset'
         return 'cycle'
-
-    def _partial(self, nmap, src, position, velocity, effort, stamp_ns, verdict, now_ns):
-        model_ix, msg_ix = nmap.slots
-        q = np.asarray(position)[msg_ix]
-        v = np.asarray(velocity)[msg_ix] if len(velocity) else np.zeros(len(msg_ix))
-        e = np.asarray(effort)[msg_ix] if len(effort) else None
-        bad = self.bounds.violation(q, v, e, joints=model_ix)
-        if bad is not None:
-            return self._reject(*bad)
-        if verdict == 'reset':      # reported with the next cycle if this one makes none
-            self._pending_reset = self.reason
-        t = stamp_ns if stamp_ns else now_ns
-        src.last_ns = stamp_ns
-        if verdict == 'reset' or not src.messages:
-            src.epoch = self.epoch
-        src.messages += 1
-        # every partial message's values are held (a source that drives now may not later)
-        self.hq[model_ix], self.hv[model_ix] = q, v
-        if e is not None:
-            self.he[model_ix] = e
-        self.h_effort[model_ix] = e is not None
-        self.h_ns[model_ix] = t
-        self.h_known[model_ix] = True
-        for k in model_ix:
-            self.h_source[k] = src
-        if src.count < self.driving:        # not the driving source: only hold the values
-            missing = [j for j, ok in zip(self.joint_names, nmap.present) if not ok]
-            self.reason = ('held', None if src.messages > 1 else (
-                f'new source with {src.count} of {len(self.joint_names)} joints (missing '
-                f'required joint(s) {missing}): its values are held for the cycles of the '
-                f'source with {self.driving} joints'))
-            return 'held'
-        # the driving source: its joints from the message, the others from the held values
-        missing = ~nmap.present
-        age_ok = self.h_known & (np.abs(self.h_ns - t) <= self.max_age * NS)
-        lacking = np.flatnonzero(missing & ~age_ok)
-        if lacking.size:
-            names = [self.joint_names[k] for k in lacking]
-            last = {self.joint_names[k]: (None if self.h_source[k] is None else
-                                          list(self.h_source[k].names)) for k in lacking}
-            detail = '; '.join(
-                f'{j}: ' + ('never received' if s is None else
-                            f'last from the source {s} more than joint_hold_max_age '
-                            f'({self.max_age:g} s) from this stamp')
-                for j, s in last.items())
-            self.reason = ('incomplete', f'missing required joint(s) {names}{self.hint} ({detail})')
-            return 'incomplete'
-        self.q[:] = np.where(missing, self.hq, 0.0)
-        self.v[:] = np.where(missing, self.hv, 0.0)
-        self.q[model_ix], self.v[model_ix] = q, v
-        self.has_effort = e is not None and bool(self.h_effort[missing].all())
-        if self.has_effort:
-            self.e[:] = np.where(missing, self.he, 0.0)
-            self.e[model_ix] = e
-        self.stamp_ns = stamp_ns
-        return self._made(verdict)

@@ -65,6 +65,7 @@ from ..core.data import Data
 from ..core.jit import entry, ready
 from ..core.kernels import VEC
 from ..core.validation import check_state, check_vector
+from .rules import FRICTION_EPS, any_above, friction_into
 
 __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_contact_wrench',
            'friction_torque', 'joint_child_links', 'calibrate_thresholds']
@@ -77,30 +78,29 @@ ROWS = 8
 
 
 @entry(types.none, VEC, VEC, types.float64, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC,
-       types.boolean, **_FLAGS)
-def residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average):
+       types.boolean, types.boolean, **_FLAGS)
+def residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average, bridge):
     """One exact zero-order-hold step of the residual filter, in place (module docstring):
 
         beta1 = C^T v - g - tau_f at the new sample,  tau = tau1 (or (tau0 + tau1)/2 if average),
         w = (p1 - p0)/dt - tau - (beta0 + beta1)/2,   r <- e^{-K dt} r + (1 - e^{-K dt}) w,
 
-    then the new sample becomes the last one: p0 <- p1, beta0 <- beta1, tau0 <- tau1."""
+    then the new sample becomes the last one: p0 <- p1, beta0 <- beta1, tau0 <- tau1.
+
+    ``bridge``: the period is a gap (``rules.observer_interval``), too long for its motion to be
+    integrated as one held period (the trapezoid of beta and the held torque would turn the
+    unseen motion into a residual); r keeps its value (the external torque is taken to persist
+    through the gap) and the integral is re-anchored at the new sample, so the next periods
+    estimate the external torque afresh: r then converges to it with the usual K/(s+K),
+    without a restart, a release or a new onset."""
     for i in range(r.shape[0]):
         b1 = ctv1[i] - g1[i] - tf1[i]
-        t = 0.5 * (tau0[i] + tau1[i]) if average else tau1[i]
-        a = math.exp(-gain[i] * dt)
-        w = (p1[i] - p0[i]) / dt - t - 0.5 * (beta0[i] + b1)
-        r[i] = a * r[i] + (1.0 - a) * w
+        if not bridge:
+            t = 0.5 * (tau0[i] + tau1[i]) if average else tau1[i]
+            a = math.exp(-gain[i] * dt)
+            w = (p1[i] - p0[i]) / dt - t - 0.5 * (beta0[i] + b1)
+            r[i] = a * r[i] + (1.0 - a) * w
         p0[i], beta0[i], tau0[i] = p1[i], b1, tau1[i]
-
-
-@entry(types.boolean, VEC, VEC, **_FLAGS)
-def any_above(r, threshold):
-    """any(|r_i| > threshold_i) in one compiled call (the detector's free-motion fast path)."""
-    for i in range(r.shape[0]):
-        if abs(r[i]) > threshold[i]:
-            return True
-    return False
 
 
 def _per_joint(x, n, name, positive=False, nonneg=False):
@@ -118,21 +118,22 @@ def _per_joint(x, n, name, positive=False, nonneg=False):
     return a.copy()
 
 
-def friction_torque(v, viscous=0.0, coulomb=0.0, velocity_eps=1e-2):
-    """Joint friction ``τ_f = F_v v + F_c tanh(v / ε)`` (opposes the motion, so the torque
-    available to move the joint is ``τ − τ_f``).
+def friction_torque(v, viscous=0.0, coulomb=0.0, velocity_eps=FRICTION_EPS):
+    """Joint friction ``τ_f = F_v v + F_c tanh(v / ε)`` (:func:`rules.friction_into
+    <ros_dynamics.estimation.rules.friction_into>`, the one statement of the law), for a
+    velocity vector and scalar or per-joint coefficients; it opposes the motion, so the torque
+    available to move the joint is ``τ − τ_f``.
 
     The Coulomb term is smoothed over ``|v| ≲ ε`` [rad/s or m/s], which avoids chattering in a
     simulator and noise-driven sign flips in the observer; ``velocity_eps <= 0`` gives the
     discontinuous ``sign(v)``.
     """
     v = np.asarray(v, dtype=float)
-    tf = np.asarray(viscous, dtype=float) * v
-    c = np.asarray(coulomb, dtype=float)
-    if np.any(c != 0):
-        s = np.tanh(v / velocity_eps) if velocity_eps > 0 else np.sign(v)
-        tf = tf + c * s
-    return tf
+    shape = v.shape
+    v = np.ascontiguousarray(v.reshape(-1))
+    fv = np.ascontiguousarray(np.broadcast_to(np.asarray(viscous, dtype=float), shape).reshape(-1))
+    fc = np.ascontiguousarray(np.broadcast_to(np.asarray(coulomb, dtype=float), shape).reshape(-1))
+    return friction_into(v, fv, fc, float(velocity_eps), np.empty(v.shape)).reshape(shape)
 
 
 class MomentumObserver:
@@ -156,7 +157,7 @@ class MomentumObserver:
     """
 
     def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                 friction_velocity_eps=1e-2, tau_average=False):
+                 friction_velocity_eps=FRICTION_EPS, tau_average=False):
         self.model = model
         self.nv = int(model.nv)
         self.nq = int(model.nq)
@@ -177,7 +178,7 @@ class MomentumObserver:
         self.tau_average = bool(tau_average)
         self._data = Data(model)                  # workspace of update(q, v, ...)
         ready(residual_step)                      # compiled (or loaded) here, not at a sample
-        self._zeros = np.zeros(n)
+        self._zeros, self._tf = np.zeros(n), np.zeros(n)
 
     # -- configuration ----------------------------------------------------------------------
     @property
@@ -230,10 +231,10 @@ class MomentumObserver:
         return self._initialized
 
     def _friction(self, v):
-        """τ_f(v), or zeros without a friction model."""
+        """τ_f(v) (into a buffer of its own), or zeros without a friction model."""
         if not self._friction_on:
             return self._zeros
-        return friction_torque(v, self._fv, self._fc, self.friction_velocity_eps)
+        return friction_into(v, self._fv, self._fc, self.friction_velocity_eps, self._tf)
 
     def _terms(self, q, v, p_out, beta_out):
         """(p, β) at the validated state (q, v), from one fused O(N) pass, into the buffers."""
@@ -282,24 +283,24 @@ class MomentumObserver:
         p, ctv, g = observer_terms(self.model, q, v, data=self._data)
         return self._step(p, ctv, g, q, v, tau, dt)
 
-    def update_from(self, data, tau, dt):
+    def update_from(self, data, tau, dt, bridge=False):
         """:meth:`update` with p = M v, Cᵀ v, g and the state taken from ``data``, a workspace
         that ``rd.compute_all_terms(model, q, v, data)`` filled for this sample (same model):
-        no kinematics pass of its own.  Only ``tau`` and ``dt`` are validated here."""
+        no kinematics pass of its own.  Only ``tau`` and ``dt`` are validated here.
+        ``bridge``: the period is a gap; the residual is kept and the integral re-anchored
+        here (:func:`residual_step`)."""
         tau = check_vector(tau, self.nv, 'tau')
         dt = _positive_dt(dt)
         if not self._initialized:
             self.reset_from(data, tau)
             return self._r.copy()
-        return self._step(data.p, data.ctv, data.g, data.q, data.v, tau, dt)
+        return self._step(data.p, data.ctv, data.g, data.q, data.v, tau, dt, bridge)
 
     @property
     def fused_ready(self):
         """Whether a compiled cycle (fused_cycle.py) may update this observer: initialized,
-        with the torque of the last sample, current-torque hold (no ``tau_average``) and a
-        Coulomb smoothing velocity > 0."""
-        return (self._initialized and self._have_tau and not self.tau_average
-                and self.friction_velocity_eps > 0.0)
+        with the torque of the last sample and current-torque hold (no ``tau_average``)."""
+        return self._initialized and self._have_tau and not self.tau_average
 
     @property
     def last_q(self):
@@ -310,9 +311,9 @@ class MomentumObserver:
         """One sample that a compiled cycle processed on :attr:`state` (and the last q)."""
         self.samples += 1
 
-    def _step(self, p, ctv, g, q, v, tau, dt):
+    def _step(self, p, ctv, g, q, v, tau, dt, bridge=False):
         residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
-                      self._friction(v), tau, self.tau_average and self._have_tau)
+                      self._friction(v), tau, self.tau_average and self._have_tau, bridge)
         self._have_tau = True
         self._q[:], self._v[:] = q, v
         self.samples += 1

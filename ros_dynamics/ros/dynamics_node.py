@@ -262,6 +262,8 @@ class DynamicsNode(Node):
                 self._log.info('observer re-initialized with the new settings')
             if 'input' in kinds:
                 eng.configure_input(cfg)
+            if 'wrench' in kinds and 'observer' not in kinds:
+                eng.configure_wrench(cfg)
 
     # ------------------------------------------------------------------ inputs
     def _on_clock_jump(self, jump):
@@ -300,6 +302,7 @@ class DynamicsNode(Node):
         self._cmd = (eng, tau, time.monotonic_ns())
 
     def _on_joint_state(self, raw):
+        """Read the joint state, step the cycle, publish what it made."""
         t_in = time.perf_counter()
         if not self._built.empty():
             self._install_built()
@@ -315,76 +318,36 @@ class DynamicsNode(Node):
             return self._refuse('malformed', 'joint_states rejected: not a readable JointState '
                                 f'({type(exc).__name__}: {exc})')
         now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
-        cfg = self.config
-        q, v = eng.q, eng.v
-        gamma = self._gamma_due(eng, cfg)
-        if eng.floating and self._base is not None:
-            q[:7], v[:6] = self._base     # (neither path writes the base entries otherwise)
-        fused = eng.fused           # the usual cycle in one compiled call, else the pipeline
-        if fused is not None and (cfg.effort_source == 'joint_state'
-                                  or eng.cycle.observer is None) and (
-                not eng.floating or self._base is not None):
-            if fused.step(names, position, velocity, effort, sec, nanosec, now, gamma):
-                res = eng.cycle.result
-                if res.error is not None:
-                    return self._refuse('output', f'{res.error}: nothing published, observer '
-                                        're-initialized', 'error')
-                if res.observer is None and eng.cycle.observer is not None:
-                    self._warn('no_effort', 'joint_states without effort: observer not updated',
-                               'info')
-                tau = eng.tau if res.observer is not None else None
-                return self._publish_cycle(eng, cfg, (sec, nanosec), res, fused.stamp_ns, tau,
-                                           t_in, True)
-        asm = eng.assembler
-        verdict = asm.add(names, position, velocity, effort, sec, nanosec, now)
-        if verdict not in ('cycle', 'reset'):
-            if verdict == 'held':
-                self.refused['held (partial source)'] = self.refused.get(
-                    'held (partial source)', 0) + 1
-                if asm.reason[1] is not None:
-                    self._log.info(f'joint_states: {asm.reason[1]}')
-                return None
-            kind, text = asm.reason
-            return self._refuse(kind, 'joint_states ' + (
-                'incomplete: ' if verdict == 'incomplete' else 'rejected: ') + text)
-        if verdict == 'reset':
-            eng.cycle.reset(asm.reason[1])
-            self._warn(asm.reason[0], f'{asm.reason[1]}; observer re-initialized', 'info')
-        if eng.floating and self._base is None:
-            return self._refuse('no_odom', 'joint_states ignored: floating base and no valid '
-                                'odom yet')
-        q[eng.base_q:] = asm.q
-        v[eng.base_v:] = asm.v
-        tau, why = eng.observer_torque(cfg, asm, self._cmd)
-        if why is not None:
-            self._warn(*why)
-        t_ns = asm.stamp_ns or now        # unstamped sources: the node clock at receipt
-        res = eng.cycle.step(q, v, tau, t_ns, christoffel=gamma)
-        if res.error is not None:
-            return self._refuse('output', f'{res.error}: nothing published, observer '
-                                're-initialized', 'error')
-        if res.observer == 'reset' and res.reset_reason.startswith('a gap'):
-            self._warn('gap', f'observer re-initialized after {res.reset_reason}', 'info')
-        return self._publish_cycle(eng, cfg, (sec, nanosec), res, t_ns, tau, t_in, False)
+        cmd = self._cmd[1:] if self._cmd is not None and self._cmd[0] is eng else None
+        out = eng.step(names, position, velocity, effort, sec, nanosec, now, self._base, cmd,
+                       self._gamma_due(eng, self.config))
+        for note in out.notes:
+            self._warn(*note)
+        if out.verdict == 'cycle':
+            return self._publish_cycle(eng, self.config, (sec, nanosec), out, t_in)
+        if out.verdict == 'held':
+            self.refused['held (partial source)'] = self.refused.get('held (partial source)',
+                                                                     0) + 1
+            return None
+        return self._refuse(*out.refusal)
 
-    def _publish_cycle(self, eng, cfg, stamp, res, t_ns, tau, t_in, written):
-        """The outputs of one cycle at ``stamp`` ((sec, nanosec)), time ``t_ns``, observer
-        torque ``tau`` (None: not updated); ``written``: the compiled cycle wrote its arrays
-        into the messages already."""
+    def _publish_cycle(self, eng, cfg, stamp, out, t_in):
+        """The outputs of one cycle at ``stamp`` ((sec, nanosec)), as the cycle's
+        :class:`~ros_dynamics.estimation.joint_state_cycle.Outcome` ``out`` says."""
         if self.stats['accepted'] == 0:
             self._log.info('first joint state accepted: publishing')
         self._cycle_count += 1
         self.stats['accepted'] += 1
-        q = eng.q
+        q, res = eng.q, out.result
         eng.remember(q, eng.v, stamp)
-        if tau is not None:
-            eng.record(t_ns, q, eng.v, tau)
-        self._publish(eng, cfg, stamp, res, written)
+        if out.tau is not None:
+            eng.record(out.t_ns, q, eng.v, out.tau)
+        self._publish(eng, cfg, stamp, res, out.written)
         if not (eng.geometry_ready and eng.fused_ready) and eng.warm_later():
             self._log.info('compiling the Christoffel/Jacobian kernel and the compiled cycle in '
                            'the background (~5 s of CPU, once after an install): ~/christoffel '
                            'starts then')
-        self._vis.cycle(eng, cfg, stamp, res, q, t_ns, time.perf_counter() - t_in)
+        self._vis.cycle(eng, cfg, stamp, res, q, out.t_ns, time.perf_counter() - t_in)
         return None
 
     def _gamma_due(self, eng, cfg):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import array
 import threading
-import time
 
 import numpy as np
 from rclpy.serialization import serialize_message
@@ -22,7 +21,8 @@ from ..core.kernels import geometry as geometry_kernel
 from ..core.validation import close_names
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
-from ..estimation.fused_cycle import DECLINED, FusedCycle, fused_step
+from ..estimation.fused_cycle import fused_step
+from ..estimation.joint_state_cycle import JointStateCycle
 from ..core.coordinates import BASE_DOF_NAMES
 from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssembler,
                                       NameMaps)
@@ -137,21 +137,19 @@ class Engine:
         self.coords = self.cycle.coords
         self.joint_coordinate_names = (list(BASE_DOF_NAMES) if self.floating
                                        else []) + self.joint_names
-        self.fused = self.fused_outputs = None
+        self.fused_outputs = None
         self.fused_ready = False
-        self._fuse_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self.tau = np.zeros(self.nv)
+        self._messages()
         self.configure_input(cfg)
         self._warm_up(cfg)
         self.latest = None                 # (q, v, stamp) of the latest cycle, for services
         self.free_announced = False
-        self.tau = np.zeros(self.nv)
         n = self.RECORD_LENGTH
         self._rec = (np.zeros(n), np.zeros((n, self.nq)), np.zeros((n, self.nv)),
                      np.zeros((n, self.nv)))
         self._rec_count, self._rec_next = 0, 0
-        self._messages()
-        if self.fused_ready:
-            self._fuse()
 
     def configure_input(self, cfg):
         """The joint-input assembler for the input settings of ``cfg`` (cheap; no rebuild)."""
@@ -167,25 +165,33 @@ class Engine:
             self.joint_names, self.bounds, mimic, hint, max_age=cfg.joint_hold_max_age,
             max_lead=cfg.stamp_max_lead, reset_jump=cfg.stamp_reset_jump,
             allow_missing_velocity=cfg.allow_missing_velocity)
-        self._fuse()
+        self._restep(cfg)
 
     def configure_observer(self, cfg):
         """A new pipeline with the observer settings of ``cfg`` (ValueError if invalid)."""
         self.cycle = Cycle(self.model, cfg.coordinates, observer_settings(self.model, cfg))
         self.coords = self.cycle.coords
         self._warm_cycle()
-        self._fuse()
+        self._restep(cfg)
 
-    def _fuse(self):
-        """The compiled cycle (estimation/fused_cycle.py) on the current assembler and
-        pipeline, writing into the serialized messages, once its kernel is ready; None where
-        it does not apply (published coordinates other than the model's, messages that are not
-        plain CDR)."""
-        with self._fuse_lock:     # (the warm-up thread and a parameter change)
-            self.fused = None
-            if self.fused_outputs is not None and self.fused_ready:
-                self.fused = FusedCycle(self.assembler, self.cycle, self.q, self.v, self.tau,
-                                        self.fused_outputs)
+    def configure_wrench(self, cfg):
+        """The contact wrench's link, point and model of ``cfg``: no restart of the observer
+        (they do not change its model)."""
+        if self.cycle.settings is not None:
+            self.cycle.settings.set_wrench(self.model, cfg.contact_wrench_link,
+                                           cfg.contact_wrench_point,
+                                           cfg.contact_wrench_force_only)
+
+    def _restep(self, cfg):
+        """:attr:`step` on the current assembler and pipeline (the compiled call writing into
+        the serialized messages once its kernel is ready)."""
+        with self._lock:          # (the warm-up thread and a parameter change)
+            self.joint_state_cycle = JointStateCycle(
+                self.assembler, self.cycle, self.q, self.v, self.tau, self.fused_outputs,
+                cfg.effort_source, cfg.commanded_torque_timeout)
+            if self.fused_ready:
+                self.joint_state_cycle.compile()
+            self.step = self.joint_state_cycle.step
 
     def _warm_cycle(self):
         q0 = np.zeros(self.nq)
@@ -221,10 +227,10 @@ class Engine:
 
     def warm_fused(self):
         """Compile (or load) the compiled cycle's kernel (any thread); then ``fused_ready``
-        and, from the next joint state on, :attr:`fused` serves the usual cycles."""
-        FusedCycle.compile()
-        self.fused_ready = True
-        self._fuse()
+        and, from the next joint state on, the compiled call serves the usual cycles."""
+        with self._lock:
+            self.joint_state_cycle.compile()
+            self.fused_ready = True
 
     def warm_geometry(self):
         """Compile (or load) the geometry kernel on this model (any thread: it uses a
@@ -237,23 +243,6 @@ class Engine:
         if self.model.body_names:
             link_jacobian(self.model, q0, self.model.body_names[-1])
         self.geometry_ready = True
-
-    def cycles_summary(self):
-        """How this engine's cycles ran, for /diagnostics: how many the compiled cycle made
-        and why it declined the others (the pipeline made those), or why it is not used."""
-        if self.fused_outputs is None:
-            return ('Python pipeline (the compiled cycle serves the model\'s own coordinates '
-                    'in plain CDR messages)')
-        fused = self.fused
-        if fused is None:
-            return 'Python pipeline (the compiled cycle is being compiled)'
-        counts = fused.counts.tolist()
-        why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
-        if fused.not_tried:
-            why.append(f'a new layout or source, or one that does not drive the cycles '
-                       f'{fused.not_tried}')
-        return f'{fused.cycles} in one compiled call' + (
-            f'; through the pipeline: {", ".join(why)}' if why else '')
 
     def warm_later(self):
         """Start :meth:`warm_geometry` and :meth:`warm_fused` on a thread, once, for those not
@@ -362,28 +351,6 @@ class Engine:
             m.wrench_link = ''
             p.x = p.y = p.z = f.x = f.y = f.z = t.x = t.y = t.z = 0.0
         return m
-
-    def observer_torque(self, cfg, asm, cmd):
-        """(tau, why) for a cycle of the pipeline: the observer's applied torque (nv,) from
-        the assembled joint state ``asm`` or the latest ~/commanded_torque ``cmd`` ((engine,
-        tau, monotonic ns) or None), as ``effort_source`` says; or None, and why the observer
-        is not updated ((kind, text, level) to log) unless the observer is off."""
-        if self.cycle.observer is None:
-            return None, None
-        if cfg.effort_source == 'joint_state':
-            if not asm.has_effort:
-                return None, ('no_effort', 'joint_states without effort: observer not updated',
-                              'info')
-            self.tau[self.base_v:] = asm.e
-            return self.tau, None
-        if cmd is None or cmd[0] is not self:
-            return None, ('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info')
-        if cfg.commanded_torque_timeout > 0 and (
-                time.monotonic_ns() - cmd[2]) > cfg.commanded_torque_timeout * 1e9:
-            return None, ('stale_cmd', '~/commanded_torque is stale: observer not updated',
-                          'warning')
-        self.tau[self.base_v:] = cmd[1]
-        return self.tau, None
 
     def record(self, t_ns, q, v, tau):
         """Keep (t, q, v, tau) at 100 Hz for ~/estimate_payload (a copy every 10 ms)."""

@@ -28,7 +28,7 @@ class Param:
     name: str
     default: object
     description: str
-    affects: str = 'output'          # model, observer, input, output, start-up
+    affects: str = 'output'          # model, observer, wrench, input, output, start-up
     minimum: float | None = None     # scalars: the value; arrays: every element
     maximum: float | None = None
     exclusive_minimum: bool = False
@@ -109,11 +109,11 @@ PARAMETERS = (
     P('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state.', 'output',
       1, 1000000),
     P('contact_wrench_link', '', 'Link at which the contact wrench is estimated; empty: the '
-      'isolated contact link.', 'observer'),
+      'isolated contact link.', 'wrench'),
     P('contact_wrench_point', [0.0, 0.0, 0.0], 'Contact point in that link\'s frame (m).',
-      'observer', lengths=(3,), norm_max=1e3),
+      'wrench', lengths=(3,), norm_max=1e3),
     P('contact_wrench_force_only', True, 'Estimate a pure force at the point (needs >= 3 joints '
-      'up to the link); false: a minimum-norm 6-D wrench.', 'observer'),
+      'up to the link); false: a minimum-norm 6-D wrench.', 'wrench'),
     # --- quality of service and executor: read at start-up
     P('qos_depth', 500, 'History depth of the output topics (~/christoffel: 1).', 'start-up',
       1, 100000),
@@ -292,7 +292,8 @@ def markdown_text():
              '(`python -m ros_dynamics.ros.parameters --write`). "Affects" says what a change '
              'does at run time: `model` rebuilds the model (refused with the reason if the '
              'result would not build; other settings stay independent of a refused '
-             'description), `observer` restarts the observer, `input` changes the joint-input '
+             'description), `observer` restarts the observer, `wrench` changes where the contact '
+             'wrench is estimated (no restart), `input` changes the joint-input '
              'policy, `output` applies at the next cycle, `start-up` is read-only. Lists are '
              'double arrays (`ros2 param set /dynamics observer_gain "[20.0]"`).', '',
              '| name | type | default | allowed | affects | description |',

@@ -103,7 +103,7 @@ class Visibility:
         """Publish /diagnostics (the node's 1 Hz steady timer)."""
         self.health.thread_cpu(time.thread_time())     # the executor thread: this one
         eng = self.node.engine
-        self.health.compiled_cycle(None if eng is None else eng.cycles_summary())
+        self.health.compiled_cycle(None if eng is None else eng.joint_state_cycle.summary())
         if self.node.config.publish_diagnostics and self.pub_diag is not None:
             msg = self.health.to_msg(self.node.get_clock().now().to_msg(),
                                      hardware_id=self.node.get_fully_qualified_name(),

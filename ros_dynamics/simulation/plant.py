@@ -38,6 +38,7 @@ from ..core import configuration
 from ..core.api import forward_dynamics, gravity, link_jacobian, link_placement
 from ..core.model import attach_payload
 from ..estimation.observer import friction_torque
+from ..estimation.rules import FRICTION_EPS
 
 __all__ = ['Simulator', 'PDGravityController', 'WrenchContact', 'WallContact', 'Sample',
            'link_point_position', 'integrate', 'plant_model']
@@ -195,7 +196,7 @@ class Simulator:
     """
 
     def __init__(self, model, trajectory, controller=None, contacts=(), dt=1e-3, q0=None,
-                 v0=None, friction_viscous=0.0, friction_coulomb=0.0, friction_velocity_eps=1e-2,
+                 v0=None, friction_viscous=0.0, friction_coulomb=0.0, friction_velocity_eps=FRICTION_EPS,
                  noise_position=0.0, noise_velocity=0.0, noise_effort=0.0, seed=0,
                  kp=None, kd=None, payload=None):
         self.model = model

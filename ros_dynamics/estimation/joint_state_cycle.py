@@ -1,0 +1,235 @@
+"""One joint-state message in, one cycle's results (or why there are none) out, without ROS.
+
+:class:`JointStateCycle` is the one place that decides how a message is processed: the
+usual case (a known source in free motion, nothing to reset) in one compiled call
+(:func:`~ros_dynamics.estimation.fused_cycle.fused_step`), everything else step by step in
+Python (:class:`~ros_dynamics.estimation.joint_input.JointStateAssembler`, then
+:class:`~ros_dynamics.estimation.cycle.Cycle`), which gives the verdicts their reasons.  Both
+apply the same compiled rules (:mod:`~ros_dynamics.estimation.rules`), so the choice changes
+the cost of a cycle, never its outcome (test_fused_cycle runs both on the same messages).
+
+It also owns the torque the observer is given (``effort_source``: the joint states' efforts,
+or the latest commanded torque if recent enough) and a floating base's pose and twist.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .fused_cycle import (BRIDGED, CLOCK_JUMPED, DECLINED, GAP_LIMIT, LAST, MADE, MAX_AGE,
+                          MAX_LEAD, N_NAMES, NANOSEC, NO_EFFORT, NOW, OBS_LAST, RESET_JUMP, SEC,
+                          compile_fused, fused_step)
+from .rules import NS
+
+
+class Outcome:
+    """What :meth:`JointStateCycle.step` made of one message (one object, reused).
+
+    ``verdict``: 'cycle' (``result`` holds the cycle, ``t_ns`` its time, ``tau`` the observer's
+    torque or None, ``written``: the compiled call wrote the outputs already), 'held' (a partial
+    source's values were kept; ``note`` says so once) or 'refused' (``refusal``: (kind, text,
+    level)).  ``notes``: (kind, text, level) to log for an accepted message."""
+
+    __slots__ = ('verdict', 'result', 't_ns', 'tau', 'written', 'refusal', 'notes')
+
+    def clear(self):
+        self.verdict, self.result, self.t_ns, self.tau = None, None, 0, None
+        self.written, self.refusal, self.notes = False, None, []
+
+
+class JointStateCycle:
+    """The assembler and the cycle of one model behind one :meth:`step` (module text).
+
+    ``q``, ``v``, ``tau``: the model's state and torque vectors the cycles run on (the joint
+    entries are gathered into them); ``outputs``: (dyn, grav, ext, offsets), where the compiled
+    call writes its results (serialized messages), or None (the compiled call is not used).
+    ``effort_source``: 'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0:
+    none)."""
+
+    def __init__(self, assembler, cycle, q, v, tau, outputs=None, effort_source='joint_state',
+                 commanded_timeout=0.0):
+        self.assembler, self.cycle = assembler, cycle
+        self.q, self.v, self.tau = q, v, tau
+        self.floating = bool(cycle.model.floating_base)
+        self.base_q, self.base_v = (7, 6) if self.floating else (0, 0)
+        self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
+        self.outcome = Outcome()
+        self.counts = np.zeros(BRIDGED + 1, dtype=np.int64)   # per answer of fused_step
+        self.not_tried = 0          # messages the compiled call was not given
+        self.compiled = False
+        # the compiled call serves the model's own coordinates, the joint states' efforts
+        self._fast = outputs is not None and cycle.coords.identity and (
+            effort_source == 'joint_state' or cycle.observer is None)
+        if self._fast:
+            obs = cycle.observer
+            self._args = self._fixed_arguments(outputs)
+            self._times = np.zeros(N_NAMES + 1, dtype=np.int64)
+            self._limits = np.array([assembler.bounds.position, 0.0,
+                                     obs.friction_velocity_eps if obs else 1.0])
+
+    def _fixed_arguments(self, outputs):
+        asm, cycle = self.assembler, self.cycle
+        obs = cycle.observer
+        b = asm.bounds
+        observer = ((obs.state, obs.last_q, cycle.detector.threshold) if obs else
+                    (np.zeros((0, 0)), np.zeros(0), np.zeros(0)))
+        return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
+                np.ascontiguousarray([b.velocity, b.effort]),
+                (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
+
+    def compile(self):
+        """Compile (or load) the compiled call's kernels (any thread); it serves from the next
+        message on."""
+        compile_fused()
+        self.compiled = True
+
+    @property
+    def fast_cycles(self):
+        """The cycles the compiled call made."""
+        return int(sum(self.counts[k] for k in MADE))
+
+    def summary(self):
+        """How the cycles ran (for /diagnostics)."""
+        if not self._fast:
+            return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
+                    'in plain CDR messages, with the joint states\' efforts)')
+        if not self.compiled:
+            return 'Python pipeline (the compiled call is being compiled)'
+        counts = self.counts.tolist()
+        why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
+        if self.not_tried:
+            why.append(f'a new layout or source, or one that does not drive the cycles '
+                       f'{self.not_tried}')
+        return f'{self.fast_cycles} in one compiled call' + (
+            f'; through the pipeline: {", ".join(why)}' if why else '')
+
+    # -- one message ------------------------------------------------------------------------
+    def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base=None,
+             command=None, christoffel=False):
+        """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty),
+        received at ``now_ns`` (the node clock); ``base``: (q7, v6) of the latest odometry of a
+        floating base or None; ``command``: (joint torques, monotonic receipt ns) of the latest
+        commanded torque or None; ``christoffel``: compute Gamma in this cycle.  Returns
+        :attr:`outcome`."""
+        out = self.outcome
+        out.clear()
+        if self.floating and base is not None:
+            self.q[:7], self.v[:6] = base
+        if self._fast and self.compiled and (base is not None or not self.floating):
+            if self._step_compiled(names, position, velocity, effort, sec, nanosec, now_ns,
+                                   christoffel):
+                return out
+        return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
+                                   base, command, christoffel)
+
+    def _step_compiled(self, names, position, velocity, effort, sec, nanosec, now_ns,
+                       christoffel):
+        asm, cycle = self.assembler, self.cycle
+        src = asm.fused_source(names)
+        if src is None:
+            self.not_tried += 1
+            return False
+        gather, last_ns, clock_jumped = src
+        t = self._times
+        t[SEC], t[NANOSEC], t[NOW], t[LAST] = sec, nanosec, now_ns, last_ns
+        t[OBS_LAST], t[MAX_LEAD], t[MAX_AGE] = cycle.fused_time, asm.max_lead_ns, asm.max_age_ns
+        t[RESET_JUMP], t[CLOCK_JUMPED], t[N_NAMES] = asm.reset_jump_ns, clock_jumped, len(names)
+        self._limits[GAP_LIMIT] = cycle.gap_limit
+        (model, work), state, bounds, held, observer, outputs = self._args
+        try:
+            status = fused_step(model, work, gather, (position, velocity, effort), state,
+                                bounds, held, observer, outputs, t, self._limits)
+        except TypeError:        # other array types (e.g. read-only): the pipeline converts
+            return False
+        self.counts[status] += 1
+        if status not in MADE:
+            return False
+        stamp_ns = sec * NS + nanosec
+        asm.fused_accepted(stamp_ns)
+        observed = status != NO_EFFORT and cycle.observer is not None
+        out = self.outcome
+        out.result = cycle.fused_done(self.q, self.v, stamp_ns, (stamp_ns - t[OBS_LAST]) / NS,
+                                      observed, status == BRIDGED, christoffel)
+        if out.result.error is not None:
+            out.verdict = 'refused'
+            out.refusal = ('output', f'{out.result.error}: nothing published, observer '
+                           're-initialized', 'error')
+            return True
+        out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, True
+        out.tau = self.tau if observed else None
+        if status == NO_EFFORT:
+            out.notes.append(('no_effort', 'joint_states without effort: observer not updated',
+                              'info'))
+        self._accepted(out.result)
+        return True
+
+    def _step_pipeline(self, names, position, velocity, effort, sec, nanosec, now_ns, base,
+                       command, christoffel):
+        out, asm, cycle = self.outcome, self.assembler, self.cycle
+        verdict = asm.add(names, position, velocity, effort, sec, nanosec, now_ns)
+        if verdict == 'held':
+            out.verdict = 'held'
+            if asm.reason[1] is not None:
+                out.notes.append(('held', f'joint_states: {asm.reason[1]}', 'info'))
+            return out
+        if verdict not in ('cycle', 'reset'):
+            kind, text = asm.reason
+            out.verdict = 'refused'
+            out.refusal = (kind, 'joint_states ' + (
+                'incomplete: ' if verdict == 'incomplete' else 'rejected: ') + text, 'warning')
+            return out
+        if verdict == 'reset':
+            cycle.reset(asm.reason[1])
+            out.notes.append((asm.reason[0], f'{asm.reason[1]}; observer re-initialized',
+                              'info'))
+        if self.floating and base is None:
+            out.verdict = 'refused'
+            out.refusal = ('no_odom', 'joint_states ignored: floating base and no valid odom '
+                           'yet', 'warning')
+            return out
+        self.q[self.base_q:] = asm.q
+        self.v[self.base_v:] = asm.v
+        tau = self._observer_torque(command, out.notes)
+        t_ns = asm.stamp_ns or now_ns        # unstamped sources: the node clock at receipt
+        res = out.result = cycle.step(self.q, self.v, tau, t_ns, christoffel=christoffel)
+        if res.error is not None:
+            out.verdict = 'refused'
+            out.refusal = ('output', f'{res.error}: nothing published, observer '
+                           're-initialized', 'error')
+            return out
+        self._accepted(res)
+        out.verdict, out.t_ns, out.tau = 'cycle', t_ns, tau
+        return out
+
+    def _accepted(self, res):
+        """The notes of a cycle made (either way)."""
+        if res.observer == 'bridge':
+            self.outcome.notes.append((
+                'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
+                f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)',
+                'info'))
+
+    def _observer_torque(self, command, notes):
+        """The observer's applied torque (nv,) for a cycle of the pipeline, from the assembled
+        joint state or the latest commanded torque, as ``effort_source`` says; or None (the
+        observer is not updated; why is added to ``notes``)."""
+        if self.cycle.observer is None:
+            return None
+        if self.effort_source == 'joint_state':
+            if not self.assembler.has_effort:
+                notes.append(('no_effort', 'joint_states without effort: observer not updated',
+                              'info'))
+                return None
+            self.tau[self.base_v:] = self.assembler.e
+            return self.tau
+        if command is None:
+            notes.append(('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info'))
+            return None
+        if self.commanded_timeout > 0 and (
+                time.monotonic_ns() - command[1]) > self.commanded_timeout * NS:
+            notes.append(('stale_cmd', '~/commanded_torque is stale: observer not updated',
+                          'warning'))
+            return None
+        self.tau[self.base_v:] = command[0]
+        return self.tau
