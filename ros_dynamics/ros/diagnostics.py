@@ -94,6 +94,7 @@ class NodeHealth:
         self._abs = None
         self._reset = None           # (clock time, why)
         self._resets = 0
+        self._bridged = 0
 
     # per-cycle recorders -------------------------------------------------------------------
     def accepted(self, stamp_ns, latency_s):
@@ -163,6 +164,10 @@ class NodeHealth:
         """The observer re-initialized (service call, stamp jump back, non-finite result...)."""
         self._reset = (self._clock(), str(why))
         self._resets += 1
+
+    def observer_bridged(self):
+        """The observer bridged a gap in the stamps (residual kept, no restart)."""
+        self._bridged += 1
 
     # 1 Hz -----------------------------------------------------------------------------------
     def status(self, now_s=None):
@@ -239,7 +244,8 @@ class NodeHealth:
 
     def _observer_status(self, now):
         name = f'{self.node_name}: observer'
-        values = [('updates', str(self._updates)), ('resets', str(self._resets))]
+        values = [('updates', str(self._updates)), ('resets', str(self._resets)),
+                  ('gaps bridged', str(self._bridged))]
         if self._reset is not None:
             values += [('last reset [s ago]', _num(now - self._reset[0])),
                        ('last reset reason', self._reset[1])]

@@ -165,11 +165,12 @@ PARAMETERS = (
       'joint or one per velocity coordinate.', 'observer', 0.0, 1e9, True),
     P('contact_release_ratio', 0.5, 'A detected joint is released below threshold x this ratio.',
       'observer', 0.0, 1.0, True),
-    P('observer_gap_factor', 5.0, 'The observer restarts after a stamp gap longer than this many '
-      'median sample periods of the stream (at least 2 ms, at most observer_max_dt).',
+    P('observer_gap_factor', 5.0, 'A stamp gap longer than this many median sample periods of '
+      'the stream (at least 2 ms, at most observer_max_dt) is bridged: the residual is kept and '
+      'the momentum integral restarts after the gap (no observer restart).',
       'observer', 1.0, 1000.0),
-    P('observer_max_dt', 0.1, 'Longest stamp gap the observer ever integrates across (s).',
-      'observer', 0.0, BIG, True),
+    P('observer_max_dt', 0.1, 'Longest stamp gap the observer ever integrates across (s); '
+      'longer ones are bridged.', 'observer', 0.0, BIG, True),
 )
 BY_NAME = {p.name: p for p in PARAMETERS}
 

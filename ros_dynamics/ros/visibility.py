@@ -58,6 +58,8 @@ class Visibility:
         h.accepted(stamp_ns, latency_s)
         if res.observer == 'reset':
             h.observer_reset(res.reset_reason)
+        elif res.observer == 'bridge':
+            h.observer_bridged()
         contact = res.contact
         if contact is None:
             return
