@@ -90,6 +90,7 @@ class DynamicsNode(Node):
             self._pub_G = pub(itf.Christoffel, '~/christoffel', latched)
             self._pub_contact = pub(itf.ContactEstimate, '~/contact_estimate', out_qos)
         self._listened = {}               # publisher -> monotonic time it counts as listened
+        self._gamma_next = 0.0            # monotonic time of the next unlistened Gamma
         self._vis = Visibility(self, out_qos)     # ~/markers, ~/external_wrench, /diagnostics
         # model builds: one path, a builder thread; installed by a steady-clock timer (runs
         # while simulated time is paused) or at the next joint state
@@ -351,9 +352,17 @@ class DynamicsNode(Node):
         return None
 
     def _gamma_due(self, eng, cfg):
-        return bool(itf.HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
-                    and eng.geometry_ready
-                    and self._cycle_count % cfg.christoffel_decimation == 0)
+        """Gamma in this cycle: every christoffel_decimation-th one while someone subscribes
+        to ~/christoffel, else once a second (the latched sample a subscriber gets at once
+        stays at most 1 s old; Gamma of a humanoid is ~0.7 MB)."""
+        if not (itf.HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
+                and eng.geometry_ready and self._cycle_count % cfg.christoffel_decimation == 0):
+            return False
+        now = time.monotonic()
+        if self._wanted(self._pub_G) or now >= self._gamma_next:
+            self._gamma_next = now + 1.0
+            return True
+        return False
 
     # ------------------------------------------------------------------ outputs
     def _wanted(self, pub):
@@ -361,8 +370,8 @@ class DynamicsNode(Node):
         filled nor published (about 8 us even to nobody; asking costs 1.4 us): asked at every
         message while nobody listens, at most every 50 ms while someone does. DDS delivers a
         volatile sample only to readers matched at that moment. Used for the per-cycle
-        streams; the event-like ~/contact_estimate and the latched ~/christoffel are always
-        published."""
+        streams and ~/christoffel (:meth:`_gamma_due`); the event-like ~/contact_estimate is
+        always published."""
         now = time.monotonic()
         if now < self._listened.get(pub, 0.0):
             return True

@@ -105,7 +105,8 @@ PARAMETERS = (
       'the contact wrench about the contact link\'s origin, in its frame; zero on release.'),
     P('publish_diagnostics', True, 'Publish the node\'s health on /diagnostics at 1 Hz '
       '(docs/diagnostics.md).'),
-    P('christoffel_stream', True, 'Publish ~/christoffel every christoffel_decimation-th cycle.'),
+    P('christoffel_stream', True, 'Publish ~/christoffel every christoffel_decimation-th cycle '
+      'while someone subscribes, else once a second.'),
     P('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state.', 'output',
       1, 1000000),
     P('contact_wrench_link', '', 'Link at which the contact wrench is estimated; empty: the '
