@@ -37,7 +37,7 @@ from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
 from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa: E402
 from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
-from ros_dynamics.ros.services import Services  # noqa: E402
+from ros_dynamics.ros.services import Host, Services  # noqa: E402
 from ros_dynamics.ros.visibility import Visibility  # noqa: E402
 from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader, f64  # noqa: E402
 
@@ -83,15 +83,17 @@ class DynamicsNode(Node):
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         pub = self.create_publisher
-        self._pub_ext = pub(itf.JointState, '~/external_torque', out_qos)
-        self._pub_g = pub(itf.JointState, '~/gravity_torque', out_qos)
+        self._pubs = {'external_torque': pub(itf.JointState, '~/external_torque', out_qos),
+                      'gravity_torque': pub(itf.JointState, '~/gravity_torque', out_qos)}
         if itf.HAVE_MSGS:
-            self._pub_dyn = pub(itf.Dynamics, '~/dynamics', out_qos)
-            self._pub_G = pub(itf.Christoffel, '~/christoffel', latched)
-            self._pub_contact = pub(itf.ContactEstimate, '~/contact_estimate', out_qos)
-        self._listened = {}               # publisher -> monotonic time it counts as listened
+            self._pubs.update(
+                dynamics=pub(itf.Dynamics, '~/dynamics', out_qos),
+                christoffel=pub(itf.Christoffel, '~/christoffel', latched),
+                contact_estimate=pub(itf.ContactEstimate, '~/contact_estimate', out_qos))
+        self._listened = {}               # topic -> monotonic time it counts as listened
         self._gamma_next = 0.0            # monotonic time of the next unlistened Gamma
-        self._vis = Visibility(self, out_qos)     # ~/markers, ~/external_wrench, /diagnostics
+        # ~/markers, ~/external_wrench, /diagnostics
+        self._vis = Visibility(self.create_publisher, self._log, self.get_name(), out_qos)
         # model builds: one path, a builder thread; installed by a steady-clock timer (runs
         # while simulated time is paused) or at the next joint state
         self._build_id = 0
@@ -100,7 +102,9 @@ class DynamicsNode(Node):
         threading.Thread(target=self._builder, name='model_builder', daemon=True).start()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(0.05, self._install_built, clock=steady)
-        self.create_timer(1.0, self._vis.tick, clock=steady)
+        self.create_timer(1.0, lambda: self._vis.tick(
+            self._engine, self.config, self.get_clock().now().to_msg(),
+            self.get_fully_qualified_name()), clock=steady)
         self._sim_time = self.get_clock().ros_time_is_active   # else the system clock is read
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
@@ -129,7 +133,11 @@ class DynamicsNode(Node):
         else:
             self._log.info('robot_description parameter empty: waiting for the robot '
                            f'description on {self.resolve_topic_name("robot_description")}')
-        self.service_host = Services(self)    # after the start-up model: no early refusals
+        self.service_host = Services(Host(   # after the start-up model: no early refusals
+            self.context, self.get_name(), self.get_namespace(),
+            self.get_fully_qualified_name(), lambda: self._engine, lambda: self.config,
+            lambda: self.get_clock().now().to_msg(), self.reset_observer,
+            self.set_parameters_atomically))
 
     @property
     def engine(self):
@@ -333,22 +341,20 @@ class DynamicsNode(Node):
         return self._refuse(*out.refusal)
 
     def _publish_cycle(self, eng, cfg, stamp, out, t_in):
-        """The outputs of one cycle at ``stamp`` ((sec, nanosec)), as the cycle's
-        :class:`~ros_dynamics.estimation.joint_state_cycle.Outcome` ``out`` says."""
+        """Publish what one cycle made (``out``: its outcome) at ``stamp`` ((sec, nanosec))."""
         if self.stats['accepted'] == 0:
             self._log.info('first joint state accepted: publishing')
         self._cycle_count += 1
         self.stats['accepted'] += 1
-        q, res = eng.q, out.result
-        eng.remember(q, eng.v, stamp)
-        if out.tau is not None:
-            eng.record(out.t_ns, q, eng.v, out.tau)
-        self._publish(eng, cfg, stamp, res, out.written)
-        if not (eng.geometry_ready and eng.fused_ready) and eng.warm_later():
+        self.stats['observer_outputs'] += out.result.residual is not None
+        for topic, msg in eng.outputs(stamp, out, cfg, self._wanted):
+            self._send(self._pubs[topic], msg)
+        if eng.warm_later():
             self._log.info('compiling the Christoffel/Jacobian kernel and the compiled cycle in '
                            'the background (~5 s of CPU, once after an install): ~/christoffel '
                            'starts then')
-        self._vis.cycle(eng, cfg, stamp, res, q, out.t_ns, time.perf_counter() - t_in)
+        self._vis.cycle(eng, cfg, stamp, out.result, eng.q, out.t_ns,
+                        time.perf_counter() - t_in)
         return None
 
     def _gamma_due(self, eng, cfg):
@@ -359,46 +365,26 @@ class DynamicsNode(Node):
                 and eng.geometry_ready and self._cycle_count % cfg.christoffel_decimation == 0):
             return False
         now = time.monotonic()
-        if self._wanted(self._pub_G) or now >= self._gamma_next:
+        if self._wanted('christoffel') or now >= self._gamma_next:
             self._gamma_next = now + 1.0
             return True
         return False
 
     # ------------------------------------------------------------------ outputs
-    def _wanted(self, pub):
-        """Has this volatile stream a subscriber? A message nobody subscribes to is neither
-        filled nor published (about 8 us even to nobody; asking costs 1.4 us): asked at every
-        message while nobody listens, at most every 50 ms while someone does. DDS delivers a
-        volatile sample only to readers matched at that moment. Used for the per-cycle
-        streams and ~/christoffel (:meth:`_gamma_due`); the event-like ~/contact_estimate is
-        always published."""
+    def _wanted(self, topic):
+        """Has this stream a subscriber? A message nobody subscribes to is neither filled nor
+        published (about 8 us even to nobody; asking costs 1.4 us): asked at every message
+        while nobody listens, at most every 50 ms while someone does. DDS delivers a volatile
+        sample only to readers matched at that moment. Used for the per-cycle streams and
+        ~/christoffel (:meth:`_gamma_due`); the event-like ~/contact_estimate is always
+        published."""
         now = time.monotonic()
-        if now < self._listened.get(pub, 0.0):
+        if now < self._listened.get(topic, 0.0):
             return True
-        if pub.get_subscription_count() > 0:
-            self._listened[pub] = now + 0.05
+        if self._pubs[topic].get_subscription_count() > 0:
+            self._listened[topic] = now + 0.05
             return True
         return False
-
-    def _publish(self, eng, cfg, stamp, res, written):
-        on = self._wanted
-        if itf.HAVE_MSGS:
-            if cfg.publish_dynamics and on(self._pub_dyn):
-                self._send(self._pub_dyn, eng.dynamics_message(stamp, res.out, written))
-            if res.out.gamma is not None:     # latched: kept for subscribers to come
-                self._send(self._pub_G, eng.christoffel_message(stamp, res.out))
-            contact = res.contact   # every update in contact; once when free (first, release)
-            if contact is not None and cfg.publish_contact_estimate and (
-                    contact.in_contact or not eng.free_announced):
-                self._send(self._pub_contact, eng.contact_message(stamp, res))
-                eng.free_announced = not contact.in_contact
-        if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and on(self._pub_g):
-            self._send(self._pub_g, eng.torque_message(eng.g_out, stamp, res.terms.g, written))
-        if res.residual is not None:
-            self.stats['observer_outputs'] += 1
-            if cfg.publish_external_torque and on(self._pub_ext):
-                self._send(self._pub_ext, eng.torque_message(eng.ext_out, stamp, res.residual,
-                                                             written))
 
     def _send(self, pub, msg):
         """Publish; a sample the middleware refuses (seen with Fast DDS while a reliable
@@ -420,18 +406,11 @@ class DynamicsNode(Node):
         self._warn(kind, text, level)
 
     def reset_observer(self):
-        """~/reset_observer: (success, message). Also forgets the stamp histories, so that a
-        source whose clock was reset is accepted again."""
+        """~/reset_observer: (success, message)."""
         eng = self._engine
         if eng is None:
             return False, 'observer not available (no model yet)'
-        eng.assembler.forget_stamps()
-        if eng.cycle.observer is None:
-            return False, 'observer disabled; stamp history cleared'
-        eng.cycle.reset('requested (~/reset_observer)')
-        eng.free_announced = False
-        return True, ('observer will be re-initialized at the next joint state; stamp history '
-                      'cleared')
+        return eng.reset_observer()
 
     def summary(self):
         """The shutdown summary: counts of accepted, refused (by reason) and published."""
@@ -442,8 +421,7 @@ class DynamicsNode(Node):
                 f'publications failed: {self.stats["publish_failed"]}')
         eng = self._engine
         if eng is not None:
-            text += '; joint-state sources: ' + '; '.join(
-                f'{names} ({n} messages)' for names, n, _ in eng.assembler.sources)
+            text += '; joint-state sources: ' + eng.sources_summary()
         return text
 
 

@@ -145,7 +145,7 @@ class Engine:
         self.configure_input(cfg)
         self._warm_up(cfg)
         self.latest = None                 # (q, v, stamp) of the latest cycle, for services
-        self.free_announced = False
+        self._free_announced = False      # ~/contact_estimate said "free" since the last contact
         n = self.RECORD_LENGTH
         self._rec = (np.zeros(n), np.zeros((n, self.nq)), np.zeros((n, self.nv)),
                      np.zeros((n, self.nv)))
@@ -191,7 +191,58 @@ class Engine:
                 cfg.effort_source, cfg.commanded_torque_timeout)
             if self.fused_ready:
                 self.joint_state_cycle.compile()
-            self.step = self.joint_state_cycle.step
+
+    def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base, command,
+             christoffel):
+        """One joint-state message through the cycle
+        (:meth:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle.step`); a cycle's
+        state is kept for the services and, with its torque, for ~/estimate_payload."""
+        out = self.joint_state_cycle.step(names, position, velocity, effort, sec, nanosec,
+                                          now_ns, base, command, christoffel)
+        if out.verdict == 'cycle':
+            self.remember(self.q, self.v, (sec, nanosec))
+            if out.tau is not None:
+                self.record(out.t_ns, self.q, self.v, out.tau)
+        return out
+
+    def outputs(self, stamp, out, cfg, wanted):
+        """(topic, message) pairs to publish for one cycle (``out``: its outcome) at
+        ``stamp`` ((sec, nanosec)); topics: 'dynamics', 'christoffel', 'contact_estimate',
+        'gravity_torque', 'external_torque'; ``wanted(topic)``: has the stream a subscriber (a
+        message nobody subscribes to is not filled).  ~/contact_estimate: every update in
+        contact, once when free (the first, and after a release)."""
+        res, written = out.result, out.written
+        if itf.HAVE_MSGS:
+            if cfg.publish_dynamics and wanted('dynamics'):
+                yield 'dynamics', self.dynamics_message(stamp, res.out, written)
+            if res.out.gamma is not None:
+                yield 'christoffel', self.christoffel_message(stamp, res.out)
+            contact = res.contact
+            if contact is not None and cfg.publish_contact_estimate and (
+                    contact.in_contact or not self._free_announced):
+                yield 'contact_estimate', self.contact_message(stamp, res)
+                self._free_announced = not contact.in_contact
+        if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and wanted('gravity_torque'):
+            yield 'gravity_torque', self.torque_message(self.g_out, stamp, res.terms.g, written)
+        if res.residual is not None and cfg.publish_external_torque and wanted(
+                'external_torque'):
+            yield 'external_torque', self.torque_message(self.ext_out, stamp, res.residual,
+                                                         written)
+
+    def reset_observer(self):
+        """~/reset_observer: (success, message); also forgets the stamp histories, so that a
+        source whose clock was reset is accepted again."""
+        self.assembler.forget_stamps()
+        if self.cycle.observer is None:
+            return False, 'observer disabled; stamp history cleared'
+        self.cycle.reset('requested (~/reset_observer)')
+        self._free_announced = False
+        return True, ('observer will be re-initialized at the next joint state; stamp history '
+                      'cleared')
+
+    def sources_summary(self):
+        """The joint-state sources seen, for the shutdown summary."""
+        return '; '.join(f'{names} ({n} messages)' for names, n, _ in self.assembler.sources)
 
     def _warm_cycle(self):
         q0 = np.zeros(self.nq)

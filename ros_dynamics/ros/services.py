@@ -15,6 +15,7 @@ from __future__ import annotations
 import array
 import math
 import threading
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -42,18 +43,30 @@ def _finite(*arrays):
     return all(math.isfinite(float(np.sum(a))) for a in arrays)
 
 
+class Host(NamedTuple):
+    """What the services need of the node that hosts them (passed in, not the node)."""
+    context: object              # the rclpy context
+    name: str                    # the node's name, namespace and fully qualified name
+    namespace: str
+    fqn: str
+    engine: Callable             # () -> the current Engine or None
+    config: Callable             # () -> the current parameters
+    now: Callable                # () -> builtin_interfaces/Time of the node clock
+    reset_observer: Callable     # () -> (success, message)
+    set_parameters: Callable     # [rclpy Parameter] -> SetParametersResult (atomically)
+
+
 class Services:
     """The companion node and its executor thread (module text)."""
 
-    def __init__(self, node):
+    def __init__(self, host):
         import rclpy
         from rclpy.executors import SingleThreadedExecutor
-        self.node = node
-        self.srv_node = rclpy.create_node(f'{node.get_name()}_services',
-                                          namespace=node.get_namespace(),
-                                          context=node.context, start_parameter_services=False,
+        self.host = host
+        self.srv_node = rclpy.create_node(f'{host.name}_services', namespace=host.namespace,
+                                          context=host.context, start_parameter_services=False,
                                           use_global_arguments=False)   # no __node remap
-        base = node.get_fully_qualified_name()
+        base = host.fqn
         make = self.srv_node.create_service
         if itf.HAVE_MSGS:
             make(itf.GetDynamics, f'{base}/get_dynamics', self.get_dynamics)
@@ -62,7 +75,7 @@ class Services:
                  self.get_operational_space)
             make(itf.EstimatePayload, f'{base}/estimate_payload', self.estimate_payload)
         make(itf.Trigger, f'{base}/reset_observer', self.reset_observer)
-        self.executor = SingleThreadedExecutor(context=node.context)
+        self.executor = SingleThreadedExecutor(context=host.context)
         self.executor.add_node(self.srv_node)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, name='services', daemon=True)
@@ -87,7 +100,7 @@ class Services:
     # ------------------------------------------------------------------ shared path
     def _state(self, req, with_velocity):
         """(engine, q, v, stamp) of a request: its state, or the latest accepted one."""
-        eng = self.node.engine
+        eng = self.host.engine()
         if eng is None:
             raise ValueError('no robot model yet (set robot_description or publish it on the '
                              'robot_description topic)')
@@ -106,7 +119,7 @@ class Services:
         q, v = eng.request_state(list(js.name), js.position, js.velocity,
                                  getattr(req, 'base_pose', None),
                                  getattr(req, 'base_twist', None), with_velocity)
-        return eng, q, v, self.node.get_clock().now().to_msg()
+        return eng, q, v, self.host.now()
 
     @staticmethod
     def _serve(response, field, compute):
@@ -163,7 +176,7 @@ class Services:
     def get_operational_space(self, request, response):
         def compute():
             links = list(request.links)
-            limit = self.node.config.max_request_links
+            limit = self.host.config().max_request_links
             if not links:
                 raise ValueError('no nodes: give at least one link (and its point)')
             if len(links) > limit:
@@ -194,12 +207,12 @@ class Services:
         return self._serve(response, 'operational_space', compute)
 
     def reset_observer(self, request, response):
-        response.success, response.message = self.node.reset_observer()
+        response.success, response.message = self.host.reset_observer()
         return response
 
     def estimate_payload(self, request, response):
         """Fit a payload to the recorded joint states; optionally set the payload parameters."""
-        eng, cfg = self.node.engine, self.node.config
+        eng, cfg = self.host.engine(), self.host.config()
         try:
             if eng is None:
                 raise ValueError('no robot model yet')
@@ -225,7 +238,7 @@ class Services:
                             f'{est.residual_rms:.3g} N m)')
         if request.apply:
             from rclpy.parameter import Parameter
-            res = self.node.set_parameters_atomically([
+            res = self.host.set_parameters([
                 Parameter('payload_link', value=est.link),
                 Parameter('payload_mass', value=float(est.mass)),
                 Parameter('payload_com', value=[float(x) for x in est.com]),

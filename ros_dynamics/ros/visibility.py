@@ -29,24 +29,24 @@ DRAW_PERIOD = 1.0 / 30.0      # s: contacts drawn at most at 30 Hz (and at onset
 class Visibility:
     """Markers, wrench and diagnostics of one node (module text)."""
 
-    def __init__(self, node, qos):
+    def __init__(self, create_publisher, logger, node_name, qos):
+        """``create_publisher``, ``logger``, ``node_name``: the node's."""
         from geometry_msgs.msg import WrenchStamped
-        self.node = node
         self.pub_markers = self.pub_diag = None
         try:   # message packages a minimal ROS installation may lack: those outputs are off
             from visualization_msgs.msg import MarkerArray
-            self.pub_markers = node.create_publisher(MarkerArray, '~/markers', qos)
+            self.pub_markers = create_publisher(MarkerArray, '~/markers', qos)
         except ImportError:
-            node.get_logger().warning('visualization_msgs is not installed: ~/markers is off '
-                                      '(install ros-<distro>-visualization-msgs)')
+            logger.warning('visualization_msgs is not installed: ~/markers is off (install '
+                           'ros-<distro>-visualization-msgs)')
         try:
             from diagnostic_msgs.msg import DiagnosticArray
-            self.pub_diag = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+            self.pub_diag = create_publisher(DiagnosticArray, '/diagnostics', 10)
         except ImportError:
-            node.get_logger().warning('diagnostic_msgs is not installed: /diagnostics is off '
-                                      '(install ros-<distro>-diagnostic-msgs)')
-        self.pub_wrench = node.create_publisher(WrenchStamped, '~/external_wrench', qos)
-        self.health = NodeHealth(node_name=node.get_name())
+            logger.warning('diagnostic_msgs is not installed: /diagnostics is off (install '
+                           'ros-<distro>-diagnostic-msgs)')
+        self.pub_wrench = create_publisher(WrenchStamped, '~/external_wrench', qos)
+        self.health = NodeHealth(node_name=node_name)
         self._shown = 0             # markers shown (ids to delete on release)
         self._wrench_link = None    # link of the last published non-zero wrench
         self._next_draw = 0.0       # monotonic time of the next contact drawing
@@ -101,13 +101,11 @@ class Visibility:
         self.health.model(eng.nv, len(eng.model.warnings), cfg.coordinates,
                           eng.joint_coordinate_names)
 
-    def tick(self):
-        """Publish /diagnostics (the node's 1 Hz steady timer)."""
+    def tick(self, eng, cfg, stamp, hardware_id):
+        """Publish /diagnostics stamped ``stamp`` (the node's 1 Hz steady timer; ``eng`` the
+        current engine or None, ``cfg`` the parameters, ``hardware_id`` the node's name)."""
         self.health.thread_cpu(time.thread_time())     # the executor thread: this one
-        eng = self.node.engine
         self.health.compiled_cycle(None if eng is None else eng.joint_state_cycle.summary())
-        if self.node.config.publish_diagnostics and self.pub_diag is not None:
-            msg = self.health.to_msg(self.node.get_clock().now().to_msg(),
-                                     hardware_id=self.node.get_fully_qualified_name(),
-                                     now_s=time.monotonic())
-            self.pub_diag.publish(msg)
+        if cfg.publish_diagnostics and self.pub_diag is not None:
+            self.pub_diag.publish(self.health.to_msg(stamp, hardware_id=hardware_id,
+                                                     now_s=time.monotonic()))
