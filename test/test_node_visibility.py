@@ -17,6 +17,8 @@ def test_contact_markers_wrench_and_diagnostics(rclpy_context, ros_env, tmp_path
     from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
     from geometry_msgs.msg import WrenchStamped
     from visualization_msgs.msg import Marker, MarkerArray
+
+    from ros_dynamics_msgs.msg import ContactEstimate
     model = rd.load_urdf(ARM7)
     names = list(model.joint_names)
     params = {'robot_description': read(ARM7), 'observer_gain': [200.0],
@@ -56,6 +58,31 @@ def test_contact_markers_wrench_and_diagnostics(rclpy_context, ros_env, tmp_path
         np.testing.assert_allclose(a, p, atol=1e-9)
         np.testing.assert_allclose(b - a, 0.02 * F, atol=1e-3 * 0.02 * np.linalg.norm(F))
         assert got['markers'][-1].markers[0].header.frame_id == 'base'
+        # during the push: a 40 ms hiccup of the stream and a new wrench point; neither
+        # restarts the observer (no release, no new onset, the wrench stays the push)
+        contacts = []
+        node.create_subscription(ContactEstimate, '/vis/dynamics/contact_estimate',
+                                 contacts.append, 1000)
+        assert probe.set_params(contact_wrench_point=[0.0, 0.0, 0.05]).successful
+        for k in range(300):
+            t += 41_000_000 if k == 100 else 1_000_000
+            probe.js_pub.publish(probe.joint_state(names, q, np.zeros(7), g - tau_ext, t))
+            if k % 4 == 0:
+                probe.spin_for(0.001)
+        assert probe.spin_until(lambda: any(
+            c.header.stamp.sec * 10**9 + c.header.stamp.nanosec == t for c in contacts))
+        assert contacts and all(c.in_contact for c in contacts), 'released during the push'
+        diag = {kv.key: kv.value for s in got['diag'][-1].status if s.name.endswith('observer')
+                for kv in s.values}
+        assert probe.spin_until(lambda: any(
+            kv.key == 'gaps bridged' and int(kv.value) >= 1 for s in got['diag'][-1].status
+            for kv in s.values))
+        resets = {kv.key: kv.value for s in got['diag'][-1].status if s.name.endswith('observer')
+                  for kv in s.values}['resets']
+        assert resets == diag['resets'] == '1', resets       # the start only
+        arrows = [m for m in got['markers'][-1].markers if m.ns == 'contact_force']
+        start = np.array([arrows[0].points[0].x, arrows[0].points[0].y, arrows[0].points[0].z])
+        np.testing.assert_allclose(start, p + R @ [0.0, 0.0, 0.05], atol=1e-9)  # the new point
         # release: free at rest; the markers are deleted, the wrench zeroed
         for k in range(300):
             t += 1_000_000
