@@ -102,7 +102,7 @@ def _stepper(model, base, outputs=None, **settings):
     return js
 
 
-def _compare(model, msgs, events=None, observer=True):
+def _compare(model, msgs, events=None, observer=True, bases=None):
     nb = model.nv - len(model.joint_names)
     base = ((np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]), np.zeros(6)) if nb
             else (np.zeros(0), np.zeros(0)))
@@ -120,8 +120,9 @@ def _compare(model, msgs, events=None, observer=True):
             what(ref_js.assembler, ref_js.cycle), what(js.assembler, js.cycle)
         gamma = k % 10 == 0
         before = js.fast_cycles
-        ref = ref_js.step(*msg, base=odom, christoffel=gamma)
-        got = js.step(*msg, base=odom, christoffel=gamma)
+        b = (bases or {}).get(k, odom)
+        ref = ref_js.step(*msg, base=b, christoffel=gamma)
+        got = js.step(*msg, base=b, christoffel=gamma)
         assert got.verdict == ref.verdict and got.refusal == ref.refusal, (k, got.verdict,
                                                                            ref.refusal)
         assert got.notes == ref.notes and got.t_ns == ref.t_ns, k
@@ -183,8 +184,10 @@ def test_the_compiled_cycle_is_the_pipeline_on_every_case():
 def test_the_compiled_cycle_without_observer_and_on_a_floating_base():
     quad = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
     msgs = _stream(quad, np.random.default_rng(4), n_msgs=120)
-    js, _ = _compare(quad, msgs)
+    bad = (np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.6, 1.0]), np.zeros(6))   # |quaternion| != 1
+    js, _ = _compare(quad, msgs, bases={40: bad})
     assert js.counts[OK] >= 90, js.counts
+    assert js.counts[DECLINED.index('state') + 1] == 1, js.counts
     arm = rd.load_urdf(rd.bundled_urdf('arm7'))
     js, _ = _compare(arm, _stream(arm, np.random.default_rng(5), n_msgs=120), observer=False)
     assert js.counts[OK] >= 100, js.counts

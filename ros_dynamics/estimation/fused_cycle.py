@@ -46,10 +46,9 @@ OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, CONTACT, NONFINITE, NO_EFFORT, BRID
 DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'contact', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED)
 
-#: ``times``: the int64 scalars of one call
-SEC, NANOSEC, NOW, LAST, OBS_LAST, MAX_LEAD, MAX_AGE, RESET_JUMP, CLOCK_JUMPED, N_NAMES = range(10)
-#: ``limits``: the float64 scalars
-PBOUND, GAP_LIMIT, EPS = range(3)
+#: ``limits``: the constant limits of the input policy and the observer (float64; the times in
+#: nanoseconds, exact below 2^53 ns)
+MAX_LEAD, MAX_AGE, RESET_JUMP, PBOUND, EPS = range(5)
 
 IDX = types.int64[::1]
 ROWS = types.float64[:, ::1]
@@ -61,41 +60,43 @@ OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_to
 #                                                       ~/external_torque, offsets in them
 
 
-@entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD, OBS, OUTPUTS, IDX, VEC,
-       cache=True, nogil=True)
+@entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD, OBS, OUTPUTS, VEC,
+       types.int64, types.int64, types.int64, types.int64, types.int64, types.float64,
+       types.boolean, types.int64, cache=True, nogil=True)
 def fused_step(model, work, gather, message, state, bounds, held_values, observer, outputs,
-               times, limits):
+               limits, sec, nanosec, now_ns, last_ns, obs_last_ns, gap_limit, clock_jumped,
+               n_names):
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
     entries (the last ``gather.shape[0]``) it writes; ``bounds``: the velocity and effort
     bounds per joint; ``observer``: its state rows (empty: no observer), its last q, and the
     detector's thresholds; ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
-    torque and the residual go in them; ``times`` (SEC ... N_NAMES: the stamp, the receiving
-    clock, the source's last stamp, the observer's last sample (< 0: it restarts or is in
-    contact, which the pipeline does), the limits in ns) and ``limits`` (PBOUND, GAP_LIMIT,
-    EPS).  Returns OK, BRIDGED, NO_EFFORT or why it declined."""
+    torque and the residual go in them; ``limits`` (MAX_LEAD ... EPS); the stamp (sec,
+    nanosec), the receiving clock, the source's last stamp, the time of the observer's last
+    sample (< 0: it restarts or is in contact, which the pipeline does), its gap limit [s],
+    whether the receiving clock jumped back, and the message's number of names.  Returns OK,
+    BRIDGED, NO_EFFORT or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
     obs, obs_q, threshold = observer
     dyn, grav, ext, offsets = outputs
-    sec, nanosec = times[SEC], times[NANOSEC]
-    if stamp_verdict(sec, nanosec, times[LAST], times[NOW], times[MAX_LEAD], times[RESET_JUMP],
-                     times[CLOCK_JUMPED] != 0) != STAMP_OK:
+    if stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
+                     np.int64(limits[RESET_JUMP]), clock_jumped) != STAMP_OK:
         return STAMP
     stamp_ns = sec * NS + nanosec
-    n = times[N_NAMES]
+    n = n_names
     if pos.shape[0] != n or vel.shape[0] != n or (eff.shape[0] != n and eff.shape[0] != 0):
         return INPUT
     nj = gather.shape[0]
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
     code, all_e = gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort,
-                                 stamp_ns, times[MAX_AGE], q[bq:], v[bv:], tau[bv:],
+                                 stamp_ns, np.int64(limits[MAX_AGE]), q[bq:], v[bv:], tau[bv:],
                                  limits[PBOUND], bounds[0], bounds[1])
     if code != GATHER_OK:
         return INPUT
     observed = obs.shape[0] > 0 and all_e
-    if observed and times[OBS_LAST] < 0:
+    if observed and obs_last_ns < 0:
         return OBSERVER
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
     if terms(model, work, q, v, PRODUCTS) != 0:
@@ -106,8 +107,8 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
     r = obs[R] if observed else np.empty(0)
     bridged = False
     if observed:
-        dt = (stamp_ns - times[OBS_LAST]) / NS
-        interval = observer_interval(dt, limits[GAP_LIMIT])
+        dt = (stamp_ns - obs_last_ns) / NS
+        interval = observer_interval(dt, gap_limit)
         if interval != INTERVAL_UPDATE and interval != INTERVAL_GAP:
             return INTERVAL
         bridged = interval == INTERVAL_GAP

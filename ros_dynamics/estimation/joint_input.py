@@ -181,21 +181,20 @@ class InputBounds:
         return None
 
 
-def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump, clock_jumped=False):
+def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock_jumped=False):
     """The stamp policy (:func:`~ros_dynamics.estimation.rules.stamp_verdict`) for one message of
     a source whose last accepted stamp is ``last_ns`` (None: none yet); ``now_ns`` the receiving
-    clock (0 if unknown), ``max_lead`` and ``reset_jump`` in seconds.
+    clock (0 if unknown), the limits in nanoseconds.
 
     Returns (verdict, stamp_ns, kind, reason): verdict 'ok', 'reset' (the source's clock
-    jumped back by more than ``reset_jump`` s, or by any amount when the receiving clock
-    jumped back since the source's last accepted stamp (``clock_jumped``: simulated time
-    reset); accept and restart the observer) or 'reject' (kind and reason say why)."""
-    last = NO_STAMP if last_ns is None else int(last_ns)
-    code = stamp_verdict(int(sec), int(nanosec), last, int(now_ns), int(round(max_lead * NS)),
-                         int(round(reset_jump * NS)), bool(clock_jumped))
+    jumped back by more than the reset jump, or by any amount when the receiving clock jumped
+    back since the source's last accepted stamp (``clock_jumped``: simulated time reset);
+    accept and restart the observer) or 'reject' (kind and reason say why)."""
+    last = NO_STAMP if last_ns is None else last_ns
+    code = stamp_verdict(sec, nanosec, last, now_ns, max_lead_ns, reset_jump_ns, clock_jumped)
+    if code == STAMP_OK or code == STAMP_UNSTAMPED:
+        return 'ok', sec * NS + nanosec, None, None
     stamp_ns = 0 if code == STAMP_NANOSEC else sec * NS + nanosec
-    if code in (STAMP_OK, STAMP_UNSTAMPED):
-        return 'ok', stamp_ns, None, None
     if code == STAMP_CLOCK_RESET:
         return 'reset', stamp_ns, 'clock_reset', (
             f'the node clock jumped back (simulated time reset) and so did the stamps, by '
@@ -203,16 +202,19 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead, reset_jump, clock_jumpe
     if code == STAMP_SOURCE_RESET:
         return 'reset', stamp_ns, 'source_reset', (
             f'source reset: stamp jumped back {(last - stamp_ns) / NS:.6g} s (more than '
-            f'stamp_reset_jump {reset_jump:g} s)')
-    return ('reject', stamp_ns) + {
-        STAMP_NANOSEC: ('nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'),
-        STAMP_ZERO: ('zero_stamp', 'zero stamp (header not set) from a source that sends '
-                                   'stamps'),
-        STAMP_FUTURE: ('future', f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} '
-                                 f's ahead of the node clock (stamp_max_lead {max_lead:g} s)'),
-        STAMP_BACKWARDS: ('backwards', f'stamp {sec}.{nanosec:09d} is earlier than the last '
-                                       f'accepted one of this source ({last / NS:.9f})'),
-    }[code]
+            f'stamp_reset_jump {reset_jump_ns / NS:g} s)')
+    if code == STAMP_NANOSEC:
+        return 'reject', 0, 'nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'
+    if code == STAMP_ZERO:
+        return 'reject', 0, 'zero_stamp', ('zero stamp (header not set) from a source that '
+                                           'sends stamps')
+    if code == STAMP_FUTURE:
+        return 'reject', stamp_ns, 'future', (
+            f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} s ahead of the node '
+            f'clock (stamp_max_lead {max_lead_ns / NS:g} s)')
+    return 'reject', stamp_ns, 'backwards', (
+        f'stamp {sec}.{nanosec:09d} is earlier than the last accepted one of this source '
+        f'({last / NS:.9f})')
 
 
 class _Source:
@@ -372,7 +374,7 @@ class JointStateAssembler:
         if nmap.error is not None and not nmap.error.startswith('missing'):
             return self._reject('duplicate', nmap.error)
         verdict, stamp_ns, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns,
-                                                    self.max_lead, self.reset_jump,
+                                                    self.max_lead_ns, self.reset_jump_ns,
                                                     src.epoch != self.epoch)
         if verdict == 'reject':
             return self._reject(kind, text)

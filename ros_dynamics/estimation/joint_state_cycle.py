@@ -17,9 +17,7 @@ import time
 
 import numpy as np
 
-from .fused_cycle import (BRIDGED, CLOCK_JUMPED, DECLINED, GAP_LIMIT, LAST, MADE, MAX_AGE,
-                          MAX_LEAD, N_NAMES, NANOSEC, NO_EFFORT, NOW, OBS_LAST, RESET_JUMP, SEC,
-                          compile_fused, fused_step)
+from .fused_cycle import BRIDGED, DECLINED, MADE, NO_EFFORT, compile_fused, fused_step
 from .rules import NS
 
 
@@ -63,10 +61,9 @@ class JointStateCycle:
             effort_source == 'joint_state' or cycle.observer is None)
         if self._fast:
             obs = cycle.observer
-            self._args = self._fixed_arguments(outputs)
-            self._times = np.zeros(N_NAMES + 1, dtype=np.int64)
-            self._limits = np.array([assembler.bounds.position, 0.0,
-                                     obs.friction_velocity_eps if obs else 1.0])
+            self._args = self._fixed_arguments(outputs) + (np.array(
+                [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
+                 assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0]),)
 
     def _fixed_arguments(self, outputs):
         asm, cycle = self.assembler, self.cycle
@@ -131,15 +128,12 @@ class JointStateCycle:
             self.not_tried += 1
             return False
         gather, last_ns, clock_jumped = src
-        t = self._times
-        t[SEC], t[NANOSEC], t[NOW], t[LAST] = sec, nanosec, now_ns, last_ns
-        t[OBS_LAST], t[MAX_LEAD], t[MAX_AGE] = cycle.fused_time, asm.max_lead_ns, asm.max_age_ns
-        t[RESET_JUMP], t[CLOCK_JUMPED], t[N_NAMES] = asm.reset_jump_ns, clock_jumped, len(names)
-        self._limits[GAP_LIMIT] = cycle.gap_limit
-        (model, work), state, bounds, held, observer, outputs = self._args
+        obs_last_ns = cycle.fused_time
+        (model, work), state, bounds, held, observer, outputs, limits = self._args
         try:
             status = fused_step(model, work, gather, (position, velocity, effort), state,
-                                bounds, held, observer, outputs, t, self._limits)
+                                bounds, held, observer, outputs, limits, sec, nanosec, now_ns,
+                                last_ns, obs_last_ns, cycle.gap_limit, clock_jumped, len(names))
         except TypeError:        # other array types (e.g. read-only): the pipeline converts
             return False
         self.counts[status] += 1
@@ -149,7 +143,7 @@ class JointStateCycle:
         asm.fused_accepted(stamp_ns)
         observed = status != NO_EFFORT and cycle.observer is not None
         out = self.outcome
-        out.result = cycle.fused_done(self.q, self.v, stamp_ns, (stamp_ns - t[OBS_LAST]) / NS,
+        out.result = cycle.fused_done(self.q, self.v, stamp_ns, (stamp_ns - obs_last_ns) / NS,
                                       observed, status == BRIDGED, christoffel)
         if out.result.error is not None:
             out.verdict = 'refused'
