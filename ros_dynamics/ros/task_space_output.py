@@ -1,0 +1,197 @@
+"""The dynamics node's task-space output (``~/task_space``, ``~/get_task_space``), without rclpy.
+
+From the parameter ``task_frames`` (validated when it is set: :func:`resolve_task_frames`) and
+one cycle's workspace, :class:`TaskSpaceOutput` computes the task-space terms
+(:func:`ros_dynamics.task_space_after_terms`: no second kinematics pass after the cycle's
+Algorithm 1) and writes them into a ``ros_dynamics_msgs/TaskSpace`` message: per frame the
+pose, the Jacobian and dJ/dt v, and the mass, CoM, CoM velocity, A_G and dA_G/dt v (field
+meanings: the message file and docs/conventions.md).  :class:`TaskSpaceStream` is the same
+message preallocated as serialized bytes (:class:`~ros_dynamics.ros.wire.Template`): a cycle
+writes its numbers into them, nothing else is converted.
+
+Coordinates: the Jacobians and A_G have one column per published coordinate (the names of
+``~/dynamics``).  In ``mimic_reduced`` coordinates v = A vbar with a constant A, so Jbar = J A,
+Abar_G = A_G A, and dJ/dt v, dA_G/dt v are unchanged (Echeandia & Wensing 2021, Sec. 3.3, with
+Adot = 0); ``center_of_mass`` coordinates are refused (their A depends on q).
+"""
+from __future__ import annotations
+
+import array
+
+import numpy as np
+
+from ..core.api import task_frames, task_space, task_space_after_terms
+
+#: what the node's output needs the configured frames to be: the reason when it cannot be made
+NOT_IN_COM_COORDINATES = ('task_frames are not supported with coordinates center_of_mass (its '
+                          'velocity map depends on q); use coordinates joint or mimic_reduced')
+
+
+def resolve_task_frames(model, names, coordinates='joint'):
+    """The parameter ``task_frames`` resolved on ``model`` (a :class:`ros_dynamics.TaskFrames`);
+    ValueError with the reason (an unknown frame with the closest names, a repeated one, or
+    coordinates the task space does not support)."""
+    names = list(names)
+    if names and coordinates == 'center_of_mass':
+        raise ValueError(NOT_IN_COM_COORDINATES)
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f'task_frames: {name!r} is listed twice')
+        seen.add(name)
+    try:
+        return task_frames(model, names)
+    except ValueError as exc:
+        raise ValueError(f'task_frames: {exc}') from None
+
+
+def rotation_to_quaternion(R):
+    """Unit quaternions (x, y, z, w), w >= 0, of rotation matrices R (k, 3, 3): (k, 4).
+    Shepperd's method (1978): each from the largest of 4w^2, 4x^2, 4y^2, 4z^2, so that no small
+    number is divided by or square-rooted (full precision for every rotation)."""
+    R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
+    r00, r11, r22 = R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]
+    d21, d02, d10 = R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]
+    s01, s02, s12 = R[:, 0, 1] + R[:, 1, 0], R[:, 0, 2] + R[:, 2, 0], R[:, 1, 2] + R[:, 2, 1]
+    big = np.stack([1.0 + r00 + r11 + r22, 1.0 + r00 - r11 - r22, 1.0 - r00 + r11 - r22,
+                    1.0 - r00 - r11 + r22], axis=1)          # 4w^2, 4x^2, 4y^2, 4z^2
+    pick = np.argmax(big, axis=1)
+    s = 2.0 * np.sqrt(big[np.arange(len(R)), pick])           # 4 |w|, 4 |x|, 4 |y| or 4 |z|
+    candidates = np.stack([                                   # x, y, z, w from each choice
+        np.stack([d21, d02, d10, 0.25 * s * s], axis=1),
+        np.stack([0.25 * s * s, s01, s02, d21], axis=1),
+        np.stack([s01, 0.25 * s * s, s12, d02], axis=1),
+        np.stack([s02, s12, 0.25 * s * s, d10], axis=1)], axis=0)
+    q = candidates[pick, np.arange(len(R))] / s[:, None]
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return np.where(q[:, 3:4] < 0.0, -q, q)
+
+
+class TaskSpaceOutput:
+    """The task-space terms of one model in the published coordinates (module text).
+
+    ``coords``: the node's output coordinates (a ``ros_dynamics.Coordinates``); ``frames``:
+    the parameter ``task_frames``.  ValueError with the reason if they cannot be served."""
+
+    def __init__(self, model, coords, frames):
+        self.model = model
+        self.frames = resolve_task_frames(model, frames, coords.kind)
+        self.names = list(coords.names)
+        self.supported = coords.kind != 'center_of_mass'
+        self.A = None if coords.identity or not self.supported else coords.A
+        self.enabled = self.supported and (len(self.frames) > 0 or model.floating_base)
+
+    def after_terms(self, data):
+        """The task space of the state the cycle just computed into ``data`` (its q, v)."""
+        return task_space_after_terms(self.model, data, self.frames)
+
+    def at(self, q, v, frames):
+        """The task space at a requested state for requested frames (names: an unknown one
+        raises ValueError with the closest names)."""
+        if not self.supported:
+            raise ValueError(NOT_IN_COM_COORDINATES)
+        return task_space(self.model, q, v, list(frames))
+
+    def columns(self, X):
+        """Matrix rows in the published coordinates: X A (mimic_reduced) or X itself."""
+        return X if self.A is None else X @ self.A
+
+    def values(self, ts):
+        """{field: flat float64 array} of the message's float64 arrays, plus 'poses' (k, 7:
+        position, quaternion x y z w) and 'centroid' (mass, CoM, CoM velocity)."""
+        k = len(ts.frames)
+        poses = np.empty((k, 7))
+        poses[:, :3] = ts.positions
+        poses[:, 3:] = rotation_to_quaternion(ts.rotations)
+        return {'jacobians': self.columns(ts.jacobians).reshape(-1),
+                'jacobian_dot_v': ts.jacobian_dot_v.reshape(-1),
+                'centroidal_matrix': self.columns(ts.centroidal_matrix).reshape(-1),
+                'centroidal_bias': ts.centroidal_bias.copy(),
+                'poses': poses, 'centroid': ts.centroid.copy()}
+
+    def fill(self, msg, ts, pose_type):
+        """Write ``ts`` into the TaskSpace message object ``msg`` (header left to the caller);
+        ``pose_type``: geometry_msgs/Pose."""
+        vals = self.values(ts)
+        msg.names = list(self.names)
+        msg.frames = list(ts.frames)
+        poses = []
+        for row in vals['poses']:
+            p = pose_type()
+            p.position.x, p.position.y, p.position.z = (float(x) for x in row[:3])
+            (p.orientation.x, p.orientation.y, p.orientation.z,
+             p.orientation.w) = (float(x) for x in row[3:])
+            poses.append(p)
+        msg.poses = poses
+        for field in ('jacobians', 'jacobian_dot_v', 'centroidal_matrix', 'centroidal_bias'):
+            setattr(msg, field, array.array('d', vals[field]))
+        c = vals['centroid']
+        msg.mass = float(c[0])
+        msg.com.x, msg.com.y, msg.com.z = (float(x) for x in c[1:4])
+        msg.com_velocity.x, msg.com_velocity.y, msg.com_velocity.z = (float(x) for x in c[4:7])
+        return msg
+
+
+class TaskSpaceStream:
+    """``~/task_space`` of one model preallocated: :meth:`write` a cycle's terms, then
+    :meth:`message` (serialized bytes in the node's usual format, or the message object where
+    the middleware's serialization is not plain CDR).
+
+    ``msg``: an empty ``ros_dynamics_msgs/TaskSpace``; ``serialize``:
+    ``rclpy.serialization.serialize_message``; ``pose_type``: geometry_msgs/Pose."""
+
+    def __init__(self, output, msg, serialize, pose_type, frame_id):
+        from .wire import Template
+        self.output, self.msg, self.pose_type = output, msg, pose_type
+        k, n = len(output.frames), len(output.names)
+        msg.header.frame_id = frame_id
+        msg.names, msg.frames = list(output.names), list(output.frames.names)
+        sizes = {'jacobians': 6 * k * n, 'jacobian_dot_v': 6 * k, 'centroidal_matrix': 6 * n,
+                 'centroidal_bias': 6}
+        for field, size in sizes.items():
+            setattr(msg, field, array.array('d', bytes(8 * size)))
+        # Sentinels in the poses and centroid words, found again in the serialized payload:
+        # their float64 word offsets there (CDR aligns every float64 to 8 bytes).
+        marks = -np.arange(1, 7 * k + 8, dtype=float) * 1.0e-300
+        msg.poses = [pose_type() for _ in range(k)]
+        for i, p in enumerate(msg.poses):
+            (p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
+             p.orientation.z, p.orientation.w) = marks[7 * i:7 * i + 7]
+        msg.mass = marks[7 * k]
+        msg.com.x, msg.com.y, msg.com.z = marks[7 * k + 1:7 * k + 4]
+        msg.com_velocity.x, msg.com_velocity.y, msg.com_velocity.z = marks[7 * k + 4:]
+        try:
+            self.template = Template(msg, serialize)
+        except ValueError:
+            self.template = None
+            return
+        words = self.template.payload
+        where = {float(x): i for i, x in enumerate(words) if x < 0.0 and x > -1e-290}
+        index = np.array([where.get(float(x), -1) for x in marks], dtype=np.intp)
+        if (index < 0).any():
+            self.template = None
+            return
+        words[index] = 0.0
+        self.pose_words, self.centroid_words = index[:7 * k].reshape(k, 7), index[7 * k:]
+        self.arrays = self.template.arrays
+
+    def write(self, ts):
+        """Write one cycle's :class:`ros_dynamics.TaskSpace` into the message."""
+        if self.template is None:
+            self.output.fill(self.msg, ts, self.pose_type)
+            return
+        vals = self.output.values(ts)
+        for field in ('jacobians', 'jacobian_dot_v', 'centroidal_matrix', 'centroidal_bias'):
+            np.copyto(self.arrays[field], vals[field])
+        words = self.template.payload
+        words[self.pose_words] = vals['poses']
+        words[self.centroid_words] = vals['centroid']
+
+    def message(self, stamp):
+        """The message stamped ``stamp`` ((sec, nanosec)) with the terms last written."""
+        if self.template is not None:
+            self.template.set_stamp(*stamp)
+            return self.template.bytes()
+        st = self.msg.header.stamp
+        st.sec, st.nanosec = stamp
+        return self.msg
