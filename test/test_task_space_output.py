@@ -87,11 +87,17 @@ def test_mimic_reduced_columns():
     assert rel_err(Abar[:3] @ vbar, vals['centroid'][0] * vals['centroid'][4:7]) < 1e-12
 
 
-@pytest.mark.parametrize('robot, floating, frames', [
-    ('quadruped', True, FEET), ('arm7', False, ['tool', 'arm_link_3'])])
-def test_stream_message_deserializes_to_the_terms(robot, floating, frames):
-    model = rd.load_urdf(rd.bundled_urdf(robot), floating_base=floating)
-    coords = rd.output_coordinates(model, 'joint')
+@pytest.mark.parametrize('robot, floating, frames, kind', [
+    ('quadruped', True, FEET, 'joint'), ('arm7', False, ['tool', 'arm_link_3'], 'joint'),
+    (GRIPPER, True, None, 'mimic_reduced')])
+def test_stream_message_deserializes_to_the_terms(robot, floating, frames, kind):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', rd.URDFWarning)
+        model = rd.load_urdf(robot if os.path.isfile(robot) else rd.bundled_urdf(robot),
+                             floating_base=floating)
+    frames = frames or model.frame_names[-3:]
+    coords = rd.output_coordinates(model, kind)
     out = TaskSpaceOutput(model, coords, frames)
     stream = TaskSpaceStream(out, TaskSpace(), serialize_message, Pose, 'world')
     assert stream.template is not None                      # the serialized path is exercised
@@ -104,15 +110,17 @@ def test_stream_message_deserializes_to_the_terms(robot, floating, frames):
         stream.write(ts)
         msg = deserialize_message(stream.message((12, 345 + trial)), TaskSpace)
         ref = rd.task_space(model, q, v, frames)
-        n, k = model.nv, len(frames)
+        A = np.eye(model.nv) if kind == 'joint' else coords.A       # v = A vbar
+        n, k = coords.nv, len(frames)
         assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (12, 345 + trial)
         assert msg.header.frame_id == 'world'
         assert list(msg.names) == list(coords.names) and list(msg.frames) == frames
-        np.testing.assert_allclose(np.reshape(msg.jacobians, (k, 6, n)), ref.jacobians, atol=1e-12)
+        np.testing.assert_allclose(np.reshape(msg.jacobians, (k, 6, n)), ref.jacobians @ A,
+                                   atol=1e-12)
         np.testing.assert_allclose(np.reshape(msg.jacobian_dot_v, (k, 6)), ref.jacobian_dot_v,
                                    atol=1e-12)
         np.testing.assert_allclose(np.reshape(msg.centroidal_matrix, (6, n)),
-                                   ref.centroidal_matrix, atol=1e-12)
+                                   ref.centroidal_matrix @ A, atol=1e-12)
         np.testing.assert_allclose(msg.centroidal_bias, ref.centroidal_bias, atol=1e-12)
         assert msg.mass == pytest.approx(model.total_mass() if floating else ref.mass, rel=1e-12)
         np.testing.assert_allclose([msg.com.x, msg.com.y, msg.com.z], ref.com, atol=1e-12)

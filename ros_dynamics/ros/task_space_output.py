@@ -19,6 +19,7 @@ from __future__ import annotations
 import array
 
 import numpy as np
+from numba import njit
 
 from ..core.api import task_frames, task_space, task_space_after_terms
 
@@ -45,26 +46,65 @@ def resolve_task_frames(model, names, coordinates='joint'):
         raise ValueError(f'task_frames: {exc}') from None
 
 
+@njit(cache=True, nogil=True)
+def pose_rows(rot, pos, out):
+    """out[k] = (origin, unit quaternion x y z w with w >= 0) of the frames (rot (k, 3, 3), pos
+    (k, 3)).  Shepperd's method (1978): each quaternion from the largest of 4w^2, 4x^2, 4y^2,
+    4z^2, so that no small number is divided by or square-rooted (full precision for every
+    rotation)."""
+    for k in range(rot.shape[0]):
+        m = rot[k]
+        t0 = 1.0 + m[0, 0] + m[1, 1] + m[2, 2]                      # 4 w^2
+        t1 = 1.0 + m[0, 0] - m[1, 1] - m[2, 2]                      # 4 x^2
+        t2 = 1.0 - m[0, 0] + m[1, 1] - m[2, 2]                      # 4 y^2
+        t3 = 1.0 - m[0, 0] - m[1, 1] + m[2, 2]                      # 4 z^2
+        d21, d02, d10 = m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]
+        s01, s02, s12 = m[0, 1] + m[1, 0], m[0, 2] + m[2, 0], m[1, 2] + m[2, 1]
+        if t0 >= t1 and t0 >= t2 and t0 >= t3:
+            s = 2.0 * np.sqrt(t0)                                    # 4 |w|
+            x, y, z, w = d21 / s, d02 / s, d10 / s, 0.25 * s
+        elif t1 >= t2 and t1 >= t3:
+            s = 2.0 * np.sqrt(t1)                                    # 4 |x|
+            x, y, z, w = 0.25 * s, s01 / s, s02 / s, d21 / s
+        elif t2 >= t3:
+            s = 2.0 * np.sqrt(t2)                                    # 4 |y|
+            x, y, z, w = s01 / s, 0.25 * s, s12 / s, d02 / s
+        else:
+            s = 2.0 * np.sqrt(t3)                                    # 4 |z|
+            x, y, z, w = s02 / s, s12 / s, 0.25 * s, d10 / s
+        n = np.sqrt(x * x + y * y + z * z + w * w)
+        if w < 0.0:
+            n = -n
+        out[k, 0], out[k, 1], out[k, 2] = pos[k, 0], pos[k, 1], pos[k, 2]
+        out[k, 3], out[k, 4], out[k, 5], out[k, 6] = x / n, y / n, z / n, w / n
+
+
+@njit(cache=True, nogil=True)
+def _write(words, offsets, index, poses, rot, pos, centroid, J, Jdv, A_G, bias):
+    """One cycle's terms into the serialized message's float64 words: the four float64 arrays
+    at their word ``offsets`` (jacobians, jacobian_dot_v, centroidal_matrix, centroidal_bias),
+    the poses' and the centroid's words at ``index`` (7 per frame, then mass, com,
+    com_velocity); ``poses``: (k, 7) scratch.  One compiled call: per-call dispatch is what a
+    few small numpy copies would cost most."""
+    for o, src in ((offsets[0], J.reshape(-1)), (offsets[1], Jdv.reshape(-1)),
+                   (offsets[2], A_G.reshape(-1)), (offsets[3], bias)):
+        for i in range(src.shape[0]):
+            words[o + i] = src[i]
+    pose_rows(rot, pos, poses)
+    k = poses.shape[0]
+    for f in range(k):
+        for j in range(7):
+            words[index[7 * f + j]] = poses[f, j]
+    for j in range(7):
+        words[index[7 * k + j]] = centroid[j]
+
+
 def rotation_to_quaternion(R):
-    """Unit quaternions (x, y, z, w), w >= 0, of rotation matrices R (k, 3, 3): (k, 4).
-    Shepperd's method (1978): each from the largest of 4w^2, 4x^2, 4y^2, 4z^2, so that no small
-    number is divided by or square-rooted (full precision for every rotation)."""
-    R = np.asarray(R, dtype=float).reshape(-1, 3, 3)
-    r00, r11, r22 = R[:, 0, 0], R[:, 1, 1], R[:, 2, 2]
-    d21, d02, d10 = R[:, 2, 1] - R[:, 1, 2], R[:, 0, 2] - R[:, 2, 0], R[:, 1, 0] - R[:, 0, 1]
-    s01, s02, s12 = R[:, 0, 1] + R[:, 1, 0], R[:, 0, 2] + R[:, 2, 0], R[:, 1, 2] + R[:, 2, 1]
-    big = np.stack([1.0 + r00 + r11 + r22, 1.0 + r00 - r11 - r22, 1.0 - r00 + r11 - r22,
-                    1.0 - r00 - r11 + r22], axis=1)          # 4w^2, 4x^2, 4y^2, 4z^2
-    pick = np.argmax(big, axis=1)
-    s = 2.0 * np.sqrt(big[np.arange(len(R)), pick])           # 4 |w|, 4 |x|, 4 |y| or 4 |z|
-    candidates = np.stack([                                   # x, y, z, w from each choice
-        np.stack([d21, d02, d10, 0.25 * s * s], axis=1),
-        np.stack([0.25 * s * s, s01, s02, d21], axis=1),
-        np.stack([s01, 0.25 * s * s, s12, d02], axis=1),
-        np.stack([s02, s12, 0.25 * s * s, d10], axis=1)], axis=0)
-    q = candidates[pick, np.arange(len(R))] / s[:, None]
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    return np.where(q[:, 3:4] < 0.0, -q, q)
+    """Unit quaternions (x, y, z, w), w >= 0, of rotation matrices R (k, 3, 3): (k, 4)."""
+    R = np.ascontiguousarray(R, dtype=float).reshape(-1, 3, 3)
+    out = np.empty((len(R), 7))
+    pose_rows(R, np.zeros((len(R), 3)), out)
+    return out[:, 3:]
 
 
 class TaskSpaceOutput:
@@ -99,10 +139,8 @@ class TaskSpaceOutput:
     def values(self, ts):
         """{field: flat float64 array} of the message's float64 arrays, plus 'poses' (k, 7:
         position, quaternion x y z w) and 'centroid' (mass, CoM, CoM velocity)."""
-        k = len(ts.frames)
-        poses = np.empty((k, 7))
-        poses[:, :3] = ts.positions
-        poses[:, 3:] = rotation_to_quaternion(ts.rotations)
+        poses = np.empty((len(ts.frames), 7))
+        pose_rows(ts.rotations, ts.positions, poses)
         return {'jacobians': self.columns(ts.jacobians).reshape(-1),
                 'jacobian_dot_v': ts.jacobian_dot_v.reshape(-1),
                 'centroidal_matrix': self.columns(ts.centroidal_matrix).reshape(-1),
@@ -167,25 +205,28 @@ class TaskSpaceStream:
             return
         words = self.template.payload
         where = {float(x): i for i, x in enumerate(words) if x < 0.0 and x > -1e-290}
-        index = np.array([where.get(float(x), -1) for x in marks], dtype=np.intp)
+        index = np.array([where.get(float(x), -1) for x in marks], dtype=np.int64)
         if (index < 0).any():
             self.template = None
             return
         words[index] = 0.0
-        self.pose_words, self.centroid_words = index[:7 * k].reshape(k, 7), index[7 * k:]
-        self.arrays = self.template.arrays
+        self.index, self.poses = index, np.zeros((k, 7))
+        o = self.template.offsets
+        self.offsets = np.array([o['jacobians'], o['jacobian_dot_v'], o['centroidal_matrix'],
+                                 o['centroidal_bias']], dtype=np.int64)
+        if output.A is not None:        # mimic_reduced: the columns J A, A_G A (k, 6, nbar)
+            self.J, self.A_G = np.zeros((k, 6, n)), np.zeros((6, n))
 
     def write(self, ts):
         """Write one cycle's :class:`ros_dynamics.TaskSpace` into the message."""
         if self.template is None:
             self.output.fill(self.msg, ts, self.pose_type)
             return
-        vals = self.output.values(ts)
-        for field in ('jacobians', 'jacobian_dot_v', 'centroidal_matrix', 'centroidal_bias'):
-            np.copyto(self.arrays[field], vals[field])
-        words = self.template.payload
-        words[self.pose_words] = vals['poses']
-        words[self.centroid_words] = vals['centroid']
+        J, A_G, A = ts.jacobians, ts.centroidal_matrix, self.output.A
+        if A is not None:
+            J, A_G = np.matmul(J, A, out=self.J), np.matmul(A_G, A, out=self.A_G)
+        _write(self.template.payload, self.offsets, self.index, self.poses, ts.rotations,
+               ts.positions, ts.centroid, J, ts.jacobian_dot_v, A_G, ts.centroidal_bias)
 
     def message(self, stamp):
         """The message stamped ``stamp`` ((sec, nanosec)) with the terms last written."""
