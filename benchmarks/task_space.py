@@ -20,6 +20,12 @@ Python-call level, CPU time of this thread (time.thread_time; the 2-core machine
                 getFrameClassicalAcceleration(LOCAL_WORLD_ALIGNED), then
                 computeCentroidalMapTimeVariation(q, v) (A_G, dA_G/dt, CoM) and dA_G @ v; the
                 CoM velocity is A_G's linear rows times v over the total mass (computed once)
+* pin dccrba:   computeCentroidalMapTimeVariation(q, v) alone, one call (a kinematics pass and
+                the centroidal terms in C++, no frames): for scale, how much of the sequence
+                above is Python-call overhead
+* message:      (when ros_dynamics_msgs with TaskSpace is importable) what the node adds per
+                joint state to publish them: TaskSpaceStream.write, the terms into the
+                preallocated serialized ~/task_space (ros_dynamics.ros.task_space_output)
 
 Ratios are formed from numbers measured in the same run.
 """
@@ -71,6 +77,17 @@ class Case:
         self.pmass = pin.computeTotalMass(self.pm)       # constant: computed once
         self.data = rd.Data(m)
         self.tframes = rd.task_frames(m, frames)
+        self.stream = None
+        try:
+            from geometry_msgs.msg import Pose
+            from rclpy.serialization import serialize_message
+            from ros_dynamics_msgs.msg import TaskSpace
+            from ros_dynamics.ros.task_space_output import TaskSpaceOutput, TaskSpaceStream
+        except ImportError:
+            log('ros_dynamics_msgs with TaskSpace not importable: the message column is n/a')
+        else:
+            out = TaskSpaceOutput(m, rd.output_coordinates(m, 'joint'), frames)
+            self.stream = TaskSpaceStream(out, TaskSpace(), serialize_message, Pose, 'world')
 
     # the timed calls
     def ours(self):
@@ -82,6 +99,12 @@ class Case:
     def terms_and_task_space(self):
         rd.compute_all_terms(self.model, self.q, self.v, self.data)
         return rd.task_space_after_terms(self.model, self.data, self.tframes)
+
+    def pin_dccrba(self):
+        self.pin.computeCentroidalMapTimeVariation(self.pm, self.pd, self.qp, self.vp)
+
+    def message(self):
+        self.stream.write(self.data.task_space)
 
     def pinocchio(self):
         pin, pm, pd, q, v = self.pin, self.pm, self.pd, self.qp, self.vp
@@ -123,8 +146,11 @@ def main():
         case.terms_and_task_space()
         err = case.max_rel_diff()
         log(f'{label}: max rel. diff vs Pinocchio {err:.1e}; timing ...')
-        t = interleaved({'ours': case.ours, 'terms': case.terms,
-                         'terms+ts': case.terms_and_task_space, 'pin': case.pinocchio},
+        funcs = {'ours': case.ours, 'terms': case.terms, 'terms+ts': case.terms_and_task_space,
+                 'pin': case.pinocchio, 'dccrba': case.pin_dccrba}
+        if case.stream is not None:
+            funcs['message'] = case.message
+        t = interleaved(funcs,
                         blocks=11 if args.quick else 41, block_s=0.02, clock=time.thread_time)
         rows.append((label, case.model.nv, err, t))
     lines = [
@@ -137,13 +163,15 @@ def main():
         '+ task_space_after_terms) - compute_all_terms: what the task space adds to a cycle '
         'that computes M, C, dM/dt, g anyway. Pinocchio: the call sequence in the module text.', '',
         '| robot | nv | max rel. diff vs pin | ours fresh [us] | ours in cycle [us] | '
-        'pinocchio [us] | ours fresh / pin | ours in cycle / pin | terms alone [us] |',
-        '|---|---|---|---|---|---|---|---|---|']
+        'pinocchio [us] | ours fresh / pin | ours in cycle / pin | terms alone [us] | '
+        'message [us] | pin dccrba alone [us] |',
+        '|---|---|---|---|---|---|---|---|---|---|---|']
     for label, nv, err, t in rows:
         inc = t['terms+ts'] - t['terms']
         lines.append(f'| {label} | {nv} | {err:.1e} | {us(t["ours"])} | {us(inc)} | '
                      f'{us(t["pin"])} | {t["ours"] / t["pin"]:.2f} | {inc / t["pin"]:.2f} | '
-                     f'{us(t["terms"])} |')
+                     f'{us(t["terms"])} | {us(t["message"]) if "message" in t else "n/a"} | '
+                     f'{us(t["dccrba"])} |')
     text = '\n'.join(lines) + '\n'
     print(text)
     path = output(args.out_dir, 'task_space.md')
