@@ -135,3 +135,26 @@ def test_stream_message_deserializes_to_the_terms(robot, floating, frames, kind)
         obj = out.fill(GetTaskSpace.Response().task_space, ts, Pose)
         assert list(obj.jacobians) == list(msg.jacobians) and obj.poses == msg.poses
         assert obj.mass == msg.mass and obj.com == msg.com
+
+
+def test_service_fields_in_the_requested_order():
+    """~/get_task_space's path: frames in the request's order at a requested state, every field
+    as the core computes it; an unknown frame gives the reason with the closest names."""
+    from geometry_msgs.msg import Point, Vector3
+    model = _quadruped()
+    out = TaskSpaceOutput(model, rd.output_coordinates(model, 'joint'), FEET)
+    rng = np.random.default_rng(11)
+    q, v, _ = random_state(model, rng)
+    order = ['RH_foot', 'trunk', 'LF_foot']
+    fields = out.fields(out.at(q, v, order), Pose, Point, Vector3)
+    ref = rd.task_space(model, q, v, order)
+    assert fields['frames'] == order and fields['names'] == list(out.names)
+    np.testing.assert_allclose(np.reshape(fields['jacobians'], (3, 6, model.nv)), ref.jacobians,
+                               atol=1e-12)
+    assert fields['mass'] == pytest.approx(ref.mass)
+    np.testing.assert_allclose([fields['com'].x, fields['com'].y, fields['com'].z], ref.com,
+                               atol=1e-12)
+    np.testing.assert_allclose([p.position.z for p in fields['poses']], ref.positions[:, 2],
+                               atol=1e-12)
+    with pytest.raises(ValueError, match=r"'RH_fot'.*closest: 'RH_foot'"):
+        out.at(q, v, ['RH_fot'])

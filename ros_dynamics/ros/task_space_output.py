@@ -147,12 +147,13 @@ class TaskSpaceOutput:
                 'centroidal_bias': ts.centroidal_bias.copy(),
                 'poses': poses, 'centroid': ts.centroid.copy()}
 
-    def fill(self, msg, ts, pose_type):
-        """Write ``ts`` into the TaskSpace message object ``msg`` (header left to the caller);
-        ``pose_type``: geometry_msgs/Pose."""
+    def fields(self, ts, pose_type, point_type, vector3_type):
+        """{field: value} of a TaskSpace message (header excepted) for ``ts``: what a service
+        response sets (geometry_msgs Pose, Point and Vector3 types given by the caller).
+        ValueError if a value is not finite."""
         vals = self.values(ts)
-        msg.names = list(self.names)
-        msg.frames = list(ts.frames)
+        if not all(np.isfinite(a).all() for a in vals.values()):
+            raise ValueError('non-finite task-space terms at this state')
         poses = []
         for row in vals['poses']:
             p = pose_type()
@@ -160,13 +161,19 @@ class TaskSpaceOutput:
             (p.orientation.x, p.orientation.y, p.orientation.z,
              p.orientation.w) = (float(x) for x in row[3:])
             poses.append(p)
-        msg.poses = poses
+        c = [float(x) for x in vals['centroid']]
+        out = {'names': list(self.names), 'frames': list(ts.frames), 'poses': poses,
+               'mass': c[0], 'com': point_type(x=c[1], y=c[2], z=c[3]),
+               'com_velocity': vector3_type(x=c[4], y=c[5], z=c[6])}
         for field in ('jacobians', 'jacobian_dot_v', 'centroidal_matrix', 'centroidal_bias'):
-            setattr(msg, field, array.array('d', vals[field]))
-        c = vals['centroid']
-        msg.mass = float(c[0])
-        msg.com.x, msg.com.y, msg.com.z = (float(x) for x in c[1:4])
-        msg.com_velocity.x, msg.com_velocity.y, msg.com_velocity.z = (float(x) for x in c[4:7])
+            out[field] = array.array('d', vals[field])
+        return out
+
+    def fill(self, msg, ts, pose_type):
+        """Write ``ts`` into the TaskSpace message object ``msg`` (header left to the caller)."""
+        for name, value in self.fields(ts, pose_type, type(msg.com),
+                                       type(msg.com_velocity)).items():
+            setattr(msg, name, value)
         return msg
 
 
