@@ -199,3 +199,17 @@ def test_bad_input_is_refused_and_changes_nothing():
     other = rd.load_urdf(rd.bundled_urdf('arm7'))
     with pytest.raises(ValueError, match='another model'):
         rd.task_space(other, other.neutral(), np.zeros(other.nv), rd.task_frames(model, ['LF_foot']))
+
+
+def test_output_coordinates():
+    """joint coordinates pass the result through; mimic_reduced is checked in the node's output
+    tests; center_of_mass refuses with the reason."""
+    model = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
+    rng = np.random.default_rng(8)
+    q, v, _ = random_state(model, rng)
+    ts = rd.task_space(model, q, v, ['LF_foot'])
+    assert rd.output_coordinates(model, 'joint').task_space(q, v, ['LF_foot'], ts) is ts
+    with pytest.raises(ValueError, match='not available in center_of_mass coordinates'):
+        rd.output_coordinates(model, 'center_of_mass').task_space(q, v, ['LF_foot'])
+    frames = iter(['LF_foot', 'RH_foot'])         # any iterable of names
+    assert rd.task_space(model, q, v, frames, data=rd.Data(model)).frames == ('LF_foot', 'RH_foot')

@@ -354,10 +354,14 @@ def task_space_after_terms(model, data, frames):
 def _task_output(model, data, frames):
     """The TaskSpace to fill: data's for these frames (made again for others), or a new one
     with its own buffer."""
+    if not isinstance(frames, (str, TaskFrames)):
+        try:
+            frames = tuple(frames)             # names: compared, then resolved, once
+        except TypeError:
+            raise ValueError(f'frames must be a list of frame names, got {frames!r}') from None
     if data is not None:
         ts = data.task_space
-        if ts is not None and (frames is ts.task_frames or (
-                not isinstance(frames, (str, TaskFrames)) and ts.frames == tuple(frames))):
+        if ts is not None and (frames is ts.task_frames or ts.frames == frames):
             return ts
     frames = task_frames(model, frames)
     if frames.nbodies != model.nbodies or (len(frames) and frames.body.max() >= model.nbodies):

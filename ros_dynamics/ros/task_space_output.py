@@ -10,9 +10,10 @@ message preallocated as serialized bytes (:class:`~ros_dynamics.ros.wire.Templat
 writes its numbers into them, nothing else is converted.
 
 Coordinates: the Jacobians and A_G have one column per published coordinate (the names of
-``~/dynamics``).  In ``mimic_reduced`` coordinates v = A vbar with a constant A, so Jbar = J A,
-Abar_G = A_G A, and dJ/dt v, dA_G/dt v are unchanged (Echeandia & Wensing 2021, Sec. 3.3, with
-Adot = 0); ``center_of_mass`` coordinates are refused (their A depends on q).
+``~/dynamics``), as the coordinates' ``task_space`` gives them: in ``mimic_reduced``
+coordinates v = A vbar with a constant A, so Jbar = J A, Abar_G = A_G A, and dJ/dt v,
+dA_G/dt v are unchanged (Echeandia & Wensing 2021, Sec. 3.3, with Adot = 0);
+``center_of_mass`` coordinates are refused (their A depends on q).
 """
 from __future__ import annotations
 
@@ -114,10 +115,11 @@ class TaskSpaceOutput:
     the parameter ``task_frames``.  ValueError with the reason if they cannot be served."""
 
     def __init__(self, model, coords, frames):
-        self.model = model
+        self.model, self.coords = model, coords
         self.frames = resolve_task_frames(model, frames, coords.kind)
         self.names = list(coords.names)
         self.supported = coords.kind != 'center_of_mass'
+        # the stream applies coords.task_space's constant A itself, into preallocated arrays
         self.A = None if coords.identity or not self.supported else coords.A
         self.enabled = self.supported and (len(self.frames) > 0 or model.floating_base)
 
@@ -132,18 +134,15 @@ class TaskSpaceOutput:
             raise ValueError(NOT_IN_COM_COORDINATES)
         return task_space(self.model, q, v, list(frames))
 
-    def columns(self, X):
-        """Matrix rows in the published coordinates: X A (mimic_reduced) or X itself."""
-        return X if self.A is None else X @ self.A
-
     def values(self, ts):
         """{field: flat float64 array} of the message's float64 arrays, plus 'poses' (k, 7:
         position, quaternion x y z w) and 'centroid' (mass, CoM, CoM velocity)."""
+        ts = self.coords.task_space(None, None, None, ts)       # the published columns
         poses = np.empty((len(ts.frames), 7))
         pose_rows(ts.rotations, ts.positions, poses)
-        return {'jacobians': self.columns(ts.jacobians).reshape(-1),
+        return {'jacobians': ts.jacobians.reshape(-1),
                 'jacobian_dot_v': ts.jacobian_dot_v.reshape(-1),
-                'centroidal_matrix': self.columns(ts.centroidal_matrix).reshape(-1),
+                'centroidal_matrix': ts.centroidal_matrix.reshape(-1),
                 'centroidal_bias': ts.centroidal_bias.copy(),
                 'poses': poses, 'centroid': ts.centroid.copy()}
 
