@@ -5,7 +5,7 @@ Without ``ros_dynamics_msgs`` the node runs with its standard-type outputs only
 (:data:`BUILD_HINT`).
 """
 from builtin_interfaces.msg import Time  # noqa: F401
-from geometry_msgs.msg import Point, Pose  # noqa: F401
+from geometry_msgs.msg import Point, Pose, Vector3  # noqa: F401
 from nav_msgs.msg import Odometry  # noqa: F401
 from sensor_msgs.msg import JointState  # noqa: F401
 from std_msgs.msg import String  # noqa: F401
