@@ -210,11 +210,11 @@ class TaskSpaceStream:
             self.template = None
             return
         words = self.template.payload
-        where = {float(x): i for i, x in enumerate(words) if x < 0.0 and x > -1e-290}
-        index = np.array([where.get(float(x), -1) for x in marks], dtype=np.int64)
-        if (index < 0).any():
-            self.template = None
+        found = [np.flatnonzero(words == x) for x in marks]
+        if any(len(f) != 1 for f in found):     # each sentinel exactly once, else the message
+            self.template = None                # object is published
             return
+        index = np.array([f[0] for f in found], dtype=np.int64)
         words[index] = 0.0
         self.index, self.poses = index, np.zeros((k, 7))
         o = self.template.offsets
