@@ -194,6 +194,9 @@ def test_bad_input_is_refused_and_changes_nothing():
         rd.task_space(model, q, bad_v, ['LF_foot'], data=data)
     with pytest.raises(ValueError, match=r'shape \(18,\)'):
         rd.task_space(model, q, v[:-1], ['LF_foot'], data=data)
+    with pytest.raises(ValueError, match='unit quaternion'):      # other frames, bad input
+        rd.task_space(model, bad_q, v, ['RF_foot'], data=data)
+    assert data.task_space is ts
     for a, b in zip(before, (ts.jacobians, ts.centroidal_matrix, ts.com)):
         np.testing.assert_array_equal(a, b)
     other = rd.load_urdf(rd.bundled_urdf('arm7'))

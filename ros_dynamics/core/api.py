@@ -339,6 +339,8 @@ def task_space(model, q, v, frames, data=None):
         _data(model, data, 'task_space')
     ts = _task_output(model, data, frames)
     _task_run(model, ts, data.work if data is not None else ts.work, q, v, 0)
+    if data is not None:
+        data.task_space = ts          # (after the check: bad input leaves data as it was)
     return ts
 
 
@@ -346,14 +348,14 @@ def task_space_after_terms(model, data, frames):
     """:func:`task_space` at the state :func:`compute_all_terms` just computed in ``data``
     (data.q, data.v), from its kinematics pass and composite inertias: no validation, no second
     pass.  Returns ``data.task_space``."""
-    ts = _task_output(model, data, frames)
+    ts = data.task_space = _task_output(model, data, frames)
     _task_run(model, ts, data.work, data.q, data.v, AFTER_TERMS)
     return ts
 
 
 def _task_output(model, data, frames):
-    """The TaskSpace to fill: data's for these frames (made again for others), or a new one
-    with its own buffer."""
+    """The TaskSpace to fill: data's for these frames, or a new one (on data's buffer, or on
+    its own without data)."""
     if not isinstance(frames, (str, TaskFrames)):
         try:
             frames = tuple(frames)             # names: compared, then resolved, once
@@ -366,10 +368,7 @@ def _task_output(model, data, frames):
     frames = task_frames(model, frames)
     if frames.nbodies != model.nbodies or (len(frames) and frames.body.max() >= model.nbodies):
         raise ValueError('frames were resolved for another model (task_frames(model, names))')
-    if data is None:
-        return TaskSpace(model, frames, np.empty(model.work_offsets[-1]))
-    data.task_space = TaskSpace(model, frames, data.work)
-    return data.task_space
+    return TaskSpace(model, frames, np.empty(model.work_offsets[-1]) if data is None else data.work)
 
 
 def _task_run(model, ts, work, q, v, flags):
