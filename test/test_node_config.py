@@ -23,11 +23,11 @@ def test_generated_files_are_up_to_date():
 def test_yaml_defaults_load_and_validate():
     with open(os.path.join(REPO_ROOT, 'config', 'dynamics.yaml')) as f:
         params = yaml.safe_load(f)['/**']['ros__parameters']
-    assert set(params) == set(P.BY_NAME)
+    assert set(params) == {p.name for p in P.PARAMETERS if p.in_parameter_file}
     for name, value in params.items():
         default = P.BY_NAME[name].default
         assert value == default and type(value) is type(default), name
-    P.validate(params)
+    P.validate({**{p.name: p.default for p in P.PARAMETERS}, **params})
 
 
 @pytest.mark.parametrize('name, value, text', [
@@ -40,6 +40,8 @@ def test_yaml_defaults_load_and_validate():
     ('contact_release_ratio', 1.5, '<= 1'),
     ('payload_mass', 1.0, 'payload_link'),
     ('stamp_max_lead', 0.0, '0 <'),
+    ('task_frames', 'LF_foot', 'list of strings'),
+    ('task_frames', ['LF_foot', ''], 'non-empty strings'),
 ])
 def test_validation_refuses_with_the_rule(name, value, text):
     values = {p.name: p.default for p in P.PARAMETERS}

@@ -34,6 +34,7 @@ from .data import Data, Dynamics, new_dynamics, output, work_buffer
 from .jit import ready
 from .kernels import AFTER_TERMS, BODY_SHIFT, CHRISTOFFEL, EQ9, INVALID, PRODUCTS, UNCHECKED
 from .model import massless_bodies
+from .task_space import TaskFrames, TaskSpace
 from .validation import (as_vector, check_batch, check_configuration, check_vector,
                          close_names, explain)
 
@@ -59,6 +60,7 @@ USAGE = {
     'link_placement': 'link_placement(model, q, link, data=None)',
     'link_jacobian': 'link_jacobian(model, q, link, point=None, data=None)',
     'contact_compliance': 'contact_compliance(model, q, points, spatial=False, data=None)',
+    'task_space': 'task_space(model, q, v, frames, data=None)',
 }
 
 
@@ -300,6 +302,86 @@ def link_jacobian(model, q, link, point=None, data=None):
     work = _run(kernels.geometry, model, data, 'link_jacobian', ('q',), q, _NO_GAMMA,
                 (body + 1) << BODY_SHIFT, Rl @ local + pl)
     return data.J if data is not None else output(model, work, 'J')
+
+
+# -- task space: task frames and centroidal momentum (task_space.py) ------------------------------
+
+def task_frames(model, frames):
+    """The named frames (any of ``model.frame_names``), resolved once: a :class:`TaskFrames`
+    to pass to :func:`task_space`.  An unknown name raises ValueError listing the closest ones."""
+    if isinstance(frames, TaskFrames):
+        return frames
+    if isinstance(frames, str):
+        raise ValueError(f'frames must be a list of frame names, got the string {frames!r}')
+    try:
+        names = list(frames)
+    except TypeError:
+        raise ValueError(f'frames must be a list of frame names, got {frames!r}') from None
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f'frame names must be strings, got {name!r}')
+    return TaskFrames(names, [link_frame(model, name) for name in names], model.nbodies)
+
+
+def task_space(model, q, v, frames, data=None):
+    """Task frames and centroidal momentum at (q, v), from one kinematics pass: a
+    :class:`TaskSpace` with each frame's world pose, Jacobian (rows: the origin's linear
+    velocity, then angular velocity, world axes) and dJ/dt v (the origin's classical
+    acceleration and the angular acceleration at dv/dt = 0), and the total mass, CoM, CoM
+    velocity, A_G (linear momentum, then angular momentum about the CoM, world axes) and
+    dA_G/dt v (Orin, Goswami & Lee 2013).
+
+    ``frames``: names (resolved at every call) or a :func:`task_frames` result (resolved once).
+    With ``data``: the result is kept in it (``data.task_space``, made again only for other
+    frames) and overwritten by the next call; nothing is allocated per call.
+    """
+    if data is not None:
+        _data(model, data, 'task_space')
+    ts = _task_output(model, data, frames)
+    _task_run(model, ts, data.work if data is not None else ts.work, q, v, 0)
+    if data is not None:
+        data.task_space = ts          # (after the check: bad input leaves data as it was)
+    return ts
+
+
+def task_space_after_terms(model, data, frames):
+    """:func:`task_space` at the state :func:`compute_all_terms` just computed in ``data``
+    (data.q, data.v), from its kinematics pass and composite inertias: no validation, no second
+    pass.  Returns ``data.task_space``."""
+    ts = data.task_space = _task_output(model, data, frames)
+    _task_run(model, ts, data.work, data.q, data.v, AFTER_TERMS)
+    return ts
+
+
+def _task_output(model, data, frames):
+    """The TaskSpace to fill: data's for these frames, or a new one (on data's buffer, or on
+    its own without data)."""
+    if not isinstance(frames, (str, TaskFrames)):
+        try:
+            frames = tuple(frames)             # names: compared, then resolved, once
+        except TypeError:
+            raise ValueError(f'frames must be a list of frame names, got {frames!r}') from None
+    if data is not None:
+        ts = data.task_space
+        if ts is not None and (frames is ts.task_frames or ts.frames == frames):
+            return ts
+    frames = task_frames(model, frames)
+    if frames.nbodies != model.nbodies or (len(frames) and frames.body.max() >= model.nbodies):
+        raise ValueError('frames were resolved for another model (task_frames(model, names))')
+    return TaskSpace(model, frames, np.empty(model.work_offsets[-1]) if data is None else data.work)
+
+
+def _task_run(model, ts, work, q, v, flags):
+    f = ts.task_frames
+    args = (f.body, f.local, ts.rotations, ts.positions, ts.jacobians, ts.jacobian_dot_v)
+    try:
+        status = kernels.task_space(model.packed, work, q, v, flags, *args)
+    except TypeError:
+        ready(kernels.task_space)
+        q, v = as_vector(q, model.nq, 'q'), as_vector(v, model.nv, 'v')
+        status = kernels.task_space(model.packed, work, q, v, flags, *args)
+    if status:
+        explain(model, ('q', 'v'), (q, v))
 
 
 # -- batches --------------------------------------------------------------------------------------

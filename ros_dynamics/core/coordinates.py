@@ -36,15 +36,17 @@ and every one answers the same calls: ``names`` (the velocity coordinates, base 
 ``state(q, v, M=None) -> (qbar, vbar)``, ``full_state(qbar, vbar) -> (q, v)``,
 ``dynamics(q, v, d=None)`` (Mbar, Cbar, Mbar_dot, gbar at the full state; ``d``: M, C, Mdot, g
 there if at hand), ``christoffel(q, Gamma=None, M=None)``, ``contact_compliance(q, points,
-spatial=False)``, ``joint_map`` and ``apply(q, v, d, Gamma=None) -> Output`` for one cycle.
+spatial=False)``, ``task_space(q, v, frames, ts=None)``, ``joint_map`` and
+``apply(q, v, d, Gamma=None) -> Output`` for one cycle.
 """
 
+import copy
 from collections import namedtuple
 
 import numpy as np
 
 from .api import (christoffel, contact_compliance, contact_nodes, dynamics, link_jacobian,
-                  link_placement, mass_matrix)
+                  link_placement, mass_matrix, task_space)
 from .configuration import quaternion_matrix
 from .data import Dynamics
 from .spatial_numpy import skew
@@ -116,6 +118,13 @@ class Coordinates:
         """
         return contact_compliance(self.model, q, points, spatial=spatial)
 
+    def task_space(self, q, v, frames, ts=None):
+        """:func:`~ros_dynamics.task_space` at the full state (q, v) in these coordinates
+        (``ts``: that result, if at hand).  Only coordinates with a constant A have it
+        (joint, mimic_reduced); the others refuse with the reason."""
+        raise ValueError(f'the task space is not available in {self.kind} coordinates (their '
+                         'velocity map depends on q): use joint or mimic_reduced coordinates')
+
     def apply(self, q, v, d, Gamma=None):
         """One cycle: :class:`Output` (qbar, vbar, terms, Gammabar or None) from the full state
         and ``d`` (M, C, Mdot, g there); the identity returns its inputs untouched."""
@@ -149,6 +158,9 @@ class JointCoordinates(Coordinates):
 
     def christoffel(self, q, Gamma=None, M=None):
         return christoffel(self.model, q) if Gamma is None else Gamma
+
+    def task_space(self, q, v, frames, ts=None):
+        return task_space(self.model, q, v, frames) if ts is None else ts
 
 
 class MimicCoordinates(Coordinates):
@@ -230,6 +242,18 @@ class MimicCoordinates(Coordinates):
     def christoffel(self, q, Gamma=None, M=None):
         """Gammabar[i, j, k] in the independent coordinates (constant A: transform_christoffel)."""
         return transform_christoffel(christoffel(self.model, q) if Gamma is None else Gamma, self.A)
+
+    def task_space(self, q, v, frames, ts=None):
+        """The task space with columns in the independent coordinates: Jbar = J A and
+        Abar_G = A_G A; dJ/dt v and dA_G/dt v are unchanged (v = A vbar, Adot = 0).  A new
+        result whose other arrays are those of ``ts`` (shared, not copied)."""
+        ts = task_space(self.model, q, v, frames) if ts is None else ts
+        if self.identity:
+            return ts
+        out = copy.copy(ts)
+        out.jacobians = ts.jacobians @ self.A
+        out.centroidal_matrix = ts.centroidal_matrix @ self.A
+        return out
 
     @property
     def joint_map(self):

@@ -32,7 +32,9 @@ class Data:
     (forward dynamics) (nv,); ``J`` (6, nv) (link Jacobian); ``q``, ``v``: the state
     :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv) and ``dtau_dv`` (nv, nv)
     (:func:`inverse_dynamics_dv`), whose memory is taken when first written; ``Lambda`` (the last
-    :func:`contact_compliance`; its size follows the number of nodes, None before).
+    :func:`contact_compliance`; its size follows the number of nodes, None before);
+    ``A_G`` (6, nv), ``A_G_dot_v`` (6,), ``centroid`` ([mass, CoM, CoM velocity]) and
+    ``task_space`` (the last :func:`task_space` result, None before).
     Kinematics (valid after any call at q): ``R`` (N, 3, 3), ``pos`` (N, 3): world rotation
     and origin of each body; ``Phi`` (nv, 6): world motion subspaces (angular first).
     """
@@ -47,6 +49,7 @@ class Data:
             a, b = model.work_offsets[k], model.work_offsets[k + 1]
             setattr(self, name, self.work[a:b].reshape(shape))
         self.Lambda = None
+        self.task_space = None          # the last task_space result (its frames' arrays)
         self.dynamics = new_dynamics(Dynamics, (self.M, self.C, self.Mdot, self.g))
         self.observer_terms = (self.p, self.ctv, self.g)
 

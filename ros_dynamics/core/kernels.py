@@ -13,7 +13,8 @@ Mdot, g) and the observer's products, from one kinematics pass (``dynamics``,
 Algorithm 2 (Gamma), link placements and point Jacobians (``christoffel``, ``link_placement``,
 ``link_jacobian``); right after ``terms`` it computes Gamma from the kinematics and composite
 inertias ``terms`` left in the workspace (flag ``AFTER_TERMS``), so a cycle that also streams
-Gamma still makes one kinematics pass.  Kept apart because compiling is paid per kernel, at its
+Gamma still makes one kinematics pass.  ``task_space`` (task frames and centroidal momentum)
+continues from ``terms`` the same way.  Kept apart because compiling is paid per kernel, at its
 first call: a process that streams M, C, g compiles Algorithm 2 only when Gamma is first asked
 for (each kernel's compile CPU time: docs/performance.md).
 """
@@ -21,15 +22,18 @@ for (each kernel's compile CPU time: docs/performance.md).
 import numpy as np
 from numba import prange, types
 
+from .centroidal import centroidal_momentum, composite_inertias
 from .christoffel import christoffel, christoffel_sweep
 from .contact_compliance import contact_compliance as compliance
 from .coriolis import EQ10, coriolis, coriolis_sweep
 from .coriolis import EQ9 as EQ9_FACTORIZATION
 from .crba import crba
 from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
+from .frame_kinematics import bias_accelerations, frame_kinematics
 from .jacobian import point_jacobian
 from .jit import JIT, entry
-from .kinematics import forward_kinematics, keep_alive, per_body_6x6, tree, workspace
+from .kinematics import (forward_kinematics, keep_alive, per_body_6x6, placements, tree,
+                         velocities, workspace, world_inertias)
 from .momentum import momentum_terms
 from .rnea import generalized_gravity, rnea
 from .validation import valid_state, valid_vector
@@ -111,6 +115,32 @@ def geometry(packed, work, q, Gamma, flags, local):
         x2 = p[body, 2] + R[body, 2, 0] * local[0] + R[body, 2, 1] * local[1] + R[body, 2, 2] * local[2]
         point_jacobian(m, w.Phi, body, (x0, x1, x2), w.J)
     keep_alive(scratch)         # the views in w borrow its memory: released after this line
+    return OK
+
+
+@entry(types.int64, MODEL, VEC, VEC, VEC, types.int64, types.int64[::1], MAT, GAMMA, MAT,
+       GAMMA, MAT)
+def task_space(packed, work, q, v, flags, body, local, rot, origin, J, Jdv):
+    """Task frames (frame_kinematics.py: pose rot, origin, Jacobian J, dJ/dt v Jdv of the frames
+    ``local`` fixed in the bodies ``body``) and centroidal momentum (centroidal.py: w.A_G,
+    w.A_G_dot_v, w.centroid) at (q, v).  With AFTER_TERMS (``terms`` just filled this workspace
+    at this q and v): no check and no kinematics pass, the body velocities and composite
+    inertias Algorithm 1 left are used.  On return w.I holds the composite inertias either way
+    (``geometry`` with AFTER_TERMS can still follow)."""
+    m = tree(packed)
+    fresh = flags & AFTER_TERMS == 0
+    if fresh and not (valid_state(m, q, None) and valid_vector(m, v)):
+        return INVALID
+    w = workspace(m, work)
+    if fresh:
+        placements(m, q, w.R, w.pos, w.Phi, w.cos_sin)
+        velocities(m, w.Phi, v, w.vel, w.Phid)
+    world_inertias(m, w.R, w.pos, w.Ib)               # the bodies' own inertias
+    if fresh:
+        composite_inertias(m, w.Ib, w.I)
+    bias_accelerations(m, v, w.Phid, w.acc)
+    frame_kinematics(m, w.R, w.pos, w.Phi, w.vel, w.acc, body, local, rot, origin, J, Jdv)
+    centroidal_momentum(m, v, w.Phi, w.vel, w.acc, w.Ib, w.I, w.A_G, w.A_G_dot_v, w.centroid)
     return OK
 
 

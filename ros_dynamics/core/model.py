@@ -30,10 +30,11 @@ dof_body(nv), dof_parent(nv), work offsets(len(WORK_FIELDS) + 1)];
 
 Workspace layout (``WORK_FIELDS``): one float64 buffer per :class:`Data`, cut into the
 outputs (M, C, Mdot, g, the observer's p and C^T v, tau, ddq, a link Jacobian J, the state q, v
-the outputs were computed at) and the algorithms' scratch (world placements R, pos, the
+the outputs were computed at, the centroidal A_G, dA_G/dt v and [mass, CoM, CoM velocity]) and the algorithms' scratch (world placements R, pos, the
 revolute joints' cos q and sin q, motion subspaces Phi, Phid, world inertias I, body
 velocities vel, per-body 6x6 rows W, an nv x nv matrix H and an nv vector tmp; the
-operational-space compliance's articulated-body P, U, D and path products seg).
+operational-space compliance's articulated-body P, U, D and path products seg; the task
+space's bias accelerations acc and body inertias Ib).
 ``WORK_FIELDS`` is the single definition of that layout: Python's Data views and the kernels'
 ``kinematics.workspace`` read the same offsets.
 """
@@ -51,12 +52,16 @@ WORK_FIELDS = (
     ('M', ('nv', 'nv')), ('C', ('nv', 'nv')), ('Mdot', ('nv', 'nv')), ('g', ('nv',)),
     ('p', ('nv',)), ('ctv', ('nv',)), ('tau', ('nv',)), ('ddq', ('nv',)), ('J', (6, 'nv')),
     ('q', ('nq',)), ('v', ('nv',)),
+    # centroidal momentum (centroidal.py): A_G, dA_G/dt v, [mass, CoM, CoM velocity]
+    ('A_G', (6, 'nv')), ('A_G_dot_v', (6,)), ('centroid', (7,)),
     ('R', ('N', 3, 3)), ('pos', ('N', 3)), ('cos_sin', ('N', 2)), ('Phi', ('nv', 6)),
     ('Phid', ('nv', 6)),
     ('I', ('N', NI)), ('vel', ('N', 6)), ('W', (6, 'N', 6)), ('H', ('nv', 'nv')), ('tmp', ('nv',)),
     # operational-space compliance (contact_compliance.py): articulated inertias P (reused for
     # Upsilon), U = P H^*, D = H U, and the psi products along the paths between key nodes
     ('P', ('nv', 6, 6)), ('U', ('nv', 6)), ('D', ('nv',)), ('seg', ('nv', 6, 6)),
+    # task space (frame_kinematics.py, centroidal.py): bias accelerations, body inertias
+    ('acc', ('N', 6)), ('Ib', ('N', NI)),
 )
 WORK_INDEX = {name: k for k, (name, _) in enumerate(WORK_FIELDS)}
 N_HEADER = 3          # ints[0:3] = N, nv, nq

@@ -5,7 +5,7 @@ Without ``ros_dynamics_msgs`` the node runs with its standard-type outputs only
 (:data:`BUILD_HINT`).
 """
 from builtin_interfaces.msg import Time  # noqa: F401
-from geometry_msgs.msg import Point  # noqa: F401
+from geometry_msgs.msg import Point, Pose, Vector3  # noqa: F401
 from nav_msgs.msg import Odometry  # noqa: F401
 from sensor_msgs.msg import JointState  # noqa: F401
 from std_msgs.msg import String  # noqa: F401
@@ -20,6 +20,14 @@ except ImportError:  # pragma: no cover - exercised by a test in a separate proc
     Christoffel = ContactEstimate = Dynamics = None
     EstimatePayload = GetChristoffel = GetDynamics = GetOperationalSpace = None
     HAVE_MSGS = False
+
+try:    # newer than the rest of the package: an older build keeps the other outputs
+    from ros_dynamics_msgs.msg import TaskSpace
+    from ros_dynamics_msgs.srv import GetTaskSpace
+    HAVE_TASK_SPACE = True
+except ImportError:  # pragma: no cover - an interface package built before TaskSpace existed
+    TaskSpace = GetTaskSpace = None
+    HAVE_TASK_SPACE = False
 
 BUILD_HINT = (
     'the interface package ros_dynamics_msgs is not installed: only the standard-type outputs '

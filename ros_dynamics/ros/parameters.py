@@ -35,6 +35,7 @@ class Param:
     lengths: tuple | None = None     # allowed lengths of an array (None: any, at least 1)
     choices: tuple | None = None
     norm_max: float | None = None    # arrays: bound on the Euclidean norm
+    item: str = 'double'             # arrays: 'double' or 'string' elements
 
     @property
     def read_only(self):
@@ -44,7 +45,13 @@ class Param:
     def type_name(self):
         d = self.default
         return {bool: 'bool', int: 'integer', float: 'double', str: 'string',
-                list: 'double[]'}[type(d)]
+                list: f'{self.item}[]'}[type(d)]
+
+    @property
+    def in_parameter_file(self):
+        """Whether config/dynamics.yaml can hold the default: an empty list has no type in a
+        ROS parameter file (such a parameter is shown there commented out)."""
+        return not (isinstance(self.default, list) and not self.default)
 
     def constraint_text(self):
         parts = []
@@ -126,6 +133,11 @@ PARAMETERS = (
       'from reliable publishers).', 'start-up', choices=RELIABILITIES),
     P('executor', 'events', 'rclpy executor of the input path: events (about half the CPU per '
       'message) or single.', 'start-up', choices=EXECUTORS),
+    P('task_frames', [], 'Task frames of ~/task_space (links, or frames that fixed joints of the '
+      'URDF define, e.g. feet or a tool flange): per frame its pose, Jacobian and dJ/dt v, '
+      'published with the centroidal terms once per accepted joint state (also with an empty '
+      'list on a floating base). An unknown frame is refused with the closest names.', 'model',
+      item='string'),
     P('max_request_links', 64, 'Largest number of links (nodes) one ~/get_operational_space '
       'request may ask for.', 'output', 1, 1000),
     P('log_throttle_sec', 2.0, 'Minimum interval between repeated warnings of one kind (s).',
@@ -202,6 +214,16 @@ def _check(p, value):
         if p.choices and value not in p.choices:
             raise ValueError(f'{p.name} must be one of {", ".join(p.choices)}, not {value!r}')
         return value
+    if isinstance(d, list) and p.item == 'string':
+        if isinstance(value, (str, bytes)) or value is None:
+            raise ValueError(f'{p.name} must be a list of strings')
+        try:
+            values = tuple(value)
+        except TypeError:
+            raise ValueError(f'{p.name} must be a list of strings') from None
+        if not all(isinstance(x, str) and x for x in values):
+            raise ValueError(f'{p.name} must be a list of non-empty strings')
+        return values
     if isinstance(d, list):
         if isinstance(value, (bool, str, bytes)) or value is None:
             raise ValueError(f'{p.name} must be a list of numbers')
@@ -253,7 +275,11 @@ def descriptor(p):
                                     ParameterType)
     kw = dict(description=p.description, read_only=p.read_only,
               additional_constraints=p.constraint_text())
-    if isinstance(p.default, list):
+    if isinstance(p.default, list) and p.item == 'string':
+        # an empty default has no ROS type (rclpy would take it for a byte array and then
+        # refuse every list of strings): any type is let through, validate() checks it
+        kw['dynamic_typing'] = True
+    elif isinstance(p.default, list):
         kw['type'] = ParameterType.PARAMETER_DOUBLE_ARRAY
     elif isinstance(p.default, bool) or isinstance(p.default, str):
         pass
@@ -273,7 +299,7 @@ def _yaml_value(v):
     if isinstance(v, str):
         return '""' if not v else v
     if isinstance(v, list):
-        return '[' + ', '.join(repr(float(x)) for x in v) + ']'
+        return '[' + ', '.join(str(x) if isinstance(x, str) else repr(float(x)) for x in v) + ']'
     return repr(v)
 
 
@@ -284,7 +310,11 @@ def yaml_text():
              '/**:', '  ros__parameters:']
     for p in PARAMETERS:
         lines.append(f'    # {p.description} [{p.affects}]')
-        lines.append(f'    {p.name}: {_yaml_value(p.default)}')
+        if p.in_parameter_file:
+            lines.append(f'    {p.name}: {_yaml_value(p.default)}')
+        else:
+            lines.append(f'    # {p.name}: {_yaml_value(p.default)}   (default; an empty list '
+                         'cannot be written in a parameter file)')
     return '\n'.join(lines) + '\n'
 
 
