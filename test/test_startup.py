@@ -167,3 +167,27 @@ def test_a_kernel_calling_core_kernels_is_stale_with_them(tmp_path):
             f.write('\n# edited\n')
         assert run('compile') is not stale, edited
         assert run('check')
+
+
+def test_a_kernel_called_while_another_thread_compiles_it(tmp_path):
+    """The node compiles the geometry kernel on a thread (Engine.warm_later) while the executor
+    thread may already need it (a contact wrench): the call waits for that compile and
+    succeeds (numba's dispatcher, left to itself, would refuse it: 'compilation disabled')."""
+    code = ('import threading\n'
+            'import numpy as np, ros_dynamics as rd\n'
+            'from ros_dynamics.core import jit, kernels\n'
+            'model = rd.load_urdf(rd.bundled_urdf("arm7"))\n'
+            'q = np.full(7, 0.3)\n'
+            'w = threading.Thread(target=jit.ready, args=(kernels.geometry,))\n'
+            'w.start()\n'
+            'calls = 0\n'
+            'while w.is_alive() or calls < 3:\n'
+            '    J = rd.link_jacobian(model, q, "arm_link_5")\n'
+            '    G = rd.christoffel(model, q)\n'
+            '    calls += 1\n'
+            'w.join()\n'
+            'print(calls, float(np.abs(J).sum()) > 0, G.shape)\n')
+    p = subprocess.run([sys.executable, '-c', code], cwd=REPO, text=True, capture_output=True,
+                       timeout=900, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split()[1:] == ['True', '(7,', '7,', '7)'], p.stdout

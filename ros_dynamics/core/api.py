@@ -86,6 +86,11 @@ def _run(kernel, model, data, caller, names, q, *args):
         work = data.work
     else:
         work = _data(model, data, caller).work
+    if not kernel.overloads:
+        # compiled (or loaded) here, not by the dispatcher: a thread calling a kernel that
+        # another thread is compiling (jit.ready) would otherwise be refused by numba
+        # ('compilation disabled') when that compile ends
+        ready(kernel)
     try:
         status = kernel(model.packed, work, q, *args)
     except TypeError:
@@ -182,6 +187,8 @@ def christoffel(model, q, data=None):
         Gamma, work = data.Gamma, data.work
     else:
         Gamma, work = _data(model, data, 'christoffel').Gamma, data.work
+    if not _geometry.overloads:        # (as in _run: never compiled by the dispatcher)
+        ready(_geometry)
     try:
         status = _geometry(model.packed, work, q, Gamma, CHRISTOFFEL, _NO_POINT)
     except TypeError:
@@ -233,11 +240,9 @@ def christoffel_after_terms(model, data):
 def _after_terms(model, work, q, Gamma):
     """Gamma from the kinematics pass and composite inertias ``terms`` just left in work (q:
     any float64 vector; not read)."""
-    try:
-        _geometry(model.packed, work, q, Gamma, CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
-    except TypeError:      # not compiled yet
-        ready(kernels.geometry)(model.packed, work, q, Gamma,
-                                CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
+    if not _geometry.overloads:        # (as in _run: never compiled by the dispatcher)
+        ready(_geometry)
+    _geometry(model.packed, work, q, Gamma, CHRISTOFFEL | AFTER_TERMS, _NO_POINT)
 
 
 def observer_terms(model, q, v, data=None):
@@ -374,10 +379,11 @@ def _task_output(model, data, frames):
 def _task_run(model, ts, work, q, v, flags):
     f = ts.task_frames
     args = (f.body, f.local, ts.rotations, ts.positions, ts.jacobians, ts.jacobian_dot_v)
+    if not kernels.task_space.overloads:   # (as in _run: never compiled by the dispatcher)
+        ready(kernels.task_space)
     try:
         status = kernels.task_space(model.packed, work, q, v, flags, *args)
     except TypeError:
-        ready(kernels.task_space)
         q, v = as_vector(q, model.nq, 'q'), as_vector(v, model.nv, 'v')
         status = kernels.task_space(model.packed, work, q, v, flags, *args)
     if status:
