@@ -38,6 +38,7 @@ from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa:
 from ros_dynamics.ros.engine import observer_settings  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.services import Host, Services  # noqa: E402
+from ros_dynamics.ros.task_space_output import resolve_task_frames  # noqa: E402
 from ros_dynamics.ros.visibility import Visibility  # noqa: E402
 from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader, f64  # noqa: E402
 
@@ -90,6 +91,8 @@ class DynamicsNode(Node):
                 dynamics=pub(itf.Dynamics, '~/dynamics', out_qos),
                 christoffel=pub(itf.Christoffel, '~/christoffel', latched),
                 contact_estimate=pub(itf.ContactEstimate, '~/contact_estimate', out_qos))
+        if itf.HAVE_TASK_SPACE:
+            self._pubs['task_space'] = pub(itf.TaskSpace, '~/task_space', out_qos)
         self._listened = {}               # topic -> monotonic time it counts as listened
         self._gamma_next = 0.0            # monotonic time of the next unlistened Gamma
         # ~/markers, ~/external_wrench, /diagnostics
@@ -236,6 +239,7 @@ class DynamicsNode(Node):
                 target = models[0]
             if target is not None:
                 observer_settings(target, cfg)
+                resolve_task_frames(target, cfg.task_frames, cfg.coordinates)
         except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
             return SetParametersResult(successful=False, reason=(
                 str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'))

@@ -74,6 +74,8 @@ class Services:
             make(itf.GetOperationalSpace, f'{base}/get_operational_space',
                  self.get_operational_space)
             make(itf.EstimatePayload, f'{base}/estimate_payload', self.estimate_payload)
+        if itf.HAVE_TASK_SPACE:
+            make(itf.GetTaskSpace, f'{base}/get_task_space', self.get_task_space)
         make(itf.Trigger, f'{base}/reset_observer', self.reset_observer)
         self.executor = SingleThreadedExecutor(context=host.context)
         self.executor.add_node(self.srv_node)
@@ -205,6 +207,18 @@ class Services:
                 raise ValueError('non-finite result at the requested state')
             return eng, stamp, values
         return self._serve(response, 'operational_space', compute)
+
+    def get_task_space(self, request, response):
+        def compute():
+            frames = list(request.frames)
+            limit = self.host.config().max_request_links
+            if len(frames) > limit:
+                raise ValueError(f'{len(frames)} frames: at most max_request_links ({limit}) '
+                                 'per request')
+            eng, q, v, stamp = self._state(request, with_velocity=True)
+            ts = eng.task.at(q, v, frames)
+            return eng, stamp, eng.task.fields(ts, itf.Pose, itf.Point, itf.Vector3)
+        return self._serve(response, 'task_space', compute)
 
     def reset_observer(self, request, response):
         response.success, response.message = self.host.reset_observer()
