@@ -15,6 +15,8 @@ import os
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_floating import base_state, joints, odom
 from test_node_operational_space import matrices, request as os_request
 from test_node_support import (QUADRUPED, christoffel_array, dynamics_arrays, read,
@@ -22,7 +24,6 @@ from test_node_support import (QUADRUPED, christoffel_array, dynamics_arrays, re
 
 pytestmark = pytest.mark.ros
 
-rd = pytest.importorskip('ros_dynamics')
 
 GRIPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'urdf',
                        'gripper_mimic.urdf')

@@ -12,7 +12,8 @@ DevTools Protocol with the `websockets` client viser already depends on).
 What this does not prove: that the arrow is drawn at the right pixel (only that red appears in
 the scene and disappears on release; the geometry of the arrow is the ContactView's, checked in
 test_visualization.py), nor anything about GPU rendering (chromium renders with SwiftShader).
-The test installs nothing: without chromium on PATH it is skipped.
+The test installs nothing: chromium is a system prerequisite (README; ./scripts/run_tests.sh
+installs it with apt-get when run as root), and without it on PATH the browser tests fail.
 """
 import base64
 import io
@@ -29,6 +30,9 @@ import urllib.request
 
 import numpy as np
 import pytest
+import urdf_parser_py  # noqa: F401 - the viewer's URDF parser
+import viser
+from PIL import Image
 
 pytestmark = pytest.mark.ros
 
@@ -41,9 +45,6 @@ PANEL_X = 940          # the GUI panel is right of this column at 1280 px width
 Q = np.array([0.3, 0.6, 0.0, -1.0, 0.0, 0.8, 0.0])
 FORCE = np.array([20.0, 20.0, 0.0])   # across the camera's line of sight: a long arrow on screen
 
-viser = pytest.importorskip('viser', reason='viser not installed (pip install viser)')
-pytest.importorskip('urdf_parser_py', reason='urdf_parser_py not installed')
-pytest.importorskip('PIL', reason='Pillow not installed')
 
 
 def _free_port():
@@ -84,7 +85,6 @@ class Browser:
                 return m['result']
 
     def screenshot(self):
-        from PIL import Image
         png = base64.b64decode(self.call('Page.captureScreenshot', format='png')['data'])
         return png, np.asarray(Image.open(io.BytesIO(png)).convert('RGB')).astype(int)
 
@@ -143,9 +143,8 @@ def _save(png, name):
 
 @pytest.fixture
 def browser_factory(tmp_path):
-    if CHROMIUM is None:
-        pytest.skip('chromium not installed (Debian: apt-get install -y chromium); '
-                    'the browser test needs it')
+    assert CHROMIUM is not None, ('chromium is not on PATH (Debian: apt-get install -y chromium; '
+                                  './scripts/run_tests.sh does it as root)')
     opened = []
 
     def make(url):

@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.ros
 
-serialization = pytest.importorskip('rclpy.serialization')
+from rclpy import serialization  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.ros import wire  # noqa: E402
@@ -121,7 +121,7 @@ def test_template_writes_the_message(kind):
     if kind == 'JointState':
         msg, names, sizes = JointState(), 'name', {'effort': 7}
     else:
-        msgs = pytest.importorskip('ros_dynamics_msgs.msg')
+        import ros_dynamics_msgs.msg as msgs
         msg = getattr(msgs, kind)()
         names = 'names'
         sizes = ({'position': 7, 'christoffel': 343} if kind == 'Christoffel' else
