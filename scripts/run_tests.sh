@@ -37,6 +37,6 @@ if [ -f "$ROS_DYNAMICS_SKIP_REPORT" ]; then
   echo "[tests] $(head -n 1 "$ROS_DYNAMICS_SKIP_REPORT")"
   tail -n +2 "$ROS_DYNAMICS_SKIP_REPORT" | sed 's/^/[tests]   /'
 else
-  echo "[tests] no skip count (pytest stopped before the end of the session)"
+  echo "[tests] no skip count (pytest stopped before it finished)"
 fi
 exit "$status"
