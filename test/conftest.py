@@ -18,8 +18,7 @@ session. The end of the run says how many tests were skipped and why (and, with
 
 Fixtures: ``ros_env`` (environment for child processes that use ROS), ``rclpy_context`` (a
 session-wide initialized rclpy context; rclpy is installed by the set-up, so a missing rclpy
-fails the tests that use it).
-Nothing ROS-specific is imported at collection time, so the core tests run without ROS.
+fails the tests that use it). This file itself imports nothing of ROS.
 """
 import os
 import random
@@ -63,7 +62,6 @@ def rclpy_context():
     rclpy.init(context=context)
     yield context
     context.try_shutdown()
-
 
 
 #: The only permitted skip reason: launch and launch_ros have no PyPI wheels.
