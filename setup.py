@@ -17,8 +17,11 @@ setup(
     ],
     install_requires=['setuptools', 'numpy', 'numba', 'xacro', 'pyyaml'],
     extras_require={
-        'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib'],
-        'calibrate': ['rosbags', 'matplotlib'],
+        # what the executables import beyond install_requires (package.xml: the rosdep keys)
+        'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
+        'calibrate': ['rosbags', 'matplotlib'],                     # calibrate (and its record)
+        'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',
+                 'viser', 'trimesh', 'websockets', 'rosbags'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',

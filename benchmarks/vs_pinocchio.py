@@ -227,6 +227,13 @@ def summarize(results, robots, variants, full=0.999):
     return lines + threads, summary
 
 
+def _commit(root):
+    """The commit of the checkout at ``root`` (what a result file names, not a local path)."""
+    res = subprocess.run(['git', '-C', root, 'rev-parse', '--short', 'HEAD'],
+                         capture_output=True, text=True)
+    return res.stdout.strip() or 'an unknown commit (not a git checkout)'
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
@@ -246,7 +253,7 @@ def main():
         variants.insert(1, 'ours@base')
     if 'pinocchio' not in variants:
         raise SystemExit('the pinocchio variant is the reference of the ratios')
-    head = ((f'ours@base: the node of {args.base}; ' if args.base else '')
+    head = ((f'ours@base: the node at {_commit(args.base)}; ' if args.base else '')
             + f'ROS_DOMAIN_ID={nl.DOMAIN_ID}, localhost only; {args.rate:g} Hz for '
             f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
             f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')

@@ -42,10 +42,6 @@ PY
   export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
   export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( (RANDOM % 100) + 1 ))}"
   export MPLBACKEND="${MPLBACKEND:-Agg}"
-
-  # 3. >>> warm-up: pre-compile the numba kernels, so that the first node start is quick >>>
-  #    (one line goes here; this file is sourced: report a failure with `|| return 1`, never `exit`)
-  # <<< warm-up <<<
   return 0
 }
 

@@ -16,8 +16,8 @@ def erd_urdf(relative):
     for root in roots:
         for path in glob.glob(os.path.join(root, '**', 'example-robot-data', 'robots', relative), recursive=True):
             return path
-    import pytest
-    pytest.skip(f'example-robot-data file {relative} not installed')
+    raise FileNotFoundError(f'example-robot-data file {relative} not found '
+                            '(pip install example-robot-data; requirements-dev.txt)')
 
 
 #: (id, URDF path thunk, floating base) of the real robots the differential tests run on

@@ -11,9 +11,14 @@ ROS isolation (applies to the whole session, before any test module imports rclp
   extension modules find their own libraries through their RPATH, so the pytest process itself
   needs no re-exec).
 
+Skips: a dependency the set-up installs (requirements-dev.txt) is imported and fails when
+missing. Only launch/launch_ros (no PyPI wheels) may skip; a skip for any other reason fails the
+session. The end of the run says how many tests were skipped and why (and, with
+``ROS_DYNAMICS_SKIP_REPORT=path``, writes that to the file; scripts/run_tests.sh prints it).
+
 Fixtures: ``ros_env`` (environment for child processes that use ROS), ``rclpy_context`` (a
-session-wide initialized rclpy context; tests are skipped if rclpy is not importable).
-Nothing ROS-specific is imported at collection time, so the core tests run without ROS.
+session-wide initialized rclpy context; rclpy is installed by the set-up, so a missing rclpy
+fails the tests that use it). This file itself imports nothing of ROS.
 """
 import os
 import random
@@ -51,10 +56,53 @@ def ros_env():
 
 @pytest.fixture(scope='session')
 def rclpy_context():
-    """An initialized rclpy context for the whole session (skips if rclpy is unavailable)."""
-    rclpy = pytest.importorskip('rclpy')
+    """An initialized rclpy context for the whole session (a missing rclpy fails here)."""
+    import rclpy
     context = rclpy.Context()
     rclpy.init(context=context)
     yield context
     context.try_shutdown()
 
+
+#: The only permitted skip reason: launch and launch_ros have no PyPI wheels.
+SKIP_ALLOWED = 'launch / launch_ros not installed'
+_skips = []      # (node id, reason)
+
+
+def _skip_reason(report):
+    longrepr = report.longrepr
+    reason = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)
+    return reason.removeprefix('Skipped: ')
+
+
+def pytest_collectreport(report):
+    if report.skipped:
+        _skips.append((report.nodeid, _skip_reason(report)))
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, 'wasxfail'):
+        _skips.append((report.nodeid, _skip_reason(report)))
+
+
+def _forbidden():
+    return [(n, r) for n, r in _skips if SKIP_ALLOWED not in r]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _forbidden() and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    path = os.environ.get('ROS_DYNAMICS_SKIP_REPORT')
+    if path:
+        reasons = sorted({r for _, r in _skips})
+        with open(path, 'w') as f:
+            f.write(f'{len(_skips)} skipped (only launch/launch_ros may skip)\n')
+            f.writelines(f'{sum(r == x for _, x in _skips)} x {r}\n' for r in reasons)
+
+
+def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    tr.write_line(f'skipped: {len(_skips)} (only launch/launch_ros may skip)')
+    for nodeid, reason in _forbidden():
+        tr.write_line(f'FAILED by skipping: {nodeid}: {reason} -- a dependency the set-up '
+                      'installs must be imported, not skipped', red=True)

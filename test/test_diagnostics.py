@@ -155,7 +155,6 @@ def test_observer_near_threshold_without_contact_warns():
 
 
 def test_to_msg():
-    pytest.importorskip('diagnostic_msgs.msg', reason='diagnostic_msgs (ROS wheel) not installed')
     from builtin_interfaces.msg import Time
     from diagnostic_msgs.msg import DiagnosticStatus
     h, clock = _healthy()

@@ -3,7 +3,9 @@
 (a) every ```python block of README.md runs as written (in a fresh interpreter, from a
     directory outside the repository); (b) README.md stays short (at most 250 lines);
 (c) no internal labels (planning-note numbers, file names of the team's notes) in the user
-    documentation, the scripts and the benchmarks; (d) every relative link in README.md and
+    documentation, the scripts and the benchmarks, and no words about how the work was done
+    (temporary paths, who ran what) in README.md, docs/ and the benchmarks' Markdown (their
+    result files included); (d) every relative link in README.md and
     docs/ points to an existing file, and every #anchor to a heading of that file.
 """
 
@@ -26,6 +28,11 @@ LABEL_SCAN = ('README.md', 'docs', 'scripts', 'benchmarks', 'ros_dynamics')
 # the project's own conventions document, is a proper link).
 LABEL_PATTERNS = (r'(?i:seed 0)', r'CONVENTIONS\.md', r'(?i:issue-)')
 LABEL_SUFFIXES = ('.md', '.py', '.sh', '.yaml', '.txt', '.cfg', '.xml')
+# Words about the making rather than the product, in what users read: README.md, docs/ and
+# benchmarks/**/*.md (a result file names a commit, not the temporary path of a checkout).
+WORK_SCAN = ('README.md', 'docs', 'benchmarks')
+WORK_PATTERNS = (r'/tmp/', r'(?i:\bagents?\b)', r"(?i:\bhelper session)", r"(?i:\bthe session\b)",
+                 r"(?i:\bsession's)", r'(?i:\bseed paper)')
 
 
 def _markdown_files():
@@ -67,14 +74,14 @@ def test_readme_is_short():
     assert n <= MAX_README_LINES, f'README.md has {n} lines (at most {MAX_README_LINES})'
 
 
-def _label_hits(roots):
-    rx = re.compile('|'.join(LABEL_PATTERNS))
+def _label_hits(roots, patterns=LABEL_PATTERNS, suffixes=LABEL_SUFFIXES):
+    rx = re.compile('|'.join(patterns))
     hits = []
     for root in roots:
         path = os.path.join(REPO_ROOT, root)
         files = [path] if os.path.isfile(path) else [
             os.path.join(d, n) for d, dirs, names in os.walk(path)
-            if '__pycache__' not in d for n in sorted(names) if n.endswith(LABEL_SUFFIXES)]
+            if '__pycache__' not in d for n in sorted(names) if n.endswith(suffixes)]
         for fp in files:
             with open(fp, encoding='utf-8', errors='replace') as f:
                 for no, line in enumerate(f, 1):
@@ -87,6 +94,12 @@ def test_no_internal_labels():
     hits = _label_hits(LABEL_SCAN)
     assert not hits, ('internal labels a reader cannot resolve (cite papers by authors and '
                       'year instead):\n' + '\n'.join(hits))
+
+
+def test_no_words_about_the_making():
+    hits = _label_hits(WORK_SCAN, WORK_PATTERNS + LABEL_PATTERNS, ('.md',))
+    assert not hits, ('words about how the work was done, not about the product (name a '
+                      'commit, the machine and its load instead):\n' + '\n'.join(hits))
 
 
 LINK = re.compile(r'(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)')

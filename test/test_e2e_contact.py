@@ -5,8 +5,8 @@ Runs ``scripts/demo.py`` (which starts ``python -m ros_dynamics.ros.sim_node`` a
 both scripted contacts (wall on arm_link_7, push on arm_link_4) are detected on the right link,
 with the delay expected from K/(s+K) of the true torque, and nothing else is detected.
 """
-import importlib.util
 import json
+import math
 import os
 import random
 import subprocess
@@ -28,22 +28,8 @@ def _ros_env():
     return env
 
 
-def _skip_reason():
-    if importlib.util.find_spec('ros_dynamics.ros.dynamics_node') is None:
-        return 'ros_dynamics.ros.dynamics_node (the dynamics node) does not exist yet'
-    probe = subprocess.run([sys.executable, '-c', 'import rclpy, sensor_msgs.msg, std_msgs.msg'],
-                           env=_ros_env(), capture_output=True, text=True, timeout=60)
-    if probe.returncode != 0:
-        return 'rclpy is not importable: ' + probe.stderr.strip().splitlines()[-1:][0] \
-            if probe.stderr.strip() else 'rclpy is not importable'
-    return None
-
-
 @pytest.fixture(scope='module')
 def demo_result(tmp_path_factory):
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
     tmp = tmp_path_factory.mktemp('e2e')
     out_json, out_png = tmp / 'demo.json', tmp / 'demo.png'
     env = _ros_env()
@@ -67,7 +53,7 @@ def test_contacts_detected_on_the_right_link_with_the_expected_delay(demo_result
         assert e['link'] == e['true_link'], (e, r['_stdout'])
         # expected: when K/(s+K) of the true torque crosses a threshold (a few ms here);
         # sensor noise may advance or delay the crossing slightly
-        assert e['delay'] == e['delay'], 'missed: ' + r['_stdout']
+        assert math.isfinite(e['delay']), 'missed: ' + r['_stdout']
         assert abs(e['delay'] - e['expected_delay']) <= 0.015, (e, r['_stdout'])
         assert e['delay'] < 0.05
     assert r['false_onsets'] == 0, r['_stdout']

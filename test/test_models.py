@@ -20,11 +20,41 @@ URDF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 ARM7 = os.path.join(URDF_DIR, 'arm7.urdf')
 QUADRUPED = os.path.join(URDF_DIR, 'quadruped.urdf')
 
-# Documented in the header comments of the bundled URDFs.
-ARM7_TOTAL_MASS = 30.71          # base 5.0 + links 25.61 + tool 0.1
-ARM7_MOVING_MASS = 25.71         # arm_link_1..7 + tool
-QUADRUPED_TOTAL_MASS = 8.332     # trunk 3.3 + 4 legs x 1.258
-QUADRUPED_LEG_MASS = 1.258
+# Expected masses and inertias from the sources the bundled URDFs cite, written here from those
+# sources (not from the files), plus the parts the files declare as their own assumptions.
+#
+# KUKA LBR iiwa 14, as published in RobotLocomotion/drake (manipulation/models/iiwa_description,
+# iiwa14_no_collision.sdf): mass [kg] and principal moments about the CoM [kg m^2] of
+# iiwa_link_0 (our `base`) and iiwa_link_1..7 (our arm_link_1..7). Our link frames differ from
+# drake's by rotations, which leave the principal moments unchanged.
+IIWA14 = {
+    'base': (5.0, (0.05, 0.06, 0.03)),
+    'arm_link_1': (5.76, (0.033, 0.0333, 0.0123)),
+    'arm_link_2': (6.35, (0.0305, 0.0304, 0.011)),
+    'arm_link_3': (3.5, (0.025, 0.0238, 0.0076)),
+    'arm_link_4': (3.5, (0.017, 0.0164, 0.006)),
+    'arm_link_5': (3.5, (0.01, 0.0087, 0.00449)),
+    'arm_link_6': (1.8, (0.0049, 0.0047, 0.0036)),
+    'arm_link_7': (1.2, (0.001, 0.001, 0.001)),
+}
+TOOL_DISC = (0.1, 0.0315, 0.01)         # assumed flange disc: mass [kg], radius, height [m]
+# MIT Mini Cheetah (Katz et al. 2019; mit-biomimetics/Cheetah-Software, MiniCheetah.h, from CAD):
+# mass [kg] and rotational inertia about the CoM [1e-6 kg m^2] of the body and of one left leg's
+# abad, hip and knee links. The file's one declared deviation: the hip's izz 408 -> 530 (the
+# published matrix violates the triangle inequality).
+MINI_CHEETAH = {
+    'trunk': (3.3, np.diag([11253.0, 36203.0, 42673.0])),
+    'LF_hip': (0.54, np.array([[381, 58, 0.45], [58, 560, 0.95], [0.45, 0.95, 444]])),
+    'LF_thigh': (0.634, np.array([[1983, 245, 13], [245, 2103, 1.5], [13, 1.5, 530]])),
+    'LF_shank': (0.064, np.diag([245.0, 248.0, 6.0])),    # diag(6, 248, 245) turned about y
+}
+FOOT_SPHERE = (0.02, 0.02)              # assumed rubber foot: mass [kg], radius [m]
+
+ARM7_TOTAL_MASS = sum(m for m, _ in IIWA14.values()) + TOOL_DISC[0]
+ARM7_MOVING_MASS = ARM7_TOTAL_MASS - IIWA14['base'][0]              # arm_link_1..7 + tool
+QUADRUPED_LEG_MASS = sum(MINI_CHEETAH[k][0] for k in ('LF_hip', 'LF_thigh', 'LF_shank')) \
+    + FOOT_SPHERE[0]
+QUADRUPED_TOTAL_MASS = MINI_CHEETAH['trunk'][0] + 4 * QUADRUPED_LEG_MASS
 
 
 def _read(path):
@@ -242,6 +272,16 @@ def test_arm7():
     _check_limits(robot)
     _check_urdf_inertias(robot)
     assert np.isclose(_total_urdf_mass(robot), ARM7_TOTAL_MASS)
+    links = {link.name: link for link in robot.links}
+    for name, (mass, moments) in IIWA14.items():      # the published iiwa 14 links
+        assert np.isclose(links[name].inertial.mass, mass), name
+        principal = np.linalg.eigvalsh(_inertia_about_com(links[name].inertial))
+        assert np.allclose(principal, sorted(moments), rtol=1e-9, atol=0), name
+    m, r, h = TOOL_DISC                               # solid cylinder about its CoM
+    assert np.isclose(links['tool'].inertial.mass, m)
+    np.testing.assert_allclose(_inertia_about_com(links['tool'].inertial),
+                               np.diag([m * (3 * r * r + h * h) / 12] * 2 + [m * r * r / 2]),
+                               rtol=1e-3)
 
     model = pin.buildModelFromXML(s)
     assert (model.nq, model.nv) == (7, 7)
@@ -250,7 +290,7 @@ def test_arm7():
     assert np.isclose(_total_pin_mass(model), ARM7_TOTAL_MASS)
     assert np.isclose(sum(model.inertias[j].mass for j in range(1, 8)), ARM7_MOVING_MASS)
     # the tool was merged into arm_link_7
-    assert np.isclose(model.inertias[7].mass, 1.2 + 0.1)
+    assert np.isclose(model.inertias[7].mass, IIWA14['arm_link_7'][0] + TOOL_DISC[0])
     # iiwa 14 R820 data sheet: flange 0.36 + 0.42 + 0.40 + 0.126 = 1.306 m above the base at q = 0
     data = model.createData()
     pin.framesForwardKinematics(model, data, np.zeros(7))
@@ -276,6 +316,17 @@ def test_quadruped():
     _check_limits(robot)
     _check_urdf_inertias(robot)
     assert np.isclose(_total_urdf_mass(robot), QUADRUPED_TOTAL_MASS)
+    links = {link.name: link for link in robot.links}
+    for name, (mass, inertia) in MINI_CHEETAH.items():   # the published Mini Cheetah bodies
+        assert np.isclose(links[name].inertial.mass, mass), name
+        np.testing.assert_allclose(_inertia_about_com(links[name].inertial), 1e-6 * inertia,
+                                   rtol=1e-9, atol=1e-12, err_msg=name)
+    m, r = FOOT_SPHERE                                   # solid sphere: 2/5 m r^2
+    for leg in legs:
+        foot = links[f'{leg}_foot'].inertial
+        assert np.isclose(foot.mass, m)
+        np.testing.assert_allclose(_inertia_about_com(foot), np.eye(3) * 0.4 * m * r * r,
+                                   rtol=1e-9)
 
     model = pin.buildModelFromXML(s)
     assert (model.nq, model.nv) == (12, 12)
@@ -289,12 +340,13 @@ def test_quadruped():
         ids = [model.getJointId(f'{leg}_{j}') for j in ('HAA', 'HFE', 'KFE')]
         assert model.parents[ids[1]] == ids[0] and model.parents[ids[2]] == ids[1]
         assert np.isclose(sum(model.inertias[i].mass for i in ids), QUADRUPED_LEG_MASS)
-        assert np.isclose(model.inertias[ids[2]].mass, 0.064 + 0.02)   # foot merged into shank
+        assert np.isclose(model.inertias[ids[2]].mass,                 # foot merged into shank
+                          MINI_CHEETAH['LF_shank'][0] + FOOT_SPHERE[0])
     _mass_matrix_ok(model)
 
     ff = pin.buildModelFromXML(s, pin.JointModelFreeFlyer())
     assert (ff.nq, ff.nv) == (19, 18)
-    assert np.isclose(ff.inertias[1].mass, 3.3)                    # trunk (+ massless imu)
+    assert np.isclose(ff.inertias[1].mass, MINI_CHEETAH['trunk'][0])   # trunk (+ massless imu)
     assert np.isclose(_total_pin_mass(ff), QUADRUPED_TOTAL_MASS)
     _check_pin_inertias(ff)
     _mass_matrix_ok(ff)

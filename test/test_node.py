@@ -10,14 +10,13 @@ import time
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_support import (ARM7, Probe, assert_dynamics_msg, christoffel_array,
                                dynamics_arrays, read, running_node, set_model_params)
 
 pytestmark = pytest.mark.ros
 
-pytestmark = pytest.mark.ros
-
-rd = pytest.importorskip('ros_dynamics')
 
 GAIN = 40.0
 THRESHOLD = 3.0

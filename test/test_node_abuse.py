@@ -14,12 +14,13 @@ import time
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+from ros_dynamics import testing
+
 from test_node_support import ARM7, assert_dynamics_msg, read, running_node
 
 pytestmark = pytest.mark.ros
 
-rd = pytest.importorskip('ros_dynamics')
-testing = pytest.importorskip('ros_dynamics.testing')
 
 GAIN = 30.0
 _stamp = [time.time_ns() - 3600 * 1_000_000_000]   # an hour in the node clock's past

@@ -15,6 +15,8 @@ import os
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_floating import base_state, joints, odom
 from test_node_operational_space import matrices, request as os_request
 from test_node_support import (QUADRUPED, christoffel_array, dynamics_arrays, read,
@@ -22,7 +24,6 @@ from test_node_support import (QUADRUPED, christoffel_array, dynamics_arrays, re
 
 pytestmark = pytest.mark.ros
 
-rd = pytest.importorskip('ros_dynamics')
 
 GRIPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'urdf',
                        'gripper_mimic.urdf')
@@ -306,15 +307,11 @@ def test_center_of_mass_topics(quad_com, quad_model):
     # Pinocchio (test-only oracle), the rest unchanged
     np.testing.assert_allclose(qbar[3:], q[3:], rtol=0, atol=0)           # orientation, joints
     np.testing.assert_allclose(vbar[3:], v[3:], rtol=0, atol=0)           # omega, joint rates
-    try:
-        from _oracle import PinocchioOracle
-        pin = PinocchioOracle(QUADRUPED, model)
-    except ImportError:
-        pin = None
-    if pin is not None:
-        pin.pin.centerOfMass(pin.pm, pin.pd, pin.q(q), pin.v(v))
-        np.testing.assert_allclose(qbar[:3], pin.pd.com[0], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(vbar[:3], pin.pd.vcom[0], rtol=0, atol=1e-12)
+    from _oracle import PinocchioOracle
+    pin = PinocchioOracle(QUADRUPED, model)
+    pin.pin.centerOfMass(pin.pm, pin.pd, pin.q(q), pin.v(v))
+    np.testing.assert_allclose(qbar[:3], pin.pd.com[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(vbar[:3], pin.pd.vcom[0], rtol=0, atol=1e-12)
     full = rd.dynamics(model, q, v)
     # ... and the structure of Remark 6
     _, _, M, C, Mdot, g = dynamics_arrays(dyn)

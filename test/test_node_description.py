@@ -5,15 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+from ros_dynamics import testing as models
+
 from test_node_support import (ARM7, QUADRUPED, assert_dynamics_msg, read, running_node,
                                set_model_params)
 
 pytestmark = pytest.mark.ros
 
-pytestmark = pytest.mark.ros
-
-rd = pytest.importorskip('ros_dynamics')
-models = pytest.importorskip('ros_dynamics.testing')
 
 _stamps = itertools.count(3_000_000_000_000, 1_000_000)
 

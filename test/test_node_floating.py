@@ -5,14 +5,13 @@ import math
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_support import (QUADRUPED, assert_dynamics_msg, christoffel_array,
                                dynamics_arrays, read, running_node)
 
 pytestmark = pytest.mark.ros
 
-pytestmark = pytest.mark.ros
-
-rd = pytest.importorskip('ros_dynamics')
 
 GAIN = 25.0
 _stamps = itertools.count(2_000_000_000_000, 1_000_000)

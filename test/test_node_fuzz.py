@@ -32,11 +32,12 @@ import time
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_support import ARM7, dynamics_arrays, read, running_node
 
 pytestmark = pytest.mark.ros
 
-rd = pytest.importorskip('ros_dynamics')
 
 N_MESSAGES = int(os.environ.get('FUZZ_MESSAGES', '10000'))
 BATCH = 60

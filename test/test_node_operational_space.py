@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_support import ARM7, QUADRUPED, read, running_node
 
 pytestmark = pytest.mark.ros
 
-rd = pytest.importorskip('ros_dynamics')
-pytest.importorskip('ros_dynamics_msgs.srv')
 
 _stamps = itertools.count(3_000_000_000_000, 1_000_000)
 

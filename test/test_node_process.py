@@ -11,11 +11,12 @@ import time
 import numpy as np
 import pytest
 
+import ros_dynamics as rd
+
 from test_node_support import ARM7, REPO_ROOT, NodeProcess, Probe, read
 
 pytestmark = pytest.mark.ros
 
-rd = pytest.importorskip('ros_dynamics')
 TIMEOUT = 60.0
 
 

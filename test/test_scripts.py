@@ -22,6 +22,7 @@ pytestmark = pytest.mark.core
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASH = shutil.which('bash')
+assert BASH, 'the scripts are bash scripts: bash must be installed'
 
 
 def _fake_checkout(tmp_path, install_status):
@@ -72,7 +73,6 @@ echo "=== alive"; echo "the shell goes on after a failing command"
 '''
 
 
-@pytest.mark.skipif(BASH is None, reason='needs bash')
 def test_sourcing_leaves_shell_options_and_directory_unchanged(tmp_path):
     root = _fake_checkout(tmp_path, install_status=0)
     work = tmp_path / 'elsewhere'
@@ -94,7 +94,6 @@ def test_sourcing_leaves_shell_options_and_directory_unchanged(tmp_path):
     assert 'alive' in s
 
 
-@pytest.mark.skipif(BASH is None, reason='needs bash')
 def test_a_failed_install_returns_instead_of_closing_the_shell(tmp_path):
     root = _fake_checkout(tmp_path, install_status=1)
     script = (f'source "{root}/scripts/setup_env.sh"; status=$?\n'
@@ -108,7 +107,6 @@ def test_a_failed_install_returns_instead_of_closing_the_shell(tmp_path):
     assert all(line.split()[-1] == 'off' for line in s['options'].splitlines()), s['options']
 
 
-@pytest.mark.skipif(BASH is None, reason='needs bash')
 def test_run_as_a_program_it_exits_with_the_status(tmp_path):
     root = _fake_checkout(tmp_path, install_status=1)
     res = subprocess.run([BASH, str(root / 'scripts' / 'setup_env.sh')], capture_output=True,

@@ -90,7 +90,7 @@ class Feeder:
 
 def test_commands_use_the_terms_of_exactly_the_joint_state_they_answer(rclpy_context, ros_env,
                                                                        tmp_path):
-    pytest.importorskip('ros_dynamics_msgs.msg')
+    import ros_dynamics_msgs.msg  # noqa: F401 - the controller subscribes to ~/dynamics
     ns = 'tcpair'
     proc = NodeProcess(ros_env, str(tmp_path), ns, {
         'law': 'slotine_li', 'kp': KP.tolist(), 'kd': KD.tolist(), 'q0': Q0.tolist(),
@@ -157,7 +157,7 @@ def test_sigterm_ends_the_controller_cleanly(rclpy_context, ros_env, tmp_path):
     """SIGTERM (systemd, docker, kill): exit status 0, the statistics logged, no traceback
     (the process life cycle of ros_dynamics.ros.process.run)."""
     import signal
-    pytest.importorskip('ros_dynamics_msgs.msg')
+    import ros_dynamics_msgs.msg  # noqa: F401 - the controller subscribes to ~/dynamics
     ns = 'tcterm'
     proc = NodeProcess(ros_env, str(tmp_path), ns, {'joints': JOINTS, 'report_period': 0.0},
                        node_name='tracking_controller',

@@ -1,5 +1,5 @@
 """ros_dynamics.ros.viewer in a real headless browser (Debian's chromium, driven over the Chrome
-DevTools Protocol with the `websockets` client viser already depends on).
+DevTools Protocol by scripts/headless_browser.py).
 
 * in process: RobotView on the bundled arm7 with a contact force -> the page renders the robot
   and a red arrow (red pixels in the 3D area, away from the GUI panel); the opposite force moves
@@ -12,38 +12,37 @@ DevTools Protocol with the `websockets` client viser already depends on).
 What this does not prove: that the arrow is drawn at the right pixel (only that red appears in
 the scene and disappears on release; the geometry of the arrow is the ContactView's, checked in
 test_visualization.py), nor anything about GPU rendering (chromium renders with SwiftShader).
-The test installs nothing: without chromium on PATH it is skipped.
+The test installs nothing: chromium is a system prerequisite (README; ./scripts/run_tests.sh
+installs it with apt-get when run as root), and without it on PATH the browser tests fail.
 """
-import base64
 import io
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 import numpy as np
 import pytest
+import urdf_parser_py  # noqa: F401 - the viewer's URDF parser
+import viser
+from PIL import Image
 
 pytestmark = pytest.mark.ros
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_ROOT, 'scripts'))
+import headless_browser  # noqa: E402 - the DevTools client, shared with scripts/viewer_picture.py
+
 URDF = os.path.join(REPO_ROOT, 'urdf', 'arm7.urdf')
 OUT = os.path.join(REPO_ROOT, 'out')
-CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
-TIMEOUT = 60.0
+TIMEOUT = headless_browser.TIMEOUT
 PANEL_X = 940          # the GUI panel is right of this column at 1280 px width
 Q = np.array([0.3, 0.6, 0.0, -1.0, 0.0, 0.8, 0.0])
 FORCE = np.array([20.0, 20.0, 0.0])   # across the camera's line of sight: a long arrow on screen
 
-viser = pytest.importorskip('viser', reason='viser not installed (pip install viser)')
-pytest.importorskip('urdf_parser_py', reason='urdf_parser_py not installed')
-pytest.importorskip('PIL', reason='Pillow not installed')
 
 
 def _free_port():
@@ -52,46 +51,17 @@ def _free_port():
         return s.getsockname()[1]
 
 
-class Browser:
-    """One headless chromium page on `url`; screenshot() -> (png bytes, RGB array)."""
+class Page(headless_browser.Browser):
+    """The page with screenshots as RGB arrays and waits for what they must show."""
 
-    def __init__(self, url, tmp):
-        from websockets.sync.client import connect
-        self.proc = subprocess.Popen(
-            [CHROMIUM, '--headless=new', '--no-sandbox', '--use-angle=swiftshader',
-             '--enable-unsafe-swiftshader', '--remote-debugging-port=0',
-             f'--user-data-dir={tmp}', '--window-size=1280,800', '--no-first-run', 'about:blank'],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        port_file = os.path.join(tmp, 'DevToolsActivePort')
-        deadline = time.monotonic() + TIMEOUT
-        while not (os.path.exists(port_file) and len(open(port_file).read().split()) >= 2):
-            assert self.proc.poll() is None, 'chromium exited at start'
-            assert time.monotonic() < deadline, 'chromium did not open its DevTools port'
-            time.sleep(0.05)
-        port = open(port_file).read().split()[0]
-        req = urllib.request.Request(f'http://127.0.0.1:{port}/json/new?{url}', method='PUT')
-        target = json.load(urllib.request.urlopen(req, timeout=10))
-        self.ws = connect(target['webSocketDebuggerUrl'], max_size=None)
-        self.n = 0
-
-    def call(self, method, **params):
-        self.n += 1
-        self.ws.send(json.dumps({'id': self.n, 'method': method, 'params': params}))
-        while True:
-            m = json.loads(self.ws.recv(timeout=TIMEOUT))
-            if m.get('id') == self.n:
-                assert 'error' not in m, m
-                return m['result']
-
-    def screenshot(self):
-        from PIL import Image
-        png = base64.b64decode(self.call('Page.captureScreenshot', format='png')['data'])
+    def image(self):
+        png = self.screenshot()
         return png, np.asarray(Image.open(io.BytesIO(png)).convert('RGB')).astype(int)
 
     def wait_for(self, predicate, what):
         deadline = time.monotonic() + TIMEOUT
         while True:
-            png, img = self.screenshot()
+            png, img = self.image()
             if predicate(img):
                 return png, img
             if time.monotonic() > deadline:
@@ -99,14 +69,6 @@ class Browser:
                 pytest.fail(f'browser: {what} not seen in {TIMEOUT} s (red px {_red(img)}, '
                             f'grey px {_grey(img)}; last screenshot {path})')
             time.sleep(0.3)
-
-    def close(self):
-        self.ws.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def _red(img):
@@ -143,14 +105,13 @@ def _save(png, name):
 
 @pytest.fixture
 def browser_factory(tmp_path):
-    if CHROMIUM is None:
-        pytest.skip('chromium not installed (Debian: apt-get install -y chromium); '
-                    'the browser test needs it')
+    assert headless_browser.CHROMIUM is not None, ('chromium is not on PATH (Debian: apt-get install -y chromium; '
+                                  './scripts/run_tests.sh does it as root)')
     opened = []
 
     def make(url):
         d = tempfile.mkdtemp(dir=tmp_path)
-        b = Browser(url, d)
+        b = Page(url, d)
         opened.append(b)
         return b
     yield make

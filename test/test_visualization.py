@@ -5,14 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from builtin_interfaces.msg import Time
+from visualization_msgs.msg import Marker
+
+from ros_dynamics.ros import visualization as V
 
 pytestmark = pytest.mark.core
-
-pytest.importorskip('visualization_msgs.msg', reason='visualization_msgs (ROS wheel) not installed')
-from builtin_interfaces.msg import Time  # noqa: E402
-from visualization_msgs.msg import Marker  # noqa: E402
-
-from ros_dynamics.ros import visualization as V  # noqa: E402
 
 
 def _rotation(axis, angle):
