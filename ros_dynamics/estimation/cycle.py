@@ -175,11 +175,7 @@ class Cycle:
             self.observer.count_sample()
             res.residual = self.observer.state[R]
             res.contact = self.detector.free_sample()
-            res.observer, res.dt = ('bridge' if bridged else 'update'), dt
-            if bridged:
-                self.bridged += 1
-            else:
-                self._record_period(dt)
+            self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
             self._pending = None
         if res.error is not None:
@@ -199,6 +195,15 @@ class Cycle:
             return 'reset', (f'the time went back {-dt:.6g} s since the last joint state (a '
                              'source or clock reset)')
         return ('bridge' if kind == INTERVAL_GAP else 'update'), dt
+
+    def _observed(self, res, kind, dt):
+        """An observer update ('update' or 'bridge') a period ``dt`` after the last one: the
+        period joins the gap limit's median unless it was a gap."""
+        res.observer, res.dt = kind, dt
+        if kind == 'bridge':
+            self.bridged += 1
+        else:
+            self._record_period(dt)
 
     def _record_period(self, dt):
         k = self._n_periods
@@ -230,14 +235,10 @@ class Cycle:
                     self.last_reset = (step[1], t_ns)
                     res.observer, res.reset_reason = 'reset', step[1]
                 else:
-                    bridge = step[0] == 'bridge'
-                    res.residual = self.observer.update_from(data, tau, step[1], bridge)
+                    res.residual = self.observer.update_from(data, tau, step[1],
+                                                             step[0] == 'bridge')
                     res.contact = self.detector.update(res.residual)
-                    res.observer, res.dt = step
-                    if bridge:
-                        self.bridged += 1
-                    else:
-                        self._record_period(step[1])
+                    self._observed(res, *step)
                     self._wrench(q, res)
                 self._last_ns = t_ns
                 self._pending = None
