@@ -19,8 +19,8 @@ Python-call level for both libraries:
 * fd:          rd.forward_dynamics           vs  pin.aba
 
 plus the throughput of rd.dynamics_batch (K = 1000 states, all cores) against a Python loop of
-single rd.dynamics calls and against the same batch on one thread, a comparison with the seed
-paper's Table 1, and breakdowns of where the time of one rd.dynamics call (chain-20) and of one
+single rd.dynamics calls and against the same batch on one thread, a comparison with Table 1 of
+Echeandia & Wensing (2021), and breakdowns of where the time of one rd.dynamics call (chain-20) and of one
 rd.christoffel call (chain-7) goes.
 Progress goes to stderr; the tables go to stdout and to out/benchmarks/dynamics.md (or --out).
 """
@@ -313,6 +313,8 @@ def main(argv=None):
     w = lines.append
     w('# ros_dynamics vs Pinocchio: dynamics terms from Python')
     w('')
+    w(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
+      f'`python benchmarks/bench_dynamics.py {" ".join(sys.argv[1:])}`.  ')
     w(f'Machine: {machine_info()}; 1-min load average {load_start:.2f} at the start, '
       f'{os.getloadavg()[0]:.2f} at the end (this benchmark alone adds ~1; above ~1.5 another process '
       'competes for the second core and the batch / parallel numbers drop).  ')
@@ -371,7 +373,7 @@ def main(argv=None):
     w('')
     w('Target: batch / single >= 1.8 on 2 cores.')
     w('')
-    w('## Seed paper Table 1 (Echeandia & Wensing, i7 3.2 GHz) vs this machine (us)')
+    w('## Echeandia & Wensing (2021), Table 1 (i7 3.2 GHz) vs this machine (us)')
     w('')
     w('| robot | C: paper | C: rd.dynamics (API) | C: kernel only | C: Pinocchio | '
       'Gamma: paper | Gamma: rd.christoffel (API) | Gamma: kernel only | Gamma: Pinocchio |')
