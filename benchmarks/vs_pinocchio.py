@@ -68,7 +68,8 @@ OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, default
            'EventsExecutor, serialized bytes in and out) publishes ~/dynamics (M, C, dM/dt, g, '
            'q, v), the latched ~/christoffel every 10th and runs the observer and contact '
            'detector; ours-lean publishes ~/dynamics only; pinocchio '
-           '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events (the same with the EventsExecutor) '
+           '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events '
+           '(the same with the EventsExecutor) '
            'publish the same ~/dynamics message. One subscriber process on ~/dynamics for each.')
 
 
@@ -190,10 +191,11 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
 
 
 def summarize(results, robots, variants, full=0.999):
-    """Markdown lines and a summary.  A repetition counts for the medians and ranges only if
-    every variant answered (>= 99.9 % of the joint states): a node that fell behind dropped
-    joint states it then never paid for.  Each of our variants is divided by each Pinocchio
-    variant of the same repetition (interleaved runs, same subscriber, same joint states)."""
+    """Markdown lines and a summary.  Each of our variants is divided by each Pinocchio variant
+    of the same repetition (interleaved runs, same subscriber, same joint states).  A ratio
+    counts for the median and range only if both nodes answered (>= 99.9 % of the joint
+    states): a node that fell behind dropped joint states it then never paid for; likewise a
+    node's median and range of us per joint state use its fully answered runs."""
     refs = [v for v in variants if v in PINOCCHIO]
     others = [v for v in variants if v not in PINOCCHIO]
     pairs = [(v, ref) for ref in refs for v in others]
@@ -209,16 +211,17 @@ def summarize(results, robots, variants, full=0.999):
             row = {r['variant']: r for r in results if r['robot'] == robot and r['rep'] == rep}
             order = ' '.join(r['variant'] for r in sorted(row.values(), key=lambda r: r['slot']))
             ok = all(r['answered_fraction'] >= full for r in row.values())
+            answered = {v: row[v]['answered_fraction'] >= full for v in variants}
             cells = [f'{row[v]["cpu_us_per_joint_state"]:.0f} '
                      f'({100 * row[v]["answered_fraction"]:.1f} %)' for v in variants]
             rc = []
             for v, ref in pairs:
                 x = row[v]['cpu_us_per_joint_state'] / row[ref]['cpu_us_per_joint_state']
-                rc.append(f'{x:.2f}')
-                if ok:
+                rc.append(f'{x:.2f}' if answered[v] and answered[ref] else f'({x:.2f})')
+                if answered[v] and answered[ref]:
                     ratios[(v, ref)].append(x)
-            if ok:
-                for v in variants:
+            for v in variants:
+                if answered[v]:
                     us[v].append(row[v]['cpu_us_per_joint_state'])
             load = max(r['loadavg_1min'] for r in row.values())
             lines.append(f'| {robot} | {rep} | {order} | ' + ' | '.join(cells) + ' | '
@@ -230,12 +233,12 @@ def summarize(results, robots, variants, full=0.999):
 
         def ur(x):
             return f'{statistics.median(x):.0f} [{min(x):.0f}, {max(x):.0f}]' if x else 'n/a'
-        n_ok = len(next(iter(us.values())))
-        lines.append(f'| {robot} | median [range] of the {n_ok} reps all answered | | '
+        lines.append(f'| {robot} | median [range] over the answered runs | | '
                      + ' | '.join(ur(us[v]) for v in variants) + ' | '
                      + ' | '.join(mr(ratios[p]) for p in pairs) + ' | | |')
         summary[robot] = {
-            'reps_all_answered': n_ok,
+            'runs_answered': {v: len(x) for v, x in us.items()},
+            'ratios_counted': {f'{v} / {ref}': len(x) for (v, ref), x in ratios.items()},
             'us_median': {v: statistics.median(x) if x else None for v, x in us.items()},
             'us_range': {v: [min(x), max(x)] if x else None for v, x in us.items()},
             'ratio_median': {f'{v} / {ref}': statistics.median(x) if x else None
@@ -268,7 +271,11 @@ def main():
     ap.add_argument('--base', metavar='ROOT',
                     help='also run the node of this checkout with its defaults (variant '
                          'ours@base: before/after a change in the same run)')
+    ap.add_argument('--resummarize', metavar='JSON',
+                    help='no runs: write the tables again from the runs of this JSON')
     args = ap.parse_args()
+    if args.resummarize:
+        return resummarize(args.resummarize, args.out_dir, args.name)
     variants = [v for v in ALL_VARIANTS if v in args.variants]
     if args.base:
         variants.insert(1, 'ours@base')
@@ -307,9 +314,14 @@ def main():
                       f'{r["send_rate_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}; by thread '
                       + ', '.join(f'{t} {x:.0f}' for t, x in r['cpu_us_by_thread'].items()),
                       flush=True)
-    lines, summary = summarize(results, args.robots, variants)
-    os.makedirs(args.out_dir, exist_ok=True)
-    md = os.path.join(args.out_dir, f'{args.name}.md')
+    write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants)
+
+
+def write_outputs(out_dir, name, head, checks, results, robots, variants):
+    """The result files <name>.md and <name>.json (the runs, to summarize again)."""
+    lines, summary = summarize(results, robots, variants)
+    os.makedirs(out_dir, exist_ok=True)
+    md = os.path.join(out_dir, f'{name}.md')
     with open(md, 'w') as f:
         f.write(f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
                 + ''.join(f'{r}: max |ours - pinocchio| = {e:.1e}. ' for r, e in checks.items())
@@ -317,14 +329,28 @@ def main():
                 + '\n\nNode CPU (all threads) per joint state sent, us; answered = fraction of '
                   'joint states with a ~/dynamics message received by the subscriber process. '
                   'Ratios: CPU per joint state of the first variant over the second, same '
-                  'repetition; load = the highest 1-minute load average of its runs.\n\n'
+                  'repetition; in parentheses where one of the two answered less than 99.9 % '
+                  '(not counted in the median and range); load = the highest 1-minute load '
+                  'average of its runs.\n\n'
                 + '\n'.join(lines) + '\n')
-    js = os.path.join(args.out_dir, f'{args.name}.json')
+    js = os.path.join(out_dir, f'{name}.json')
     with open(js, 'w') as f:
-        json.dump({'runs': results, 'summary': summary, 'check': checks}, f, indent=2)
+        json.dump({'head': head, 'robots': robots, 'variants': variants, 'runs': results,
+                   'summary': summary, 'check': checks}, f, indent=2)
     print('\n'.join(lines))
     print(f'wrote {md} and {js}')
 
+
+def resummarize(path, out_dir, name):
+    """Write the result files again from the runs of a JSON this script wrote."""
+    with open(path) as f:
+        data = json.load(f)
+    runs = data['runs']
+    robots = data.get('robots') or list(dict.fromkeys(r['robot'] for r in runs))
+    variants = data.get('variants') or [v for v in ALL_VARIANTS[:2] + ['ours@base'] +
+                                        ALL_VARIANTS[2:] if any(r['variant'] == v for r in runs)]
+    head = data['head']
+    write_outputs(out_dir, name, head, data['check'], runs, robots, variants)
 
 if __name__ == '__main__':
     main()
