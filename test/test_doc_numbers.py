@@ -10,7 +10,8 @@ The rule for writers (benchmarks/README.md, "Numbers in the documentation"):
   written the same way (same rounding); text in `code` and link targets is not read;
 * in the performance documents (README's "Performance" section, docs/performance.md,
   benchmarks/README.md) a block with such a number and no link to a result file is an error;
-  elsewhere every block that links a result file is checked the same way;
+  everywhere else a cost (µs, ns, s of CPU) without a link to a result file is an error, and
+  every block that links a result file is checked the same way;
 * every result file cited this way says when (a date), where (the machine and its load) and how
   (the script that wrote it).
 
@@ -41,6 +42,7 @@ NUMBER = r'(?<![\w.])(?<![A-Za-z]-)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(e[-+]?\d+)?'
 UNIT = (r'\s?(?:µs|us\b|ns\b|ms\b|s of CPU|x(?![\w])|×|%|kB\b|MB\b|GB\b|M states/s'
         r'|times\b|mrad\b)')
 TOKEN = re.compile(NUMBER + '(?P<unit>' + UNIT + ')?')
+COST = re.compile(NUMBER + r'\s?(?:µs|us\b|ns\b|s of CPU)')
 LINK = re.compile(r'\[([^\]]*)\]\(([^)\s]+)\)')
 CODE = re.compile(r'`[^`]*`')
 
@@ -53,6 +55,12 @@ def _numbers(text):
         if m.group(2) or m.group('unit'):
             out.append(''.join(g for g in m.groups()[:3] if g))
     return out
+
+
+def _costs(text):
+    """Whether a text states a cost (a time per call or of CPU)."""
+    text = CODE.sub(' ', LINK.sub(lambda m: ' ' + m.group(1) + ' ', text))
+    return bool(COST.search(text.replace('**', '')))
 
 
 def _cited(text, doc):
@@ -81,7 +89,9 @@ def _blocks(doc, text):
             start, body = para[0][0], '\n'.join(t for _, t in para)
             kind = ('table' if body.lstrip().startswith('|') else
                     'list' if re.match(r'\s*(?:[-*]|\d+\.)\s', body) else 'para')
-            if kind == 'para':
+            if kind == 'para' and body.startswith(' '):   # a list item's next paragraph
+                blocks.append((start, body, list(caption), in_scope))
+            elif kind == 'para':
                 blocks.append((start, body, [], in_scope))
                 caption[:] = _cited(body, doc)
             elif kind == 'table':
@@ -91,7 +101,7 @@ def _blocks(doc, text):
             else:
                 items = []
                 for no, t in para:
-                    if re.match(r'\s*(?:[-*]|\d+\.)\s', t) and not t.startswith('  '):
+                    if re.match(r'(?:[-*]|\d+\.)\s', t) or not items:
                         items.append([no, t])
                     else:
                         items[-1][1] += '\n' + t
@@ -139,7 +149,7 @@ def problems(doc, text):
     for no, body, inherited, in_scope in _blocks(doc, text):
         numbers = _numbers(body)
         cites = _cited(body, doc) + inherited
-        if not numbers or not (cites or in_scope):
+        if not numbers or not (cites or in_scope or _costs(body)):
             continue
         if not cites:
             found.append(f'{doc}:{no}: {", ".join(numbers)} without a result file cited')
@@ -186,5 +196,6 @@ def test_an_injected_wrong_number_is_caught():
     table = f'Measured ([run]({link})):\n\n| a | b |\n|---|---|\n| x | {wrong} µs |\n'
     assert problems(doc, '# P\n\n' + table) != []
     assert problems(doc, f'# P\n\nIt took {right} µs.\n') != []
+    assert problems('docs/other.md', f'# P\n\nIt took {right} µs.\n') != []
     # a ratio written with other rounding is not the same number
     assert not _occurs('0.5', 'ratio 0.55') and _occurs('0.55', 'ratio 0.55,')
