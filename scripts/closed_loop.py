@@ -301,6 +301,8 @@ def write_report(path, results, names, args):
     law's ratio to PD + gravity and the loop's counts (what the docs quote)."""
     import platform
     import time
+
+    import numpy as np
     load = os.getloadavg()
     lines = [f'# Closed loop through ROS: tracking error per law (arm7, {args.trajectory})', '',
              f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
@@ -309,7 +311,11 @@ def write_report(path, results, names, args):
              f'{platform.python_version()}; load average {load[0]:.2f} / {load[1]:.2f} '
              f'(1 / 5 min) at the end; lock-step {args.lockstep:g} s, ω = '
              f'{args.bandwidth:g} rad/s, A = {args.amplitude:g} rad, f = {args.frequency:g} Hz, '
-             f'{args.duration:g} s.', '',
+             f'{args.duration:g} s' + (
+                 f'; peak velocity 2πf A = {2 * np.pi * args.frequency * args.amplitude:.1f} '
+                 f'rad/s and acceleration (2πf)² A = '
+                 f'{(2 * np.pi * args.frequency) ** 2 * args.amplitude:.1f} rad/s²'
+                 if args.trajectory == 'sine' else '') + '.', '',
              'RMS of q - q_d per joint [mrad]; ratio = pd_gravity\'s RMS over all joints / '
              'the law\'s:', '',
              '| law | ' + ' | '.join(n for n in names) + ' | all | ratio |',
