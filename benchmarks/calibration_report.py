@@ -130,14 +130,19 @@ def main():
     print(text)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, 'w') as f:
+        command = ' '.join(['python benchmarks/calibration_report.py'] + sys.argv[1:])
+        setup = ' '.join(__doc__.split('\n\n')[1].split()).replace(' and prints:', '.')
+        noise = '; '.join(f'{k}: {p:g} rad, {v:g} rad/s, {e:g} N m' for k, (p, v, e)
+                          in NOISE.items())
         f.write('# ' + __doc__.split('\n')[0] + '\n\n'
-                f'{started}; `python benchmarks/calibration_report.py {" ".join(sys.argv[1:])}`; '
+                f'{started}; `{command}`; '
                 f'{machine_info()}; 1-minute load average {load0:.2f} at the start, '
                 f'{os.getloadavg()[0]:.2f} at the end. Errors relative to the true values '
                 '(mass, CoM, inertia, friction: max over the joints), rms = the largest rms of '
                 'the residual over the joints [N m] before and after calibration; bias = mean '
                 'residual error under a 20 N force from 5/K on, relative to the true external '
-                'torque.\n\n' + text + '\n')
+                'torque.\n\n' + setup + f' Sensor noise (standard deviations): {noise}.\n\n'
+                + text + '\n')
     print(f'wrote {args.out}')
 
 

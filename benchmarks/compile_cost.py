@@ -263,8 +263,8 @@ def main(argv=None):
                 colds.append(run(cache, args.node_only))
                 warms.append(run(cache, args.node_only))
     cold, warm = minimum(colds), minimum(warms)
-    command = 'python benchmarks/compile_cost.py ' + ' '.join(argv if argv is not None
-                                                            else sys.argv[1:])
+    command = ' '.join(['python benchmarks/compile_cost.py']
+                       + (argv if argv is not None else sys.argv[1:]))
     what = 'the dynamics_node process' if args.node else 'the library, as the node uses it'
     text = [f'# First start: compile cost of the kernels ({what})', '',
             f'{started}; `{command}`; {machine_info()}; 1-minute load average {load0:.2f} at '
