@@ -3,7 +3,7 @@
 run once per control law; reports the RMS tracking error per joint per law, the loop latency
 and the fraction of cycles served, and saves a plot.
 
-    python scripts/closed_loop.py                 # ~2 min; writes out/closed_loop.png
+    python scripts/closed_loop.py                 # ~2 min; writes out/closed_loop.png and .md
     python scripts/closed_loop.py --laws slotine_li --duration 5 --frequency 0.5
 
 Three real ROS 2 processes per law on the bundled ``arm7`` (fixed base, 7 joints, 1 kHz):
@@ -71,9 +71,9 @@ def _parse():
                          'commands act when they arrive')
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'closed_loop.png'))
     ap.add_argument('--json', default=None, help='also write the results as JSON here')
-    ap.add_argument('--report', default=os.path.join(ROOT, 'out', 'closed_loop.md'),
+    ap.add_argument('--report', default=None,
                     help='the result file (markdown: date, load, machine, command, the RMS '
-                         'errors and their ratios; default out/closed_loop.md)')
+                         'errors and their ratios; default closed_loop.md next to --out)')
     ap.add_argument('--timeout', type=float, default=120.0, help='wall-clock limit per law [s]')
     ap.add_argument('--dynamics-module', default='ros_dynamics.ros.dynamics_node',
                     help=argparse.SUPPRESS)
@@ -381,6 +381,8 @@ def main():
         pickle.dump({'results': results, 'names': names, 'args': vars(args)}, f)
     plot(results, names, args.out, args)
     say(f'[closed_loop] plot saved to {args.out}; logs in {log_dir}')
+    if args.report is None:
+        args.report = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop.md')
     write_report(args.report, results, names, args)
     say(f'[closed_loop] results written to {args.report}')
     if args.json:
