@@ -96,7 +96,16 @@ def _blocks(doc, text):
                 caption[:] = _cited(body, doc)
             elif kind == 'table':
                 table_cites = _cited(body, doc)
+                # a column headed by a unit (| µs per call |): its cells carry that unit
+                header = [c.strip() for c in para[0][1].strip().strip('|').split('|')]
+                unit = [re.search(r'(µs|\bus\b|\bms\b)', c) for c in header]
                 for no, row in para:
+                    cells = row.strip().strip('|').split('|')
+                    if len(cells) == len(unit):
+                        row = '|' + '|'.join(
+                            f' {c.strip()} {u.group(1)} ' if u and re.fullmatch(
+                                r'\s*\d[\d.,]*\s*', c) else c
+                            for c, u in zip(cells, unit)) + '|'
                     blocks.append((no, row, caption + table_cites, in_scope))
             else:
                 items = []
@@ -199,5 +208,7 @@ def test_an_injected_wrong_number_is_caught():
     assert problems(doc, '# P\n\n' + table) != []
     assert problems(doc, f'# P\n\nIt took {right} µs.\n') != []
     assert problems('docs/other.md', f'# P\n\nIt took {right} µs.\n') != []
+    # a column headed by a unit makes its cells costs
+    assert problems('docs/other.md', '# P\n\n| call | µs per call |\n|---|---|\n| f | 0.28 |\n')
     # a ratio written with other rounding is not the same number
     assert not _occurs('0.5', 'ratio 0.55') and _occurs('0.55', 'ratio 0.55,')
