@@ -313,6 +313,8 @@ def main(argv=None):
     w = lines.append
     w('# ros_dynamics vs Pinocchio: dynamics terms from Python')
     w('')
+    w(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
+      f'`python benchmarks/bench_dynamics.py {" ".join(sys.argv[1:])}`.  ')
     w(f'Machine: {machine_info()}; 1-min load average {load_start:.2f} at the start, '
       f'{os.getloadavg()[0]:.2f} at the end (this benchmark alone adds ~1; above ~1.5 another process '
       'competes for the second core and the batch / parallel numbers drop).  ')
