@@ -27,7 +27,7 @@ that takes a link accepts any of ``model.frame_names``.
 """
 
 import numpy as np
-from numba import get_num_threads
+from numba import get_num_threads, set_num_threads
 
 from . import coriolis, kernels
 from .data import Data, Dynamics, new_dynamics, output, work_buffer
@@ -325,6 +325,19 @@ def batch_threads(K, entries_per_state):
     return max(1, min(get_num_threads(), K * entries_per_state // MIN_ENTRIES_PER_THREAD))
 
 
+def batch_call(kernel, threads, *args):
+    """``kernel(*args, threads)`` with numba's team for this thread set to ``threads`` (the
+    parallel loop of a batch kernel starts the whole team, even threads without a block)."""
+    team = get_num_threads()
+    if threads == team:
+        return ready(kernel)(*args, threads)
+    set_num_threads(threads)
+    try:
+        return ready(kernel)(*args, threads)
+    finally:
+        set_num_threads(team)
+
+
 def dynamics_batch(model, Q, V, factorization='eq10', out=None):
     """:func:`dynamics` for K states in one compiled call: Q (K, nq), V (K, nv) -> Dynamics
     with M, C, Mdot (K, nv, nv) and g (K, nv), each row equal to :func:`dynamics` of that
@@ -345,8 +358,8 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    ready(kernels.dynamics_batch)(model.packed, Q, V, M, C, Mdot, g, fact,
-                                  batch_threads(K, n * (3 * n + 1)))
+    batch_call(kernels.dynamics_batch, batch_threads(K, n * (3 * n + 1)),
+               model.packed, Q, V, M, C, Mdot, g, fact)
     return Dynamics(M, C, Mdot, g)
 
 
@@ -356,7 +369,7 @@ def christoffel_batch(model, Q):
     Q = check_batch(model, Q, model.nq, 'Q', True)
     n = model.nv
     Gamma = np.empty((Q.shape[0], n, n, n))
-    ready(kernels.christoffel_batch)(model.packed, Q, Gamma, batch_threads(Q.shape[0], n ** 3))
+    batch_call(kernels.christoffel_batch, batch_threads(Q.shape[0], n ** 3), model.packed, Q, Gamma)
     return Gamma
 
 
