@@ -312,9 +312,10 @@ def _out_array(out, name, shape):
     return a
 
 
-# Threads for a batch: each thread gets at least this many output entries (about 4 ns of
-# Algorithm 1 each on chain-7 .. chain-20, i.e. >= ~60 us), so that starting the second thread
-# (~10-20 us, more when another process holds the core) costs a small part of its work.
+# Threads for a batch: each thread gets at least this many output entries (Algorithm 1 takes
+# 3-6 ns per entry of M, C, Mdot, g on 7- to 20-DoF robots, so >= 50-100 us of work), so that
+# waking another thread (about 20 us measured on the loaded 2-core machine, more when another
+# process holds the core) costs a small part of what it saves.
 MIN_ENTRIES_PER_THREAD = 16384
 
 
