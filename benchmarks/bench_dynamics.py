@@ -188,8 +188,9 @@ def check_batch(pair, Q, V):
 
 def time_batch(pair, K, blocks):
     """Wall and CPU seconds per batch of K states: a loop of rd.dynamics calls keeping the
-    results ('loop'), a loop with one data= workspace ('loop_data'), the batch on one thread
-    ('batch1'), on all threads ('batch'), on all threads into a reused out ('batch_out');
+    results ('loop'), a loop with one data= workspace ('loop_data'), the same copying each
+    result into reused (K, ...) arrays ('loop_copy'), the batch on one thread ('batch1'; into
+    a reused out: 'batch1_out'), on all threads ('batch'; 'batch_out');
     plus the threads the batch used, the check, and the load before."""
     import numba
     try:
@@ -210,17 +211,25 @@ def time_batch(pair, K, blocks):
         for q, v in rows:
             rd.dynamics(m, q, v, data=data)
 
-    def batch1():
+    out = rd.dynamics_batch(m, Q, V)
+    copy = rd.dynamics_batch(m, Q, V)
+
+    def loop_copy():
+        for k, (q, v) in enumerate(rows):
+            d = rd.dynamics(m, q, v, data=data)
+            copy.M[k], copy.C[k], copy.Mdot[k], copy.g[k] = d
+
+    def batch1(**kw):
         numba.set_num_threads(1)
         try:
-            rd.dynamics_batch(m, Q, V)
+            rd.dynamics_batch(m, Q, V, **kw)
         finally:
             numba.set_num_threads(nthreads)
 
-    out = rd.dynamics_batch(m, Q, V)
     checked = check_batch(pair, Q, V)
     load = os.getloadavg()[0]
-    wall, cpu = wall_and_cpu({'loop': loop, 'loop_data': loop_data, 'batch1': batch1,
+    wall, cpu = wall_and_cpu({'loop': loop, 'loop_data': loop_data, 'loop_copy': loop_copy,
+                              'batch1': batch1, 'batch1_out': lambda: batch1(out=out),
                               'batch': lambda: rd.dynamics_batch(m, Q, V),
                               'batch_out': lambda: rd.dynamics_batch(m, Q, V, out=out)}, blocks)
     return dict(wall=wall, cpu=cpu, threads=batch_threads(K, n * (3 * n + 1)), checked=checked,
@@ -268,22 +277,28 @@ def batch_main(args):
     w_(f'Mode: {"--quick" if args.quick else "full"}; medians of {blocks} interleaved blocks (one '
        'call each, rotating order) of the wall-clock time and of the process CPU time (all '
        'threads).  Throughput = K / wall time.  Loop = `[rd.dynamics(model, q, v) for q, v in '
-       'rows]`; loop `data=` = the same calls into one `rd.Data` (results overwritten: the '
-       'cheapest loop of single calls).  Every batch row was checked bitwise against '
-       '`rd.dynamics`, and two rows against Pinocchio, before timing.')
+       'rows]`; loop `data=` = the same calls into one `rd.Data`.  Every batch row was checked '
+       'bitwise against `rd.dynamics`, and two rows against Pinocchio, before timing.')
     w_('')
     w_('## One thread: one compiled call against a loop of single calls')
     w_('')
-    w_('| robot | nv | load before | loop (states/s) | loop `data=` (states/s) | batch, 1 thread '
-       '(states/s) | batch / loop | batch / loop `data=` | batch / loop `data=`, CPU time | rows '
-       'bitwise = `rd.dynamics` | rel. diff to Pinocchio |')
-    w_('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    w_('| robot | nv | load before | loop (states/s) | loop `data=` (states/s) | loop `data=` + '
+       'copy (states/s) | batch, 1 thread (states/s) | batch, 1 thread, reused `out` (states/s) | '
+       'batch / loop | batch, reused `out` / loop `data=` + copy | batch / loop `data=` | same, '
+       'CPU time | rows bitwise = `rd.dynamics` | rel. diff to Pinocchio |')
+    w_('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     for label, nv, r in rows:
         w, c = r['wall'], r['cpu']
         eq, rel = r['checked']
         w_(f'| {label} | {nv} | {r["load"]:.2f} | {K / w["loop"]:,.0f} | {K / w["loop_data"]:,.0f} '
-           f'| {K / w["batch1"]:,.0f} | {w["loop"] / w["batch1"]:.2f} | {w["loop_data"] / w["batch1"]:.2f} '
-           f'| {c["loop_data"] / c["batch1"]:.2f} | {eq} / {K} | {rel:.1e} |')
+           f'| {K / w["loop_copy"]:,.0f} | {K / w["batch1"]:,.0f} | {K / w["batch1_out"]:,.0f} '
+           f'| {w["loop"] / w["batch1"]:.2f} | {w["loop_copy"] / w["batch1_out"]:.2f} '
+           f'| {w["loop_data"] / w["batch1"]:.2f} | {c["loop_data"] / c["batch1"]:.2f} | {eq} / {K} '
+           f'| {rel:.1e} |')
+    w_('')
+    w_('Loop `data=` + copy: the same calls, each result copied into reused (K, ...) arrays (the '
+       'cheapest loop that keeps every result, like the batch into a reused `out`).  Loop '
+       '`data=` alone keeps nothing (a lower bound for any loop of single calls).')
     w_('')
     w_('## All threads')
     w_('')
