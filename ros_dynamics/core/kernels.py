@@ -183,9 +183,9 @@ def contact_compliance(packed, work, q, cbody, clocal, width, Lam):
 # one workspace for its whole block, in its own cache lines.  The rows of a block are the
 # loop of a plain compiled function (``dynamics_rows``, ``christoffel_rows``) called from the
 # parallel loop: numba's parfor transformation sees only the call, and the per-state code is
-# compiled exactly as in a serial loop (inlined into the parfor body, the same code took
-# 1.6x (20-DoF chain) and 2.1x (Panda) the time per state on one thread).  The caller sets numba's team to ``threads`` (``api.batch_call``):
-# with 1 the loop runs on the calling thread and no other thread is woken.
+# compiled as in a serial loop, once.  The caller sets numba's team to ``threads``
+# (``api.batch_call``): with 1 the loop runs on the calling thread and no other thread is woken
+# (a team of two with one block waits for the idle thread to start and finish).
 
 LINE = 8    # float64 per 64-byte cache line
 
