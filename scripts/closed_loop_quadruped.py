@@ -49,7 +49,7 @@ def _parse(argv=None):
     ap.add_argument('--robot', default='quadruped', choices=('quadruped',))
     ap.add_argument('--duration', type=float, default=None,
                     help='simulated seconds (default: the whole schedule, 6.8 s)')
-    ap.add_argument('--push', type=float, default=15.0, help='push force [N] (0: none)')
+    ap.add_argument('--push', type=float, default=30.0, help='push force [N] (0: none)')
     ap.add_argument('--push-time', type=float, default=5.8, help='push start [s]')
     ap.add_argument('--push-duration', type=float, default=0.1, help='push length [s]')
     ap.add_argument('--lockstep', type=float, default=1.0)
@@ -194,7 +194,7 @@ def evaluate(ts, odom, ext, text, args, duration):
             'joint_states_answered_fraction': answered, 'samples': len(ks),
             'lift_foot_max_normal_force_in_swing_N': (float(np.nanmax(np.abs(
                 forces[swing, 0, 2]))) if swing.any() else None),
-            'stance_feet_min_normal_force_N': float(np.nanmin(forces[:, 1:, 2])),
+            'stance_feet_min_normal_force_N': float(np.nanmin(forces[t > 0.01, 1:, 2])),
             '_t': t, '_com': com, '_ref': ref, '_forces': forces, '_tilt': tilt,
             '_sched': sched}
 
@@ -219,9 +219,9 @@ def plot(r, path, args):
     axs[0].legend(fontsize=8, ncol=3)
     axs[0].set_title(f'CoM tracks its reference: rms {r["com_rms_m"] * 1e3:.2f} mm '
                      f'(orange: LF_foot in swing, red: {args.push:g} N push)')
-    axs[1].plot(t, (com - ref)[:, :] * 1e3, lw=0.8)
+    lines = axs[1].plot(t, (com - ref) * 1e3, lw=0.8)
     axs[1].set_ylabel('CoM error [mm]')
-    axs[1].legend(['x', 'y', 'z'], fontsize=8)
+    axs[1].legend(lines, ['x', 'y', 'z'], fontsize=8)
     for f, foot in enumerate(FEET):
         axs[2].plot(t, F[:, f, 2], lw=0.9, label=foot)
     axs[2].plot(t, np.nansum(F[:, :, 2], axis=1), 'k', lw=1.0, label='sum')
