@@ -63,6 +63,7 @@ def run(args, xml, duration, tmp, log_dir, say):
     """Start the three processes, record until the simulator ends; returns the records."""
     import numpy as np
     import rclpy
+    from geometry_msgs.msg import PointStamped
     from nav_msgs.msg import Odometry
     from rclpy.node import Node
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -73,7 +74,7 @@ def run(args, xml, duration, tmp, log_dir, say):
     push = [args.push_time, args.push_duration, 0.0, args.push, 0.0] if args.push else []
     files = {n: os.path.join(tmp, f'{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
     sim_params = dict(robot_description=xml, floating_base=True, control='external',
-                      rate=1000.0, duration=duration, wait_for_subscribers=1,
+                      rate=1000.0, duration=duration, wait_for_subscribers=2,
                       wait_timeout=120.0, start_delay=0.5, command_timeout=0.1,
                       lockstep_timeout=args.lockstep, publish_robot_description=False)
     if push:
@@ -96,7 +97,7 @@ def run(args, xml, duration, tmp, log_dir, say):
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
-    ts, odom, ext = {}, {}, {}
+    ts, odom, ext, ref = {}, {}, {}, {}
 
     def key(m):
         return m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
@@ -114,6 +115,11 @@ def run(args, xml, duration, tmp, log_dir, say):
 
     lis.create_subscription(task_space_msg_type(), '/dynamics/task_space', on_ts, qos)
     lis.create_subscription(Odometry, 'odom', on_odom, qos)
+    lis.create_subscription(PointStamped, '/wbc_controller/com_reference', lambda m: ref.__setitem__(
+        key(m), np.array((m.point.x, m.point.y, m.point.z))), qos)
+    # a joint_states subscriber too: the simulator waits for two (this one and the dynamics
+    # node) before its first state, so the record starts at the start
+    lis.create_subscription(JointState, 'joint_states', lambda m: None, qos)
     lis.create_subscription(JointState, '/sim/external_torque_truth', lambda m: ext.__setitem__(
         key(m), (list(m.name), np.array(m.effort))), qos)
     t_start = time.monotonic()
@@ -140,23 +146,24 @@ def run(args, xml, duration, tmp, log_dir, say):
     text = {n: open(p).read() for n, p in logs.items()}
     say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
         f'({time.monotonic() - t_start:.0f} s wall)')
-    return ts, odom, ext, text
+    return ts, odom, ext, ref, text
 
 
-def evaluate(ts, odom, ext, text, args, duration):
+def evaluate(ts, odom, ext, ref_rec, text, args, duration):
     import numpy as np
 
     from ros_dynamics.control.stand_step import StandStepSchedule
-    if not ts:
-        raise RuntimeError(f'no task-space message recorded; logs: {text}')
-    t0 = min(ts)
-    ks = sorted(k for k in ts if k - t0 <= duration * 1e9 + 1)
+    if not ts or not ref_rec:
+        raise RuntimeError(f'no task-space message or CoM reference recorded; logs: {text}')
+    # t = 0: the first state the simulator published (its clock starts there; its stamp is
+    # the controller's t = 0 too), read off the stamps of the controller's references
+    t0 = min(ref_rec) if ref_rec else min(ts)
+    ks = sorted(k for k in ts if k in ref_rec and k - t0 <= duration * 1e9 + 1)
     t = (np.array(ks) - t0) * 1e-9
     com = np.array([ts[k][0] for k in ks])
-    # the controller's schedule, rebuilt from the first state it saw (the CoM and feet there)
-    com0, _, frames, _, P = ts[t0]
-    sched = StandStepSchedule(FEET, com0, P[[frames.index(f) for f in FEET]])
-    ref = np.array([sched(x).com for x in t])
+    ref = np.array([ref_rec[k] for k in ks])     # what the controller aimed at, per stamp
+    # its schedule's phase times (they do not depend on the start state)
+    sched = StandStepSchedule(FEET, np.zeros(3), np.zeros((4, 3)))
     err = np.linalg.norm(com - ref, axis=1)
     ko = [k for k in ks if k in odom]
     z = np.array([odom[k][0] for k in ko])
@@ -181,22 +188,44 @@ def evaluate(ts, odom, ext, text, args, duration):
     in_time = re.findall(r'(\d+) commands answered a published joint state, (\d+) in time',
                          text['sim'])
     served, pairs, solved, _ = (int(x) for x in ctl[-1]) if ctl else (0, 0, 0, 0)
+    qp_us = re.findall(r'QP CPU time p50 (\d+) us, p99 (\d+) us', text['wbc_controller'])
+    lat = re.findall(r'loop latency p50 ([\d.]+) ms, p99 ([\d.]+) ms', text['sim'])
     answered = (int(in_time[-1][1]) / int(published[-1])
                 if in_time and published and int(published[-1]) else 0.0)
     push_win = (t >= args.push_time) & (t < args.push_time + 1.0)
-    swing = (t >= sched.t_swing + 0.05) & (t < sched.t_down - 0.05)
+    swing = (t >= sched.t_swing + 0.1) & (t < sched.t_down - 0.15)     # in the air
     return {'com_rms_m': float(np.sqrt(np.mean(err ** 2))), 'com_max_m': float(err.max()),
             'com_max_after_push_m': float(err[push_win].max()) if push_win.any() else None,
+            'com_max_outside_push_m': float(err[~push_win].max()),
+            'com_back_within_1mm_after_push_s': _recovery(t, err, push_win, args),
             'max_tilt_deg': float(tilt.max()), 'falls': falls,
             'qp_solved_fraction': solved / served if served else 0.0,
             'cycles_served': served, 'pairs_received': pairs,
+            'qp_cpu_time_us_p50_p99': [int(x) for x in qp_us[-1]] if qp_us else None,
+            'sim_loop_latency_ms_p50_p99': [float(x) for x in lat[-1]] if lat else None,
             'joint_states_published': int(published[-1]) if published else 0,
             'joint_states_answered_fraction': answered, 'samples': len(ks),
-            'lift_foot_max_normal_force_in_swing_N': (float(np.nanmax(np.abs(
+            'lift_foot_max_normal_force_mid_swing_N': (float(np.nanmax(np.abs(
                 forces[swing, 0, 2]))) if swing.any() else None),
             'stance_feet_min_normal_force_N': float(np.nanmin(forces[t > 0.01, 1:, 2])),
             '_t': t, '_com': com, '_ref': ref, '_forces': forces, '_tilt': tilt,
             '_sched': sched}
+
+
+def _recovery(t, err, push_win, args):
+    """Seconds from the end of the push until the CoM error stays below 1 mm (None: no push
+    in the run, or it never does)."""
+    import numpy as np
+    end = args.push_time + args.push_duration
+    after = (t >= end) & push_win
+    if not after.any():
+        return None
+    above = np.nonzero(after & (err >= 1e-3))[0]
+    if above.size == 0:
+        return 0.0
+    last = above[-1]
+    return float(t[last] - end) if last + 1 < len(t) and t[last + 1] < args.push_time + 1.0 \
+        else None
 
 
 def plot(r, path, args):
@@ -263,15 +292,16 @@ def main(argv=None):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     log_dir = os.path.join(out_dir, 'closed_loop_logs')
     os.makedirs(log_dir, exist_ok=True)
-    ts, odom, ext, text = run(args, xml, duration, tempfile.mkdtemp(prefix='rd_quadruped_'),
+    ts, odom, ext, ref, text = run(args, xml, duration, tempfile.mkdtemp(prefix='rd_quadruped_'),
                               log_dir, say)
-    r = evaluate(ts, odom, ext, text, args, duration)
+    r = evaluate(ts, odom, ext, ref, text, args, duration)
     plot(r, args.out, args)
     line = summary_line(r)
     res = {k: v for k, v in r.items() if not k.startswith('_')}
     res.update(date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
                machine=machine_info(), load_average_1min=os.getloadavg()[0],
-               args=vars(args), summary=line)
+               args=dict(vars(args), out=os.path.relpath(args.out, ROOT),
+                         json=args.json and os.path.relpath(args.json, ROOT)), summary=line)
     base = os.path.splitext(os.path.abspath(args.out))[0]
     for path in filter(None, (base + '.json', args.json)):
         with open(path, 'w') as f:

@@ -33,6 +33,7 @@ Solved with proxsuite's dense ProxQP (Bambade et al. 2022), warm-started from th
 cycle's solution while the stance set keeps its size (docs/algorithms.md says why that solver).
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,13 +84,15 @@ class WBCReference:
 class WBCSolution:
     """The QP's answer: ``dv`` (n), ``forces`` {stance foot: f (3,), world}, ``tau`` (n − 6, the
     actuated joints in the stream's order), ``solved`` (ProxQP reported PROXQP_SOLVED),
-    ``iterations`` and ``equality_residual`` (max |A x − b| of the returned x)."""
+    ``iterations``, ``equality_residual`` (max |A x − b| of the returned x) and ``cpu_time``
+    (s, thread CPU time of building and solving the QP)."""
     dv: np.ndarray
     forces: dict
     tau: np.ndarray
     solved: bool
     iterations: int
     equality_residual: float
+    cpu_time: float = 0.0
 
 
 def quaternion_matrix(quat):
@@ -185,6 +188,7 @@ class TaskSpaceInverseDynamics:
     def solve(self, state, ref):
         """One cycle: the :class:`WBCSolution` for ``state`` (:class:`StreamState`) and
         ``ref`` (:class:`WBCReference`).  ValueError on a fixed base or unknown feet."""
+        t0 = time.thread_time()
         names = list(state.names)
         if len(names) < 6 or not all(x.startswith(BASE_PREFIX) for x in names[:6]):
             raise ValueError('a floating base is needed (six floating_base/* coordinates first)')
@@ -241,7 +245,8 @@ class TaskSpaceInverseDynamics:
         x, solved, iters = self._solve_qp(k, H, gq, A, b, C, lo, hi)
         res = float(np.max(np.abs(A @ x - b))) if A.size else 0.0
         forces = {foot: x[n + 3 * i:n + 3 * i + 3].copy() for i, foot in enumerate(stance)}
-        return WBCSolution(x[iv].copy(), forces, x[itau].copy(), solved, iters, res)
+        return WBCSolution(x[iv].copy(), forces, x[itau].copy(), solved, iters, res,
+                           time.thread_time() - t0)
 
     def _solve_qp(self, k, H, g, A, b, C, lo, hi):
         qp = self._qp.get(k)

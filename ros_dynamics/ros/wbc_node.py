@@ -10,6 +10,8 @@ adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the 
 * solves one QP per pair and publishes its joint torques on ``command_topic`` (default
   ``sim/effort_command``; sensor_msgs/JointState ``name`` + ``effort``, ``header.stamp`` = the
   stamp it answers).  A cycle whose QP is not solved repeats the last solved torques;
+* publishes the CoM reference of each cycle on ``~/com_reference`` (geometry_msgs/PointStamped,
+  world frame, the pair's stamp) for plots and evaluation;
 * the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
   start); torque bounds from the ``<limit effort>`` of ``robot_description``;
 * logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/S (x %)``.
@@ -26,6 +28,7 @@ if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') =
 
 import numpy as np  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
+from geometry_msgs.msg import PointStamped  # noqa: E402
 from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -75,15 +78,19 @@ class WBCController(Node):
         self.wbc = self.schedule = self.t0 = None
         self.pairer = StampPairer(int(p('max_pending')), consistent=self._consistent)
         self.counts = dict(solved=0, unsolved=0, rejected=0)
-        self.latency = []
+        self.latency, self.qp_time = [], []
         self.cmd = JointState()
         self._last_tau = None
+        self.resent = 0
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(dynamics_msg_type(), p('dynamics_topic'), self._on_dynamics,
                                  qos)
         self.create_subscription(task_space_msg_type(), p('task_space_topic'),
                                  self._on_task_space, qos)
         self.pub = self.create_publisher(JointState, p('command_topic'), qos)
+        self.pub_ref = self.create_publisher(PointStamped, '~/com_reference', qos)
+        self.ref = PointStamped()
+        self.ref.header.frame_id = 'world'
         if float(p('report_period')) > 0:
             self.create_timer(float(p('report_period')), self.report)
         self.get_logger().info(
@@ -106,7 +113,13 @@ class WBCController(Node):
             arrays = dynamics_arrays(msg)
         except ValueError as exc:
             return self._reject('Dynamics', exc)
-        pair = self.pairer.add_state(stamp_ns(msg.header.stamp), (arrays, t_rx))
+        stamp = stamp_ns(msg.header.stamp)
+        if stamp == self.pairer.last_served and self._last_tau is not None:
+            # the state answered last, published again (the simulator repeats its first state
+            # until a command answers it: ours may have gone out before it subscribed)
+            self.resent += 1
+            return self.pub.publish(self.cmd)
+        pair = self.pairer.add_state(stamp, (arrays, t_rx))
         if pair is not None:
             self._serve(*pair)
 
@@ -134,9 +147,12 @@ class WBCController(Node):
             state = stream_state(dyn[0], ts[0])
             if self.wbc is None:
                 self._start(stamp, state)
-            sol = self.wbc.solve(state, self.schedule((stamp - self.t0) * 1e-9))
+            ref = self.schedule((stamp - self.t0) * 1e-9)
+            sol = self.wbc.solve(state, ref)
         except ValueError as exc:
             return self._reject('stream pair', exc)
+        self.qp_time.append(sol.cpu_time)
+        del self.qp_time[:-100000]
         if sol.solved and np.all(np.isfinite(sol.tau)):
             self.counts['solved'] += 1
             self._last_tau = sol.tau
@@ -149,6 +165,9 @@ class WBCController(Node):
         self.cmd.header.stamp = Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
         self.cmd.effort = self._last_tau.tolist()
         self.pub.publish(self.cmd)
+        self.ref.header.stamp = self.cmd.header.stamp
+        self.ref.point.x, self.ref.point.y, self.ref.point.z = (float(x) for x in ref.com)
+        self.pub_ref.publish(self.ref)
         self.latency.append(time.monotonic() - max(dyn[1], ts[1]))
         del self.latency[:-100000]
 
@@ -157,11 +176,14 @@ class WBCController(Node):
         served = c['served']
         pct = 100.0 * k['solved'] / served if served else 0.0
         lat = np.asarray(self.latency) * 1e3
+        qp = np.asarray(self.qp_time) * 1e6
         self.get_logger().info(
             f'served {served}/{c["states"]} pairs, QP solved {k["solved"]}/{served} '
             f'({pct:.3f} %), late {c["late"]}, mismatched {c["mismatched"]}, rejected '
-            f'{k["rejected"]}' + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} '
-                                  f'ms, p99 {np.percentile(lat, 99):.2f} ms' if lat.size else ''))
+            f'{k["rejected"]}, resent {self.resent}' + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} '
+                                  f'ms, p99 {np.percentile(lat, 99):.2f} ms' if lat.size else '')
+            + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '
+               f'{np.percentile(qp, 99):.0f} us' if qp.size else ''))
 
 
 def main(args=None):
