@@ -187,6 +187,7 @@ def evaluate(ts, odom, ext, ref_rec, text, args, duration):
     published = re.findall(r'joint states published: (\d+)', text['sim'])
     in_time = re.findall(r'(\d+) commands answered a published joint state, (\d+) in time',
                          text['sim'])
+    # solved over every served cycle (a rejected pair counts as not solved)
     served, pairs, solved, _ = (int(x) for x in ctl[-1]) if ctl else (0, 0, 0, 0)
     qp_us = re.findall(r'QP CPU time p50 (\d+) us, p99 (\d+) us', text['wbc_controller'])
     lat = re.findall(r'loop latency p50 ([\d.]+) ms, p99 ([\d.]+) ms', text['sim'])

@@ -206,3 +206,25 @@ def test_lifts_a_foot_and_puts_it_down(closed_loop):
     for foot in FEET:                                                     # four again
         assert np.all(fz[foot][end] > 0.1 * weight), foot
     assert abs(log['lf_height'][-1]) < 2e-3                               # back on the floor
+
+
+def test_held_effort_on_a_floating_base(quadruped):
+    """The simulator's external-effort side for a floating base: joint efforts only (the base
+    rows get none), the fallback controller before the first command and after the timeout."""
+    from ros_dynamics.simulation.external import HeldEffort
+    path, _, model, _ = quadruped
+    with pytest.raises(ValueError, match='fallback'):
+        HeldEffort(model, 0.1)
+    sim = standing_quadruped(model, path)
+    held = HeldEffort(model, 0.1, fallback=sim.controller)
+    q, v = sim.q, np.zeros(model.nv)
+    np.testing.assert_array_equal(held(0.0, q, v, sim.trajectory(0)[0], np.zeros(12)),
+                                  sim.controller(0.0, q, v, sim.trajectory(0)[0], np.zeros(12)))
+    tau = np.arange(1.0, 13.0)
+    held.command(tau, 0.0)
+    np.testing.assert_array_equal(held(0.05, q, v), np.concatenate([np.zeros(6), tau]))
+    assert held.mode == 'external'
+    held(0.2, q, v, sim.trajectory(0)[0], np.zeros(12))
+    assert held.mode == 'fallback' and held.transitions == 1
+    with pytest.raises(ValueError):
+        held.command(np.ones(18), 0.3)                  # joint efforts only

@@ -14,7 +14,8 @@ adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the 
   world frame, the pair's stamp) for plots and evaluation;
 * the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
   start); torque bounds from the ``<limit effort>`` of ``robot_description``;
-* logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/S (x %)``.
+* logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/Q (x %)``
+  (Q: the served pairs that were valid and reached the QP; the others are counted rejected).
 """
 
 import os
@@ -173,12 +174,12 @@ class WBCController(Node):
 
     def report(self):
         c, k = self.pairer.counts, self.counts
-        served = c['served']
-        pct = 100.0 * k['solved'] / served if served else 0.0
+        served, tried = c['served'], k['solved'] + k['unsolved']
+        pct = 100.0 * k['solved'] / tried if tried else 0.0
         lat = np.asarray(self.latency) * 1e3
         qp = np.asarray(self.qp_time) * 1e6
         self.get_logger().info(
-            f'served {served}/{c["states"]} pairs, QP solved {k["solved"]}/{served} '
+            f'served {served}/{c["states"]} pairs, QP solved {k["solved"]}/{tried} '
             f'({pct:.3f} %), late {c["late"]}, mismatched {c["mismatched"]}, rejected '
             f'{k["rejected"]}, resent {self.resent}' + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} '
                                   f'ms, p99 {np.percentile(lat, 99):.2f} ms' if lat.size else '')
