@@ -97,7 +97,7 @@ def run(args, xml, duration, tmp, log_dir, say):
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
-    ts, odom, ext, ref = {}, {}, {}, {}
+    ts, odom, ext, ref, js = {}, {}, {}, {}, {}
 
     def key(m):
         return m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
@@ -111,7 +111,7 @@ def run(args, xml, duration, tmp, log_dir, say):
 
     def on_odom(m):
         p, o = m.pose.pose.position, m.pose.pose.orientation
-        odom[key(m)] = (p.z, o.x, o.y, o.z, o.w)
+        odom[key(m)] = (p.z, o.x, o.y, o.z, o.w, p.x, p.y)
 
     lis.create_subscription(task_space_msg_type(), '/dynamics/task_space', on_ts, qos)
     lis.create_subscription(Odometry, 'odom', on_odom, qos)
@@ -119,7 +119,8 @@ def run(args, xml, duration, tmp, log_dir, say):
         key(m), np.array((m.point.x, m.point.y, m.point.z))), qos)
     # a joint_states subscriber too: the simulator waits for two (this one and the dynamics
     # node) before its first state, so the record starts at the start
-    lis.create_subscription(JointState, 'joint_states', lambda m: None, qos)
+    lis.create_subscription(JointState, 'joint_states', lambda m: js.__setitem__(
+        key(m), (list(m.name), np.array(m.position))), qos)
     lis.create_subscription(JointState, '/sim/external_torque_truth', lambda m: ext.__setitem__(
         key(m), (list(m.name), np.array(m.effort))), qos)
     t_start = time.monotonic()
@@ -146,10 +147,31 @@ def run(args, xml, duration, tmp, log_dir, say):
     text = {n: open(p).read() for n, p in logs.items()}
     say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
         f'({time.monotonic() - t_start:.0f} s wall)')
-    return ts, odom, ext, ref, text
+    return ts, odom, ext, ref, js, text
 
 
-def evaluate(ts, odom, ext, ref_rec, text, args, duration):
+def _true_com(odom, js, ks):
+    """CoM of the simulator's state (odom + joint_states of the same stamp) by the core library:
+    the truth the stream's CoM is compared with (None where a message is missing)."""
+    import numpy as np
+
+    import ros_dynamics as rd
+    model = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
+    frames = rd.task_frames(model, [])
+    out = []
+    for k in ks:
+        if k not in odom or k not in js:
+            out.append(None)
+            continue
+        z, qx, qy, qz, qw, x, y = odom[k]
+        names, pos = js[k]
+        q = np.concatenate([[x, y, z, qx, qy, qz, qw],
+                            pos[[names.index(j) for j in model.joint_names]]])
+        out.append(rd.task_space(model, q, np.zeros(model.nv), frames).com.copy())
+    return out
+
+
+def evaluate(ts, odom, ext, ref_rec, js, text, args, duration):
     import numpy as np
 
     from ros_dynamics.control.stand_step import StandStepSchedule
@@ -165,6 +187,11 @@ def evaluate(ts, odom, ext, ref_rec, text, args, duration):
     # its schedule's phase times (they do not depend on the start state)
     sched = StandStepSchedule(FEET, np.zeros(3), np.zeros((4, 3)))
     err = np.linalg.norm(com - ref, axis=1)
+    # the stream's CoM against the simulator's at the same stamp: a base pose the dynamics node
+    # paired from an older odom (it takes the latest one it has) shows up here
+    true = _true_com(odom, js, ks)
+    gap = np.array([np.linalg.norm(c - s) for c, s in zip(com, true) if s is not None])
+    err_true = np.array([np.linalg.norm(s - r) for s, r in zip(true, ref) if s is not None])
     ko = [k for k in ks if k in odom]
     z = np.array([odom[k][0] for k in ko])
     quat = np.array([odom[k][1:] for k in ko])
@@ -196,6 +223,10 @@ def evaluate(ts, odom, ext, ref_rec, text, args, duration):
     push_win = (t >= args.push_time) & (t < args.push_time + 1.0)
     swing = (t >= sched.t_swing + 0.1) & (t < sched.t_down - 0.15)     # in the air
     return {'com_rms_m': float(np.sqrt(np.mean(err ** 2))), 'com_max_m': float(err.max()),
+            'com_rms_true_state_m': float(np.sqrt(np.mean(err_true ** 2))),
+            'stream_com_vs_true_max_m': float(gap.max()),
+            'stream_states_not_the_true_one': int(np.sum(gap > 1e-9)),
+            'true_state_samples': int(gap.size),
             'com_max_after_push_m': float(err[push_win].max()) if push_win.any() else None,
             'com_max_outside_push_m': float(err[~push_win].max()),
             'com_back_within_1mm_after_push_s': _recovery(t, err, push_win, args),
@@ -293,9 +324,9 @@ def main(argv=None):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     log_dir = os.path.join(out_dir, 'closed_loop_logs')
     os.makedirs(log_dir, exist_ok=True)
-    ts, odom, ext, ref, text = run(args, xml, duration, tempfile.mkdtemp(prefix='rd_quadruped_'),
+    ts, odom, ext, ref, js, text = run(args, xml, duration, tempfile.mkdtemp(prefix='rd_quadruped_'),
                               log_dir, say)
-    r = evaluate(ts, odom, ext, ref, text, args, duration)
+    r = evaluate(ts, odom, ext, ref, js, text, args, duration)
     plot(r, args.out, args)
     line = summary_line(r)
     res = {k: v for k, v in r.items() if not k.startswith('_')}
