@@ -149,7 +149,7 @@ def closed_loop(quadruped):
     ctl = controller(xml, model)
     s0 = stream(model, frames, sim.q, sim.v)
     sched = StandStepSchedule(FEET, s0.com, s0.positions, segment=0.3, shift=0.5, swing=0.4,
-                              stand=0.3)
+                              stand=0.3, unload_from=np.linalg.norm(s0.g[:3]) / 4)
     o = PinocchioOracle(path, model)
     log = dict(t=[], com_err=[], solved=[], residual=[], tilt=[], lf_height=[], fz={})
 

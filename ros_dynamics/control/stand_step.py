@@ -8,7 +8,9 @@ CoM and swing references are rest-to-rest minimum-jerk segments (Flash & Hogan 1
 :class:`~ros_dynamics.control.trajectories.MinJerkTrajectory`); the swing foot's height is
 ``h · 64 s³ (1 − s)³`` (peak ``h`` at mid-swing, zero velocity and acceleration at both ends).
 The lifted foot is unloaded before lift-off and loaded after touch-down by ramping its normal
-force bound (the QP moves the weight to the other feet smoothly instead of at one cycle).
+force bound between ``unload_from`` (N, about its share of the weight: below it the bound acts
+over most of the ramp) and 0, so the QP moves the weight to the other feet over the ramp
+instead of in one cycle.
 """
 
 import numpy as np
@@ -33,7 +35,7 @@ class StandStepSchedule:
 
     def __init__(self, feet, com0, feet0, lift=None, amplitude=0.02, t_track=0.5,
                  segment=0.5, shift=0.8, unload=0.1, swing=0.5, step_height=0.05,
-                 press=0.003, stand=1.5, f_max=200.0):
+                 press=0.003, stand=1.5, f_max=200.0, unload_from=20.0):
         self.feet = list(feet)
         self.lift = self.feet[0] if lift is None else lift
         if self.lift not in self.feet:
@@ -55,7 +57,7 @@ class StandStepSchedule:
         self.t_loaded = self.t_down + unload
         self.t_back = self.t_loaded + shift
         self.duration = self.t_back + stand
-        self.unload, self.f_max = unload, f_max
+        self.unload, self.f_max, self.f_ramp = unload, f_max, min(unload_from, f_max)
         self.com = MinJerkTrajectory(
             [0.0] + t + [self.t_lift, self.t_loaded, self.t_back],
             [c0] + [c0] + track + [shifted, shifted, c0])
@@ -96,7 +98,7 @@ class StandStepSchedule:
             pdd[2] += self.height * zdd
             swing[self.lift] = (p, pd, pdd)
         elif self.t_lift <= t < self.t_swing:          # unload: bound falls to 0
-            fmax[self.lift] = self.f_max * (self.t_swing - t) / self.unload
+            fmax[self.lift] = self.f_ramp * (self.t_swing - t) / self.unload
         elif self.t_down <= t < self.t_loaded:         # load: bound rises again
-            fmax[self.lift] = self.f_max * (t - self.t_down) / self.unload
+            fmax[self.lift] = self.f_ramp * (t - self.t_down) / self.unload
         return WBCReference(c, cd, cdd, stance, swing, normal_force_max=fmax)

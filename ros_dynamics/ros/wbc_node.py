@@ -134,9 +134,11 @@ class WBCController(Node):
         self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
                                             mu=self.mu)
         idx = [state.frames.index(f) for f in self.feet]
+        weight = np.linalg.norm(state.g[:3])          # the base force rows of g: m |g|
         self.schedule = StandStepSchedule(self.feet, state.com, state.positions[idx],
                                           lift=self.lift, amplitude=self.amp,
-                                          step_height=self.height)
+                                          step_height=self.height,
+                                          unload_from=weight / len(self.feet))
         self.t0 = stamp
         self.cmd.name = list(joints)
         self.get_logger().info(f'schedule starts at stamp {stamp * 1e-9:.3f} s, '
@@ -181,8 +183,9 @@ class WBCController(Node):
         self.get_logger().info(
             f'served {served}/{c["states"]} pairs, QP solved {k["solved"]}/{tried} '
             f'({pct:.3f} %), late {c["late"]}, mismatched {c["mismatched"]}, rejected '
-            f'{k["rejected"]}, resent {self.resent}' + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} '
-                                  f'ms, p99 {np.percentile(lat, 99):.2f} ms' if lat.size else '')
+            f'{k["rejected"]}, resent {self.resent}'
+            + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} ms, p99 '
+               f'{np.percentile(lat, 99):.2f} ms' if lat.size else '')
             + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '
                f'{np.percentile(qp, 99):.0f} us' if qp.size else ''))
 
