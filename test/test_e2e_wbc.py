@@ -41,6 +41,7 @@ def test_summary_line_and_targets(result):
     rms, tilt, falls, solved, answered = (float(x) for x in m.groups())
     assert falls == 0 and res['falls'] == 0, out
     assert rms <= 0.01 and res['com_rms_m'] <= 0.01, out
+    assert res['com_rms_true_state_m'] <= 0.01, out     # the simulator's own CoM, not the stream's
     assert res['com_max_after_push_m'] > 2e-3, out   # the push moved it (~0.1 mm without)
     assert tilt < 5.0, out
     assert solved >= 99.9 and res['qp_solved_fraction'] >= 0.999, out

@@ -161,9 +161,9 @@ class SimNode(Node):
         self.get_logger().info(
             f'sim: {model.name!r} ({len(self.names)} joints), scenario '
             f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
-            f'{rate:g} Hz' + (', external efforts on ~/effort_command (gravity '
-                              'compensation + damping until the first one)'
-                              if self.external is not None else ''))
+            f'{rate:g} Hz' + (', external efforts on ~/effort_command (' + (
+                'the standing PD' if floating else 'gravity compensation + damping')
+                + ' until the first one)' if self.external is not None else ''))
 
     def _standing(self, plant, xml, g):
         """The floating-base robot standing on rigid feet (the URDF's spheres) on the floor
