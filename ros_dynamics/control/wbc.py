@@ -147,7 +147,7 @@ class TaskSpaceInverseDynamics:
         self.f_min, self.f_max = map(float, normal_force)
         self.com_gains, self.orientation_gains = com_gains, orientation_gains
         self.swing_gains = swing_gains
-        self.weights = dict(com=100.0, orientation=100.0, swing=100.0, **(weights or {}))
+        self.weights = {'com': 100.0, 'orientation': 100.0, 'swing': 100.0, **(weights or {})}
         self.reg = regularization
         self.eps_abs = float(eps_abs)
         self._qp = {}                 # number of stance feet -> its proxsuite QP (warm start)
@@ -197,7 +197,9 @@ class TaskSpaceInverseDynamics:
         if self.effort_limit.shape != (na,):
             raise ValueError(f'{self.effort_limit.size} effort limits for {na} joints')
         idx = self._frames(state)
-        stance = [f for f in ref.stance]
+        stance = list(ref.stance)
+        if len(set(stance)) != len(stance) or set(stance) & set(ref.swing):
+            raise ValueError(f'a foot twice in stance {stance} and swing {list(ref.swing)}')
         unknown = [f for f in stance + list(ref.swing) if f not in idx]
         if unknown:
             raise ValueError(f'{unknown} are not among the feet {self.feet}')
