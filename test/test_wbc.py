@@ -6,6 +6,7 @@ positions and the centroidal terms from rd.task_space: what ~/dynamics and ~/tas
 the checks use what the controller does not: Pinocchio's RNEA, frame Jacobians, classical
 accelerations and CoM acceleration, and the simulator's own contact impulses and geometry."""
 import ast
+import dataclasses
 import os
 
 import numpy as np
@@ -228,3 +229,25 @@ def test_held_effort_on_a_floating_base(quadruped):
     assert held.mode == 'fallback' and held.transitions == 1
     with pytest.raises(ValueError):
         held.command(np.ones(18), 0.3)                  # joint efforts only
+
+
+def test_bad_input_refused_with_the_reason(quadruped):
+    path, xml, model, frames = quadruped
+    sim = standing_quadruped(model, path)
+    st = stream(model, frames, sim.q, sim.v)
+    ctl = controller(xml, model)
+    ref = WBCReference(st.com, np.zeros(3), np.zeros(3), tuple(FEET))
+    good = ctl.solve(st, ref)
+    for bad, match in ((dict(stance=('LF_foot', 'nose')), 'nose'),
+                       (dict(stance=('LF_foot', 'LF_foot')), 'twice'),
+                       (dict(stance=tuple(FEET), swing={'LF_foot': (0, 0, 0)}), 'twice')):
+        with pytest.raises(ValueError, match=match):
+            ctl.solve(st, WBCReference(st.com, np.zeros(3), np.zeros(3), **bad))
+    fixed = dataclasses.replace(st, names=list(model.joint_names) + BASE)
+    with pytest.raises(ValueError, match='floating base'):
+        ctl.solve(fixed, ref)
+    with pytest.raises(ValueError, match='effort limits'):
+        TaskSpaceInverseDynamics(FEET, np.ones(11)).solve(st, ref)
+    with pytest.raises(ValueError, match='no effort limit'):
+        effort_limits_from_urdf(xml, ['LF_HAA', 'elbow'])
+    np.testing.assert_allclose(ctl.solve(st, ref).tau, good.tau, atol=1e-6)   # unchanged
