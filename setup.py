@@ -20,8 +20,9 @@ setup(
         # what the executables import beyond install_requires (package.xml: the rosdep keys)
         'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
         'calibrate': ['rosbags', 'matplotlib'],                     # calibrate (and its record)
+        'wbc': ['proxsuite>=0.8.0'],                                # wbc_controller (its QP)
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',
-                 'viser', 'trimesh', 'websockets', 'rosbags'],
+                 'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite>=0.8.0'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',
@@ -34,6 +35,7 @@ setup(
             'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
+            'wbc_controller = ros_dynamics.ros.wbc_node:main',
             'calibrate = ros_dynamics.calibrate:main',
             'viewer = ros_dynamics.ros.viewer:main',
         ],

@@ -54,6 +54,8 @@ LAWS = ('pd_gravity', 'computed_torque', 'slotine_li')
 
 def _parse():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--robot', default='arm7', choices=('arm7', 'quadruped'),
+                    help='quadruped: the whole-body controller (scripts/closed_loop_quadruped.py)')
     ap.add_argument('--laws', nargs='+', default=list(LAWS), choices=LAWS)
     ap.add_argument('--duration', type=float, default=3.0,
                     help='simulated seconds evaluated per law (default 3)')
@@ -394,4 +396,7 @@ def main():
 
 if __name__ == '__main__':
     _setup_environment()
+    if '--robot' in sys.argv[1:] and 'quadruped' in sys.argv[1:]:
+        from closed_loop_quadruped import main as quadruped   # whole-body control, its options
+        sys.exit(quadruped(sys.argv[1:]))
     sys.exit(main())
