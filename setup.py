@@ -17,7 +17,8 @@ setup(
     ],
     install_requires=['setuptools', 'numpy', 'numba', 'xacro', 'pyyaml'],
     extras_require={
-        'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib'],
+        'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib',
+                 'mujoco>=4.0'],
         'calibrate': ['rosbags', 'matplotlib'],
     },
     zip_safe=False,
