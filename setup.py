@@ -19,7 +19,7 @@ setup(
     extras_require={
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib',
                  'mujoco>=4.0'],
-        'calibrate': ['rosbags', 'matplotlib'],
+        'calibrate': ['rosbags', 'matplotlib', 'cvxpy>=1.9'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',

@@ -2,6 +2,7 @@
 
     calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
+    calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
     calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
@@ -12,6 +13,12 @@
   writes a parameter file for the ``dynamics`` node (friction, per-joint ``contact_threshold``,
   ``payload_*``, and the ``observer_gain`` the thresholds are for) plus plots: the residual
   before/after per joint and the friction curves with the data.
+* ``--links all`` identifies the whole model instead
+  (:func:`ros_dynamics.estimation.identification.identify_recording`): every link's inertial
+  parameters (physically consistent, regularised toward the URDF), joint friction and
+  armature, fitted on the start of the recording and reported on the rest; writes the
+  parameter file (friction, ``joint_armature``, thresholds) and, with ``--out-urdf``, the URDF
+  with the identified inertials.
 * ``replay`` runs a bag through the node's observer pipeline with the settings of a parameter
   file and writes the residual, the detections and the isolated link over time (CSV + plot),
   to tune thresholds on recorded data, contacts included.
@@ -133,8 +140,41 @@ def load_params(path, node=NODE):
     return (d[node] or {}).get('ros__parameters', {})
 
 
+def cmd_identify(args):
+    """``--links all``: the whole model (ros_dynamics.estimation.identification)."""
+    from ros_dynamics.estimation.identification import identify_recording
+    from ros_dynamics.estimation.samples import CalibrationError
+    from ros_dynamics.estimation.urdf_inertials import replace_inertials
+    model = _model(args.urdf)
+    s = _samples(args, model)
+    print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
+          f'{args.bag}; identifying every link (fit on the first {1 - args.holdout:.0%}, '
+          f'report on the rest) ...', flush=True)
+    try:
+        ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
+                                   margin=args.margin, floor=args.floor)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    for line in ident.summary():
+        print('  ' + line)
+    _write_params(args.out, ident.node_parameters(), args.node)
+    print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
+    if args.out_urdf:
+        with open(args.urdf) as f:
+            text = f.read()
+        os.makedirs(os.path.dirname(os.path.abspath(args.out_urdf)), exist_ok=True)
+        with open(args.out_urdf, 'w') as f:
+            f.write(replace_inertials(text, model, ident.model(model)))
+        print(f'calibrate: wrote the identified URDF to {args.out_urdf}')
+    return 0
+
+
 def cmd_calibrate(args):
     import numpy as np
+    if args.links == 'all':
+        return cmd_identify(args)
+    if args.out_urdf:
+        raise SystemExit('calibrate: --out-urdf needs --links all')
     from ros_dynamics.estimation.calibration import calibrate
     from ros_dynamics.estimation.samples import CalibrationError
     model = _model(args.urdf)
@@ -269,6 +309,14 @@ def main(argv=None):
             '(calibrate replay -h).')
         _common(ap)
         ap.add_argument('--payload-link', default=None, help='link carrying an unknown payload')
+        ap.add_argument('--links', choices=('all',), default=None,
+                        help='all: identify every link\'s inertia, joint friction and armature '
+                        '(the whole model; with --out-urdf)')
+        ap.add_argument('--out-urdf', default=None,
+                        help='with --links all: write the URDF with the identified inertials')
+        ap.add_argument('--holdout', type=float, default=0.3,
+                        help='with --links all: fraction of the recording (its end) held out '
+                        'for the report and the thresholds (default 0.3)')
         ap.add_argument('--out', required=True, help='parameter file to write (YAML)')
         ap.add_argument('--plots', default=None, help='plot folder (default out/calibration)')
         ap.add_argument('--gain', type=float, nargs='+', default=[50.0],
