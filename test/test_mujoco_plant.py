@@ -55,6 +55,29 @@ def test_mjcf_has_the_model_dynamics_plus_armature():
                                    atol=1e-11)
 
 
+def test_library_armature_matches_mujoco():
+    """The model's armature (``Model.armature``) against MuJoCo's joint armature: mass
+    matrix, inverse dynamics (mj_inverse), forward dynamics and the momentum p = M v."""
+    armature = np.linspace(0.05, 0.3, 7)
+    ours = MODEL.copy(armature=armature)
+    m = mujoco.MjModel.from_xml_string(mjcf(MODEL, armature=armature))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q, v, a, tau = rng.uniform(-1.5, 1.5, (4, 7))
+        d.qpos[:], d.qvel[:], d.qacc[:] = q, v, a
+        mujoco.mj_inverse(m, d)
+        np.testing.assert_allclose(rd.inverse_dynamics(ours, q, v, a), d.qfrc_inverse,
+                                   atol=1e-11)
+        d.qfrc_applied[:] = tau
+        mujoco.mj_forward(m, d)
+        H = _mujoco_mass_matrix(m, d)
+        np.testing.assert_allclose(rd.mass_matrix(ours, q), H, atol=1e-12)
+        np.testing.assert_allclose(rd.dynamics(ours, q, v).M, H, atol=1e-12)
+        np.testing.assert_allclose(rd.forward_dynamics(ours, q, v, tau), d.qacc, atol=1e-10)
+        np.testing.assert_allclose(rd.momentum(ours, q, v), H @ v, atol=1e-12)
+
+
 def test_perturbed_model_moves_every_link_by_20_to_30_percent_and_stays_physical():
     P = perturbed_model(MODEL, spread=(0.2, 0.3), seed=7)
     ratio = P.mass / MODEL.mass

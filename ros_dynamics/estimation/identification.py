@@ -124,7 +124,8 @@ def _unit_models(model, body):
         Ic = inertia_matrix(pi[4:]) - m * skew2(c)
         mass, com, inertia = (zero[k].copy() for k in ('mass', 'com', 'inertia'))
         mass[body], com[body], inertia[body] = m, c, Ic
-        models.append(model.copy(mass=mass, com=com, inertia=inertia))
+        models.append(model.copy(mass=mass, com=com, inertia=inertia,
+                                 armature=np.zeros(int(model.nv))))
     return models
 
 
@@ -225,11 +226,14 @@ class Identification:
                 'contact_threshold': [float(x) for x in self.thresholds]}
 
     def model(self, model):
-        """``model`` with the identified inertials (armature and friction are node parameters)."""
+        """``model`` with the identified inertials and armature (what the node builds from the
+        identified URDF and ``joint_armature``; friction is an observer setting)."""
         mass, com, inertia = model.mass.copy(), model.com.copy(), model.inertia.copy()
         for i, pi in enumerate(self.parameters):
             mass[i], com[i], inertia[i] = body_inertia(pi)
-        return model.copy(mass=mass, com=com, inertia=inertia)
+        armature = model.armature.copy()
+        armature[int(model.nv) - len(self.joint_names):] = self.armature
+        return model.copy(mass=mass, com=com, inertia=inertia, armature=armature)
 
     def summary(self):
         f = lambda a: '[' + ', '.join(f'{x:.4g}' for x in a) + ']'  # noqa: E731
@@ -342,6 +346,7 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
     lam = tol
     theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
+    theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nb:]     # the model's own
     nf = int(free.sum())
     x = np.zeros(npar)
     # Physically consistent and regularised toward the URDF: the objective with the LMIs J(π_i) ⪰ δ_i 1 (Wensing, Kim &
