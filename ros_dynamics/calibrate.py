@@ -55,6 +55,7 @@ def _samples(args, model):
         s = s.slice(args.start, args.stop)
     if len(s) == 0:
         raise SystemExit('calibrate: no samples in the selected time range')
+
     return s
 
 

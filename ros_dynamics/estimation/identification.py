@@ -424,6 +424,7 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     base = observer_residuals(model, samples, gain)
     ident = identify(model, samples, base['r'], base['restart'], gain=gain, holdout=holdout,
                      **options)
+    ident.notes += samples.notes
     ref = ident.residual_node_test if ident.residual_node_test is not None and \
         ident.residual_node_test.size else None
     if ref is None:
