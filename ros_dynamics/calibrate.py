@@ -3,6 +3,7 @@
     calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
     calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
+    calibrate BAG --urdf URDF --payload-link LINK --reference BAG_WITHOUT --out PARAMS.yaml
     calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
@@ -170,12 +171,49 @@ def cmd_identify(args):
     return 0
 
 
+def cmd_reference(args):
+    """``--payload-link L --reference REF``: the robot from REF, the payload as the difference."""
+    from ros_dynamics.estimation.identification import payload_against_reference
+    from ros_dynamics.estimation.samples import CalibrationError
+    from ros_dynamics.estimation.urdf_inertials import replace_inertials
+    model = _model(args.urdf)
+    s = _samples(args, model)
+    ref_args = argparse.Namespace(**{**vars(args), 'bag': args.reference})
+    ref = _samples(ref_args, model)
+    print(f'calibrate: the robot from {args.reference} ({len(ref)} samples), the payload on '
+          f'{args.payload_link!r} from {args.bag} ({len(s)} samples) ...', flush=True)
+    try:
+        robot, cal = payload_against_reference(model, s, ref, args.payload_link, gain=args.gain,
+                                               margin=args.margin, floor=args.floor,
+                                               contact=args.contact)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    for line in robot.summary() + cal.summary():
+        print('  ' + line)
+    params = cal.parameters()
+    params['joint_armature'] = [float(x) for x in robot.armature]
+    _write_params(args.out, params, args.node)
+    print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
+    if args.out_urdf:
+        with open(args.urdf) as f:
+            text = f.read()
+        with open(args.out_urdf, 'w') as f:
+            f.write(replace_inertials(text, model, robot.model(model)))
+        print(f'calibrate: wrote the identified URDF (the robot without the payload) to '
+              f'{args.out_urdf}')
+    return 0
+
+
 def cmd_calibrate(args):
     import numpy as np
     if args.links == 'all':
         return cmd_identify(args)
+    if args.reference:
+        if not args.payload_link:
+            raise SystemExit('calibrate: --reference needs --payload-link')
+        return cmd_reference(args)
     if args.out_urdf:
-        raise SystemExit('calibrate: --out-urdf needs --links all')
+        raise SystemExit('calibrate: --out-urdf needs --links all or --reference')
     from ros_dynamics.estimation.calibration import calibrate
     from ros_dynamics.estimation.samples import CalibrationError
     model = _model(args.urdf)
@@ -315,6 +353,9 @@ def main(argv=None):
                         '(the whole model; with --out-urdf)')
         ap.add_argument('--out-urdf', default=None,
                         help='with --links all: write the URDF with the identified inertials')
+        ap.add_argument('--reference', default=None,
+                        help='with --payload-link: a bag of the same robot without the payload; '
+                        'the robot is identified from it and the payload is the difference')
         ap.add_argument('--holdout', type=float, default=0.3,
                         help='with --links all: fraction of the recording (its end) held out '
                         'for the report and the thresholds (default 0.3)')

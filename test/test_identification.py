@@ -121,3 +121,23 @@ def test_cli_writes_a_parameter_file_and_a_urdf_the_node_loads(identified):
         truth = rd.gravity(TRUTH, q)
         assert np.linalg.norm(rd.gravity(m, q) - truth) \
             < 0.5 * np.linalg.norm(rd.gravity(MODEL, q) - truth)
+
+
+def test_payload_against_a_reference_recording(recording, tmp_path):
+    """The robot (every link off, armature, friction, torque offsets) from a recording without
+    the payload, the 2.8 kg payload from one with it, on the same trajectory: the payload is
+    the difference (a friction-and-payload fit on the URDF alone misses by link errors)."""
+    payload = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
+    truth = rd.attach_payload(TRUTH, 'arm_link_7', *payload)
+    out = MujocoPlant(truth, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
+                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
+                      noise_velocity=2e-3, noise_effort=0.05, seed=4).run(12.0)
+    path = str(tmp_path / 'with_payload')
+    bags.write_joint_states(path, out, names=MODEL.joint_names)
+    params = tmp_path / 'params.yaml'
+    assert cli.main([path, '--urdf', URDF, '--payload-link', 'arm_link_7', '--reference',
+                     recording, '--out', str(params)]) == 0
+    d = yaml.safe_load(params.read_text())['dynamics']['ros__parameters']
+    assert d['payload_mass'] == pytest.approx(2.8, rel=0.05)
+    assert np.linalg.norm(np.array(d['payload_com']) - payload[1]) < 0.01
+    assert len(d['joint_armature']) == 7

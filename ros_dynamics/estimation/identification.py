@@ -53,7 +53,8 @@ from .observer import friction_torque
 from .payload import INERTIA6, inertia_matrix, skew2
 from .samples import CalibrationError
 
-__all__ = ['BASE_TOLERANCE', 'Identification', 'identify', 'inertial_parameters',
+__all__ = ['BASE_TOLERANCE', 'Identification', 'identify', 'identify_recording',
+           'payload_against_reference', 'inertial_parameters',
            'body_inertia', 'pseudo_inertia', 'pseudo_inertia_parameters', 'regressor_columns']
 
 #: relative singular value below which a direction of the scaled regressor counts as not
@@ -440,3 +441,23 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
 
 def _stats(r):
     return {'rms': np.sqrt(np.mean(r ** 2, axis=0)), 'max': np.max(np.abs(r), axis=0)}
+
+
+def payload_against_reference(model, samples, reference, link, gain=50.0, **options):
+    """A payload on ``link`` as the difference between two recordings of the same robot: the
+    robot's own model (every link, armature, torque offsets) identified on ``reference``
+    (without the payload, :func:`identify_recording`), then the payload's ten parameters and
+    the friction fitted on ``samples`` (with it) against that model
+    (:func:`.calibration.calibrate`, with its standard errors), the torque offsets of the
+    reference removed from the measured torques.  Returns (Identification of the robot,
+    Calibration of the payload)."""
+    from .calibration import calibrate
+    from .samples import Samples
+    robot = identify_recording(model, reference, gain=gain)
+    nb = int(model.nv) - len(model.joint_names)
+    tau = samples.tau.copy()
+    tau[:, nb:] -= robot.torque_offset
+    shifted = Samples(samples.t, samples.q, samples.v, tau, samples.names, samples.t0_ns,
+                      samples.notes)
+    cal = calibrate(robot.model(model), shifted, link, gain=gain, **options)
+    return robot, cal
