@@ -5,6 +5,7 @@
     calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
     calibrate BAG --urdf URDF --payload-link LINK --reference BAG_WITHOUT --out PARAMS.yaml
     calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
+    calibrate excite --urdf URDF --out TRAJECTORY.yaml [--duration S]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
 (also ``python -m ros_dynamics.calibrate ...``).
@@ -315,6 +316,41 @@ def cmd_replay(args):
     return 0
 
 
+def cmd_excite(args):
+    """An exciting trajectory (ros_dynamics.estimation.excitation) as a YAML file: the
+    JointTrajectory fields (joint_names; points with positions, velocities, accelerations and
+    time_from_start) for a trajectory controller, plus the Fourier coefficients."""
+    import numpy as np
+    import yaml
+    from ros_dynamics.estimation.excitation import optimise_excitation
+    model = _model(args.urdf)
+    print(f'calibrate excite: optimising {args.harmonics} harmonics per joint over '
+          f'{args.duration:g} s (up to {args.iterations} iterations; minutes) ...', flush=True)
+    traj, c0, c1 = optimise_excitation(model, args.duration, args.harmonics,
+                                       max_acceleration=args.max_acceleration,
+                                       maxiter=args.iterations)
+    t = np.arange(0.0, args.duration + 1e-9, 1.0 / args.rate)
+    q, v, a = traj(t)
+    doc = {'joint_names': list(model.joint_names),
+           'points': [{'time_from_start': {'sec': int(tk), 'nanosec': int(round((tk % 1) * 1e9))},
+                       'positions': [float(x) for x in q[k]],
+                       'velocities': [float(x) for x in v[k]],
+                       'accelerations': [float(x) for x in a[k]]} for k, tk in enumerate(t)],
+           'fourier': {'period': float(traj.period), 'q0': traj.q0.tolist(),
+                       'a': traj.a.tolist(), 'b': traj.b.tolist()},
+           'condition_number': {'start': c0, 'optimised': c1}}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as f:
+        f.write('# exciting trajectory written by ros_dynamics calibrate excite: trajectory_msgs/'
+                'JointTrajectory fields (joint_names, points) for a trajectory controller; one '
+                'period of a Fourier series (fourier: q(t) = q0 + sum_l a_l/(w l) sin(w l t) - '
+                'b_l/(w l) cos(w l t), w = 2 pi/period); start it from points[0]\n')
+        yaml.safe_dump(doc, f, default_flow_style=None, sort_keys=False)
+    print(f'calibrate excite: condition number of the identification regressor {c0:.3g} -> '
+          f'{c1:.3g}; wrote {len(t)} points to {args.out}')
+    return 0
+
+
 def cmd_record(args):
     from ros_dynamics.ros import compat
     compat.reexec_if_needed()          # the pip ROS wheels need their library path
@@ -338,7 +374,7 @@ def _common(ap, urdf=True):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmd = argv[0] if argv and argv[0] in ('replay', 'record') else 'calibrate'
+    cmd = argv[0] if argv and argv[0] in ('replay', 'record', 'excite') else 'calibrate'
     if cmd != 'calibrate':
         argv = argv[1:]
     if cmd == 'calibrate':
@@ -385,6 +421,19 @@ def main(argv=None):
         ap.add_argument('--out', default=None, help='CSV to write (default out/replay.csv)')
         ap.add_argument('--plots', default=None, help='plot folder (default: next to the CSV)')
         return cmd_replay(ap.parse_args(argv))
+    if cmd == 'excite':
+        ap = argparse.ArgumentParser(prog='calibrate excite', description='An exciting '
+                                     'trajectory for --links all: an optimised Fourier series '
+                                     'within the joint limits, as JointTrajectory points.')
+        ap.add_argument('--urdf', required=True, help='URDF file of the robot')
+        ap.add_argument('--out', required=True, help='trajectory file to write (YAML)')
+        ap.add_argument('--duration', type=float, default=20.0, help='period [s] (default 20)')
+        ap.add_argument('--harmonics', type=int, default=4, help='harmonics per joint')
+        ap.add_argument('--max-acceleration', type=float, default=3.0,
+                        help='joint acceleration limit [rad/s^2] (URDFs carry none)')
+        ap.add_argument('--iterations', type=int, default=30, help='optimiser iterations')
+        ap.add_argument('--rate', type=float, default=50.0, help='points per second')
+        return cmd_excite(ap.parse_args(argv))
     ap = argparse.ArgumentParser(prog='calibrate record', description='Record joint states '
                                  'into a bag with rclpy + rosbags (no rosbag2 needed).')
     ap.add_argument('bag', help='new bag folder')
