@@ -17,7 +17,13 @@ options, and reported on:
   the same with friction and thresholds from the friction-only calibration (``calibrate``
   without ``--links``, default options) for comparison;
 * a known 20 N force on the last link: the residual's bias (window mean from 5/K after the
-  onset, relative to MuJoCo's external joint torque), URDF model vs identified model.
+  onset, relative to MuJoCo's external joint torque), URDF model vs identified model, and the
+  identified model with the fitted torque offset subtracted from the measured torques (the
+  node's observer takes no offset).
+
+Payload against a reference (``calibrate --payload-link L --reference BAG``), per plant: a
+second 20 s recording of the same motion with a 2.8 kg tool on the last link (CoM (0, 10, 60)
+mm); the payload from the two recordings vs from the payload recording alone on the URDF.
 
     python benchmarks/identification_mujoco.py [--out-dir out/benchmarks]
 """
@@ -35,7 +41,7 @@ import ros_dynamics as rd
 from ros_dynamics import bags
 from ros_dynamics.control.trajectories import SineTrajectory
 from ros_dynamics.estimation.calibration import calibrate, observer_residuals
-from ros_dynamics.estimation.identification import identify_recording
+from ros_dynamics.estimation.identification import identify_recording, payload_against_reference
 from ros_dynamics.estimation.samples import CalibrationError, Samples
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant, perturbed_model
@@ -106,12 +112,28 @@ def one(seed, duration, tmp):
     smp = samples(out)
     win = smp.t > 2.0 + 5.0 / K
     ref = np.mean(out['tau_ext'][win], axis=0)
-    for name, model, fv, fc in (('URDF', MODEL, 0.0, 0.0),
-                                ('identified', idm, ident.friction_viscous,
-                                 ident.friction_coulomb)):
-        r = observer_residuals(model, smp, K, fv, fc)['r']
+    shifted = Samples(smp.t, smp.q, smp.v, smp.tau - ident.torque_offset)
+    for name, model, fv, fc, data in (
+            ('URDF', MODEL, 0.0, 0.0, smp),
+            ('identified', idm, ident.friction_viscous, ident.friction_coulomb, smp),
+            ('identified, fitted torque offset subtracted', idm, ident.friction_viscous,
+             ident.friction_coulomb, shifted)):
+        r = observer_residuals(model, data, K, fv, fc)['r']
         bias = 100 * np.linalg.norm(np.mean(r[win], axis=0) - ref) / np.linalg.norm(ref)
         row[f'bias {name} [%]'] = f'{bias:.2f}'
+    tool = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
+    withp = samples(plant(rd.attach_payload(truth, LINK, *tool), 4, EXCITE).run(duration))
+    _, cal = payload_against_reference(MODEL, withp, s, LINK, gain=K)
+    row['payload with reference: mass error [%], CoM error [mm]'] = (
+        f'{100 * (cal.payload_mass - tool[0]) / tool[0]:.2f}, '
+        f'{1e3 * np.linalg.norm(cal.payload_com - tool[1]):.2f}')
+    try:
+        cal = calibrate(MODEL, withp, LINK, gain=K, contact='exclude')
+        row['payload on the URDF alone: mass error [%], CoM error [mm]'] = (
+            f'{100 * (cal.payload_mass - tool[0]) / tool[0]:.2f}, '
+            f'{1e3 * np.linalg.norm(cal.payload_com - tool[1]):.2f}')
+    except CalibrationError as exc:
+        row['payload on the URDF alone: mass error [%], CoM error [mm]'] = f'refused: {exc}'
     return row
 
 
