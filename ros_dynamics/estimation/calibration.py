@@ -456,7 +456,8 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     small = [sp for sp in spans if sp not in big]
     if small:
         peak = np.nanmax(np.abs(e_fit[_in_spans(ts, small)]), axis=0)
-        notes.append(f'{len(small)} stretches ({", ".join(f"{a - ts[0]:.2f}-{b - ts[0]:.2f} s" for a, b in small[:4])}'
+        where = ', '.join(f'{a - ts[0]:.2f}-{b - ts[0]:.2f} s' for a, b in small[:4])
+        notes.append(f'{len(small)} stretches ({where}'
                      f'{" ..." if len(small) > 4 else ""}) stand out of the noise by up to '
                      f'{np.round(peak, 3).tolist()} N m, within what the friction law\'s shape '
                      f'or a small model error explains ({np.round(limit, 3).tolist()} N m): left '

@@ -80,7 +80,8 @@ def optimise_excitation(model, duration=20.0, harmonics=4, samples=120, max_acce
                         margin=0.1, seed=0, maxiter=30):
     """An exciting :class:`FourierTrajectory` of period ``duration`` within the joint limits
     (``model.joint_limits``: positions shrunk by ``margin`` rad, 95 % of the velocity limits,
-    accelerations below ``max_acceleration`` rad/s², at ``samples`` times over the period).  Returns (trajectory, condition number at the start,
+    accelerations below ``max_acceleration`` rad/s², at ``samples`` times over the period).
+    Returns (trajectory, condition number at the start,
     condition number at the end)."""
     import numba
     threads = numba.get_num_threads()

@@ -211,6 +211,7 @@ class Identification:
     test_rows: np.ndarray = None        # held-out sample indices
     before: dict = field(default_factory=dict)   # held-out residual statistics, URDF model
     after: dict = field(default_factory=dict)    # held-out, identified model
+    residual_before_test: np.ndarray = None       # (n, nj) held-out residual, URDF model
     residual_after_test: np.ndarray = None        # (n, nj) held-out residual, identified
     residual_node_test: np.ndarray = None         # the same without the torque offset (the
     #                                               node takes no offset): what the node shows
@@ -333,52 +334,73 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     scale = np.concatenate([_scales(model, pi0), np.ones(4 * nj)])
     As = (A * W[:, None]) * scale
     bs = b * W
-    # base parameters: the singular values of the scaled regressor (free columns), from the
-    # eigenvalues of its Gram matrix (p x p: cheap for long recordings)
-    Af = As[:, free]
-    G, g = Af.T @ Af, Af.T @ bs
-    lam2, V = np.linalg.eigh(G)
-    lam2, V = np.maximum(lam2[::-1], 0.0), V[:, ::-1]
-    sv = np.sqrt(lam2)
-    tol = BASE_TOLERANCE * sv[0]
-    rank = int(np.sum(sv > tol))
-    null = V[:, rank:]
-    determined = np.zeros(npar, dtype=bool)
-    determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
-    lam = tol
     theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
     theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nb:]     # the model's own
     nf = int(free.sum())
-    x = np.zeros(npar)
-    # Physically consistent and regularised toward the URDF: the objective with the LMIs J(π_i) ⪰ δ_i 1 (Wensing, Kim &
-    #    Slotine 2017) and friction, armature >= 0, a convex problem (cvxpy, Clarabel); the
-    #    data term compressed to p rows: ‖Af x + bs‖² = ‖R x + r‖² + const
-    import cvxpy as cp
-    pos_ = sv > 1e-12 * sv[0]
-    R = sv[:, None] * V.T
-    rb = np.zeros(nf)
-    rb[pos_] = (V.T @ g)[pos_] / sv[pos_]
-    xv = cp.Variable(nf)
-    full = np.zeros((npar, nf))
-    full[np.flatnonzero(free), np.arange(nf)] = 1.0
-    th = theta0 + cp.multiply(scale, full @ xv)
-    E = _pseudo_basis()
-    cons = []
-    for i in range(N):
-        Ji = sum(th[10 * i + k] * E[k] for k in range(10))
-        delta = 1e-6 * scale[10 * i + 4]            # 1e-6 of the body's m_0 L²
-        cons.append(Ji >> delta * np.eye(4))
-    jb = np.arange(10 * N, 10 * N + 3 * nj)
-    cons.append(th[jb] >= 0)
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ xv + rb) + lam ** 2 * cp.sum_squares(xv)),
-                      cons)
-    try:
-        prob.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError as exc:
-        raise CalibrationError(f'the physically consistent fit failed: {exc}') from None
-    if xv.value is None:
-        raise CalibrationError(f'the physically consistent fit failed ({prob.status})')
-    x[free] = xv.value
+
+    jb = np.arange(10 * N, 10 * N + 3 * nj)      # friction and armature: >= 0
+
+    def solve(sel):
+        """The fit on the rows ``sel``: (x, rank, sv, determined, status)."""
+        # base parameters: the singular values of the scaled regressor (free columns), from the
+        # eigenvalues of its Gram matrix (p x p: cheap for long recordings)
+        Af = As[sel][:, free]
+        G, g = Af.T @ Af, Af.T @ bs[sel]
+        lam2, V = np.linalg.eigh(G)
+        lam2, V = np.maximum(lam2[::-1], 0.0), V[:, ::-1]
+        sv = np.sqrt(lam2)
+        tol = BASE_TOLERANCE * sv[0]
+        rank = int(np.sum(sv > tol))
+        null = V[:, rank:]
+        determined = np.zeros(npar, dtype=bool)
+        determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
+        lam = tol
+        x = np.zeros(npar)
+        # Physically consistent and regularised toward the URDF: the objective with the LMIs
+        # J(π_i) ⪰ δ_i 1 (Wensing, Kim & Slotine 2017) and friction, armature >= 0, a convex
+        # problem (cvxpy, Clarabel); the data term compressed to p rows through the Gram
+        # matrix: ‖Af x + bs‖² = ‖R x + r‖² + const
+        import cvxpy as cp
+        pos_ = sv > 1e-12 * sv[0]
+        R = sv[:, None] * V.T
+        rb = np.zeros(nf)
+        rb[pos_] = (V.T @ g)[pos_] / sv[pos_]
+        xv = cp.Variable(nf)
+        full = np.zeros((npar, nf))
+        full[np.flatnonzero(free), np.arange(nf)] = 1.0
+        th = theta0 + cp.multiply(scale, full @ xv)
+        E = _pseudo_basis()
+        cons = []
+        for i in range(N):
+            Ji = sum(th[10 * i + k] * E[k] for k in range(10))
+            delta = 1e-6 * scale[10 * i + 4]            # 1e-6 of the body's m_0 L²
+            cons.append(Ji >> delta * np.eye(4))
+        cons.append(th[jb] >= 0)
+        prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ xv + rb) + lam ** 2 * cp.sum_squares(xv)),
+                          cons)
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError as exc:
+            raise CalibrationError(f'the physically consistent fit failed: {exc}') from None
+        if xv.value is None:
+            raise CalibrationError(f'the physically consistent fit failed ({prob.status})')
+        x[free] = xv.value
+        return x, rank, sv, determined, prob.status
+
+    # Robustly (least trimmed squares over 0.25 s blocks, Rousseeuw 1984): blocks whose fitted
+    # residual is far above the typical block's (mean square > 25x the median on a joint:
+    # rms 5x, e.g. a contact)
+    # are left out and the fit repeated, at most twice.
+    use = np.ones(fit_rows.size, dtype=bool)
+    for _ in range(3):
+        x, rank, sv, determined, status = solve(np.repeat(use, nj))
+        e = (As[:, free] @ x[free] + bs).reshape(fit_rows.size, nj)
+        keep = _typical_blocks(samples.t[fit_rows], e)
+        if np.array_equal(keep, use) or keep.sum() < 0.5 * fit_rows.size:
+            break
+        use = keep
+    dropped = fit_rows.size - int(use.sum())
+
     theta = theta0 + x * scale
     theta[jb] = np.maximum(theta[jb], 0.0)
     dtheta = theta - theta0
@@ -389,14 +411,19 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
         n_parameters=nf, condition=float(sv[0] / sv[rank - 1]) if rank else float('inf'),
         identifiable=[n for n, d in zip(names, determined) if d and free[names.index(n)]],
         velocity_eps=velocity_eps, gain=gain, fit_rows=fit_rows, test_rows=test_rows)
-    if prob.status != 'optimal':
-        ident.notes.append(f'note: the consistent fit ended {prob.status}')
+    if status != 'optimal':
+        ident.notes.append(f'note: the consistent fit ended {status}')
+    if dropped:
+        ident.notes.append(f'{dropped} of {fit_rows.size} fitted samples left out: 0.25 s blocks '
+                           'whose residual stays far above the rest (contact or a large '
+                           'unmodelled effect)')
     if test_rows.size:
         ti = np.array([pos[k] for k in test_rows])
         r_before = residual[test_rows][:, nb:]
         r_after = r_before + rho[ti][:, nb:, :] @ dtheta
         ident.before = _stats(r_before)
         ident.after = _stats(r_after)
+        ident.residual_before_test = r_before
         ident.residual_after_test = r_after
         node = dtheta.copy()
         node[10 * N + 3 * nj:] = 0.0
@@ -430,13 +457,34 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
         ident.residual_node_test.size else None
     if ref is None:
         raise CalibrationError('no held-out samples to derive the thresholds from (holdout 0)')
-    ident.thresholds = calibrate_thresholds(ref, margin=margin, floor=floor)
+    typical = _typical_blocks(samples.t[ident.test_rows], ref)
+    if not typical.all():
+        ident.notes.append(f'{int((~typical).sum())} held-out samples in blocks far above the '
+                           'rest (contact or a large unmodelled effect) left out of the '
+                           'thresholds and the report')
+        ident.before = _stats(ident.residual_before_test[typical])
+        ident.after = _stats(ident.residual_after_test[typical])
+    ident.thresholds = calibrate_thresholds(ref[typical], margin=margin, floor=floor)
     off = np.abs(ident.torque_offset)
     if np.any(off > 0.5 * ident.thresholds):
         ident.notes.append('note: the measured torques have offsets '
                            f'{np.round(ident.torque_offset, 3).tolist()} N m; the node takes '
                            'none, so they stay in its residual (the thresholds include them)')
     return ident
+
+
+def _typical_blocks(t, e, block=0.25, ratio=25.0):
+    """Mask of the rows of ``e`` (n, nj) in 0.25 s blocks whose mean square on every joint is
+    at most ``ratio`` x that of the median block (a contact shows on some joints only)."""
+    k = np.floor((t - t[0]) / block).astype(int)
+    n = k.max() + 1
+    cnt = np.maximum(np.bincount(k, minlength=n), 1)
+    ms = np.stack([np.bincount(k, weights=e[:, j] ** 2, minlength=n) for j in range(e.shape[1])],
+                  axis=1) / cnt[:, None]
+    have = np.bincount(k, minlength=n) > 0
+    score = np.max(ms / np.maximum(np.median(ms[have], axis=0), 1e-300), axis=1)
+    ok = score <= ratio
+    return ok[k]
 
 
 def _stats(r):
