@@ -250,6 +250,9 @@ def _settings(params, model):
         if x.size != nj:
             raise SystemExit(f'calibrate: {name} has {x.size} values for {nj} joints')
         return x
+    if any(per_joint('joint_armature', 0.0)):
+        from ros_dynamics.core.model import with_armature
+        model = with_armature(model, per_joint('joint_armature', 0.0))
     if params.get('payload_link'):
         try:
             model = apply_payload(model, params['payload_link'], params.get('payload_mass', 0.0),
