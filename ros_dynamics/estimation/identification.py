@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.api import dynamics_batch
+from .calibration import VELOCITY_EPS   # the observer's Coulomb smoothing, one constant
 from .observer import friction_torque
 from .payload import INERTIA6, inertia_matrix, skew2
 from .samples import CalibrationError
@@ -60,7 +61,6 @@ __all__ = ['BASE_TOLERANCE', 'Identification', 'identify', 'identify_recording',
 #: relative singular value below which a direction of the scaled regressor counts as not
 #: identified (and is held at the URDF by the prior)
 BASE_TOLERANCE = 1e-3
-VELOCITY_EPS = 1e-2     # the observer's Coulomb smoothing (MomentumObserver's default)
 
 
 # ---------------------------------------------------------------------------------------------
