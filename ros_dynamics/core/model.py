@@ -91,9 +91,8 @@ class Model:
     ``dof_body`` int64[nv]   body of each DoF; ``dof_parent`` int64[nv]: DoF-tree parent (-1: none)
     ``gravity`` float[3]     gravitational acceleration in the world frame
     ``armature`` float[nv]   reflected rotor inertia per DoF, added to the diagonal of M
-                             (``M + diag(armature)``; Featherstone 2008, Sec. 9.5: a geared
-                             motor's rotor seen through its gear); zero on a floating base's
-                             six DoF
+                             (``M + diag(armature)``: a geared motor's rotor inertia seen
+                             through its gear, N² I_rotor); zero on a floating base's six DoF
     ``packed``               the same, packed for the compiled kernels (module docstring),
                              with its views ``ints`` (int64) and ``reals`` (float64)
 

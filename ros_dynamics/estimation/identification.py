@@ -64,7 +64,7 @@ BASE_TOLERANCE = 1e-3
 
 
 # ---------------------------------------------------------------------------------------------
-# Inertial parameters, pseudo-inertia and the log-Cholesky map (Rucker & Wensing 2022)
+# Inertial parameters and the pseudo-inertia (Wensing, Kim & Slotine 2017)
 
 
 def inertial_parameters(model):
