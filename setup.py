@@ -19,10 +19,11 @@ setup(
     extras_require={
         # what the executables import beyond install_requires (package.xml: the rosdep keys)
         'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
-        'calibrate': ['rosbags', 'matplotlib'],                     # calibrate (and its record)
+        'calibrate': ['rosbags', 'matplotlib', 'cvxpy>=1.9', 'scipy>=1.17'],   # calibrate
         'wbc': ['proxsuite>=0.8.0'],                                # wbc_controller (its QP)
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',
-                 'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite>=0.8.0'],
+                 'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite>=0.8.0', 'mujoco>=4.0', 'cvxpy>=1.9',
+                 'scipy>=1.17'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',

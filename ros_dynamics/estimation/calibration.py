@@ -121,7 +121,9 @@ def _increasing(samples):
     if np.any(np.diff(samples.t) < 0):
         raise CalibrationError('sample times must not decrease (sort the samples by stamp)')
     return Samples(samples.t[keep], samples.q[keep], samples.v[keep], samples.tau[keep],
-                   samples.names, samples.t0_ns)
+                   samples.names, samples.t0_ns,
+                   samples.notes + [f'{int((~keep).sum())} samples with a repeated stamp '
+                                    'dropped'])
 
 
 def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
@@ -388,7 +390,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
     r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
     fixed = np.zeros(rho.shape[2], dtype=bool)
-    notes = []
+    notes = list(samples.notes)     # what reading the recording skipped
     inertia_ok = payload_link is not None and inertia is not False
     rows = valid_s.copy()          # the samples the fit uses (contact stretches excluded)
     A_all = rho.reshape(idx.size * nv, rho.shape[2])
@@ -441,13 +443,32 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     if not np.array_equal(new_rows, rows):
         rows = new_rows
         theta, An, scale, e, w = fit(fixed, offset)
-    if spans:
-        msg = _contact_message(ts, spans, (r0s + rho @ theta)[:, nb:], rows,
-                               list(model.joint_names))
+    # Which spans friction cannot explain: a span whose residual stays within what the friction
+    # law's shape can leave (2 F_c, the Coulomb level: a sticking or asymmetric dry friction
+    # against the smooth tanh) or within 10 % of the joint's torque rms on every joint is a
+    # friction-law or small model mismatch: left out of the fit, reported, kept for the
+    # thresholds.  Only the others are contact.
+    e_fit = (r0s + rho @ theta)[:, nb:]
+    nj_ = nv - nb
+    fc_fit = np.maximum(theta[nj_:2 * nj_], 0.0) if friction else np.zeros(nj_)
+    limit = np.maximum(2.0 * fc_fit, 0.1 * np.sqrt(np.mean(samples.tau[idx, nb:] ** 2, axis=0)))
+    big = [sp for sp in spans
+           if np.any(np.nanmax(np.abs(e_fit[_in_spans(ts, [sp])]), axis=0) > limit)]
+    small = [sp for sp in spans if sp not in big]
+    if small:
+        peak = np.nanmax(np.abs(e_fit[_in_spans(ts, small)]), axis=0)
+        where = ', '.join(f'{a - ts[0]:.2f}-{b - ts[0]:.2f} s' for a, b in small[:4])
+        notes.append(f'{len(small)} stretches ({where}'
+                     f'{" ..." if len(small) > 4 else ""}) stand out of the noise by up to '
+                     f'{np.round(peak, 3).tolist()} N m, within what the friction law\'s shape '
+                     f'or a small model error explains ({np.round(limit, 3).tolist()} N m): left '
+                     'out of the fit, kept for the thresholds')
+    if big:
+        msg = _contact_message(ts, big, e_fit, rows, list(model.joint_names))
         if contact == 'error':
             raise ContactInData(msg)
         notes.append('excluded from the fit: ' + msg)
-    used = valid & ~_in_spans(samples.t, spans, 0.2)   # all samples but the contact spans
+    used = valid & ~_in_spans(samples.t, big, 0.2)   # all samples but the contact spans
     nrows = int(rows.sum())
     inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
 

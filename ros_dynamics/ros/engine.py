@@ -26,6 +26,7 @@ from ..estimation.joint_state_cycle import JointStateCycle
 from ..core.coordinates import BASE_DOF_NAMES
 from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssembler,
                                       NameMaps)
+from ..core.model import with_armature
 from ..estimation.payload import apply_payload
 from ..estimation.samples import Samples
 from . import interfaces as itf, wire
@@ -54,6 +55,8 @@ def load_model(xml, cfg):
     if model.nv > cfg.max_nv:
         raise ValueError(f'the model has {model.nv} velocity coordinates, more than max_nv '
                          f'({cfg.max_nv})')
+    if any(cfg.joint_armature):
+        model = with_armature(model, cfg.joint_armature)
     if cfg.payload_link and cfg.payload_mass > 0.0:
         return apply_payload(model, cfg.payload_link, cfg.payload_mass, cfg.payload_com,
                              cfg.payload_inertia), model

@@ -96,6 +96,9 @@ PARAMETERS = (
     P('payload_inertia', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 'Payload inertia about its centre of '
       'mass in link axes [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2).', 'model', -1e4, 1e4,
       lengths=(6,)),
+    P('joint_armature', [0.0], 'Reflected rotor inertia per joint (kg m^2; kg for prismatic), '
+      'added to the diagonal of M: one value or one per joint (e.g. from calibrate --links all).',
+      'model', 0.0, 1e4),
     # --- outputs
     P('publish_dynamics', True, 'Publish ~/dynamics (M, C, dM/dt, g per joint state).'),
     P('publish_external_torque', True, 'Publish ~/external_torque (sensor_msgs/JointState, '
