@@ -17,9 +17,8 @@ options, and reported on:
   the same with friction and thresholds from the friction-only calibration (``calibrate``
   without ``--links``, default options) for comparison;
 * a known 20 N force on the last link: the residual's bias (window mean from 5/K after the
-  onset, relative to MuJoCo's external joint torque), URDF model vs identified model, and the
-  identified model with the fitted torque offset subtracted from the measured torques (the
-  node's observer takes no offset).
+  onset, relative to MuJoCo's external joint torque), URDF model vs the identified model with
+  its friction and torque offset (what the node runs with the identified files).
 
 Payload against a reference (``calibrate --payload-link L --reference BAG``), per plant: a
 second 20 s recording of the same motion with a 2.8 kg tool on the last link (CoM (0, 10, 60)
@@ -99,7 +98,7 @@ def one(seed, duration, tmp):
     free = samples(plant(truth, 11, OTHER).run(20.0))
     idm = ident.model(MODEL)
     res = observer_residuals(idm, free, K, ident.friction_viscous, ident.friction_coulomb,
-                             threshold=ident.thresholds)
+                             threshold=ident.thresholds, torque_offset=ident.torque_offset)
     row['false onsets identified'] = onsets(res['contact'])
     try:
         cal = calibrate(MODEL, s, gain=K)
@@ -112,13 +111,11 @@ def one(seed, duration, tmp):
     smp = samples(out)
     win = smp.t > 2.0 + 5.0 / K
     ref = np.mean(out['tau_ext'][win], axis=0)
-    shifted = Samples(smp.t, smp.q, smp.v, smp.tau - ident.torque_offset)
-    for name, model, fv, fc, data in (
-            ('URDF', MODEL, 0.0, 0.0, smp),
-            ('identified', idm, ident.friction_viscous, ident.friction_coulomb, smp),
-            ('identified, fitted torque offset subtracted', idm, ident.friction_viscous,
-             ident.friction_coulomb, shifted)):
-        r = observer_residuals(model, data, K, fv, fc)['r']
+    for name, model, fv, fc, off in (
+            ('URDF', MODEL, 0.0, 0.0, 0.0),
+            ('identified', idm, ident.friction_viscous, ident.friction_coulomb,
+             ident.torque_offset)):
+        r = observer_residuals(model, smp, K, fv, fc, torque_offset=off)['r']
         bias = 100 * np.linalg.norm(np.mean(r[win], axis=0) - ref) / np.linalg.norm(ref)
         row[f'bias {name} [%]'] = f'{bias:.2f}'
     tool = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))

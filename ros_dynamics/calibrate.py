@@ -263,6 +263,7 @@ def _settings(params, model):
     return model, dict(gain=per_joint('observer_gain', 50.0),
                        friction_viscous=per_joint('observer_friction_viscous', 0.0),
                        friction_coulomb=per_joint('observer_friction_coulomb', 0.0),
+                       torque_offset=per_joint('observer_torque_offset', 0.0),
                        threshold=per_joint('contact_threshold', 5.0),
                        release_ratio=float(params.get('contact_release_ratio', 0.5)))
 

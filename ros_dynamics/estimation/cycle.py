@@ -62,13 +62,15 @@ class ObserverSettings:
 
     def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                  threshold=5.0, release_ratio=0.5, gap_factor=5.0, gap_min=0.002, gap_max=0.1,
-                 wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True):
+                 wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
+                 torque_offset=0.0):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
                                                model)
         self.friction_coulomb = per_coordinate('observer_friction_coulomb', friction_coulomb,
                                                model)
+        self.torque_offset = per_coordinate('observer_torque_offset', torque_offset, model)
         if not (self.gain > 0).all() or not (self.threshold > 0).all():
             raise ValueError('observer_gain and contact_threshold must be > 0')
         self.release_ratio = float(release_ratio)
@@ -126,7 +128,8 @@ class Cycle:
         if observer is not None:
             self.observer = MomentumObserver(model, gain=observer.gain,
                                              friction_viscous=observer.friction_viscous,
-                                             friction_coulomb=observer.friction_coulomb)
+                                             friction_coulomb=observer.friction_coulomb,
+                                             torque_offset=observer.torque_offset)
             self.detector = ContactDetector(model, threshold=observer.threshold,
                                             release_ratio=observer.release_ratio)
         else:

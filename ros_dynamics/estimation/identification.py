@@ -165,10 +165,10 @@ def _joint_columns(model, v, velocity_eps):
     return P, B
 
 
-def _filter(t, P, B, restart, gain, keep):
+def _filter(t, P, B, restart, gain, keep, bridge=None):
     """The observer's filter on the columns: ``ρ_k = a ρ_{k−1} + (1 − a) w_k``, ``w_k =
     (P_k − P_{k−1})/Δt − ½(B_k + B_{k−1})``, ``a = e^{−K Δt}``, restarted where the pipeline
-    restarted; returns the rows ``keep`` (indices)."""
+    restarted and held where it bridged a gap; returns the rows ``keep`` (indices)."""
     out = np.empty((keep.size,) + P.shape[1:])
     cur = np.zeros(P.shape[1:])
     K = np.asarray(gain, dtype=float)[:, None]
@@ -177,7 +177,7 @@ def _filter(t, P, B, restart, gain, keep):
     for k in range(P.shape[0]):
         if restart[k]:
             cur[:] = 0.0
-        else:
+        elif bridge is None or not bridge[k]:
             dt = t[k] - t[k - 1]
             a = np.exp(-K * dt)
             cur = a * cur + (1.0 - a) * ((P[k] - P[k - 1]) / dt - 0.5 * (B[k] + B[k - 1]))
@@ -213,8 +213,6 @@ class Identification:
     after: dict = field(default_factory=dict)    # held-out, identified model
     residual_before_test: np.ndarray = None       # (n, nj) held-out residual, URDF model
     residual_after_test: np.ndarray = None        # (n, nj) held-out residual, identified
-    residual_node_test: np.ndarray = None         # the same without the torque offset (the
-    #                                               node takes no offset): what the node shows
     thresholds: np.ndarray = None
     notes: list = field(default_factory=list)
 
@@ -224,6 +222,7 @@ class Identification:
         return {'observer_gain': [float(x) for x in np.atleast_1d(self.gain)],
                 'observer_friction_viscous': [float(x) for x in self.friction_viscous],
                 'observer_friction_coulomb': [float(x) for x in self.friction_coulomb],
+                'observer_torque_offset': [float(x) for x in self.torque_offset],
                 'joint_armature': [float(x) for x in self.armature],
                 'contact_threshold': [float(x) for x in self.thresholds]}
 
@@ -277,11 +276,12 @@ def _scales(model, pi0):
 
 def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows=5000,
              friction=True, armature=True, offset=True, velocity_eps=VELOCITY_EPS,
-             rows_mask=None):
+             rows_mask=None, bridge=None):
     """Fit every body's inertial parameters, joint friction, armature and torque offsets.
 
-    ``residual`` (T, nv) and ``restart`` (T,): the node pipeline's residual with the URDF's
-    model on ``samples`` and where it restarted (:func:`.calibration.observer_residuals`).
+    ``residual`` (T, nv), ``restart`` (T,) and ``bridge`` (T,) or None: the node pipeline's
+    residual with the URDF's model on ``samples``, where it restarted and where it bridged a
+    gap (:func:`.calibration.observer_residuals`).
     The first ``1 − holdout`` of the recording is fitted, the rest held out for the report.
     ``rows_mask`` (T,) bool: samples allowed in the fit (e.g. contact stretches excluded).
     Returns an :class:`Identification`; raises :class:`CalibrationError` when the recording
@@ -308,9 +308,9 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     rho = np.empty((keep.size, nv, 10 * N + 4 * nj))
     for i in range(N):
         P, B = regressor_columns(model, samples.q, samples.v, i)
-        rho[:, :, 10 * i:10 * i + 10] = _filter(samples.t, P, B, restart, gain, keep)
+        rho[:, :, 10 * i:10 * i + 10] = _filter(samples.t, P, B, restart, gain, keep, bridge)
     P, B = _joint_columns(model, samples.v, velocity_eps)
-    rho[:, :, 10 * N:] = _filter(samples.t, P, B, restart, gain, keep)
+    rho[:, :, 10 * N:] = _filter(samples.t, P, B, restart, gain, keep, bridge)
     del P, B
     names = [f'{b}.{p}' for b in model.body_names
              for p in ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')]
@@ -425,9 +425,6 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
         ident.after = _stats(r_after)
         ident.residual_before_test = r_before
         ident.residual_after_test = r_after
-        node = dtheta.copy()
-        node[10 * N + 3 * nj:] = 0.0
-        ident.residual_node_test = r_before + rho[ti][:, nb:, :] @ node
     return ident
 
 
@@ -436,8 +433,8 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     """:func:`identify` on a recording: the node pipeline's residual with the URDF's model
     (:func:`.calibration.observer_residuals`), the fit on the first ``1 − holdout`` of the
     recording, and per-joint ``contact_threshold = max(floor, margin · max |r|)`` from the
-    held-out residual the node will show (identified inertials, friction and armature; no
-    torque offset, which the node does not take)."""
+    held-out residual the node will show (identified inertials, friction, armature and torque
+    offset)."""
     from .calibration import _increasing, observer_residuals
     from .observer import calibrate_thresholds
     nv = int(model.nv)
@@ -451,10 +448,11 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     samples = _increasing(samples)
     base = observer_residuals(model, samples, gain)
     ident = identify(model, samples, base['r'], base['restart'], gain=gain, holdout=holdout,
+                     bridge=base['bridge'],
                      **options)
     ident.notes += samples.notes
-    ref = ident.residual_node_test if ident.residual_node_test is not None and \
-        ident.residual_node_test.size else None
+    ref = ident.residual_after_test if ident.residual_after_test is not None and \
+        ident.residual_after_test.size else None
     if ref is None:
         raise CalibrationError('no held-out samples to derive the thresholds from (holdout 0)')
     typical = _typical_blocks(samples.t[ident.test_rows], ref)
@@ -465,11 +463,6 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
         ident.before = _stats(ident.residual_before_test[typical])
         ident.after = _stats(ident.residual_after_test[typical])
     ident.thresholds = calibrate_thresholds(ref[typical], margin=margin, floor=floor)
-    off = np.abs(ident.torque_offset)
-    if np.any(off > 0.5 * ident.thresholds):
-        ident.notes.append('note: the measured torques have offsets '
-                           f'{np.round(ident.torque_offset, 3).tolist()} N m; the node takes '
-                           'none, so they stay in its residual (the thresholds include them)')
     return ident
 
 

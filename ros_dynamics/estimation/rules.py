@@ -13,7 +13,8 @@ calls the same functions in one compiled call.  So a rule changed here changes b
 * :func:`hold`: a partial source's values kept for the cycles of the driving source;
 * :func:`observer_interval`: what the observer does with the time since its last sample: an
   update, nothing (the same stamp), a restart (the time went back) or a bridge over a gap;
-* :func:`friction_into`: the joint-friction law ``F_v v + F_c tanh(v / eps)``;
+* :func:`friction_into`: the joint-friction law ``F_v v + F_c tanh(v / eps)`` and the torque
+  offset;
 * :func:`any_above`: the contact threshold;
 * :func:`terms_finite`: nothing non-finite is published.
 """
@@ -156,11 +157,13 @@ def observer_interval(dt, gap_limit):
 
 # -- the models of the observer and of the detector ----------------------------------------
 @njit(**_FLAGS)
-def friction_into(v, viscous, coulomb, eps, out):
-    """out <- the joint friction ``F_v v + F_c tanh(v / eps)`` (``eps <= 0``: ``sign(v)``), the
-    torque that opposes the motion (so ``tau - out`` is what moves the joint)."""
+def friction_into(v, viscous, coulomb, offset, eps, out):
+    """out <- the joint friction ``F_v v + F_c tanh(v / eps) + b`` (``eps <= 0``: ``sign(v)``):
+    the part of the reported joint torque that does not move the joint (friction opposes the
+    motion; ``b`` is a constant offset of the torque measurement), so ``tau - out`` is what
+    moves it."""
     for i in range(v.shape[0]):
-        out[i] = viscous[i] * v[i] + coulomb[i] * coulomb_shape(v[i], eps)
+        out[i] = viscous[i] * v[i] + coulomb[i] * coulomb_shape(v[i], eps) + offset[i]
     return out
 
 

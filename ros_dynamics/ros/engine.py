@@ -76,7 +76,8 @@ def observer_settings(model, cfg):
         model, cfg.observer_gain, cfg.observer_friction_viscous, cfg.observer_friction_coulomb,
         cfg.contact_threshold, cfg.contact_release_ratio, gap_factor=cfg.observer_gap_factor,
         gap_max=cfg.observer_max_dt, wrench_link=cfg.contact_wrench_link,
-        wrench_point=cfg.contact_wrench_point, force_only=cfg.contact_wrench_force_only)
+        wrench_point=cfg.contact_wrench_point, force_only=cfg.contact_wrench_force_only,
+        torque_offset=cfg.observer_torque_offset)
 
 
 def _attach(msg, field, n):

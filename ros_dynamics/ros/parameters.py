@@ -177,6 +177,9 @@ PARAMETERS = (
       'per joint.', 'observer', 0.0, 1e6),
     P('observer_friction_coulomb', [0.0], 'Coulomb joint friction (N m): one value or one per '
       'joint.', 'observer', 0.0, 1e6),
+    P('observer_torque_offset', [0.0], 'Constant offset of the measured joint torques (N m; '
+      'measured = applied + offset, as calibrate --links all identifies it): one value or one '
+      'per joint.', 'observer', -1e6, 1e6),
     P('contact_threshold', [5.0], 'Detection threshold on |residual| (N m): one value, one per '
       'joint or one per velocity coordinate.', 'observer', 0.0, 1e9, True),
     P('contact_release_ratio', 0.5, 'A detected joint is released below threshold x this ratio.',
