@@ -353,18 +353,25 @@ def main(argv=None):
 
 
 def _readable(res, duration):
-    """The figures the documentation quotes, in its units and rounding."""
-    qp, lat = res['qp_cpu_time_us_p50_p99'], res['sim_loop_latency_ms_p50_p99']
+    """The figures the documentation quotes, in its units and rounding (those a short run has
+    no value for are left out)."""
+    def fmt(key, scale, form):
+        x = res.get(key)
+        return '-' if x is None else format(scale * x, form)
     a = res['args']
-    return (f'Scenario {duration:.1f} s; push {a["push"]:.0f} N for {a["push_duration"]:.1f} s at '
-            f'{a["push_time"]:.1f} s. CoM error: rms {1e3 * res["com_rms_m"]:.2f} mm, max '
-            f'{1e3 * res["com_max_m"]:.1f} mm, outside the push under '
-            f'{1e3 * res["com_max_outside_push_m"]:.2f} mm; back within 1 mm '
-            f'{res["com_back_within_1mm_after_push_s"]:.2f} s after the push. QP CPU time '
-            f'{qp[0]:.0f} µs p50, {qp[1]:.0f} µs p99; loop latency {lat[0]:.1f} ms p50, '
-            f'{lat[1]:.1f} ms p99; load average {res["load_average_1min"]:.1f}. Lifted foot in '
-            f'mid-swing {res["lift_foot_max_normal_force_mid_swing_N"]:.0f} N; stance feet at '
-            f'least {res["stance_feet_min_normal_force_N"]:.1f} N; {res["samples"]} stamps.\n')
+    text = (f'Scenario {duration:.1f} s; push {a["push"]:.0f} N for {a["push_duration"]:.1f} s '
+            f'at {a["push_time"]:.1f} s. CoM error: rms {fmt("com_rms_m", 1e3, ".2f")} mm, max '
+            f'{fmt("com_max_m", 1e3, ".1f")} mm, outside the push under '
+            f'{fmt("com_max_outside_push_m", 1e3, ".2f")} mm; back within 1 mm '
+            f'{fmt("com_back_within_1mm_after_push_s", 1.0, ".2f")} s after the push.')
+    qp, lat = res.get('qp_cpu_time_us_p50_p99'), res.get('sim_loop_latency_ms_p50_p99')
+    if qp:
+        text += f' QP CPU time {qp[0]:.0f} µs p50, {qp[1]:.0f} µs p99.'
+    if lat:
+        text += f' Loop latency {lat[0]:.1f} ms p50, {lat[1]:.1f} ms p99.'
+    return (text + f' Load average {res["load_average_1min"]:.1f}. Lifted foot in mid-swing '
+            f'{fmt("lift_foot_max_normal_force_mid_swing_N", 1.0, ".0f")} N; stance feet at least '
+            f'{fmt("stance_feet_min_normal_force_N", 1.0, ".1f")} N; {res["samples"]} stamps.\n')
 
 
 if __name__ == '__main__':
