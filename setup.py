@@ -20,8 +20,9 @@ setup(
         # what the executables import beyond install_requires (package.xml: the rosdep keys)
         'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
         'calibrate': ['rosbags', 'matplotlib'],                     # calibrate (and its record)
+        'contact_forces': ['proxsuite'],                            # contact_frames (its QP)
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',
-                 'viser', 'trimesh', 'websockets', 'rosbags'],
+                 'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite', 'mujoco'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',

@@ -1,0 +1,228 @@
+"""Forces at known contact frames from the generalized-momentum residual, without force sensors.
+
+The momentum observer (observer.py; De Luca et al. 2006) gives ``r ≈ K/(s+K) τ_ext`` over all
+``nv`` velocity coordinates; on a floating base its first six rows are the base's, whose applied
+torque is zero (the base is unactuated), so the weight the feet carry is in ``r`` from the first
+sample on.  With contacts at known frames ``i`` (feet, fingertips) the external torque is
+
+    τ_ext = Σ_i J_iᵀ f_i + τ_u,                                                        (1)
+
+``J_i`` (6 × nv) the frame's Jacobian at its origin, rows linear then angular velocity in world
+axes (``rd.task_space``), ``f_i`` the force (``point``: 3-D at the frame origin, ``J_i``'s first
+three rows) or wrench (``wrench``: force then torque, world axes) that the environment applies,
+and ``τ_u`` whatever the contact frames cannot explain: a push on the trunk, a knee against an
+obstacle, model error.  This is the contact-force decomposition of the momentum-observer
+literature for legged robots (Bledt et al. 2018, "Contact model fusion for event-based
+locomotion in unstructured terrains"; Morlando, Teimoorzadeh & Ruggiero 2021, "Whole-body
+control with disturbance rejection through a momentum-based observer for quadruped robots"),
+posed here as one small quadratic programme per observer update:
+
+    min_f  ½ ‖r − A f‖²_W + ½ ρ ‖f‖²,      A = [J_1ᵀ … J_kᵀ] (the force columns),          (2)
+    s.t.   n·f_i ≥ 0                        (unilateral: the ground pushes, never pulls)
+           |t_j·f_i| ≤ μ n·f_i,  j = 1, 2   (the friction cone, linearized as a pyramid)
+
+``n`` = ``contact_normal`` (world axes), ``t_1``, ``t_2`` a tangent basis, ``μ`` =
+:data:`FRICTION` by default (the outer pyramid of a cone as wide as rubber feet on common floors
+get: the constraint rejects implausible forces, it does not model the floor; for ``wrench`` the
+torque is free).  ``W`` weighs the joint rows 1 and the six base rows ``base_weight`` (default
+1e-6): a leg's own joint rows determine its foot force (3 joints, 3 unknowns), and the base rows
+only fill what the joints leave undetermined (6-D wrenches, a stretched knee) — so a push on the
+trunk is not spread over the feet but stays, whole, in the base rows of ``τ_u``.  ``ρ`` (1e-12) keeps
+(2) strictly convex when frames are undetermined (a foot in the air with its leg singular).
+When a foot leaves the ground its leg's residual vanishes and (2) gives it no force; the
+constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
+solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
+
+Per frame, the contact state comes from the normal force ``n·f_i`` with hysteresis: in contact
+above ``threshold`` [N], out of contact below ``release_ratio × threshold``.  A frame out of
+contact reports no force; the unexplained part is ``τ_u = r − A f`` with the programme's forces
+(a force below the threshold is explained by its frame, not reported as a contact elsewhere).
+Since (2) is linear in ``r`` where no constraint is active and the observer filters every row
+by the same ``K/(s+K)`` (one gain), the forces are the plant's contact forces through that
+filter: what the tests compare them with.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.api import task_frames, task_space
+from ..core.data import Data
+from ..core.validation import check_configuration, check_vector
+
+__all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS']
+
+#: friction coefficient of the estimator's cone (its outer pyramid): a plausibility bound
+FRICTION = 1.0
+#: the contact models: the size of the unknown per frame
+FRAME_MODELS = {'point': 3, 'wrench': 6}
+
+
+@dataclass
+class ContactForces:
+    """One update of :class:`ContactForceEstimator` (arrays owned by the estimator: copy them to
+    keep them past the next update)."""
+    frames: tuple               # the contact frames' names
+    in_contact: np.ndarray      # (k,) bool: the frame's state (normal force, hysteresis)
+    wrenches: np.ndarray        # (k, 6): force, torque (world axes, at the frame origin) the
+                                # environment applies; zero rows for frames out of contact
+    normal_forces: np.ndarray   # (k,): n·f of the programme's solution (also out of contact)
+    unexplained: np.ndarray     # (nv,): r − Σ J_iᵀ f_i
+    onset: np.ndarray           # (k,) bool: the frame came into contact at this update
+    release: np.ndarray         # (k,) bool: the frame left contact at this update
+    positions: np.ndarray       # (k, 3): the frames' origins, world axes
+
+
+def _tangents(normal):
+    """Two unit vectors orthogonal to ``normal`` and to each other."""
+    n = normal
+    e = np.eye(3)[int(np.argmin(np.abs(n)))]
+    t1 = np.cross(n, e)
+    t1 /= np.linalg.norm(t1)
+    return t1, np.cross(n, t1)
+
+
+class ContactForceEstimator:
+    """Contact forces at ``frames`` from the momentum residual (module docstring, eq. 2).
+
+    Parameters
+    ----------
+    model : ros_dynamics.Model
+    frames : list of str
+        Contact frames (any of ``model.frame_names``), e.g. the four feet.
+    frame_model : 'point' or 'wrench'
+        A 3-D force at each frame origin, or a 6-D wrench (flat feet, grippers).
+    normal : (3,) array
+        The contact normal in world axes (normalized here).
+    threshold : float
+        Normal force [N] above which a frame is in contact; > 0.
+    release_ratio : float in (0, 1]
+        A frame in contact is released below ``release_ratio * threshold``.
+    friction : float
+        μ of the linearized friction cone (> 0).
+    base_weight : float
+        Weight of a floating base's six rows in (2), relative to the joint rows (> 0).
+    """
+
+    def __init__(self, model, frames, frame_model='point', normal=(0.0, 0.0, 1.0),
+                 threshold=10.0, release_ratio=0.5, friction=FRICTION, base_weight=1e-6,
+                 regularization=1e-12):
+        if frame_model not in FRAME_MODELS:
+            raise ValueError(f'contact_frame_model must be one of {sorted(FRAME_MODELS)}, '
+                             f'got {frame_model!r}')
+        names = list(frames)
+        if not names:
+            raise ValueError('contact_frames is empty')
+        if len(set(names)) != len(names):
+            raise ValueError(f'contact_frames has duplicates: {names}')
+        self.frames = task_frames(model, names)
+        n = check_vector(normal, 3, 'contact_normal')
+        if not np.linalg.norm(n) > 1e-9:
+            raise ValueError('contact_normal must be a non-zero vector')
+        if not (np.isfinite(threshold) and threshold > 0):
+            raise ValueError(f'contact_force_threshold must be > 0, got {threshold}')
+        if not 0.0 < float(release_ratio) <= 1.0:
+            raise ValueError('release_ratio must be in (0, 1]')
+        if not (friction > 0 and base_weight > 0 and regularization > 0):
+            raise ValueError('friction, base_weight and regularization must be > 0')
+        self.model = model
+        self.nv = int(model.nv)
+        self.frame_model = frame_model
+        self.normal = n / np.linalg.norm(n)
+        self.threshold = float(threshold)
+        self.release_ratio = float(release_ratio)
+        self.friction = float(friction)
+        self.base_weight = float(base_weight)
+        self.regularization = float(regularization)
+        k, d = len(names), FRAME_MODELS[frame_model]
+        self._k, self._d = k, d
+        self._data = Data(model)
+        self._zero_v = np.zeros(self.nv)
+        w = np.ones(self.nv)
+        if model.floating_base:
+            w[:6] = self.base_weight
+        self._w = w
+        # the constraints of (2), per frame: n·f >= 0 and (±t_j − μ n)·f <= 0
+        t1, t2 = _tangents(self.normal)
+        rows = [self.normal] + [s * t - self.friction * self.normal
+                                for t in (t1, t2) for s in (1.0, -1.0)]
+        C = np.zeros((5 * k, k * d))
+        for i in range(k):
+            C[5 * i:5 * i + 5, i * d:i * d + 3] = rows
+        self._C = C
+        self._lower = np.tile([0.0] + [-1e20] * 4, k)
+        self._upper = np.tile([1e20] + [0.0] * 4, k)
+        self._qp = None
+        self._x = np.zeros(k * d)
+        self.status = None               # the solver's status at the last update
+        self.reset()
+
+    def _proxqp(self, H, g):
+        """(2) with its constraints by ProxQP, warm-started from its previous solution."""
+        import proxsuite        # only when a constraint is active (requirements-dev.txt)
+        k, d = self._k, self._d
+        if self._qp is None:
+            qp = proxsuite.proxqp.dense.QP(k * d, 0, 5 * k)
+            qp.settings.eps_abs = 1e-9
+            qp.settings.eps_rel = 0.0
+            qp.settings.verbose = False
+            qp.settings.initial_guess = (
+                proxsuite.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT)
+            qp.init(H, g, None, None, self._C, self._lower, self._upper)
+            self._qp = qp
+        else:
+            self._qp.update(H=H, g=g)
+        self._qp.solve()
+        self.status = str(self._qp.results.info.status).rsplit('.', 1)[-1]
+        return self._qp.results.x
+
+    def reset(self):
+        """Every frame out of contact; the next solve starts cold."""
+        k = self._k
+        self._state = np.zeros(k, dtype=bool)
+        self._qp = None
+        self._x[:] = 0.0
+
+    def jacobians(self, q):
+        """(A, positions): the force columns of ``[J_1ᵀ … J_kᵀ]`` (nv × k d) and the frame
+        origins (k, 3) at ``q``, from one kinematics pass of ``rd.task_space``."""
+        check_configuration(self.model, q)
+        ts = task_space(self.model, q, self._zero_v, self.frames, data=self._data)
+        J = ts.jacobians[:, :self._d, :]                        # (k, d, nv)
+        return J.transpose(2, 0, 1).reshape(self.nv, -1), ts.positions
+
+    def update(self, q, r):
+        """The contact forces for the residual ``r`` (nv,) at the configuration ``q``."""
+        r = check_vector(r, self.nv, 'r')
+        A, positions = self.jacobians(q)
+        return self.solve(A, r, positions)
+
+    def solve(self, A, r, positions=None):
+        """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``."""
+        k, d = self._k, self._d
+        AW = A.T * self._w
+        H = AW @ A
+        H[np.diag_indices_from(H)] += self.regularization
+        g = -(AW @ r)
+        # the unconstrained minimizer of the strictly convex (2), when it satisfies the
+        # constraints, is the programme's solution (the usual case: every loaded foot inside
+        # its cone, the others near zero); else ProxQP
+        x = np.linalg.solve(H, -g)
+        Cx = self._C @ x
+        if np.all(Cx >= self._lower) and np.all(Cx <= self._upper):
+            self.status = 'unconstrained'
+        else:
+            x = self._proxqp(H, g)
+        self._x[:] = x
+        f = x.reshape(k, d)
+        fn = f[:, :3] @ self.normal
+        was = self._state
+        now = (fn > self.threshold) | (was & (fn >= self.release_ratio * self.threshold))
+        self._state = now
+        wrenches = np.zeros((k, 6))
+        wrenches[:, :d] = f
+        wrenches[~now] = 0.0
+        return ContactForces(self.frames.names, now.copy(), wrenches, fn, r - A @ x,
+                             now & ~was, was & ~now,
+                             np.zeros((k, 3)) if positions is None else positions.copy())
