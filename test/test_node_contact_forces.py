@@ -23,19 +23,25 @@ GAIN = 50.0
 @pytest.fixture(scope='module')
 def node(rclpy_context, ros_env, tmp_path_factory):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from diagnostic_msgs.msg import DiagnosticArray
     from ros_dynamics_msgs.msg import ContactForces, ContactEstimate
+    from visualization_msgs.msg import MarkerArray
     tmp = str(tmp_path_factory.mktemp('cf'))
     params = {'robot_description': read(QUADRUPED), 'floating_base': True,
               'contact_frames': FEET, 'contact_force_threshold': 8.0,
               'observer_gain': [GAIN], 'odom_max_age': 0.02, 'log_throttle_sec': 0.0}
     with running_node(rclpy_context, ros_env, tmp, 'cf', params) as (proc, probe):
-        got = {'forces': [], 'estimate': []}
+        got = {'forces': [], 'estimate': [], 'markers': [], 'diagnostics': []}
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         subs = [probe.node.create_subscription(ContactForces, f'{probe.prefix}/contact_forces',
                                                got['forces'].append, qos),
                 probe.node.create_subscription(ContactEstimate,
                                                f'{probe.prefix}/contact_estimate',
-                                               got['estimate'].append, qos)]
+                                               got['estimate'].append, qos),
+                probe.node.create_subscription(MarkerArray, f'{probe.prefix}/markers',
+                                               got['markers'].append, qos),
+                probe.node.create_subscription(DiagnosticArray, '/diagnostics',
+                                               got['diagnostics'].append, 10)]
         assert probe.spin_until(lambda: all(s.get_publisher_count() >= 1 for s in subs)
                                 and probe.odom_pub.get_subscription_count() >= 1)
         yield proc, probe, got
@@ -78,6 +84,22 @@ def test_standing_feet_forces_and_stale_odom(node):
     assert np.abs(F - filt).max() < 0.01 * weight        # each foot, against the plant's
     assert np.abs([[w.torque.x, w.torque.y, w.torque.z] for w in msg.wrenches]).max() == 0.0
     assert np.abs(msg.unexplained).max() < 1.0
+    # an arrow per loaded foot in ~/markers, at the foot, along its force; the states in
+    # /diagnostics
+    arrows = {}
+    for ma in got['markers']:
+        for mk in ma.markers:
+            if mk.ns == 'contact_force' and mk.action == 0:
+                arrows[mk.id] = mk
+    assert len(arrows) == 4
+    tips = sorted((mk.points[1].z - mk.points[0].z) / 0.01 for mk in arrows.values())
+    np.testing.assert_allclose(tips, sorted(filt[:, 2]), atol=0.02 * weight)
+    assert probe.spin_until(lambda: any(st.name.endswith('contact frames')
+                                        for d in got['diagnostics'] for st in d.status))
+    st = next(st for d in reversed(got['diagnostics']) for st in d.status
+              if st.name.endswith('contact frames'))
+    assert [kv.key for kv in st.values] == FEET
+    assert all(kv.value.startswith('in contact') for kv in st.values)
     # standing is not a contact for ~/contact_estimate (it judges the unexplained part)
     assert not got['estimate'][-1].in_contact
     # a joint state 50 ms after the latest odometry (odom_max_age 20 ms) is refused
