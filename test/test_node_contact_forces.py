@@ -115,3 +115,29 @@ def test_standing_feet_forces_and_stale_odom(node):
 
 def _ns(msg):
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+def test_message_written_in_place_equals_the_message_object():
+    """The serialized ~/contact_forces written in place (the node's path) reads back as the
+    message object filled field by field, for two updates in a row."""
+    from rclpy.serialization import deserialize_message, serialize_message
+    from ros_dynamics_msgs.msg import ContactForces
+    from ros_dynamics.estimation.contact_forces import ContactForces as Result
+    from ros_dynamics.ros.contact_forces_output import ContactForcesOutput
+    rng = np.random.default_rng(4)
+    fast, plain = ContactForcesOutput('world', serialize_message), ContactForcesOutput('world')
+    for k in range(2):
+        state = rng.random(4) > 0.5
+        res = Result(tuple(FEET), state, rng.normal(size=(4, 6)), rng.normal(size=4),
+                     rng.normal(size=18), state, ~state, rng.normal(size=(4, 3)))
+        raw = fast.message((12, 345 + k), res)
+        assert isinstance(raw, bytes) and fast.template is not None
+        got = deserialize_message(raw, ContactForces)
+        ref = plain.message((12, 345 + k), res)
+        assert got.header.stamp.nanosec == 345 + k and got.header.frame_id == 'world'
+        assert list(got.frames) == FEET and list(got.in_contact) == state.tolist()
+        np.testing.assert_array_equal([[w.force.x, w.force.y, w.force.z, w.torque.x,
+                                        w.torque.y, w.torque.z] for w in got.wrenches],
+                                      res.wrenches)
+        np.testing.assert_array_equal(got.unexplained, res.unexplained)
+        assert serialize_message(got) == serialize_message(ref)

@@ -203,7 +203,7 @@ class ContactForceEstimator:
         k, d = self._k, self._d
         AW = A.T * self._w
         H = AW @ A
-        H[np.diag_indices_from(H)] += self.regularization
+        H.flat[::H.shape[0] + 1] += self.regularization
         g = -(AW @ r)
         # the unconstrained minimizer of the strictly convex (2), when it satisfies the
         # constraints, is the programme's solution (the usual case: every loaded foot inside

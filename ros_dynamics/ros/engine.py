@@ -141,7 +141,8 @@ class Engine:
         self.coords = self.cycle.coords
         # task frames and centroidal terms (ValueError with the reason for a bad task_frames)
         self.task = TaskSpaceOutput(model, self.coords, cfg.task_frames)
-        self.forces_out = ContactForcesOutput(self.frame_id) if itf.HAVE_CONTACT_FORCES else None
+        self.forces_out = (ContactForcesOutput(self.frame_id, serialize_message)
+                           if itf.HAVE_CONTACT_FORCES else None)
         self.joint_coordinate_names = (list(BASE_DOF_NAMES) if self.floating
                                        else []) + self.joint_names
         self.fused_outputs = None

@@ -45,6 +45,32 @@ def _plant(name, model, path, duration):
     return step, sim.dt, (lambda t: name)
 
 
+def record(plant='mujoco', duration=None):
+    """The plant's samples without an estimate (to replay them elsewhere, e.g. to a node):
+    a dict of arrays t, q, v, tau (the model's coordinates), feet (T, 4, 3), push (T, nv),
+    phase, and the model."""
+    path = bundled_urdf('quadruped')
+    model = load_urdf(path, floating_base=True)
+    duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
+    step, dt, phase = _plant(plant, model, path, duration)
+    rows = [step() for _ in range(int(round(duration / dt)))]
+    out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
+        ('t', 'q', 'v', 'tau', 'feet', 'push'))}
+    out.update(phase=np.array([phase(t - 0.5 * dt) for t in out['t']]), model=model, dt=dt,
+               weight=-model.total_mass() * model.gravity[2])
+    return out
+
+
+def filtered(x, gain, dt):
+    """The observer's exact discrete K/(s+K) of a sampled series (T, ...) over its periods, from
+    zero at the first sample (observer.py: r_k+1 = e^-K dt r_k + (1 - e^-K dt) w_k)."""
+    a = np.exp(-gain * dt)
+    out = np.zeros_like(x, dtype=float)
+    for k in range(1, len(x)):
+        out[k] = a * out[k - 1] + (1 - a) * x[k]
+    return out
+
+
 def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, odom_noise=0.0,
         odom_delay=0.0, seed=0, frame_model='point', contact_threshold=5.0):
     """One run (module docstring).  ``odom_noise`` [m/s, rad/s]: white noise on the base twist
