@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.estimation.contact_forces import ContactForceEstimator
+from ros_dynamics import ContactForceEstimator
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
 from ros_dynamics.simulation.contact_force_runs import metrics, run
 from ros_dynamics.simulation.mujoco_quadruped import FEET
@@ -116,3 +116,17 @@ def test_mujoco_shift_lift_push():
     assert out['detected'][(t > 5.2) & (t < 6.0)].mean() > 0.95
     lift = (t > 2.8) & (t < 3.0)
     assert not out['in_contact'][lift, 0].any()           # LF lifted, seen as such
+
+
+def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
+    """White noise sigma on the base twist: the foot forces hardly move (the legs' joint rows
+    determine them), the unexplained base rows grow in proportion to sigma (the observer's
+    noise law, about K m sigma): doubling sigma doubles their rms."""
+    rms = {}
+    for sigma in (0.01, 0.02):
+        out = run('standing', duration=1.0, odom_noise=sigma, seed=1)
+        late = out['t'] > 0.3
+        assert max(metrics(out)['rms_per_foot']) < 0.015
+        rms[sigma] = np.sqrt((out['unexplained'][late, :3] ** 2).mean())
+    assert rms[0.02] / rms[0.01] == pytest.approx(2.0, rel=0.1)
+    assert rms[0.01] == pytest.approx(50.0 * 8.332 * 0.01, rel=0.5)     # K m sigma
