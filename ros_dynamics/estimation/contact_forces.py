@@ -153,6 +153,8 @@ class ContactForceEstimator:
         self._C = C
         self._lower = np.tile([0.0] + [-1e20] * 4, k)
         self._upper = np.tile([1e20] + [0.0] * 4, k)
+        import proxsuite        # here, not at a sample (contact_forces extra; requirements-dev)
+        self._proxsuite = proxsuite
         self._qp = None
         self._x = np.zeros(k * d)
         self.status = None               # the solver's status at the last update
@@ -160,7 +162,7 @@ class ContactForceEstimator:
 
     def _proxqp(self, H, g):
         """(2) with its constraints by ProxQP, warm-started from its previous solution."""
-        import proxsuite        # only when a constraint is active (requirements-dev.txt)
+        proxsuite = self._proxsuite
         k, d = self._k, self._d
         if self._qp is None:
             qp = proxsuite.proxqp.dense.QP(k * d, 0, 5 * k)

@@ -59,6 +59,7 @@ class JointStateCycle:
         self.compiled = False
         # the compiled call serves the model's own coordinates, the joint states' efforts
         self._fast = outputs is not None and cycle.coords.identity and (
+            cycle.contact_forces is None) and (
             effort_source == 'joint_state' or cycle.observer is None)
         if self._fast:
             obs = cycle.observer
@@ -91,7 +92,8 @@ class JointStateCycle:
         """How the cycles ran (for /diagnostics)."""
         if not self._fast:
             return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
-                    'in plain CDR messages, with the joint states\' efforts)')
+                    'in plain CDR messages, with the joint states\' efforts, without contact '
+                    'frames)')
         if not self.compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts.tolist()

@@ -54,7 +54,6 @@ class MujocoQuadruped:
         self._foot_body = {self.m.body(n).id: i for i, n in enumerate(FEET)}
         self._trunk = self.m.body('trunk').id
         qj = np.array([pose[('HAA', 'HFE', 'KFE').index(n.split('_')[1])] for n in names])
-        self.d.qpos[7 + np.arange(len(names))] = 0.0
         self.d.qpos[self._qadr] = qj
         self.d.qpos[3] = 1.0
         mujoco.mj_kinematics(self.m, self.d)
