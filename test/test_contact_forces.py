@@ -43,7 +43,13 @@ def test_recovers_forces_that_make_the_residual(quadruped):
     r2 = r + rd.link_jacobian(model, q, 'RH_foot')[:3].T @ np.array([0.0, 0.0, -15.0])
     out2 = est.update(q, r2)
     assert -1e-6 <= out2.normal_forces[3] < 2.5      # never pulls; below the release level
-    assert not out2.in_contact[3] and est.status != 'unconstrained'
+    assert not out2.in_contact[3]
+    np.testing.assert_array_equal(out2.wrenches[3], 0.0)
+    J_rh = rd.link_jacobian(model, q, 'RH_foot')[:3].T
+    np.testing.assert_allclose(out2.unexplained, push + J_rh @ [0.0, 0.0, -15.0], atol=1e-2)
+    # the published wrenches and the unexplained part add up to the residual
+    explained = sum(rd.link_jacobian(model, q, ft).T @ w for ft, w in zip(FEET, out2.wrenches))
+    np.testing.assert_allclose(explained + out2.unexplained, r2, atol=1e-9)
     # hysteresis: in contact above the threshold, released only below release_ratio of it
     for fz, expect in ((6.0, True), (3.0, True), (2.4, False), (4.0, False)):
         ff = f.copy()
@@ -130,3 +136,11 @@ def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
         rms[sigma] = np.sqrt((out['unexplained'][late, :3] ** 2).mean())
     assert rms[0.02] / rms[0.01] == pytest.approx(2.0, rel=0.1)
     assert rms[0.01] == pytest.approx(50.0 * 8.332 * 0.01, rel=0.5)     # K m sigma
+
+
+def test_non_finite_residual_is_refused(quadruped):
+    est = ContactForceEstimator(quadruped, FEET)
+    r = np.zeros(quadruped.nv)
+    r[7] = np.nan
+    with pytest.raises(ValueError, match='NaN or inf'):
+        est.update(_standing_q(quadruped), r)

@@ -33,10 +33,13 @@ When a foot leaves the ground its leg's residual vanishes and (2) gives it no fo
 constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
 solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
 
-Per frame, the contact state comes from the normal force ``n·f_i`` with hysteresis: in contact
-above ``threshold`` [N], out of contact below ``release_ratio × threshold``.  A frame out of
-contact reports no force; the unexplained part is ``τ_u = r − A f`` with the programme's forces
-(a force below the threshold is explained by its frame, not reported as a contact elsewhere).
+Per frame, the contact state comes from the normal force ``n·f_i`` of (2) over every frame,
+with hysteresis: in contact above ``threshold`` [N], out of contact below ``release_ratio ×
+threshold``.  A frame out of contact carries no force: if there is one, (2) is solved again
+without it, and what it would have explained (a foot brushing the ground below the threshold,
+a push that a swing foot's free wrench directions could absorb) stays in the unexplained part
+``τ_u = r − Σ_i J_iᵀ f_i`` over the frames in contact, so that the published wrenches and
+``τ_u`` add up to ``r``.
 Since (2) is linear in ``r`` where no constraint is active and the observer filters every row
 by the same ``K/(s+K)`` (one gain), the forces are the plant's contact forces through that
 filter: what the tests compare them with.
@@ -61,8 +64,7 @@ FRAME_MODELS = {'point': 3, 'wrench': 6}
 
 @dataclass
 class ContactForces:
-    """One update of :class:`ContactForceEstimator` (arrays owned by the estimator: copy them to
-    keep them past the next update)."""
+    """One update of :class:`ContactForceEstimator` (new arrays at every update)."""
     frames: tuple               # the contact frames' names
     in_contact: np.ndarray      # (k,) bool: the frame's state (normal force, hysteresis)
     wrenches: np.ndarray        # (k, 6): force, torque (world axes, at the frame origin) the
@@ -103,6 +105,8 @@ class ContactForceEstimator:
         μ of the linearized friction cone (> 0).
     base_weight : float
         Weight of a floating base's six rows in (2), relative to the joint rows (> 0).
+    regularization : float
+        ρ of (2) (> 0).
     """
 
     def __init__(self, model, frames, frame_model='point', normal=(0.0, 0.0, 1.0),
@@ -155,35 +159,55 @@ class ContactForceEstimator:
         self._upper = np.tile([1e20] + [0.0] * 4, k)
         import proxsuite        # here, not at a sample (contact_forces extra; requirements-dev)
         self._proxsuite = proxsuite
-        self._qp = None
+        self._all = np.ones(k, dtype=bool)
+        self._qp = {}
         self._x = np.zeros(k * d)
         self.status = None               # the solver's status at the last update
         self.reset()
 
-    def _proxqp(self, H, g):
-        """(2) with its constraints by ProxQP, warm-started from its previous solution."""
-        proxsuite = self._proxsuite
-        k, d = self._k, self._d
-        if self._qp is None:
-            qp = proxsuite.proxqp.dense.QP(k * d, 0, 5 * k)
-            qp.settings.eps_abs = 1e-9
-            qp.settings.eps_rel = 0.0
-            qp.settings.verbose = False
-            qp.settings.initial_guess = (
-                proxsuite.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT)
-            qp.init(H, g, None, None, self._C, self._lower, self._upper)
-            self._qp = qp
+    def _programme(self, H, g, on):
+        """(2) over the frames ``on`` (bool, k) only (the others carry no force): the
+        unconstrained minimizer of the strictly convex programme when it satisfies the
+        constraints (then it is the solution: the usual case, every loaded frame inside its
+        cone), else ProxQP, warm-started (one solver per set of frames)."""
+        d = self._d
+        x = np.zeros(self._k * d)
+        if not on.any():
+            return x
+        cols = np.repeat(on, d)
+        rows = np.repeat(on, 5)
+        if not on.all():
+            H, g = H[np.ix_(cols, cols)], g[cols]
+        C, lo, up = self._C[np.ix_(rows, cols)], self._lower[rows], self._upper[rows]
+        y = np.linalg.solve(H, -g)
+        Cy = C @ y
+        if np.all(Cy >= lo) and np.all(Cy <= up):
+            self.status = 'unconstrained'
         else:
-            self._qp.update(H=H, g=g)
-        self._qp.solve()
-        self.status = str(self._qp.results.info.status).rsplit('.', 1)[-1]
-        return self._qp.results.x
+            key = on.tobytes()
+            qp = self._qp.get(key)
+            if qp is None:
+                ps = self._proxsuite
+                qp = ps.proxqp.dense.QP(len(y), 0, len(lo))
+                qp.settings.eps_abs = 1e-9
+                qp.settings.eps_rel = 0.0
+                qp.settings.verbose = False
+                qp.settings.initial_guess = ps.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+                qp.init(H, g, None, None, C, lo, up)
+                self._qp[key] = qp
+            else:
+                qp.update(H=H, g=g)
+            qp.solve()
+            self.status = str(qp.results.info.status).rsplit('.', 1)[-1]
+            y = qp.results.x
+        x[cols] = y
+        return x
 
     def reset(self):
         """Every frame out of contact; the next solve starts cold."""
         k = self._k
         self._state = np.zeros(k, dtype=bool)
-        self._qp = None
+        self._qp = {}
         self._x[:] = 0.0
 
     def jacobians(self, q):
@@ -207,24 +231,26 @@ class ContactForceEstimator:
         H = AW @ A
         H.flat[::H.shape[0] + 1] += self.regularization
         g = -(AW @ r)
-        # the unconstrained minimizer of the strictly convex (2), when it satisfies the
-        # constraints, is the programme's solution (the usual case: every loaded foot inside
-        # its cone, the others near zero); else ProxQP
-        x = np.linalg.solve(H, -g)
-        Cx = self._C @ x
-        if np.all(Cx >= self._lower) and np.all(Cx <= self._upper):
-            self.status = 'unconstrained'
-        else:
-            x = self._proxqp(H, g)
-        self._x[:] = x
+        # every frame first: the normal forces decide the contact states (with hysteresis);
+        # then, if some frame is out of contact, the programme again without it: it carries no
+        # force, and what it would have explained stays in the unexplained part
+        x = self._programme(H, g, self._all)
+        if not np.all(np.isfinite(x)):
+            self.reset()
+            raise ValueError('the contact-force programme gave a non-finite solution')
         f = x.reshape(k, d)
         fn = f[:, :3] @ self.normal
         was = self._state
         now = (fn > self.threshold) | (was & (fn >= self.release_ratio * self.threshold))
         self._state = now
+        if not now.all():
+            x = self._programme(H, g, now)
+        if not np.all(np.isfinite(x)):
+            self.reset()
+            raise ValueError('the contact-force programme gave a non-finite solution')
+        self._x[:] = x
         wrenches = np.zeros((k, 6))
-        wrenches[:, :d] = f
-        wrenches[~now] = 0.0
+        wrenches[:, :d] = x.reshape(k, d)
         return ContactForces(self.frames.names, now.copy(), wrenches, fn, r - A @ x,
                              now & ~was, was & ~now,
                              np.zeros((k, 3)) if positions is None else positions.copy())
