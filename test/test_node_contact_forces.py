@@ -141,3 +141,13 @@ def test_message_written_in_place_equals_the_message_object():
                                       res.wrenches)
         np.testing.assert_array_equal(got.unexplained, res.unexplained)
         assert serialize_message(got) == serialize_message(ref)
+
+
+def test_bad_contact_frame_is_refused_at_parameter_time(node):
+    proc, probe, got = node
+    res = probe.set_params(contact_frames=['LF_foot', 'LF_fot'])
+    assert not res.successful and "'LF_fot'" in res.reason and 'LF_foot' in res.reason
+    res = probe.set_params(contact_frame_model='plane')
+    assert not res.successful and 'point, wrench' in res.reason
+    res = probe.set_params(contact_normal=[0.0, 0.0, 0.0])
+    assert not res.successful and 'non-zero' in res.reason

@@ -3,8 +3,11 @@
 :class:`Cycle` is what ``dynamics_node`` runs per joint state and what offline tools (bag
 replay, calibration, benchmarks) run over recorded data: one kinematics pass for M, C, dM/dt,
 g, p = M v and C^T v (and Gamma when asked; Echeandia & Wensing 2021, Algorithms 1-2), the
-change to the published coordinates, the momentum observer step (De Luca et al. 2006), contact
-detection and isolation, the contact wrench, and the check that everything is finite.
+change to the published coordinates, the momentum observer step (De Luca et al. 2006), with
+contact frames the forces at them and the part of the residual they leave unexplained
+(contact_forces.py), contact detection and isolation (on that unexplained part when there are
+contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench,
+and the check that everything is finite.
 
 It owns the observer's timing and every rule that restarts it, in one place (:meth:`reset`):
 a source or clock reset, the time going back, a non-finite result, a request.  A gap in the
