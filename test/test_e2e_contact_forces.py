@@ -1,9 +1,10 @@
 """The outside check of the contact frames, over loopback DDS: the quadruped in MuJoCo (an
 independent engine) standing, shifting its weight, lifting a foot and pushed on the trunk,
 its joint states and odometry (stamped at 1 kHz) sent to a running dynamics_node, paced by its
-answers; every joint state answered on ~/contact_forces (>= 99 %), each foot's force within 5 % of the weight (rms)
-of the engine's foot force through the exact K/(s+K), the contact state right in >= 98 % of the
-samples, the push's generalized force in the unexplained part within 15 %."""
+answers; every joint state answered on ~/contact_forces (>= 99 %), each foot's force within
+5 % of the weight (rms) of the engine's foot force through the exact K/(s+K), the contact state
+right in >= 98 % of the samples, the push's generalized force in the unexplained part within
+15 %."""
 import numpy as np
 import pytest
 

@@ -27,8 +27,8 @@ get: the constraint rejects implausible forces, it does not model the floor; for
 torque is free).  ``W`` weighs the joint rows 1 and the six base rows ``base_weight`` (default
 1e-6): a leg's own joint rows determine its foot force (3 joints, 3 unknowns), and the base rows
 only fill what the joints leave undetermined (6-D wrenches, a stretched knee) — so a push on the
-trunk is not spread over the feet but stays, whole, in the base rows of ``τ_u``.  ``ρ`` (1e-12) keeps
-(2) strictly convex when frames are undetermined (a foot in the air with its leg singular).
+trunk is not spread over the feet but stays, whole, in the base rows of ``τ_u``.  ``ρ`` (1e-12)
+keeps (2) strictly convex when frames are undetermined (a foot in the air, its leg singular).
 When a foot leaves the ground its leg's residual vanishes and (2) gives it no force; the
 constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
 solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
@@ -46,9 +46,11 @@ filter: what the tests compare them with.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..core.api import task_frames, task_space
 from ..core.data import Data
@@ -74,6 +76,52 @@ class ContactForces:
     onset: np.ndarray           # (k,) bool: the frame came into contact at this update
     release: np.ndarray         # (k,) bool: the frame left contact at this update
     positions: np.ndarray       # (k, 3): the frames' origins, world axes
+
+
+@njit(cache=True, nogil=True)
+def weighted_least_squares(A, w, r, rho, cols, C, lower, upper, H, y):
+    """The unconstrained minimizer of (2) over the columns ``cols`` of ``A``, into ``y[:m]``
+    (m = len(cols)): ``H = A_cᵀ W A_c + ρ I``, ``H y = A_cᵀ W r`` by Cholesky (H is positive
+    definite: ρ > 0).  Returns whether it satisfies the constraints ``lower <= C y <= upper``
+    (the rows of ``C`` that involve only those columns: the frames' own rows)."""
+    m, nv = cols.shape[0], A.shape[0]
+    for a in range(m):
+        ca = cols[a]
+        for b in range(a + 1):
+            cb = cols[b]
+            s = 0.0
+            for i in range(nv):
+                s += A[i, ca] * w[i] * A[i, cb]
+            H[a, b] = s
+        H[a, a] += rho
+        s = 0.0
+        for i in range(nv):
+            s += A[i, ca] * w[i] * r[i]
+        y[a] = s
+    for a in range(m):                          # H = L Lᵀ in the lower triangle
+        for b in range(a + 1):
+            s = H[a, b]
+            for c in range(b):
+                s -= H[a, c] * H[b, c]
+            H[a, b] = math.sqrt(s) if a == b else s / H[b, b]
+    for a in range(m):                          # L z = A_cᵀ W r
+        s = y[a]
+        for c in range(a):
+            s -= H[a, c] * y[c]
+        y[a] = s / H[a, a]
+    for a in range(m - 1, -1, -1):              # Lᵀ y = z
+        s = y[a]
+        for c in range(a + 1, m):
+            s -= H[c, a] * y[c]
+        y[a] = s / H[a, a]
+    feasible = True
+    for j in range(C.shape[0]):
+        s = 0.0
+        for a in range(m):
+            s += C[j, cols[a]] * y[a]
+        if not (lower[j] <= s <= upper[j]):
+            feasible = False
+    return feasible
 
 
 def _tangents(normal):
@@ -160,35 +208,48 @@ class ContactForceEstimator:
         import proxsuite        # here, not at a sample (contact_forces extra; requirements-dev)
         self._proxsuite = proxsuite
         self._all = np.ones(k, dtype=bool)
+        self._cols = np.arange(k * d).reshape(k, d)             # a frame's columns, C rows
+        self._rows = np.arange(5 * k).reshape(k, 5)
+        self._H, self._y = np.zeros((k * d, k * d)), np.zeros(k * d)
+        # the kernel compiled (or loaded from numba's cache) here, not at a sample
+        weighted_least_squares(np.zeros((self.nv, k * d)), np.ones(self.nv), np.zeros(self.nv),
+                               1.0, self._cols.ravel(), C, self._lower, self._upper, self._H,
+                               self._y)
         self._qp = {}
         self._x = np.zeros(k * d)
         self.status = None               # the solver's status at the last update
         self.reset()
 
-    def _programme(self, H, g, on):
+    def _programme(self, A, r, on):
         """(2) over the frames ``on`` (bool, k) only (the others carry no force): the
         unconstrained minimizer of the strictly convex programme when it satisfies the
         constraints (then it is the solution: the usual case, every loaded frame inside its
-        cone), else ProxQP, warm-started (one solver per set of frames)."""
+        cone; :func:`weighted_least_squares`), else ProxQP, warm-started (one solver per set of
+        frames)."""
         d = self._d
         x = np.zeros(self._k * d)
         if not on.any():
             return x
-        cols = np.repeat(on, d)
-        rows = np.repeat(on, 5)
-        if not on.all():
-            H, g = H[np.ix_(cols, cols)], g[cols]
-        C, lo, up = self._C[np.ix_(rows, cols)], self._lower[rows], self._upper[rows]
-        y = np.linalg.solve(H, -g)
-        Cy = C @ y
-        if np.all(Cy >= lo) and np.all(Cy <= up):
+        cols = self._cols[on].ravel()
+        rows = self._rows[on].ravel()
+        m = cols.shape[0]
+        C, lo, up = self._C[rows], self._lower[rows], self._upper[rows]
+        y = self._y[:m]
+        if weighted_least_squares(A, self._w, r, self.regularization, cols, C, lo, up,
+                                  self._H, y):
             self.status = 'unconstrained'
         else:
+            Ac = A[:, cols]
+            AW = Ac.T * self._w
+            H = AW @ Ac
+            H.flat[::m + 1] += self.regularization
+            g = -(AW @ r)
+            C = C[:, cols]
             key = on.tobytes()
             qp = self._qp.get(key)
             if qp is None:
                 ps = self._proxsuite
-                qp = ps.proxqp.dense.QP(len(y), 0, len(lo))
+                qp = ps.proxqp.dense.QP(m, 0, len(lo))
                 qp.settings.eps_abs = 1e-9
                 qp.settings.eps_rel = 0.0
                 qp.settings.verbose = False
@@ -227,14 +288,11 @@ class ContactForceEstimator:
     def solve(self, A, r, positions=None):
         """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``."""
         k, d = self._k, self._d
-        AW = A.T * self._w
-        H = AW @ A
-        H.flat[::H.shape[0] + 1] += self.regularization
-        g = -(AW @ r)
+        A = np.ascontiguousarray(A)
         # every frame first: the normal forces decide the contact states (with hysteresis);
         # then, if some frame is out of contact, the programme again without it: it carries no
         # force, and what it would have explained stays in the unexplained part
-        x = self._programme(H, g, self._all)
+        x = self._programme(A, r, self._all)
         if not np.all(np.isfinite(x)):
             self.reset()
             raise ValueError('the contact-force programme gave a non-finite solution')
@@ -244,7 +302,7 @@ class ContactForceEstimator:
         now = (fn > self.threshold) | (was & (fn >= self.release_ratio * self.threshold))
         self._state = now
         if not now.all():
-            x = self._programme(H, g, now)
+            x = self._programme(A, r, now)
         if not np.all(np.isfinite(x)):
             self.reset()
             raise ValueError('the contact-force programme gave a non-finite solution')

@@ -75,7 +75,8 @@ def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, odom_noise=0.0,
         odom_delay=0.0, seed=0, frame_model='point', contact_threshold=5.0):
     """One run (module docstring).  ``odom_noise`` [m/s, rad/s]: white noise on the base twist
     the estimate receives; ``odom_delay`` [s]: its base pose and twist are that old (the joint
-    states are not).  ``contact_threshold``: the detector's (on the unexplained part).  Returns a dict of arrays over the samples."""
+    states are not).  ``contact_threshold``: the detector's (on the unexplained part).
+    Returns a dict of arrays over the samples."""
     path = bundled_urdf('quadruped')
     model = load_urdf(path, floating_base=True)
     duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
