@@ -19,10 +19,12 @@ setup(
     extras_require={
         # what the executables import beyond install_requires (package.xml: the rosdep keys)
         'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
-        'calibrate': ['rosbags', 'matplotlib'],                     # calibrate (and its record)
-        'contact_forces': ['proxsuite'],                            # contact_frames (its QP)
+        'calibrate': ['rosbags', 'matplotlib', 'cvxpy>=1.9', 'scipy>=1.17'],   # calibrate
+        'wbc': ['proxsuite>=0.8.0'],                                # wbc_controller (its QP)
+        'contact_forces': ['proxsuite>=0.8.0'],                     # contact_frames (its QP)
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',
-                 'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite', 'mujoco'],
+                 'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite>=0.8.0', 'mujoco>=4.0', 'cvxpy>=1.9',
+                 'scipy>=1.17'],
     },
     zip_safe=False,
     maintainer='ros_dynamics maintainers',
@@ -35,6 +37,7 @@ setup(
             'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
+            'wbc_controller = ros_dynamics.ros.wbc_node:main',
             'calibrate = ros_dynamics.calibrate:main',
             'viewer = ros_dynamics.ros.viewer:main',
         ],

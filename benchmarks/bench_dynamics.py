@@ -18,11 +18,20 @@ Python-call level for both libraries:
 * rnea:        rd.inverse_dynamics           vs  pin.rnea
 * fd:          rd.forward_dynamics           vs  pin.aba
 
-plus the throughput of rd.dynamics_batch (K = 1000 states, all cores) against a Python loop of
-single rd.dynamics calls and against the same batch on one thread, a comparison with Table 1 of
-Echeandia & Wensing (2021), and breakdowns of where the time of one rd.dynamics call (chain-20) and of one
-rd.christoffel call (chain-7) goes.
-Progress goes to stderr; the tables go to stdout and to out/benchmarks/dynamics.md (or --out).
+plus a comparison with Echeandia & Wensing's (2021) Table 1, and breakdowns of where the time
+of one rd.dynamics call (chain-20) and of one rd.christoffel call (chain-7) goes.
+
+    python benchmarks/bench_dynamics.py --batch    # batches only (~1 min): out/benchmarks/dynamics_batch.md
+
+--batch: the throughput of rd.dynamics_batch (K = 1000 states) on the bundled 7-DoF arm, the
+Panda, a 20-DoF chain, a 32-DoF binary tree (Talos-sized) and a 40-DoF chain, against a Python
+loop of single rd.dynamics calls (keeping each result, and with one ``data=`` workspace whose
+results are overwritten: the cheapest possible loop), on one thread and on all threads, in
+interleaved blocks; wall-clock time and the process CPU time (all threads) of each, and the
+1-min load average before each robot.  Before timing, every batch row is checked against the
+single call (bitwise) and two rows against Pinocchio.
+Progress goes to stderr; the tables go to stdout and to out/benchmarks/dynamics.md
+(dynamics_batch.md with --batch; or --out).
 """
 
 import argparse
@@ -140,32 +149,195 @@ def time_kernels(pair, blocks, block_s):
     return r['C'], r['Gamma']
 
 
-def time_batch(pair, K, repeats):
-    """(batch states/s on all cores, API single-call states/s, batch states/s on 1 thread,
-    batch states/s on all cores into a reused output buffer, threads)."""
+def wall_and_cpu(funcs, blocks, warmup=2):
+    """Median wall-clock and process CPU seconds (all threads) per call of each zero-argument
+    callable, one call per block, blocks interleaved in rotating order."""
+    names = list(funcs)
+    wall, cpu = {k: [] for k in names}, {k: [] for k in names}
+    for r in range(warmup + blocks):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            t0, c0 = time.perf_counter(), time.process_time()
+            funcs[k]()
+            t1, c1 = time.perf_counter(), time.process_time()
+            if r >= warmup:
+                wall[k].append(t1 - t0)
+                cpu[k].append(c1 - c0)
+    return ({k: float(np.median(wall[k])) for k in names},
+            {k: float(np.median(cpu[k])) for k in names})
+
+
+def check_batch(pair, Q, V):
+    """(rows of rd.dynamics_batch bitwise equal to rd.dynamics, max rel. diff to Pinocchio
+    over two rows)."""
+    import pinocchio as pin
+    m, pm, pd, ix, perm = pair.model, pair.pmodel, pair.pdata, pair.ix, pair.perm
+    b = rd.dynamics_batch(m, Q, V)
+    equal = sum(all(np.array_equal(getattr(b, f)[k], getattr(d, f)) for f in d._fields)
+                for k, d in ((k, rd.dynamics(m, Q[k], V[k])) for k in range(len(Q))))
+    rel = 0.0
+    for k in (0, len(Q) - 1):
+        qp, vp = Q[k][perm], V[k][perm]
+        Mp = pin.crba(pm, pd, qp).copy()
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        Cp = pin.computeCoriolisMatrix(pm, pd, qp, vp).copy()
+        for ours, ref in ((b.M[k][ix], Mp), (b.C[k][ix], Cp), (b.Mdot[k][ix], Cp + Cp.T),
+                          (b.g[k][perm], pin.computeGeneralizedGravity(pm, pd, qp))):
+            rel = max(rel, float(np.abs(ours - ref).max() / max(1.0, np.abs(ref).max())))
+    return equal, rel
+
+
+def time_batch(pair, K, blocks):
+    """Wall and CPU seconds per batch of K states: a loop of rd.dynamics calls keeping the
+    results ('loop'), a loop with one data= workspace ('loop_data'), the same copying each
+    result into reused (K, ...) arrays ('loop_copy'), the batch on one thread ('batch1'; into
+    a reused out: 'batch1_out'), on all threads ('batch'; 'batch_out');
+    plus the threads the batch used, the check, and the load before."""
     import numba
-    m = pair.model
+    try:
+        from ros_dynamics.core.api import batch_threads
+    except ImportError:             # a checkout from before batch_threads: all threads, always
+        def batch_threads(K, entries):
+            return numba.get_num_threads()
+    m, n = pair.model, pair.nv
     _, _, _, Q, V, _ = pair.states(K, seed=11)
     rows = list(zip(Q, V))
-
-    def single():
-        for q, v in rows:
-            rd.dynamics(m, q, v)
-
+    data = rd.Data(m)
     nthreads = numba.get_num_threads()
 
-    def batch1():
+    def loop():
+        return [rd.dynamics(m, q, v) for q, v in rows]
+
+    def loop_data():
+        for q, v in rows:
+            rd.dynamics(m, q, v, data=data)
+
+    out = rd.dynamics_batch(m, Q, V)
+    copy = rd.dynamics_batch(m, Q, V)
+
+    def loop_copy():
+        for k, (q, v) in enumerate(rows):
+            d = rd.dynamics(m, q, v, data=data)
+            copy.M[k], copy.C[k], copy.Mdot[k], copy.g[k] = d
+
+    def batch1(**kw):
         numba.set_num_threads(1)
         try:
-            rd.dynamics_batch(m, Q, V)
+            rd.dynamics_batch(m, Q, V, **kw)
         finally:
             numba.set_num_threads(nthreads)
 
-    out = rd.dynamics_batch(m, Q, V)
-    r = interleaved({'batch': lambda: rd.dynamics_batch(m, Q, V), 'single': single, 'batch1': batch1,
-                     'batch_out': lambda: rd.dynamics_batch(m, Q, V, out=out)},
-                    blocks=repeats, block_s=0.0, warmup=2)
-    return K / r['batch'], K / r['single'], K / r['batch1'], K / r['batch_out'], nthreads
+    checked = check_batch(pair, Q, V)
+    load = os.getloadavg()[0]
+    wall, cpu = wall_and_cpu({'loop': loop, 'loop_data': loop_data, 'loop_copy': loop_copy,
+                              'batch1': batch1, 'batch1_out': lambda: batch1(out=out),
+                              'batch': lambda: rd.dynamics_batch(m, Q, V),
+                              'batch_out': lambda: rd.dynamics_batch(m, Q, V, out=out)}, blocks)
+    return dict(wall=wall, cpu=cpu, threads=batch_threads(K, n * (3 * n + 1)), checked=checked,
+                load=load, K=K)
+
+
+def batch_sources():
+    """(label, URDF path or XML) of the robots the --batch run times."""
+    from common import example_robot_data_urdf, models
+    return [('arm7', rd.bundled_urdf('arm7')),
+            ('panda (9)', example_robot_data_urdf()),
+            ('chain-20', models.chain(20, seed=0)),
+            ('tree-32 (Talos-sized)', models.binary_tree(32, seed=0)),
+            ('chain-40', models.chain(40, seed=0))]
+
+
+def batch_main(args):
+    """The --batch run: time_batch on batch_sources(), one table."""
+    import numba
+    K, blocks = 1000, (7 if args.quick else 21)
+    t_start, load_start = time.perf_counter(), os.getloadavg()[0]
+    log(f'machine: {machine_info()}; numba threading layer: {numba.config.THREADING_LAYER} '
+        f'({numba.threading_layer() if _launched() else "not started yet"}), '
+        f'{numba.get_num_threads()} threads')
+    rows = []
+    for i, (label, src) in enumerate(batch_sources()):
+        log(f'[{i + 1}/5] {label}: checking, then {blocks} interleaved blocks of each variant ...')
+        pair = Pair(label, src)
+        r = time_batch(pair, K, blocks)
+        rows.append((label, pair.nv, r))
+        w, c = r['wall'], r['cpu']
+        log(f'    load {r["load"]:.2f}; states/s: loop {K / w["loop"]:,.0f}, loop data= '
+            f'{K / w["loop_data"]:,.0f}, batch 1 thread {K / w["batch1"]:,.0f}, batch '
+            f'{K / w["batch"]:,.0f} ({r["threads"]} threads; CPU {c["batch"] / c["batch1"]:.2f}x '
+            f'of 1 thread), into out {K / w["batch_out"]:,.0f}')
+    lines = []
+    w_ = lines.append
+    w_(f'# rd.dynamics_batch against loops of single calls, K = {K} states')
+    w_('')
+    w_('Written by `python benchmarks/bench_dynamics.py ' + ' '.join(sys.argv[1:]) + '`.')
+    w_('')
+    w_(f'Machine: {machine_info()}; numba threading layer {numba.threading_layer()}, '
+       f'{numba.get_num_threads()} threads; {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
+       f'1-min load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end '
+       '(this benchmark adds about 1, 2 while a batch runs on both cores; a load above ~1.5 before '
+       'a robot means another process competes for the second core).  ')
+    w_(f'Mode: {"--quick" if args.quick else "full"}; medians of {blocks} interleaved blocks (one '
+       'call each, rotating order) of the wall-clock time and of the process CPU time (all '
+       'threads).  Throughput = K / wall time.  Loop = `[rd.dynamics(model, q, v) for q, v in '
+       'rows]`; loop `data=` = the same calls into one `rd.Data`.  Every batch row was checked '
+       'bitwise against `rd.dynamics`, and two rows against Pinocchio, before timing.')
+    w_('')
+    w_('## One thread: one compiled call against a loop of single calls')
+    w_('')
+    w_('| robot | nv | load before | loop (states/s) | loop `data=` (states/s) | loop `data=` + '
+       'copy (states/s) | batch, 1 thread (states/s) | batch, 1 thread, reused `out` (states/s) | '
+       'batch / loop | batch, reused `out` / loop `data=` + copy | batch / loop `data=` | same, '
+       'CPU time | rows bitwise = `rd.dynamics` | rel. diff to Pinocchio |')
+    w_('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for label, nv, r in rows:
+        w, c = r['wall'], r['cpu']
+        eq, rel = r['checked']
+        w_(f'| {label} | {nv} | {r["load"]:.2f} | {K / w["loop"]:,.0f} | {K / w["loop_data"]:,.0f} '
+           f'| {K / w["loop_copy"]:,.0f} | {K / w["batch1"]:,.0f} | {K / w["batch1_out"]:,.0f} '
+           f'| {w["loop"] / w["batch1"]:.2f} | {w["loop_copy"] / w["batch1_out"]:.2f} '
+           f'| {w["loop_data"] / w["batch1"]:.2f} | {c["loop_data"] / c["batch1"]:.2f} | {eq} / {K} '
+           f'| {rel:.1e} |')
+    w_('')
+    w_('Loop `data=` + copy: the same calls, each result copied into reused (K, ...) arrays (the '
+       'cheapest loop that keeps every result, like the batch into a reused `out`).  Loop '
+       '`data=` alone keeps nothing (a lower bound for any loop of single calls).')
+    w_('')
+    w_('## All threads')
+    w_('')
+    w_('| robot | load before | batch, all threads (states/s) | threads used | parallel speed-up '
+       '(wall, vs 1 thread) | CPU time, all threads / 1 thread | batch / loop | batch / loop '
+       '`data=` | batch into reused `out` (states/s) | `out` batch / loop `data=` |')
+    w_('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for label, nv, r in rows:
+        w, c = r['wall'], r['cpu']
+        w_(f'| {label} | {r["load"]:.2f} | {K / w["batch"]:,.0f} | {r["threads"]} '
+           f'| {w["batch1"] / w["batch"]:.2f} | {c["batch"] / c["batch1"]:.2f} '
+           f'| {w["loop"] / w["batch"]:.2f} | {w["loop_data"] / w["batch"]:.2f} '
+           f'| {K / w["batch_out"]:,.0f} | {w["loop_data"] / w["batch_out"]:.2f} |')
+    w_('')
+    w_('Ratios are of wall-clock times (> 1: the batch is faster).  "CPU time, all threads / 1 '
+       'thread" is the price of the parallel run in CPU (1.00: none; it includes the start of the '
+       'second thread and its wait for the first).')
+    w_('')
+    w_(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')
+    text = '\n'.join(lines) + '\n'
+    print(text)
+    path = args.out or os.path.join(RESULTS, 'dynamics_batch.md')
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'w') as fh:
+        fh.write(text)
+    log(f'wrote {path}')
+    return 0
+
+
+def _launched():
+    """Whether numba's threading layer has started (numba.threading_layer() raises before)."""
+    import numba
+    try:
+        numba.threading_layer()
+        return True
+    except ValueError:
+        return False
 
 
 def profile(pair, blocks, block_s):
@@ -263,14 +435,18 @@ def christoffel_rows(prof):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--quick', action='store_true', help='fewer repeats, skip the 40-DoF chain')
-    ap.add_argument('--out', default=os.path.join(RESULTS, 'dynamics.md'), help='markdown output')
+    ap.add_argument('--out', default=None, help='markdown output (default: out/benchmarks/'
+                    'dynamics.md, with --batch dynamics_batch.md)')
+    ap.add_argument('--batch', action='store_true', help='only the batch throughput (rd.dynamics_batch)')
     ap.add_argument('--wall', action='store_true', help='median wall-clock time per block instead '
                     'of the minimum thread CPU time')
     args = ap.parse_args(argv)
+    if args.batch:
+        return batch_main(args)
+    args.out = args.out or os.path.join(RESULTS, 'dynamics.md')
     if args.wall:
         TIMING.update(stat='median', clock=time.perf_counter)
-    blocks, block_s, reps = (11, 0.005, 5) if args.quick else (31, 0.01, 15)
-    K = 1000
+    blocks, block_s = (11, 0.005) if args.quick else (31, 0.01)
 
     t_start = time.perf_counter()
     load_start = os.getloadavg()[0]
@@ -279,9 +455,9 @@ def main(argv=None):
     for label, kind, src in robot_sources(quick=True)[:1]:
         p = Pair(label, src)
         q = np.zeros(p.nv)
-        rd.dynamics(p.model, q, q), rd.christoffel(p.model, q), rd.dynamics_batch(p.model, q[None], q[None])
+        rd.dynamics(p.model, q, q), rd.christoffel(p.model, q)
 
-    results, errors, relerr, kernels, batches, nvs = {}, {}, {}, {}, {}, {}
+    results, errors, relerr, kernels, nvs = {}, {}, {}, {}, {}
     sources = robot_sources(quick=args.quick)
     prof = prof_label = gprof = None
     for i, (label, kind, src) in enumerate(sources):
@@ -297,10 +473,6 @@ def main(argv=None):
             log(f'    WARNING: {label} disagrees with Pinocchio; timings are not comparable')
         results[label] = time_pair(pair, blocks, block_s)
         kernels[label] = time_kernels(pair, blocks, block_s)
-        batches[label] = time_batch(pair, K, reps)
-        b = batches[label]
-        log(f'    batch K={K}: {b[0]:,.0f} states/s ({b[4]} threads), single calls {b[1]:,.0f}/s, '
-            f'batch on 1 thread {b[2]:,.0f}/s, into a reused buffer {b[3]:,.0f}/s')
         if label == 'chain-20':
             log('    profiling rd.dynamics ...')
             prof = profile(pair, blocks, block_s)
@@ -313,9 +485,11 @@ def main(argv=None):
     w = lines.append
     w('# ros_dynamics vs Pinocchio: dynamics terms from Python')
     w('')
+    w(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
+      f'`python benchmarks/bench_dynamics.py {" ".join(sys.argv[1:])}`.  ')
     w(f'Machine: {machine_info()}; 1-min load average {load_start:.2f} at the start, '
       f'{os.getloadavg()[0]:.2f} at the end (this benchmark alone adds ~1; above ~1.5 another process '
-      'competes for the second core and the batch / parallel numbers drop).  ')
+      'competes for the second core).  Batches: `--batch` (dynamics_batch.md).  ')
     timing = ('medians of wall-clock time' if args.wall else
               'minima of the thread CPU time (time.thread_time)')
     w(f'Mode: {"--quick" if args.quick else "full"}; per-call times are {timing} of {blocks} interleaved '
@@ -357,19 +531,6 @@ def main(argv=None):
         w(f'| {label} | {nvs[label]} | {rd_:.2f} | {"met" if rd_ <= 0.5 else "NOT met"}'
           f'{" (goal met)" if rd_ <= 0.33 else ""} | {rg:.3f} | {"met" if rg <= 0.1 else "NOT met"}'
           f'{" (goal met)" if rg <= 0.05 else ""} |')
-    w('')
-    w(f'## Batched throughput, rd.dynamics_batch, K = {K} states')
-    w('')
-    w('| robot | batch, all cores (states/s) | single rd.dynamics calls (states/s) | batch / single | '
-      'batch, 1 thread (states/s) | parallel speed-up | batch into reused `out` (states/s) | '
-      '`out` batch / single |')
-    w('|---|---:|---:|---:|---:|---:|---:|---:|')
-    for label in batches:
-        b, s, b1, bo, nt = batches[label]
-        w(f'| {label} | {b:,.0f} | {s:,.0f} | {b / s:.2f} | {b1:,.0f} | {b / b1:.2f} ({nt} threads) '
-          f'| {bo:,.0f} | {bo / s:.2f} |')
-    w('')
-    w('Target: batch / single >= 1.8 on 2 cores.')
     w('')
     w('## Echeandia & Wensing (2021), Table 1 (i7 3.2 GHz) vs this machine (us)')
     w('')

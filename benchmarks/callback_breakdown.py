@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402,F401  (the ROS environment: localhost, a domain id)
-from common import example_robot_data_urdf  # noqa: E402
+from common import example_robot_data_urdf, provenance  # noqa: E402
 from vs_pinocchio import ROBOTS, trajectory  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -181,8 +181,8 @@ def main():
     ap.add_argument('--out-dir', default=os.path.join(nl.REPO_ROOT, 'out', 'benchmarks'))
     ap.add_argument('--name', default='callback_breakdown')
     args = ap.parse_args()
-    head = (f'{args.messages} joint states per robot, thread CPU time per joint state [us]; '
-            f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
+    head = (f'{provenance()}; {args.messages} joint states per robot, thread CPU time per '
+            'joint state [us]')
     lines = ['| robot | node | piece | us |', '|---|---|---|---|']
     for robot in args.robots:
         with open(example_robot_data_urdf(ROBOTS[robot])) as f:

@@ -191,3 +191,13 @@ def machine_info():
 def us(t):
     """Seconds -> microseconds string."""
     return f'{t * 1e6:.2f}' if t < 1e-4 else f'{t * 1e6:.1f}' if t < 1e-2 else f'{t * 1e6:.0f}'
+
+
+def provenance():
+    """When, how and where a result was made, for the head of its result file: the date (UTC),
+    the command line, the machine and the 1-minute load average now."""
+    import time
+    command = ' '.join(['python', os.path.relpath(os.path.abspath(sys.argv[0]),
+                                                  os.path.dirname(HERE))] + sys.argv[1:])
+    return (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
+            f'{machine_info()}; 1-minute load average {os.getloadavg()[0]:.2f}')

@@ -1,7 +1,7 @@
 """Compile cost of the numba kernels and the CPU from a cold start to the first results.
 
     python benchmarks/compile_cost.py                 # cold cache, then a warm process
-    python benchmarks/compile_cost.py --out out/compile_cost.md
+    python benchmarks/compile_cost.py --out out/benchmarks/compile_cost.md   (the default)
     python benchmarks/compile_cost.py --node-only --repeat 3     # the node's warm-up only
     python benchmarks/compile_cost.py --node --repeat 3          # the ROS node process
 
@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 CHILD = r'''
 import json, sys, time
@@ -240,13 +241,18 @@ def table(result):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--out', default=None, help='markdown output (default: stdout only)')
+    ap.add_argument('--out', default=os.path.join(REPO, 'out', 'benchmarks', 'compile_cost.md'),
+                    help='markdown output (default: out/benchmarks/compile_cost.md)')
     ap.add_argument('--repeat', type=int, default=1, help='cold/warm pairs (minimum reported)')
     ap.add_argument('--node-only', action='store_true',
                     help="stop after the node's warm-up (skip the other kernels)")
     ap.add_argument('--node', action='store_true',
                     help='measure the dynamics_node process itself (ROS 2, loopback DDS)')
     args = ap.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import machine_info
+    started = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    load0 = os.getloadavg()[0]
     colds, warms = [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as cache:
@@ -257,7 +263,13 @@ def main(argv=None):
                 colds.append(run(cache, args.node_only))
                 warms.append(run(cache, args.node_only))
     cold, warm = minimum(colds), minimum(warms)
-    text = [f'## Cold cache (process CPU time since interpreter start; minimum of {args.repeat})',
+    command = ' '.join(['python benchmarks/compile_cost.py']
+                       + (argv if argv is not None else sys.argv[1:]))
+    what = 'the dynamics_node process' if args.node else 'the library, as the node uses it'
+    text = [f'# First start: compile cost of the kernels ({what})', '',
+            f'{started}; `{command}`; {machine_info()}; 1-minute load average {load0:.2f} at '
+            f'the start, {os.getloadavg()[0]:.2f} at the end.', '',
+            f'## Cold cache (process CPU time since interpreter start; minimum of {args.repeat})',
             '']
     for k, t in cold['marks'].items():
         runs = ', '.join(f'{r["marks"][k]:.2f}' for r in colds)

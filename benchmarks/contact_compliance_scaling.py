@@ -27,7 +27,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from common import add_out_dir, interleaved, log, machine_info, output, wrote
+from common import add_out_dir, interleaved, log, output, provenance, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing as models  # noqa: E402
@@ -64,7 +64,7 @@ def main():
     fit = Nv >= 32
     slopes = {k: np.polyfit(np.log(Nv[fit]), np.log([r[i] for r, f in zip(rows, fit) if f]), 1)[0]
               for k, i in (('os', 1), ('dense', 2))}
-    print(f'# {machine_info()}')
+    print(f'# Contact compliance against N\n\n{provenance()}\n')
     print('| N | os [us] | dense J M^-1 J^T [us] | dense/os | rel. diff |')
     print('|---|---|---|---|---|')
     for N, to, td, err in rows:

@@ -21,13 +21,12 @@ Ratios are formed from numbers measured in the same run; times are CPU time of t
 """
 
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
 
-from common import (add_out_dir, output, wrote, example_robot_data_urdf, interleaved, log, machine_info,
+from common import (add_out_dir, provenance, output, wrote, example_robot_data_urdf, interleaved, log,
                     robot_sources, us)
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
@@ -101,7 +100,7 @@ def main():
     lines = [
         '# dtau/dv: Algorithm 1 (rd.inverse_dynamics_dv) vs Pinocchio computeRNEADerivatives',
         '',
-        f'Machine: {machine_info()}; load average {os.getloadavg()[0]:.2f} at the end of the run.',
+        f'{provenance()} at the end of the run.',
         'Median per-call CPU time (thread_time; the shared machine is loaded) over interleaved blocks,',
         'Python-call level, same process.',
         "Pinocchio's computeRNEADerivatives also returns dtau/dq and M (it cannot return dtau/dv alone),",

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from common import interleaved, log, machine_info, us
+from common import interleaved, log, machine_info, provenance, us
 
 import ros_dynamics as rd
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
@@ -129,7 +129,7 @@ def main(argv=None):
     log(f'machine: {machine_info()}')
     t = interleaved(variants, blocks=args.blocks, block_s=0.01, stat='min', clock=time.thread_time)
     lines = [f'# One dynamics_node cycle without ROS (bundled arm, nv = {n})', '',
-             f'Machine: {machine_info()}; 1-min load average {os.getloadavg()[0]:.2f}. Gamma '
+             f'{provenance()}. Gamma '
              f'every {N}-th cycle; minimum thread CPU time over {args.blocks} interleaved blocks.',
              '', '| variant | us per cycle |', '|---|---:|']
     lines += [f'| {name} | {us(sec)} |' for name, sec in t.items()]

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from common import interleaved, log, machine_info, us
+from common import interleaved, log, provenance, us
 
 import ros_dynamics as rd
 
@@ -98,8 +98,7 @@ def main():
     args = ap.parse_args()
     blocks = 9 if args.quick else 31
     rng = np.random.default_rng(0)
-    print(f'# dynamics_node output coordinates: CPU time per call (us)\n\n{machine_info()}; '
-          f'load average {os.getloadavg()[0]:.1f}\n')
+    print(f'# dynamics_node output coordinates: CPU time per call (us)\n\n{provenance()}\n')
     print('| robot | coordinates | nv -> published | dynamics | map | christoffel | '
           'map+Gamma | max diff vs core |')
     print('|---|---|---|---:|---:|---:|---:|---:|')

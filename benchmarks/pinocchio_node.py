@@ -12,10 +12,18 @@ checks, no observer, no Christoffel stream: the least a node publishing this mes
 
 The arrays go into the message as ``array.array('d', ndarray.tobytes())`` (one copy, no
 per-element check in the generated setter); ``--fill list`` uses ``ndarray.ravel().tolist()``
-instead (what many users write; slower).  Spun with ``rclpy.spin(node)`` (the default
-executor).
+instead (what many users write; slower).  The joint state arrives as a message object and
+``~/dynamics`` leaves as one (what a user writes; dynamics_node reads and writes the serialized
+bytes itself).
 
-    python benchmarks/pinocchio_node.py --ros-args -r __ns:=/x --params-file p.yaml [--fill list]
+Executor: ``--executor spin`` (default) spins with ``rclpy.spin(node)``, rclpy's default
+SingleThreadedExecutor; ``--executor events`` spins rclpy's EventsExecutor
+(``rclpy.experimental``, implemented in C++; ``spin_once`` in a loop, as dynamics_node spins
+it), the executor dynamics_node uses by default, so that the two nodes can be compared with
+the same executor.
+
+    python benchmarks/pinocchio_node.py [--fill list] [--executor events] \
+        --ros-args -r __ns:=/x --params-file p.yaml
 """
 import array
 import sys
@@ -71,13 +79,27 @@ class PinocchioDynamics(Node):
         self.pub.publish(out)
 
 
+def _option(args, name, default):
+    return args[args.index(name) + 1] if name in args else default
+
+
 def main():
     args = rclpy.utilities.remove_ros_args(sys.argv)
-    fill = args[args.index('--fill') + 1] if '--fill' in args else 'bytes'
+    fill = _option(args, '--fill', 'bytes')
+    executor = _option(args, '--executor', 'spin')
+    if executor not in ('spin', 'events'):
+        raise SystemExit(f"--executor {executor!r}: 'spin' or 'events'")
     rclpy.init()
     node = PinocchioDynamics(fill)
     try:
-        rclpy.spin(node)
+        if executor == 'events':
+            from rclpy.experimental import EventsExecutor
+            executor = EventsExecutor()
+            executor.add_node(node)
+            while rclpy.ok():     # as dynamics_node spins (its spin() delivered nothing here)
+                executor.spin_once(timeout_sec=0.2)
+        else:
+            rclpy.spin(node)
     except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
         pass
     node.destroy_node()

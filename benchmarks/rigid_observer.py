@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-from common import add_out_dir, log, output, wrote
+from common import add_out_dir, log, output, provenance, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import MomentumObserver  # noqa: E402
@@ -29,6 +29,7 @@ def main():
     model = rd.load_urdf(rd.bundled_urdf('arm7'))
     K = 50.0
     lines = ['# Momentum observer vs ground truth: spring-damper wall vs rigid (LCP) wall', '',
+             provenance() + '.', '',
              'arm7 wall scenario, 6 s, dt = 1 ms, observer gain K = 50 1/s. "settled": contact samples later '
              'than 5/K = 0.1 s after each contact onset.', '',
              '| wall | contact samples | contact episodes | settled rel. err. median | settled p95 | all-contact p95 '

@@ -299,7 +299,7 @@ def first_stall_cycle(res):
 def write_md(res, path):
     lines = [
         f'# Soak: dynamics_node at {res["rate_hz"]:.0f} Hz for {res["duration_s"] / 60:.1f} min',
-        '', f'Model {res["model"]}, executor {res["executor"]}, observer on, ~/christoffel every '
+        '', res.get('provenance', '') + '.', '', f'Model {res["model"]}, executor {res["executor"]}, observer on, ~/christoffel every '
         f'10th state; {res["cores"]} cores, load average at the end '
         f'{res["loadavg_1_5_15_at_end"][0]:.2f} / {res["loadavg_1_5_15_at_end"][1]:.2f} / '
         f'{res["loadavg_1_5_15_at_end"][2]:.2f} (1/5/15 min; other work shared the machine).',
@@ -379,6 +379,8 @@ def main():
     md_path = os.path.join(args.out_dir, f'soak_{tag}.md')
     with open(json_path, 'w') as f:
         json.dump(res, f, indent=2)
+    from common import provenance
+    res['provenance'] = provenance()
     write_md(res, md_path)
     print(open(md_path).read())
     print(f'wrote {json_path} and {md_path}')

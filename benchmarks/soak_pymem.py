@@ -32,6 +32,7 @@ from node_latency import DOMAIN_ID, model_source  # noqa: E402  (sets the ROS en
 import numpy as np  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
+from common import provenance  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out',
                        'benchmarks')     # a run never overwrites benchmarks/results/
@@ -190,7 +191,7 @@ def main():
         json.dump(res, f, indent=2)
     lines = [
         f'# Python-level memory of dynamics_node, in-process, {args.rate:.0f} Hz for '
-        f'{end["t"] / 60:.1f} min (tracemalloc on)', '',
+        f'{end["t"] / 60:.1f} min (tracemalloc on)', '', provenance() + '.', '',
         f'Snapshots after {at1["t"]:.0f} s and at the end, {msgs} joint states accepted in '
         f'between ({end["accepted"]} of {end["sent"]} sent in all, {end["answered"]} answers '
         'received).', '',

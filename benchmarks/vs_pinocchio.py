@@ -1,28 +1,40 @@
 #!/usr/bin/env python3
 """dynamics_node against the plain rclpy node a user would write with Pinocchio, side by side.
 
-For each robot (Panda, and the full Talos v2 with a fixed base, both from example-robot-data)
-and each repetition, three node variants are run one after the other in an order that rotates
-from one repetition to the next (so each goes first as often as the others):
+For each robot (Panda and the full Talos v2 with a fixed base from example-robot-data, and the
+bundled 7-DoF arm, urdf/arm7.urdf) and each repetition, the node variants are run one after the
+other in an order that rotates from one repetition to the next (so each goes first as often as
+the others):
 
-* ``ours``: dynamics_node with its defaults (robot_description the only parameter): the
-  Dynamics message, the latched ~/christoffel every 10th cycle, the observer;
-* ``ours-lean``: dynamics_node with the outputs of the Pinocchio node only
-  (christoffel_stream false, observer_enabled false);
-* ``pinocchio``: benchmarks/pinocchio_node.py (pin.crba, computeCoriolisMatrix,
-  computeGeneralizedGravity, dM/dt = C + C^T, rclpy.spin).
+* ``ours``: dynamics_node with its defaults (robot_description the only parameter; the
+  EventsExecutor, the joint state read and ~/dynamics written as serialized bytes).  Publishes
+  ~/dynamics (M, C, dM/dt, g, q, v) per joint state, the latched ~/christoffel (Gamma) every
+  10th, and runs the observer and contact detector (its ~/external_torque, ~/gravity_torque
+  have no subscriber here, so they are not filled);
+* ``ours-lean``: the same with the outputs of the Pinocchio node only (christoffel_stream and
+  observer_enabled false): ~/dynamics only;
+* ``pinocchio``: benchmarks/pinocchio_node.py spun with ``rclpy.spin`` (rclpy's default
+  SingleThreadedExecutor): pin.crba, computeCoriolisMatrix, computeGeneralizedGravity,
+  dM/dt = C + C^T, published as the same ~/dynamics message; message objects in and out;
+* ``pinocchio-events``: the same node spun with the EventsExecutor, ours's executor.
 
-Each run: the node process, a subscriber process on its ~/dynamics (node_latency.SUBSCRIBER),
-this process publishing sensor_msgs/JointState at --rate Hz (1 kHz) for --duration s (a smooth
-trajectory with the efforts that produce it, inverse dynamics, so that the observer sees free
-motion and every input passes the bounds).  Measured: the node's CPU seconds (utime + stime of
-all threads, /proc/<pid>/stat, over the publishing window plus 0.3 s of tail) per joint state
-sent, per thread, and the fraction of joint states answered on ~/dynamics.  Before the runs, the
-Pinocchio node's terms are checked against rd.dynamics at random states (1e-9): both publish the
-same output.
+The ratios to both Pinocchio variants are reported: to ``pinocchio-events`` the same executor
+(like for like), to ``pinocchio`` the node a user writes by default.
 
-    python benchmarks/vs_pinocchio.py [--robots panda talos] [--reps 5] [--duration 5]
-        [--rate 1000] [--variants ours ours-lean pinocchio] [--out-dir out/benchmarks]
+Each run: the node process, a subscriber process on its ~/dynamics (node_latency.SUBSCRIBER,
+the same for every variant), this process publishing sensor_msgs/JointState at --rate Hz
+(1 kHz) for --duration s (a smooth trajectory with the efforts that produce it, inverse
+dynamics, so that the observer sees free motion and every input passes the bounds).  Measured:
+the node's CPU seconds (utime + stime of all threads, /proc/<pid>/stat, over the publishing
+window plus 0.3 s of tail) per joint state sent, per thread, and the fraction of joint states
+answered on ~/dynamics.  Before the runs, the Pinocchio node's terms are checked against
+rd.dynamics at random states (1e-9): both publish the same output; and every kernel is
+compiled into the disk cache (``python -m ros_dynamics.warmup``), so no run pays the first
+start.
+
+    python benchmarks/vs_pinocchio.py [--robots panda talos arm7] [--reps 5] [--duration 5]
+        [--rate 1000] [--variants ours ours-lean pinocchio pinocchio-events]
+        [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
 import argparse
@@ -38,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402  (sets the ROS environment: localhost, its domain id)
-from common import example_robot_data_urdf  # noqa: E402
+from common import example_robot_data_urdf, machine_info  # noqa: E402
 
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
@@ -48,8 +60,26 @@ from ros_dynamics.estimation.joint_input import InputBounds  # noqa: E402
 from ros_dynamics.ros import compat as ros_compat  # noqa: E402
 
 ROBOTS = {'panda': 'panda_description/urdf/panda.urdf',
-          'talos': 'talos_data/robots/talos_full_v2.urdf'}
+          'talos': 'talos_data/robots/talos_full_v2.urdf',
+          'arm7': None}                       # the bundled arm (urdf/arm7.urdf)
 VARIANTS = {'ours': {}, 'ours-lean': {'christoffel_stream': False, 'observer_enabled': False}}
+# The Pinocchio node's variants, with the executor each spins with (the references of the ratios)
+PINOCCHIO = {'pinocchio': 'spin', 'pinocchio-events': 'events'}
+ALL_VARIANTS = ['ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
+OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults, '
+           'EventsExecutor, serialized bytes in and out) publishes ~/dynamics (M, C, dM/dt, g, '
+           'q, v), the latched ~/christoffel every 10th and runs the observer and contact '
+           'detector; ours-lean publishes ~/dynamics only; pinocchio '
+           '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events '
+           '(the same with the EventsExecutor) '
+           'publish the same ~/dynamics message. One subscriber process on ~/dynamics for each.')
+
+
+def robot_urdf(robot):
+    """Path of the robot's URDF."""
+    if ROBOTS[robot] is None:
+        return rd.bundled_urdf(robot)
+    return example_robot_data_urdf(ROBOTS[robot])
 
 
 def check_same_output(xml, trials=5):
@@ -119,10 +149,10 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
     from sensor_msgs.msg import JointState
 
     ns = f'vs_{robot}_{variant.replace("-", "_").replace("@", "_")}_{tag}'
-    if variant == 'pinocchio':
+    if variant in PINOCCHIO:
         proc, sub, log, sub_out = start_process(
-            ns, [os.path.join(HERE, 'pinocchio_node.py')], {'robot_description': xml},
-            nl.REPO_ROOT, duration + 120)
+            ns, [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]],
+            {'robot_description': xml}, nl.REPO_ROOT, duration + 120)
     elif variant == 'ours@base':   # the node of another checkout (before a change)
         proc, sub, log, sub_out = start_process(
             ns, ['-m', 'ros_dynamics.ros.dynamics_node'], {'robot_description': xml},
@@ -163,56 +193,60 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
 
 
 def summarize(results, robots, variants, full=0.999):
-    """Markdown lines and a summary.  A repetition counts for the goal only if every variant
-    answered (>= 99.9 % of the joint states): a node that fell behind dropped joint states it
-    then never paid for.  The ratio per answered joint state is given for every repetition."""
-    others = [v for v in variants if v != 'pinocchio']
+    """Markdown lines and a summary.  Each of our variants is divided by each Pinocchio variant
+    of the same repetition (interleaved runs, same subscriber, same joint states).  A ratio
+    counts for the median and range only if both nodes answered (>= 99.9 % of the joint
+    states): a node that fell behind dropped joint states it then never paid for; likewise a
+    node's median and range of us per joint state use its fully answered runs."""
+    refs = [v for v in variants if v in PINOCCHIO]
+    others = [v for v in variants if v not in PINOCCHIO]
+    pairs = [(v, ref) for ref in refs for v in others]
     lines = ['| robot | rep | order | ' + ' | '.join(f'{v} us/js (answered)' for v in variants)
-             + ' | ' + ' | '.join(f'{v}/pinocchio' for v in others)
-             + ' | ' + ' | '.join(f'{v}/pinocchio per answered' for v in others)
-             + ' | all answered | load |', '|' + '---|' * (6 + len(variants) + 2 * len(others))]
+             + ' | ' + ' | '.join(f'{v} / {ref}' for v, ref in pairs)
+             + ' | all answered | load |', '|' + '---|' * (6 + len(variants) + len(pairs))]
     summary = {}
     for robot in robots:
         reps = sorted({r['rep'] for r in results if r['robot'] == robot})
-        ratios, per_ans = {v: [] for v in others}, {v: [] for v in others}
+        ratios = {p: [] for p in pairs}
         us = {v: [] for v in variants}
         for rep in reps:
             row = {r['variant']: r for r in results if r['robot'] == robot and r['rep'] == rep}
             order = ' '.join(r['variant'] for r in sorted(row.values(), key=lambda r: r['slot']))
             ok = all(r['answered_fraction'] >= full for r in row.values())
+            answered = {v: row[v]['answered_fraction'] >= full for v in variants}
             cells = [f'{row[v]["cpu_us_per_joint_state"]:.0f} '
                      f'({100 * row[v]["answered_fraction"]:.1f} %)' for v in variants]
-            rc, ac = [], []
-            for v in others:
-                x = row[v]['cpu_us_per_joint_state'] / row['pinocchio']['cpu_us_per_joint_state']
-                y = row[v]['cpu_us_per_answered'] / row['pinocchio']['cpu_us_per_answered']
-                rc.append(f'{x:.2f}')
-                ac.append(f'{y:.2f}')
-                per_ans[v].append(y)
-                if ok:
-                    ratios[v].append(x)
-            if ok:
-                for v in variants:
+            rc = []
+            for v, ref in pairs:
+                x = row[v]['cpu_us_per_joint_state'] / row[ref]['cpu_us_per_joint_state']
+                rc.append(f'{x:.2f}' if answered[v] and answered[ref] else f'({x:.2f})')
+                if answered[v] and answered[ref]:
+                    ratios[(v, ref)].append(x)
+            for v in variants:
+                if answered[v]:
                     us[v].append(row[v]['cpu_us_per_joint_state'])
             load = max(r['loadavg_1min'] for r in row.values())
             lines.append(f'| {robot} | {rep} | {order} | ' + ' | '.join(cells) + ' | '
-                         + ' | '.join(rc) + ' | ' + ' | '.join(ac)
-                         + f' | {"yes" if ok else "no"} | {load:.1f} |')
+                         + ' | '.join(rc) + f' | {"yes" if ok else "no"} | {load:.1f} |')
 
         def mr(x):
             return (f'**{statistics.median(x):.2f}** [{min(x):.2f}, {max(x):.2f}]' if x
                     else 'n/a')
-        n_ok = len(next(iter(us.values())))
-        cells = [f'{statistics.median(us[v]):.0f}' if us[v] else 'n/a' for v in variants]
-        lines.append(f'| {robot} | median [range], the {n_ok} reps all answered / all reps | | '
-                     + ' | '.join(cells) + ' | ' + ' | '.join(mr(ratios[v]) for v in others)
-                     + ' | ' + ' | '.join(mr(per_ans[v]) for v in others) + ' | | |')
+
+        def ur(x):
+            return f'{statistics.median(x):.0f} [{min(x):.0f}, {max(x):.0f}]' if x else 'n/a'
+        lines.append(f'| {robot} | median [range] over the answered runs | | '
+                     + ' | '.join(ur(us[v]) for v in variants) + ' | '
+                     + ' | '.join(mr(ratios[p]) for p in pairs) + ' | | |')
         summary[robot] = {
-            'reps_all_answered': n_ok,
-            'median_us': {v: statistics.median(x) if x else None for v, x in us.items()},
-            'ratio_median': {v: statistics.median(x) if x else None for v, x in ratios.items()},
-            'ratio_range': {v: [min(x), max(x)] if x else None for v, x in ratios.items()},
-            'ratio_per_answered_median': {v: statistics.median(x) for v, x in per_ans.items()}}
+            'runs_answered': {v: len(x) for v, x in us.items()},
+            'ratios_counted': {f'{v} / {ref}': len(x) for (v, ref), x in ratios.items()},
+            'us_median': {v: statistics.median(x) if x else None for v, x in us.items()},
+            'us_range': {v: [min(x), max(x)] if x else None for v, x in us.items()},
+            'ratio_median': {f'{v} / {ref}': statistics.median(x) if x else None
+                             for (v, ref), x in ratios.items()},
+            'ratio_range': {f'{v} / {ref}': [min(x), max(x)] if x else None
+                            for (v, ref), x in ratios.items()}}
     threads = ['', 'Median CPU per joint state by thread [us]:', '',
                '| robot | variant | by thread |', '|---|---|---|']
     for robot in robots:
@@ -237,8 +271,7 @@ def _commit(root):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
-    ap.add_argument('--variants', nargs='+', default=['ours', 'ours-lean', 'pinocchio'],
-                    choices=['ours', 'ours-lean', 'pinocchio'])
+    ap.add_argument('--variants', nargs='+', default=ALL_VARIANTS, choices=ALL_VARIANTS)
     ap.add_argument('--reps', type=int, default=5)
     ap.add_argument('--duration', type=float, default=5.0)
     ap.add_argument('--rate', type=float, default=1000.0)
@@ -247,20 +280,27 @@ def main():
     ap.add_argument('--base', metavar='ROOT',
                     help='also run the node of this checkout with its defaults (variant '
                          'ours@base: before/after a change in the same run)')
+    ap.add_argument('--resummarize', metavar='JSON',
+                    help='no runs: write the tables again from the runs of this JSON')
     args = ap.parse_args()
-    variants = [v for v in ('ours', 'ours-lean', 'pinocchio') if v in args.variants]
+    if args.resummarize:
+        return resummarize(args.resummarize, args.out_dir, args.name)
+    variants = [v for v in ALL_VARIANTS if v in args.variants]
     if args.base:
         variants.insert(1, 'ours@base')
-    if 'pinocchio' not in variants:
-        raise SystemExit('the pinocchio variant is the reference of the ratios')
-    head = ((f'ours@base: the node at {_commit(args.base)}; ' if args.base else '')
+    if not any(v in PINOCCHIO for v in variants):
+        raise SystemExit('a pinocchio variant is the reference of the ratios')
+    command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(sys.argv[1:])
+    head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
+            f'{machine_info()}; '
+            + (f'ours@base: the node of {args.base}; ' if args.base else '')
             + f'ROS_DOMAIN_ID={nl.DOMAIN_ID}, localhost only; {args.rate:g} Hz for '
             f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
             f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
     print(head, flush=True)
     xmls, trajs, checks = {}, {}, {}
     for robot in args.robots:
-        with open(example_robot_data_urdf(ROBOTS[robot])) as f:
+        with open(robot_urdf(robot)) as f:
             xmls[robot] = f.read()
         checks[robot] = check_same_output(xmls[robot])
         if not checks[robot] <= 1e-9:
@@ -268,6 +308,11 @@ def main():
         trajs[robot] = trajectory(xmls[robot], args.duration, args.rate)
         print(f'{robot}: {len(trajs[robot][0])} joints; max |ours - pinocchio| over M, C, dM/dt, '
               f'g = {checks[robot]:.1e}', flush=True)
+    # every kernel into the disk cache first, so that no measured run pays the first start
+    # (with a cold cache the node compiles the Gamma kernel on a thread after its first answer)
+    print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
+    subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=nl.REPO_ROOT,
+                   stdout=subprocess.DEVNULL)
     results = []
     for rep in range(args.reps):
         for robot in args.robots:
@@ -283,21 +328,43 @@ def main():
                       f'{r["send_rate_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}; by thread '
                       + ', '.join(f'{t} {x:.0f}' for t, x in r['cpu_us_by_thread'].items()),
                       flush=True)
-    lines, summary = summarize(results, args.robots, variants)
-    os.makedirs(args.out_dir, exist_ok=True)
-    md = os.path.join(args.out_dir, f'{args.name}.md')
+    write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants)
+
+
+def write_outputs(out_dir, name, head, checks, results, robots, variants):
+    """The result files <name>.md and <name>.json (the runs, to summarize again)."""
+    lines, summary = summarize(results, robots, variants)
+    os.makedirs(out_dir, exist_ok=True)
+    md = os.path.join(out_dir, f'{name}.md')
     with open(md, 'w') as f:
         f.write(f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
                 + ''.join(f'{r}: max |ours - pinocchio| = {e:.1e}. ' for r, e in checks.items())
+                + '\n\n' + OUTPUTS
                 + '\n\nNode CPU (all threads) per joint state sent, us; answered = fraction of '
-                  'joint states with a ~/dynamics message received by the subscriber process.\n\n'
+                  'joint states with a ~/dynamics message received by the subscriber process. '
+                  'Ratios: CPU per joint state of the first variant over the second, same '
+                  'repetition; in parentheses where one of the two answered less than 99.9 % '
+                  '(not counted in the median and range); load = the highest 1-minute load '
+                  'average of its runs.\n\n'
                 + '\n'.join(lines) + '\n')
-    js = os.path.join(args.out_dir, f'{args.name}.json')
+    js = os.path.join(out_dir, f'{name}.json')
     with open(js, 'w') as f:
-        json.dump({'runs': results, 'summary': summary, 'check': checks}, f, indent=2)
+        json.dump({'head': head, 'robots': robots, 'variants': variants, 'runs': results,
+                   'summary': summary, 'check': checks}, f, indent=2)
     print('\n'.join(lines))
     print(f'wrote {md} and {js}')
 
+
+def resummarize(path, out_dir, name):
+    """Write the result files again from the runs of a JSON this script wrote."""
+    with open(path) as f:
+        data = json.load(f)
+    runs = data['runs']
+    robots = data.get('robots') or list(dict.fromkeys(r['robot'] for r in runs))
+    variants = data.get('variants') or [v for v in ALL_VARIANTS[:2] + ['ours@base'] +
+                                        ALL_VARIANTS[2:] if any(r['variant'] == v for r in runs)]
+    head = data['head']
+    write_outputs(out_dir, name, head, data['check'], runs, robots, variants)
 
 if __name__ == '__main__':
     main()

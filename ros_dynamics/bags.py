@@ -81,7 +81,7 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
         names = list(joint_names) if joint_names is not None else None
         maps = {}   # one name map per message layout
         t, t_rx, q, v, tau = [], [], [], [], []
-        n_msgs = no_effort = no_velocity = 0
+        n_msgs = no_effort = no_velocity = not_finite = 0
         for conn, ts, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype)
             n_msgs += 1
@@ -105,6 +105,10 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
             nmap.positions(np.asarray(msg.position, dtype=float), qk)
             nmap.rates(np.asarray(msg.velocity, dtype=float), vk)
             nmap.efforts(np.asarray(msg.effort, dtype=float), ek)
+            if not (np.all(np.isfinite(qk)) and np.all(np.isfinite(vk))
+                    and np.all(np.isfinite(ek))):
+                not_finite += 1                  # a garbage row (e.g. while a driver starts)
+                continue
             st = msg.header.stamp
             t.append(st.sec * 1_000_000_000 + st.nanosec)
             t_rx.append(ts)
@@ -120,9 +124,16 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
         raise BagError(f'{path}: the {n_msgs} JointState messages on {topic!r} carry no {what} '
                        '(one per name is needed: the calibration uses the applied joint '
                        'torques)')
-    if no_effort or no_velocity:
-        raise BagError(f'{path}: {no_effort} of {n_msgs} messages on {topic!r} have no efforts '
-                       f'and {no_velocity} no velocities/positions (every message needs all three)')
+    dropped = no_effort + no_velocity + not_finite
+    if dropped > 0.2 * n_msgs:
+        raise BagError(f'{path}: {no_effort} of {n_msgs} messages on {topic!r} have no efforts, '
+                       f'{no_velocity} no velocities/positions and {not_finite} non-finite '
+                       'values (every message needs all three, finite)')
+    notes = []
+    if dropped:   # real recordings: a driver's first rows, a truncated last message
+        notes.append(f'{dropped} of {n_msgs} messages skipped ({no_effort} without efforts, '
+                     f'{no_velocity} without velocities or positions, {not_finite} with '
+                     'non-finite values)')
     t = np.array(t, dtype=np.int64)
     if not np.any(t):
         t = np.array(t_rx, dtype=np.int64)
@@ -130,7 +141,7 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
     t0 = int(t[order[0]])
     try:   # seconds from the first stamp, from integer nanoseconds (no float rounding of 1e9 s)
         return Samples((t[order] - t0) * 1e-9, np.array(q)[order], np.array(v)[order],
-                       np.array(tau)[order], names, t0_ns=t0)
+                       np.array(tau)[order], names, t0_ns=t0, notes=notes)
     except ValueError as exc:
         raise BagError(f'{path}: {exc}') from None
 

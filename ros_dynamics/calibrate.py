@@ -2,7 +2,10 @@
 
     calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
+    calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
+    calibrate BAG --urdf URDF --payload-link LINK --reference BAG_WITHOUT --out PARAMS.yaml
     calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
+    calibrate excite --urdf URDF --out TRAJECTORY.yaml [--duration S]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
 (also ``python -m ros_dynamics.calibrate ...``).
@@ -12,6 +15,12 @@
   writes a parameter file for the ``dynamics`` node (friction, per-joint ``contact_threshold``,
   ``payload_*``, and the ``observer_gain`` the thresholds are for) plus plots: the residual
   before/after per joint and the friction curves with the data.
+* ``--links all`` identifies the whole model instead
+  (:func:`ros_dynamics.estimation.identification.identify_recording`): every link's inertial
+  parameters (physically consistent, regularised toward the URDF), joint friction and
+  armature, fitted on the start of the recording and reported on the rest; writes the
+  parameter file (friction, ``joint_armature``, thresholds) and, with ``--out-urdf``, the URDF
+  with the identified inertials.
 * ``replay`` runs a bag through the node's observer pipeline with the settings of a parameter
   file and writes the residual, the detections and the isolated link over time (CSV + plot),
   to tune thresholds on recorded data, contacts included.
@@ -48,6 +57,7 @@ def _samples(args, model):
         s = s.slice(args.start, args.stop)
     if len(s) == 0:
         raise SystemExit('calibrate: no samples in the selected time range')
+
     return s
 
 
@@ -133,8 +143,78 @@ def load_params(path, node=NODE):
     return (d[node] or {}).get('ros__parameters', {})
 
 
+def cmd_identify(args):
+    """``--links all``: the whole model (ros_dynamics.estimation.identification)."""
+    from ros_dynamics.estimation.identification import identify_recording
+    from ros_dynamics.estimation.samples import CalibrationError
+    from ros_dynamics.estimation.urdf_inertials import replace_inertials
+    model = _model(args.urdf)
+    s = _samples(args, model)
+    print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
+          f'{args.bag}; identifying every link (fit on the first {1 - args.holdout:.0%}, '
+          f'report on the rest) ...', flush=True)
+    try:
+        ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
+                                   margin=args.margin, floor=args.floor)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    for line in ident.summary():
+        print('  ' + line)
+    _write_params(args.out, ident.node_parameters(), args.node)
+    print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
+    if args.out_urdf:
+        with open(args.urdf) as f:
+            text = f.read()
+        os.makedirs(os.path.dirname(os.path.abspath(args.out_urdf)), exist_ok=True)
+        with open(args.out_urdf, 'w') as f:
+            f.write(replace_inertials(text, model, ident.model(model)))
+        print(f'calibrate: wrote the identified URDF to {args.out_urdf}')
+    return 0
+
+
+def cmd_reference(args):
+    """``--payload-link L --reference REF``: the robot from REF, the payload as the difference."""
+    from ros_dynamics.estimation.identification import payload_against_reference
+    from ros_dynamics.estimation.samples import CalibrationError
+    from ros_dynamics.estimation.urdf_inertials import replace_inertials
+    model = _model(args.urdf)
+    s = _samples(args, model)
+    ref_args = argparse.Namespace(**{**vars(args), 'bag': args.reference})
+    ref = _samples(ref_args, model)
+    print(f'calibrate: the robot from {args.reference} ({len(ref)} samples), the payload on '
+          f'{args.payload_link!r} from {args.bag} ({len(s)} samples) ...', flush=True)
+    try:
+        robot, cal = payload_against_reference(model, s, ref, args.payload_link, gain=args.gain,
+                                               margin=args.margin, floor=args.floor,
+                                               contact=args.contact)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    for line in robot.summary() + cal.summary():
+        print('  ' + line)
+    params = cal.parameters()
+    params['joint_armature'] = [float(x) for x in robot.armature]
+    _write_params(args.out, params, args.node)
+    print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
+    if args.out_urdf:
+        with open(args.urdf) as f:
+            text = f.read()
+        with open(args.out_urdf, 'w') as f:
+            f.write(replace_inertials(text, model, robot.model(model)))
+        print(f'calibrate: wrote the identified URDF (the robot without the payload) to '
+              f'{args.out_urdf}')
+    return 0
+
+
 def cmd_calibrate(args):
     import numpy as np
+    if args.links == 'all':
+        return cmd_identify(args)
+    if args.reference:
+        if not args.payload_link:
+            raise SystemExit('calibrate: --reference needs --payload-link')
+        return cmd_reference(args)
+    if args.out_urdf:
+        raise SystemExit('calibrate: --out-urdf needs --links all or --reference')
     from ros_dynamics.estimation.calibration import calibrate
     from ros_dynamics.estimation.samples import CalibrationError
     model = _model(args.urdf)
@@ -170,6 +250,9 @@ def _settings(params, model):
         if x.size != nj:
             raise SystemExit(f'calibrate: {name} has {x.size} values for {nj} joints')
         return x
+    if any(per_joint('joint_armature', 0.0)):
+        from ros_dynamics.core.model import with_armature
+        model = with_armature(model, per_joint('joint_armature', 0.0))
     if params.get('payload_link'):
         try:
             model = apply_payload(model, params['payload_link'], params.get('payload_mass', 0.0),
@@ -180,6 +263,7 @@ def _settings(params, model):
     return model, dict(gain=per_joint('observer_gain', 50.0),
                        friction_viscous=per_joint('observer_friction_viscous', 0.0),
                        friction_coulomb=per_joint('observer_friction_coulomb', 0.0),
+                       torque_offset=per_joint('observer_torque_offset', 0.0),
                        threshold=per_joint('contact_threshold', 5.0),
                        release_ratio=float(params.get('contact_release_ratio', 0.5)))
 
@@ -236,6 +320,41 @@ def cmd_replay(args):
     return 0
 
 
+def cmd_excite(args):
+    """An exciting trajectory (ros_dynamics.estimation.excitation) as a YAML file: the
+    JointTrajectory fields (joint_names; points with positions, velocities, accelerations and
+    time_from_start) for a trajectory controller, plus the Fourier coefficients."""
+    import numpy as np
+    import yaml
+    from ros_dynamics.estimation.excitation import optimise_excitation
+    model = _model(args.urdf)
+    print(f'calibrate excite: optimising {args.harmonics} harmonics per joint over '
+          f'{args.duration:g} s (up to {args.iterations} iterations; minutes) ...', flush=True)
+    traj, c0, c1 = optimise_excitation(model, args.duration, args.harmonics,
+                                       max_acceleration=args.max_acceleration,
+                                       maxiter=args.iterations)
+    t = np.arange(0.0, args.duration + 1e-9, 1.0 / args.rate)
+    q, v, a = traj(t)
+    doc = {'joint_names': list(model.joint_names),
+           'points': [{'time_from_start': {'sec': int(tk), 'nanosec': int(round((tk % 1) * 1e9))},
+                       'positions': [float(x) for x in q[k]],
+                       'velocities': [float(x) for x in v[k]],
+                       'accelerations': [float(x) for x in a[k]]} for k, tk in enumerate(t)],
+           'fourier': {'period': float(traj.period), 'q0': traj.q0.tolist(),
+                       'a': traj.a.tolist(), 'b': traj.b.tolist()},
+           'condition_number': {'start': c0, 'optimised': c1}}
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as f:
+        f.write('# exciting trajectory written by ros_dynamics calibrate excite: trajectory_msgs/'
+                'JointTrajectory fields (joint_names, points) for a trajectory controller; one '
+                'period of a Fourier series (fourier: q(t) = q0 + sum_l a_l/(w l) sin(w l t) - '
+                'b_l/(w l) cos(w l t), w = 2 pi/period); start it from points[0]\n')
+        yaml.safe_dump(doc, f, default_flow_style=None, sort_keys=False)
+    print(f'calibrate excite: condition number of the identification regressor {c0:.3g} -> '
+          f'{c1:.3g}; wrote {len(t)} points to {args.out}')
+    return 0
+
+
 def cmd_record(args):
     from ros_dynamics.ros import compat
     compat.reexec_if_needed()          # the pip ROS wheels need their library path
@@ -259,7 +378,7 @@ def _common(ap, urdf=True):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmd = argv[0] if argv and argv[0] in ('replay', 'record') else 'calibrate'
+    cmd = argv[0] if argv and argv[0] in ('replay', 'record', 'excite') else 'calibrate'
     if cmd != 'calibrate':
         argv = argv[1:]
     if cmd == 'calibrate':
@@ -269,6 +388,17 @@ def main(argv=None):
             '(calibrate replay -h).')
         _common(ap)
         ap.add_argument('--payload-link', default=None, help='link carrying an unknown payload')
+        ap.add_argument('--links', choices=('all',), default=None,
+                        help='all: identify every link\'s inertia, joint friction and armature '
+                        '(the whole model; with --out-urdf)')
+        ap.add_argument('--out-urdf', default=None,
+                        help='with --links all: write the URDF with the identified inertials')
+        ap.add_argument('--reference', default=None,
+                        help='with --payload-link: a bag of the same robot without the payload; '
+                        'the robot is identified from it and the payload is the difference')
+        ap.add_argument('--holdout', type=float, default=0.3,
+                        help='with --links all: fraction of the recording (its end) held out '
+                        'for the report and the thresholds (default 0.3)')
         ap.add_argument('--out', required=True, help='parameter file to write (YAML)')
         ap.add_argument('--plots', default=None, help='plot folder (default out/calibration)')
         ap.add_argument('--gain', type=float, nargs='+', default=[50.0],
@@ -295,6 +425,19 @@ def main(argv=None):
         ap.add_argument('--out', default=None, help='CSV to write (default out/replay.csv)')
         ap.add_argument('--plots', default=None, help='plot folder (default: next to the CSV)')
         return cmd_replay(ap.parse_args(argv))
+    if cmd == 'excite':
+        ap = argparse.ArgumentParser(prog='calibrate excite', description='An exciting '
+                                     'trajectory for --links all: an optimised Fourier series '
+                                     'within the joint limits, as JointTrajectory points.')
+        ap.add_argument('--urdf', required=True, help='URDF file of the robot')
+        ap.add_argument('--out', required=True, help='trajectory file to write (YAML)')
+        ap.add_argument('--duration', type=float, default=20.0, help='period [s] (default 20)')
+        ap.add_argument('--harmonics', type=int, default=4, help='harmonics per joint')
+        ap.add_argument('--max-acceleration', type=float, default=3.0,
+                        help='joint acceleration limit [rad/s^2] (URDFs carry none)')
+        ap.add_argument('--iterations', type=int, default=30, help='optimiser iterations')
+        ap.add_argument('--rate', type=float, default=50.0, help='points per second')
+        return cmd_excite(ap.parse_args(argv))
     ap = argparse.ArgumentParser(prog='calibrate record', description='Record joint states '
                                  'into a bag with rclpy + rosbags (no rosbag2 needed).')
     ap.add_argument('bag', help='new bag folder')

@@ -3,7 +3,7 @@
 run once per control law; reports the RMS tracking error per joint per law, the loop latency
 and the fraction of cycles served, and saves a plot.
 
-    python scripts/closed_loop.py                 # ~2 min; writes out/closed_loop.png
+    python scripts/closed_loop.py                 # ~2 min; writes out/closed_loop.png and .md
     python scripts/closed_loop.py --laws slotine_li --duration 5 --frequency 0.5
 
 Three real ROS 2 processes per law on the bundled ``arm7`` (fixed base, 7 joints, 1 kHz):
@@ -54,6 +54,8 @@ LAWS = ('pd_gravity', 'computed_torque', 'slotine_li')
 
 def _parse():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--robot', default='arm7', choices=('arm7', 'quadruped'),
+                    help='quadruped: the whole-body controller (scripts/closed_loop_quadruped.py)')
     ap.add_argument('--laws', nargs='+', default=list(LAWS), choices=LAWS)
     ap.add_argument('--duration', type=float, default=3.0,
                     help='simulated seconds evaluated per law (default 3)')
@@ -71,6 +73,9 @@ def _parse():
                          'commands act when they arrive')
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'closed_loop.png'))
     ap.add_argument('--json', default=None, help='also write the results as JSON here')
+    ap.add_argument('--report', default=None,
+                    help='the result file (markdown: date, load, machine, command, the RMS '
+                         'errors and their ratios; default closed_loop.md next to --out)')
     ap.add_argument('--timeout', type=float, default=120.0, help='wall-clock limit per law [s]')
     ap.add_argument('--dynamics-module', default='ros_dynamics.ros.dynamics_node',
                     help=argparse.SUPPRESS)
@@ -284,6 +289,57 @@ def plot(results, names, path, args):
     plt.close(fig)
 
 
+def _cpu_name():
+    try:
+        with open('/proc/cpuinfo') as f:
+            return next((ln.split(':', 1)[1].strip() for ln in f
+                         if ln.startswith('model name')), None)
+    except OSError:
+        return None
+
+
+def write_report(path, results, names, args):
+    """The result file: when, where, how it was run, then the RMS errors per joint [mrad], each
+    law's ratio to PD + gravity and the loop's counts (what the docs quote)."""
+    import platform
+    import time
+
+    import numpy as np
+    load = os.getloadavg()
+    lines = [f'# Closed loop through ROS: tracking error per law (arm7, {args.trajectory})', '',
+             f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
+             f'`python scripts/closed_loop.py {" ".join(sys.argv[1:])}`; '
+             f'{_cpu_name() or platform.machine()}, {os.cpu_count()} cores, Python '
+             f'{platform.python_version()}; load average {load[0]:.2f} / {load[1]:.2f} '
+             f'(1 / 5 min) at the end; lock-step {args.lockstep:g} s, ω = '
+             f'{args.bandwidth:g} rad/s, A = {args.amplitude:g} rad, f = {args.frequency:g} Hz, '
+             f'{args.duration:g} s' + (
+                 f'; peak velocity 2πf A = {2 * np.pi * args.frequency * args.amplitude:.1f} '
+                 f'rad/s and acceleration (2πf)² A = '
+                 f'{(2 * np.pi * args.frequency) ** 2 * args.amplitude:.1f} rad/s²'
+                 if args.trajectory == 'sine' else '') + '.', '',
+             'RMS of q - q_d per joint [mrad]; ratio = pd_gravity\'s RMS over all joints / '
+             'the law\'s:', '',
+             '| law | ' + ' | '.join(n for n in names) + ' | all | ratio |',
+             '|---|' + '---:|' * (len(names) + 2)]
+    base = next((r for r in results if r['law'] == 'pd_gravity'), None)
+    for r in results:
+        ratio = (f'{base["rms_all"] / r["rms_all"]:.0f}x smaller' if base is not None
+                 and r is not base else '')
+        lines.append(f'| {r["law"]} | ' + ' | '.join(f'{x * 1e3:.3f}' for x in r['rms'])
+                     + f' | {r["rms_all"] * 1e3:.3f} | {ratio} |')
+    lines += ['', '| law | served | loop latency p50 / p99 (sim, ms) | controller counts (served, '
+              'states, %, late, mismatched) |', '|---|---:|---|---|']
+    for r in results:
+        lat = r['sim_loop_latency_ms_p50_p99']
+        lat = f'{lat[0]:.1f} / {lat[1]:.1f}' if lat else 'n/a'
+        lines.append(f'| {r["law"]} | {100 * r["served_fraction"]:.1f} % | {lat} | '
+                     f'{r["controller_counts"]} |')
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+
+
 def main():
     args = _parse()
     import numpy as np
@@ -327,6 +383,10 @@ def main():
         pickle.dump({'results': results, 'names': names, 'args': vars(args)}, f)
     plot(results, names, args.out, args)
     say(f'[closed_loop] plot saved to {args.out}; logs in {log_dir}')
+    if args.report is None:
+        args.report = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop.md')
+    write_report(args.report, results, names, args)
+    say(f'[closed_loop] results written to {args.report}')
     if args.json:
         with open(args.json, 'w') as f:
             json.dump([{k: v for k, v in r.items() if not k.startswith('_')} for r in results],
@@ -336,4 +396,7 @@ def main():
 
 if __name__ == '__main__':
     _setup_environment()
+    if '--robot' in sys.argv[1:] and 'quadruped' in sys.argv[1:]:
+        from closed_loop_quadruped import main as quadruped   # whole-body control, its options
+        sys.exit(quadruped(sys.argv[1:]))
     sys.exit(main())

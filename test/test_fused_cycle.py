@@ -109,7 +109,7 @@ def _compare(model, msgs, events=None, observer=True, bases=None):
     # a floating base held in place: its residual is the support wrench, not a contact
     threshold = np.r_[np.full(nb, 1e6), np.full(model.nv - nb, 8.0)]
     settings = dict(gain=40.0, threshold=threshold, friction_viscous=0.3,
-                    friction_coulomb=0.4) if observer else {}
+                    friction_coulomb=0.4, torque_offset=0.25) if observer else {}
     out = Outputs(model.nv)
     ref_js = _stepper(model, base, None, **settings)
     js = _stepper(model, base, (out.dyn, out.grav, out.ext, out.offsets), **settings)

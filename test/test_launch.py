@@ -66,12 +66,14 @@ def test_namespace_floating_base_and_sim():
     n = nodes(plan(namespace='arm', sim='yes'))
     assert n['sim'].executable == 'sim' and n['sim'].namespace == 'arm' == n['dynamics'].namespace
     assert n['sim'].parameters == [{'robot_description': n['dynamics'].parameters[1][
-        'robot_description']}]
+        'robot_description'], 'floating_base': False}]
+    # a floating base simulated too: the simulator stands it on its feet and publishes odom
+    n = nodes(plan(urdf=quad, floating_base='true', sim='true'))
+    assert n['sim'].parameters[0]['floating_base'] is True
+    assert n['dynamics'].parameters[1]['floating_base'] is True
 
 
 def test_contradictions_and_bad_values_are_refused():
-    with pytest.raises(L.LaunchArgumentError, match=r'floating_base:=true sim:=true.*fixed-base'):
-        plan(floating_base='true', sim='true')
     with pytest.raises(L.LaunchArgumentError, match='autostart:=true applies to managed:=true'):
         plan(autostart='true')
     with pytest.raises(L.LaunchArgumentError, match=r"sim:='maybe': expected true or false"):
@@ -194,5 +196,5 @@ def test_real_launch_api():
     assert isinstance(node, LifecycleNode) and node.node_executable == 'dynamics_lifecycle_node'
     _, actions = _run_launch_file(LAUNCH, {'managed': 'true'})
     assert [type(a) for a in actions] == [LifecycleNode, LogInfo]
-    with pytest.raises(L.LaunchArgumentError, match='fixed-base'):
-        _run_launch_file(LAUNCH, {'sim': 'true', 'floating_base': 'true'})
+    with pytest.raises(L.LaunchArgumentError, match='autostart:=true applies'):
+        _run_launch_file(LAUNCH, {'autostart': 'true'})

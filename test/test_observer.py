@@ -234,6 +234,21 @@ def test_friction_model():
     assert np.abs(res['r']).max() < 0.05
 
 
+def test_torque_offset():
+    """Measured torques with a constant offset b (measured = applied + b): the residual shows
+    -b in free motion; an observer given the offset shows none (a static arm: exact)."""
+    b = np.array([0.4, -0.3, 0.2, 0.0, 0.1, -0.05, 0.02])
+    np.testing.assert_allclose(friction_torque(np.zeros(7), 0.0, 0.0, 1e-2, b), b)
+    q, v = np.linspace(-0.6, 0.6, 7), np.zeros(7)
+    tau = rd.gravity(MODEL, q) + b
+    for offset, expected in ((0.0, -b), (b, 0.0 * b)):
+        obs = MomentumObserver(MODEL, gain=50.0, torque_offset=offset)
+        obs.reset(q, v, tau)
+        for _ in range(400):                    # 0.4 s at 1 kHz: e^-20 of the step left
+            r = obs.update(q, v, tau, 1e-3)
+        np.testing.assert_allclose(r, expected, atol=1e-7)
+
+
 # -- noise and model error ------------------------------------------------------------------
 
 def test_noise_and_inertia_error_calibrated_thresholds():

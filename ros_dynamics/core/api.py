@@ -27,7 +27,7 @@ that takes a link accepts any of ``model.frame_names``.
 """
 
 import numpy as np
-from numba import get_num_threads
+from numba import get_num_threads, set_num_threads
 
 from . import coriolis, kernels
 from .data import Data, Dynamics, new_dynamics, output, work_buffer
@@ -400,10 +400,41 @@ def _out_array(out, name, shape):
     return a
 
 
-def dynamics_batch(model, Q, V, factorization='eq10', out=None):
-    """:func:`dynamics` for K states at once, on all cores: Q (K, nq), V (K, nv) ->
-    Dynamics with M, C, Mdot (K, nv, nv) and g (K, nv).
+# Threads for a batch: each thread gets at least this many output entries (Algorithm 1 takes
+# 3-6 ns per entry of M, C, Mdot, g on 7- to 20-DoF robots, so >= 50-100 us of work), so that
+# waking another thread (about 20 us measured on the loaded 2-core machine, more when another
+# process holds the core) costs a small part of what it saves.
+MIN_ENTRIES_PER_THREAD = 16384
 
+
+def batch_threads(K, entries_per_state):
+    """Threads for a batch of K states writing ``entries_per_state`` output entries each: as
+    many as numba's thread count for this thread (``numba.set_num_threads``) allows while each
+    gets at least ``MIN_ENTRIES_PER_THREAD`` entries; 1 runs the batch on the calling thread."""
+    return max(1, min(get_num_threads(), K * entries_per_state // MIN_ENTRIES_PER_THREAD))
+
+
+def batch_call(kernel, threads, *args):
+    """``kernel(*args, threads)`` with numba's team for this thread set to ``threads`` (the
+    parallel loop of a batch kernel starts the whole team, even threads without a block)."""
+    team = get_num_threads()
+    if threads == team:
+        return ready(kernel)(*args, threads)
+    set_num_threads(threads)
+    try:
+        return ready(kernel)(*args, threads)
+    finally:
+        set_num_threads(team)
+
+
+def dynamics_batch(model, Q, V, factorization='eq10', out=None):
+    """:func:`dynamics` for K states in one compiled call: Q (K, nq), V (K, nv) -> Dynamics
+    with M, C, Mdot (K, nv, nv) and g (K, nv), each row equal to :func:`dynamics` of that
+    state.
+
+    Threads: numba's thread count for the calling thread (``numba.set_num_threads``; 1: the
+    calling thread alone), fewer when the batch is too small to pay for starting them
+    (:func:`batch_threads`); each thread computes one contiguous block of rows.
     ``out``: a :class:`Dynamics` of preallocated arrays to fill and return (reusing buffers
     across calls avoids the page faults of fresh multi-megabyte outputs).
     """
@@ -416,16 +447,18 @@ def dynamics_batch(model, Q, V, factorization='eq10', out=None):
         out = Dynamics(np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n, n)), np.empty((K, n)))
     M, C, Mdot = (_out_array(out, name, (K, n, n)) for name in ('M', 'C', 'Mdot'))
     g = _out_array(out, 'g', (K, n))
-    ready(kernels.dynamics_batch)(model.packed, Q, V, M, C, Mdot, g, fact,
-                                  get_num_threads())
+    batch_call(kernels.dynamics_batch, batch_threads(K, n * (3 * n + 1)),
+               model.packed, Q, V, M, C, Mdot, g, fact)
     return Dynamics(M, C, Mdot, g)
 
 
 def christoffel_batch(model, Q):
-    """:func:`christoffel` for K configurations at once: Q (K, nq) -> (K, nv, nv, nv)."""
+    """:func:`christoffel` for K configurations in one compiled call: Q (K, nq) ->
+    (K, nv, nv, nv); threads as :func:`dynamics_batch`."""
     Q = check_batch(model, Q, model.nq, 'Q', True)
-    Gamma = np.empty((Q.shape[0],) + (model.nv,) * 3)
-    ready(kernels.christoffel_batch)(model.packed, Q, Gamma, get_num_threads())
+    n = model.nv
+    Gamma = np.empty((Q.shape[0], n, n, n))
+    batch_call(kernels.christoffel_batch, batch_threads(Q.shape[0], n ** 3), model.packed, Q, Gamma)
     return Gamma
 
 

@@ -104,6 +104,7 @@ def articulated_body_inertias(m, Phi, I, P, U, D):
                 u += P[k, r, c] * Phi[k, c]
             U[k, r] = u
             d += Phi[k, r] * u
+        d += m.armature[k]                             # + the reflected rotor inertia
         if not d > 0.0:
             return False
         D[k] = d

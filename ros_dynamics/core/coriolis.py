@@ -64,7 +64,7 @@ def coriolis_sweep(m, qd, M, C, Mdot, g, w, factorization):
             F2 = inertia_times(I, b, phi)                 # line 10
             F3 = factor_T_times(B, b, phi, nb)            # line 11
             C[j, j] = dot6(Phi, j, F1)                    # line 12
-            M[j, j] = dot6(Phi, j, F2)                    # line 13
+            M[j, j] = dot6(Phi, j, F2) + m.armature[j]    # line 13 (+ rotor inertia)
             Mdot[j, j] = 2.0 * C[j, j]                    # line 14
             g[j] = dot6(Phi, j, fg)
             i = dof_parent[j]

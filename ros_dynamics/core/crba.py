@@ -1,6 +1,6 @@
 """Composite-Rigid-Body Algorithm (Featherstone 2008): the mass matrix M(q).
 
-M_ij = Phi_i^T I^C_j Phi_j for i an ancestor of j (Echeandia & Wensing 2021, eq. (19); Featherstone 2008, "H_ij"),
+M_ij = Phi_i^T I^C_j Phi_j (+ the armature on the diagonal) for i an ancestor of j (Echeandia & Wensing 2021, eq. (19); Featherstone 2008, "H_ij"),
 computed with the backward sweep of composite inertias.  In world coordinates the sweep needs
 no transforms: I^C_p(j) += I^C_j.  Only the nonzero entries are visited (O(Nd)); the rest of M
 is zero (branch-induced sparsity).
@@ -36,6 +36,7 @@ def composite_mass_matrix(m, Phi, I, M):
                 M[i, j] = dot6(Phi, i, F)
                 M[j, i] = M[i, j]
                 i = dof_parent[i]
+            M[j, j] += m.armature[j]                     # reflected rotor inertia
             j -= 1
         if m.parent[b] >= 0:
             add_row(I, b, m.parent[b])                   # I^C_p(b) += I^C_b

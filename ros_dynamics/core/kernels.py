@@ -20,7 +20,7 @@ for (each kernel's compile CPU time: docs/performance.md).
 """
 
 import numpy as np
-from numba import prange, types
+from numba import njit, prange, types
 
 from .centroidal import centroidal_momentum, composite_inertias
 from .christoffel import christoffel, christoffel_sweep
@@ -204,26 +204,63 @@ def contact_compliance(packed, work, q, cbody, clocal, width, Lam):
     return OK if compliance(m, q, cbody, clocal, width, Lam, w) else SINGULAR
 
 
-# -- batches (inputs validated in Python; all cores) ---------------------------------------------
+# -- batches (inputs validated in Python) ----------------------------------------------------------
+#
+# One compiled call for K states.  Each thread takes one contiguous block of rows (thread t:
+# rows [K t / T, K (t + 1) / T)), so two threads share at most the cache line at the edge of
+# their blocks of M, C, Mdot, g (strided rows k = t, t + T, ... write neighbouring rows of g
+# from both threads, and interleave the pages each thread first touches).  Each thread has
+# one workspace for its whole block, in its own cache lines.  The rows of a block are the
+# loop of a plain compiled function (``dynamics_rows``, ``christoffel_rows``) called from the
+# parallel loop: numba's parfor transformation sees only the call, and the per-state code is
+# compiled as in a serial loop, once.  The caller sets numba's team to ``threads``
+# (``api.batch_call``): with 1 the loop runs on the calling thread and no other thread is woken
+# (a team of two with one block waits for the idle thread to start and finish).
+
+LINE = 8    # float64 per 64-byte cache line
+
+
+@njit(**JIT)
+def _padded(n):
+    """n float64 rounded up to whole cache lines, plus one line: rows of a (T, _padded(n))
+    array never share a cache line whatever the array's alignment."""
+    return (n + 2 * LINE - 1) // LINE * LINE
+
+
+@njit(**JIT)
+def dynamics_rows(packed, Q, V, M, C, Mdot, g, factorization, work, lo, hi):
+    """Algorithm 1 for rows lo..hi-1 of a batch, with one workspace ``work``."""
+    m = tree(packed)
+    w = workspace(m, work)
+    for k in range(lo, hi):
+        coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, factorization)
+
+
+@njit(**JIT)
+def christoffel_rows(packed, Q, Gamma, work, lo, hi):
+    """Algorithm 2 for rows lo..hi-1 of a batch, with one workspace ``work``."""
+    m = tree(packed)
+    w = workspace(m, work)
+    for k in range(lo, hi):
+        christoffel(m, Q[k], Gamma[k], w)
+
 
 @entry(types.none, MODEL, MAT, MAT, GAMMA, GAMMA, GAMMA, MAT, types.int64, types.int64,
        **BATCH)
 def dynamics_batch(packed, Q, V, M, C, Mdot, g, factorization, threads):
-    # one workspace per thread, alive for the whole loop (the views in w do not own memory);
-    # the last workspace offset (model.py) is the size of one buffer
-    work = np.empty((threads, tree(packed).work[-1]))
-    for t in prange(threads):         # (namedtuples can't cross into a parfor: unpack inside)
-        m = tree(packed)
-        w = workspace(m, work[t])
-        for k in range(t, Q.shape[0], threads):
-            coriolis(m, Q[k], V[k], M[k], C[k], Mdot[k], g[k], w, factorization)
+    """M, C, Mdot, g for every row of Q, V in ``threads`` blocks, one per thread of the team
+    (the caller sets the team to ``threads``: ``api.batch_call``)."""
+    K = Q.shape[0]
+    work = np.empty((threads, _padded(tree(packed).work[-1])))
+    for t in prange(threads):
+        dynamics_rows(packed, Q, V, M, C, Mdot, g, factorization, work[t],
+                      K * t // threads, K * (t + 1) // threads)
 
 
 @entry(types.none, MODEL, MAT, types.float64[:, :, :, ::1], types.int64, **BATCH)
 def christoffel_batch(packed, Q, Gamma, threads):
-    work = np.empty((threads, tree(packed).work[-1]))
+    """Gamma for every row of Q in ``threads`` blocks, one per thread of the team."""
+    K = Q.shape[0]
+    work = np.empty((threads, _padded(tree(packed).work[-1])))
     for t in prange(threads):
-        m = tree(packed)
-        w = workspace(m, work[t])
-        for k in range(t, Q.shape[0], threads):
-            christoffel(m, Q[k], Gamma[k], w)
+        christoffel_rows(packed, Q, Gamma, work[t], K * t // threads, K * (t + 1) // threads)

@@ -61,7 +61,7 @@ from .jit import JIT, helper, shared
 from .spatial import I_H, I_J, NI, motion_cross, quaternion_to_matrix, row6
 
 Tree = namedtuple('Tree', 'N nv nq parent jtype q_idx v_idx dof_body dof_parent X_R X_p axis com '
-                          'inertia mass gravity work')
+                          'inertia mass gravity work armature')
 Work = namedtuple('Work', [name for name, _ in WORK_FIELDS])
 
 
@@ -152,8 +152,9 @@ def tree(packed):
     com = _c_view(packed, o + 6 * N, (N, 3))
     inertia = _c_view(packed, o + 9 * N, (N, 3, 3))
     mass = _c_view(packed, o + 18 * N, (N,))
+    armature = _c_view(packed, o + 19 * N, (nv,))
     return Tree(N, nv, nq, parent, jtype, q_idx, v_idx, dof_body, dof_parent, X_R, X_p, axis,
-                com, inertia, mass, gravity, work)
+                com, inertia, mass, gravity, work, armature)
 
 
 def _workspace_source():

@@ -26,7 +26,8 @@ Inside a kernel ``kinematics.tree(packed)`` unpacks them into named views (``m.p
 ``m.axis``, ``m.com``, ``m.inertia``, ``m.mass``, ``m.gravity``, ``m.work``: the offsets of
 the workspace fields).  ``ints`` = [N, nv, nq, parent(N), jtype(N), q_idx(N), v_idx(N),
 dof_body(nv), dof_parent(nv), work offsets(len(WORK_FIELDS) + 1)];
-``reals`` = [gravity(3), X_R(9N), X_p(3N), axis(3N), com(3N), inertia(9N), mass(N)].
+``reals`` = [gravity(3), X_R(9N), X_p(3N), axis(3N), com(3N), inertia(9N), mass(N),
+armature(nv)].
 
 Workspace layout (``WORK_FIELDS``): one float64 buffer per :class:`Data`, cut into the
 outputs (M, C, Mdot, g, the observer's p and C^T v, tau, ddq, a link Jacobian J, the state q, v
@@ -94,6 +95,9 @@ class Model:
     ``mass`` float[N]; ``com`` float[N,3]; ``inertia`` float[N,3,3] (about the CoM, body frame)
     ``dof_body`` int64[nv]   body of each DoF; ``dof_parent`` int64[nv]: DoF-tree parent (-1: none)
     ``gravity`` float[3]     gravitational acceleration in the world frame
+    ``armature`` float[nv]   reflected rotor inertia per DoF, added to the diagonal of M
+                             (``M + diag(armature)``: a geared motor's rotor inertia seen
+                             through its gear, N² I_rotor); zero on a floating base's six DoF
     ``packed``               the same, packed for the compiled kernels (module docstring),
                              with its views ``ints`` (int64) and ``reals`` (float64)
 
@@ -103,7 +107,7 @@ class Model:
 
     def __init__(self, *, name, body_names, joint_names, parent, jtype, X_R, X_p, axis,
                  mass, com, inertia, link_frames, floating_base, gravity=(0.0, 0.0, -9.81),
-                 root_link='', mimic=None, joint_limits=None, warnings=()):
+                 root_link='', mimic=None, joint_limits=None, warnings=(), armature=None):
         set_ = object.__setattr__
         set_(self, 'name', name)
         set_(self, 'warnings', tuple(warnings))
@@ -148,6 +152,13 @@ class Model:
             dof_parent[s0] = -1 if p < 0 else v_idx[p] + nv_i[p] - 1
             for s in range(s0 + 1, s0 + nv_i[i]):
                 dof_parent[s] = s - 1
+        armature = np.zeros(nv) if armature is None else np.asarray(armature, dtype=float)
+        if armature.shape != (nv,) or not np.all(np.isfinite(armature)) or np.any(armature < 0):
+            raise ValueError(f'armature must be {nv} finite values >= 0 (one per velocity '
+                             'coordinate)')
+        if self.floating_base and np.any(armature[:6]):
+            raise ValueError('armature of the floating base must be zero')
+        fields['armature'] = _readonly(armature, np.float64)
         fields.update(q_idx=_readonly(q_idx, np.int64), v_idx=_readonly(v_idx, np.int64),
                       dof_body=_readonly(dof_body, np.int64),
                       dof_parent=_readonly(dof_parent, np.int64))
@@ -183,7 +194,7 @@ class Model:
         f = fields
         reals = np.concatenate([f['gravity'], f['X_R'].ravel(), f['X_p'].ravel(),
                                 f['axis'].ravel(), f['com'].ravel(), f['inertia'].ravel(),
-                                f['mass']])
+                                f['mass'], f['armature']])
         packed = np.empty(len(ints) + len(reals))
         packed[:len(ints)].view(np.int64)[:] = ints
         packed[len(ints):] = reals
@@ -238,7 +249,8 @@ class Model:
                     parent=self.parent, jtype=self.jtype, X_R=self.X_R, X_p=self.X_p, axis=self.axis,
                     mass=self.mass, com=self.com, inertia=self.inertia, link_frames=self.link_frames,
                     floating_base=self.floating_base, gravity=self.gravity, root_link=self.root_link,
-                    mimic=self.mimic, joint_limits=self.joint_limits, warnings=self.warnings)
+                    mimic=self.mimic, joint_limits=self.joint_limits, warnings=self.warnings,
+                    armature=self.armature)
         args.update(changes)
         return Model(**args)
 
@@ -272,6 +284,23 @@ def attach_payload(model, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
     masses, coms, inertias = model.mass.copy(), model.com.copy(), model.inertia.copy()
     masses[body], coms[body], inertias[body] = m, c, Ic
     return model.copy(mass=masses, com=coms, inertia=inertias)
+
+
+def with_armature(model, armature):
+    """A new model with reflected rotor inertia ``armature`` [kg m² or kg] on its joints: one
+    value for every joint or one per joint (``model.joint_names`` order), finite and >= 0;
+    ValueError naming the problem.  (The node's ``joint_armature`` parameter.)"""
+    a = np.asarray(armature, dtype=float).reshape(-1)
+    nj = len(model.joint_names)
+    if a.size == 1:
+        a = np.full(nj, float(a[0]))
+    if a.size != nj:
+        raise ValueError(f'joint_armature needs one value or one per joint ({nj}), got {a.size}')
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError('joint_armature values must be finite and >= 0')
+    full = np.zeros(int(model.nv))
+    full[int(model.nv) - nj:] = a
+    return model.copy(armature=full)
 
 
 def massless_bodies(model):

@@ -30,7 +30,7 @@ def momentum_terms(m, q, qd, p_out, ctv_out, g_out, w):
         fg = gravity_force(I, b, m.gravity)
         h = row6(hC, b)
         while s >= 0 and m.dof_body[s] == b:
-            p_out[s] = dot6(Phi, s, h)
+            p_out[s] = dot6(Phi, s, h) + m.armature[s] * qd[s]    # + rotor: diag(I_a) qd
             ctv_out[s] = dot6(Phid, s, h)
             g_out[s] = dot6(Phi, s, fg)
             s -= 1

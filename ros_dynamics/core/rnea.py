@@ -45,7 +45,7 @@ def newton_euler(m, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
     s = nv - 1
     for i in range(N - 1, -1, -1):                      # tau_i = Phi_i^T sum_{k >= i} f_k  (13)
         while s >= 0 and dof_body[s] == i:
-            tau[s] = dot6(Phi, s, row6(f, i))
+            tau[s] = dot6(Phi, s, row6(f, i)) + m.armature[s] * qdd[s]   # + rotor inertia
             s -= 1
         if m.parent[i] >= 0:
             add_row(f, i, m.parent[i])

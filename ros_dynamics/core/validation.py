@@ -18,7 +18,7 @@ import difflib
 import numpy as np
 from numba import njit
 
-from .configuration import QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
+from .configuration import FREE_QUATERNION, QUATERNION_TOLERANCE, quaternion_norm, quaternion_ok
 
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
@@ -113,9 +113,14 @@ def check_batch(model, X, n, name, configuration=False):
         raise ValueError(f'{name} must have shape (K, {n}), got {X.shape}')
     if not all_finite(X):
         raise ValueError(f'{name} contains NaN or inf')
-    if configuration and model.floating_base:
-        for q in X:
-            check_configuration(model, q)
+    if configuration and model.floating_base:          # all rows at once; the first bad one named
+        quat = X[:, FREE_QUATERNION]
+        bad = np.flatnonzero(np.abs(np.einsum('ij,ij->i', quat, quat) - 1.0) > QUATERNION_TOLERANCE)
+        if bad.size:
+            try:
+                check_configuration(model, X[bad[0]])
+            except ValueError as exc:
+                raise ValueError(f'{name}[{bad[0]}]: {exc}') from None
     return X
 
 

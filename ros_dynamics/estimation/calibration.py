@@ -66,27 +66,31 @@ class ContactInData(CalibrationError):
 # The pipeline the node runs, on recorded samples
 
 
-def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio):
+def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
+           torque_offset=0.0):
     """The node's own per-sample pipeline (:class:`ros_dynamics.estimation.cycle.Cycle`) with
     these observer settings: the one place where replay and calibration meet the node."""
     settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
                                 friction_coulomb=friction_coulomb,
                                 threshold=threshold if threshold is not None else 1e300,
-                                release_ratio=release_ratio)
+                                release_ratio=release_ratio, torque_offset=torque_offset)
     return Cycle(model, observer=settings)
 
 
 def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                       threshold=None, release_ratio=0.5):
+                       threshold=None, release_ratio=0.5, torque_offset=0.0):
     """Replay ``samples`` through the node's pipeline; returns a dict with ``t``, ``r``
     (T, nv; NaN where the observer (re)started or skipped the sample: the first sample, gaps
     beyond the pipeline's gap limit, repeated stamps), ``restart`` (T,) bool (the observer
-    restarted at that sample), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
+    restarted at that sample), ``bridge`` (T,) bool (it bridged a gap there: the residual
+    kept), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
     list (with a ``threshold``), ``reasons`` (the restarts: (t, why))."""
-    cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio)
+    cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
+                 torque_offset)
     T, nv = len(samples), int(model.nv)
     r = np.full((T, nv), np.nan)
     restart = np.zeros(T, dtype=bool)
+    bridge = np.zeros(T, dtype=bool)
     skipped = np.zeros(T, dtype=bool)
     contact = np.zeros(T, dtype=bool)
     link = [None] * T
@@ -95,8 +99,9 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
     for k in range(T):
         res = cyc.step(samples.q[k], samples.v[k], samples.tau[k],
                        t0 + int(round(samples.t[k] * 1e9)))
-        if res.observer == 'update':
+        if res.observer in ('update', 'bridge'):
             r[k] = res.residual
+            bridge[k] = res.observer == 'bridge'
             if threshold is not None:
                 contact[k], link[k] = res.contact.in_contact, res.contact.link
         elif res.observer == 'reset':
@@ -104,8 +109,8 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
             reasons.append((float(samples.t[k]), res.reset_reason))
         else:
             skipped[k] = True
-    return {'t': samples.t, 'r': r, 'restart': restart, 'skipped': skipped, 'contact': contact,
-            'link': link, 'reasons': reasons}
+    return {'t': samples.t, 'r': r, 'restart': restart, 'bridge': bridge, 'skipped': skipped,
+            'contact': contact, 'link': link, 'reasons': reasons}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,15 +126,18 @@ def _increasing(samples):
     if np.any(np.diff(samples.t) < 0):
         raise CalibrationError('sample times must not decrease (sort the samples by stamp)')
     return Samples(samples.t[keep], samples.q[keep], samples.v[keep], samples.tau[keep],
-                   samples.names, samples.t0_ns)
+                   samples.names, samples.t0_ns,
+                   samples.notes + [f'{int((~keep).sum())} samples with a repeated stamp '
+                                    'dropped'])
 
 
 def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
-               max_rows=60000):
+               max_rows=60000, bridge=None):
     """Columns ρ of the residual's dependence on the parameters, their names and the sample
     indices they are kept at.
 
-    Streamed over the samples (the observer's filter, restarted where the pipeline restarted):
+    Streamed over the samples (the observer's filter, restarted where the pipeline restarted,
+    held where it bridged a gap):
     ``w_k = (P_k − P_{k−1})/Δt − ½(B_k + B_{k−1})``, ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with
     ``a = e^{−K Δt}``, ``P``/``B`` the change of ``p``/``β`` per unit parameter.  Every
     ``stride``-th sample is kept (at most ``max_rows``): the residual is correlated over ~1/K,
@@ -163,7 +171,7 @@ def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
             P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k], samples.v[k])
         if restart[k]:
             cur[:] = 0.0
-        else:
+        elif bridge is None or not bridge[k]:
             dt = samples.t[k] - samples.t[k - 1]
             a = np.exp(-K * dt)[:, None]
             cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
@@ -384,11 +392,11 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
                                '(non-finite results)')
     rho, names, idx = _regressor(model, samples, restart, gain, payload_link, velocity_eps,
-                                 friction)
+                                 friction, bridge=base['bridge'])
     # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
     r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
     fixed = np.zeros(rho.shape[2], dtype=bool)
-    notes = []
+    notes = list(samples.notes)     # what reading the recording skipped
     inertia_ok = payload_link is not None and inertia is not False
     rows = valid_s.copy()          # the samples the fit uses (contact stretches excluded)
     A_all = rho.reshape(idx.size * nv, rho.shape[2])
@@ -441,13 +449,32 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     if not np.array_equal(new_rows, rows):
         rows = new_rows
         theta, An, scale, e, w = fit(fixed, offset)
-    if spans:
-        msg = _contact_message(ts, spans, (r0s + rho @ theta)[:, nb:], rows,
-                               list(model.joint_names))
+    # Which spans friction cannot explain: a span whose residual stays within what the friction
+    # law's shape can leave (2 F_c, the Coulomb level: a sticking or asymmetric dry friction
+    # against the smooth tanh) or within 10 % of the joint's torque rms on every joint is a
+    # friction-law or small model mismatch: left out of the fit, reported, kept for the
+    # thresholds.  Only the others are contact.
+    e_fit = (r0s + rho @ theta)[:, nb:]
+    nj_ = nv - nb
+    fc_fit = np.maximum(theta[nj_:2 * nj_], 0.0) if friction else np.zeros(nj_)
+    limit = np.maximum(2.0 * fc_fit, 0.1 * np.sqrt(np.mean(samples.tau[idx, nb:] ** 2, axis=0)))
+    big = [sp for sp in spans
+           if np.any(np.nanmax(np.abs(e_fit[_in_spans(ts, [sp])]), axis=0) > limit)]
+    small = [sp for sp in spans if sp not in big]
+    if small:
+        peak = np.nanmax(np.abs(e_fit[_in_spans(ts, small)]), axis=0)
+        where = ', '.join(f'{a - ts[0]:.2f}-{b - ts[0]:.2f} s' for a, b in small[:4])
+        notes.append(f'{len(small)} stretches ({where}'
+                     f'{" ..." if len(small) > 4 else ""}) stand out of the noise by up to '
+                     f'{np.round(peak, 3).tolist()} N m, within what the friction law\'s shape '
+                     f'or a small model error explains ({np.round(limit, 3).tolist()} N m): left '
+                     'out of the fit, kept for the thresholds')
+    if big:
+        msg = _contact_message(ts, big, e_fit, rows, list(model.joint_names))
         if contact == 'error':
             raise ContactInData(msg)
         notes.append('excluded from the fit: ' + msg)
-    used = valid & ~_in_spans(samples.t, spans, 0.2)   # all samples but the contact spans
+    used = valid & ~_in_spans(samples.t, big, 0.2)   # all samples but the contact spans
     nrows = int(rows.sum())
     inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
 

@@ -67,14 +67,15 @@ class ObserverSettings:
     def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                  threshold=5.0, release_ratio=0.5, gap_factor=5.0, gap_min=0.002, gap_max=0.1,
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
-                 contact_frames=(), contact_frame_model='point', contact_normal=(0.0, 0.0, 1.0),
-                 contact_force_threshold=10.0):
+                 torque_offset=0.0, contact_frames=(), contact_frame_model='point',
+                 contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
                                                model)
         self.friction_coulomb = per_coordinate('observer_friction_coulomb', friction_coulomb,
                                                model)
+        self.torque_offset = per_coordinate('observer_torque_offset', torque_offset, model)
         if not (self.gain > 0).all() or not (self.threshold > 0).all():
             raise ValueError('observer_gain and contact_threshold must be > 0')
         self.release_ratio = float(release_ratio)
@@ -147,7 +148,8 @@ class Cycle:
         if observer is not None:
             self.observer = MomentumObserver(model, gain=observer.gain,
                                              friction_viscous=observer.friction_viscous,
-                                             friction_coulomb=observer.friction_coulomb)
+                                             friction_coulomb=observer.friction_coulomb,
+                                             torque_offset=observer.torque_offset)
             self.detector = ContactDetector(model, threshold=observer.threshold,
                                             release_ratio=observer.release_ratio)
         else:
@@ -198,11 +200,7 @@ class Cycle:
             self.observer.count_sample()
             res.residual = self.observer.state[R]
             res.contact = self.detector.free_sample()
-            res.observer, res.dt = ('bridge' if bridged else 'update'), dt
-            if bridged:
-                self.bridged += 1
-            else:
-                self._record_period(dt)
+            self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
             self._pending = None
         if res.error is not None:
@@ -222,6 +220,15 @@ class Cycle:
             return 'reset', (f'the time went back {-dt:.6g} s since the last joint state (a '
                              'source or clock reset)')
         return ('bridge' if kind == INTERVAL_GAP else 'update'), dt
+
+    def _observed(self, res, kind, dt):
+        """An observer update ('update' or 'bridge') a period ``dt`` after the last one: the
+        period joins the gap limit's median unless it was a gap."""
+        res.observer, res.dt = kind, dt
+        if kind == 'bridge':
+            self.bridged += 1
+        else:
+            self._record_period(dt)
 
     def _record_period(self, dt):
         k = self._n_periods
@@ -255,18 +262,14 @@ class Cycle:
                     self.last_reset = (step[1], t_ns)
                     res.observer, res.reset_reason = 'reset', step[1]
                 else:
-                    bridge = step[0] == 'bridge'
-                    res.residual = self.observer.update_from(data, tau, step[1], bridge)
+                    res.residual = self.observer.update_from(data, tau, step[1],
+                                                             step[0] == 'bridge')
                     judged = res.residual
                     if self.contact_forces is not None:
                         res.forces = self.contact_forces.update(q, res.residual)
                         judged = res.forces.unexplained
                     res.contact = self.detector.update(judged)
-                    res.observer, res.dt = step
-                    if bridge:
-                        self.bridged += 1
-                    else:
-                        self._record_period(step[1])
+                    self._observed(res, *step)
                     self._wrench(q, res, judged)
                 self._last_ns = t_ns
                 self._pending = None

@@ -32,7 +32,7 @@ from ..core.jit import depends_on_core, entry, ready
 from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
-from .observer import BETA, FC, FV, GAIN, P, R, TAU, V, residual_step
+from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
 from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, NS, STAMP_OK, any_above,
                     friction_into, gather_checked, hold, observer_interval, stamp_verdict,
                     terms_finite)
@@ -113,7 +113,7 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
             return INTERVAL
         bridged = interval == INTERVAL_GAP
         saved = obs[R:V + 1].copy()     # r and the last sample, restored on a decline
-        tf = friction_into(v, obs[FV], obs[FC], limits[EPS], np.empty(nv))
+        tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
         residual_step(r, obs[GAIN], dt, obs[P], obs[BETA], obs[TAU], w.p, w.ctv, g, tf, tau,
                       False, bridged)
         if any_above(r, threshold):

@@ -25,9 +25,12 @@ import math
 
 import numpy as np
 
-from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, NO_STAMP, NS, STAMP_BACKWARDS,
+from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, NO_STAMP, NS,
                     STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
-                    STAMP_UNSTAMPED, STAMP_ZERO, gather_checked, hold, stamp_verdict)
+                    STAMP_UNSTAMPED, STAMP_ZERO, all_within, gather_checked, hold,
+                    stamp_verdict)
+
+_NO_EFFORT = np.zeros(0)
 
 
 class JointNameMap:
@@ -158,8 +161,10 @@ class InputBounds:
         vb, eb = self.velocity, self.effort
         if joints is not None:
             vb, eb = vb[joints], eb[joints]
-        if ((np.abs(q) <= self.position).all() and (np.abs(v) <= vb).all()
-                and (e is None or (np.abs(e) <= eb).all())):
+        q, v = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float)
+        e = None if e is None else np.ascontiguousarray(e, dtype=float)
+        if all_within(q, v, _NO_EFFORT if e is None else e, self.position,
+                      np.ascontiguousarray(vb), np.ascontiguousarray(eb)):
             return None
         for x in (q, v, e):
             if x is not None and not np.isfinite(x).all():

@@ -73,8 +73,8 @@ __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_cont
 _FLAGS = dict(cache=True, nogil=True)
 
 #: rows of :attr:`MomentumObserver.state`
-R, P, BETA, TAU, V, GAIN, FV, FC = range(8)
-ROWS = 8
+R, P, BETA, TAU, V, GAIN, FV, FC, FO = range(9)
+ROWS = 9
 
 
 @entry(types.none, VEC, VEC, types.float64, VEC, VEC, VEC, VEC, VEC, VEC, VEC, VEC,
@@ -118,11 +118,12 @@ def _per_joint(x, n, name, positive=False, nonneg=False):
     return a.copy()
 
 
-def friction_torque(v, viscous=0.0, coulomb=0.0, velocity_eps=FRICTION_EPS):
-    """Joint friction ``τ_f = F_v v + F_c tanh(v / ε)`` (:func:`rules.friction_into
+def friction_torque(v, viscous=0.0, coulomb=0.0, velocity_eps=FRICTION_EPS, offset=0.0):
+    """Joint friction ``τ_f = F_v v + F_c tanh(v / ε) + b`` (:func:`rules.friction_into
     <ros_dynamics.estimation.rules.friction_into>`, the one statement of the law), for a
-    velocity vector and scalar or per-joint coefficients; it opposes the motion, so the torque
-    available to move the joint is ``τ − τ_f``.
+    velocity vector and scalar or per-joint coefficients; it opposes the motion (``b``: a
+    constant offset of the measured torque), so the torque available to move the joint is
+    ``τ − τ_f``.
 
     The Coulomb term is smoothed over ``|v| ≲ ε`` [rad/s or m/s], which avoids chattering in a
     simulator and noise-driven sign flips in the observer; ``velocity_eps <= 0`` gives the
@@ -131,9 +132,11 @@ def friction_torque(v, viscous=0.0, coulomb=0.0, velocity_eps=FRICTION_EPS):
     v = np.asarray(v, dtype=float)
     shape = v.shape
     v = np.ascontiguousarray(v.reshape(-1))
-    fv = np.ascontiguousarray(np.broadcast_to(np.asarray(viscous, dtype=float), shape).reshape(-1))
-    fc = np.ascontiguousarray(np.broadcast_to(np.asarray(coulomb, dtype=float), shape).reshape(-1))
-    return friction_into(v, fv, fc, float(velocity_eps), np.empty(v.shape)).reshape(shape)
+
+    def per(x):
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), shape).reshape(-1))
+    return friction_into(v, per(viscous), per(coulomb), per(offset), float(velocity_eps),
+                         np.empty(v.shape)).reshape(shape)
 
 
 class MomentumObserver:
@@ -157,23 +160,25 @@ class MomentumObserver:
     """
 
     def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                 friction_velocity_eps=FRICTION_EPS, tau_average=False):
+                 friction_velocity_eps=FRICTION_EPS, tau_average=False, torque_offset=0.0):
         self.model = model
         self.nv = int(model.nv)
         self.nq = int(model.nq)
         n = self.nv
         # the observer's state and settings in one array (one argument for a compiled cycle,
         # fused_cycle.py): rows R (residual), P, BETA, TAU (the last sample's p, beta, tau), V
-        # (its velocity), GAIN, FV, FC (friction); the attributes below are views of its rows
+        # (its velocity), GAIN, FV, FC, FO (friction and torque offset); the attributes below
+        # are views of its rows
         self.state = np.zeros((ROWS, n))
         self._r, self._p, self._beta, self._tau, self._v = (self.state[k] for k in range(5))
         self._gain, self._fv, self._fc = self.state[GAIN], self.state[FV], self.state[FC]
+        self._fo = self.state[FO]
         self._q = np.zeros(self.nq)                         # the last sample's q
         self._initialized = False
         self._have_tau = False
         self.samples = 0
         self.gain = gain
-        self.set_friction(friction_viscous, friction_coulomb)
+        self.set_friction(friction_viscous, friction_coulomb, torque_offset)
         self.friction_velocity_eps = float(friction_velocity_eps)
         self.tau_average = bool(tau_average)
         self._data = Data(model)                  # workspace of update(q, v, ...)
@@ -197,13 +202,19 @@ class MomentumObserver:
     def friction_coulomb(self):
         return self._fc.copy()
 
-    def set_friction(self, viscous=None, coulomb=None):
-        """Change the friction model (takes effect from the next sample)."""
+    @property
+    def torque_offset(self):
+        return self._fo.copy()
+
+    def set_friction(self, viscous=None, coulomb=None, offset=None):
+        """Change the friction model or the torque offset (from the next sample on)."""
         if viscous is not None:
             self._fv[:] = _per_joint(viscous, self.nv, 'friction_viscous', nonneg=True)
         if coulomb is not None:
             self._fc[:] = _per_joint(coulomb, self.nv, 'friction_coulomb', nonneg=True)
-        self._friction_on = bool(np.any(self._fv) or np.any(self._fc))
+        if offset is not None:
+            self._fo[:] = _per_joint(offset, self.nv, 'torque_offset')
+        self._friction_on = bool(np.any(self._fv) or np.any(self._fc) or np.any(self._fo))
         if self._initialized:
             self._terms(self._q, self._v, self._p, self._beta)
 
@@ -234,7 +245,8 @@ class MomentumObserver:
         """τ_f(v) (into a buffer of its own), or zeros without a friction model."""
         if not self._friction_on:
             return self._zeros
-        return friction_into(v, self._fv, self._fc, self.friction_velocity_eps, self._tf)
+        return friction_into(v, self._fv, self._fc, self._fo, self.friction_velocity_eps,
+                             self._tf)
 
     def _terms(self, q, v, p_out, beta_out):
         """(p, β) at the validated state (q, v), from one fused O(N) pass, into the buffers."""

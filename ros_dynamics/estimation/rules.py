@@ -7,12 +7,14 @@ codes they return into reasons; the compiled cycle (:mod:`ros_dynamics.estimatio
 calls the same functions in one compiled call.  So a rule changed here changes both paths.
 
 * :func:`stamp_verdict`: the stamp policy of one source (docs/input_policy.md);
+* :func:`within`: the input bounds of a joint's position, velocity and effort;
 * :func:`gather_checked`: one value per model joint from a message or from the held values of
-  other sources (fresh enough), finite and within the input bounds;
+  other sources (fresh enough), each :func:`within` its bounds;
 * :func:`hold`: a partial source's values kept for the cycles of the driving source;
 * :func:`observer_interval`: what the observer does with the time since its last sample: an
   update, nothing (the same stamp), a restart (the time went back) or a bridge over a gap;
-* :func:`friction_into`: the joint-friction law ``F_v v + F_c tanh(v / eps)``;
+* :func:`friction_into`: the joint-friction law ``F_v v + F_c tanh(v / eps)`` and the torque
+  offset;
 * :func:`any_above`: the contact threshold;
 * :func:`terms_finite`: nothing non-finite is published.
 """
@@ -93,11 +95,28 @@ def gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort, t_ns, m
         b = vel[i] if has_v else 0.0
         c = eff[i] if has_e else 0.0
         q[k], v[k], e[k] = a, b, c
-        if not (abs(a) <= pbound and abs(b) <= vbound[k] and abs(c) <= ebound[k]):
+        if not within(a, b, c, pbound, vbound[k], ebound[k]):
             bad = True
     if bad:
         return GATHER_BOUNDS, False
     return (GATHER_STALE if stale else GATHER_OK), all_e
+
+
+@njit(**_FLAGS)
+def within(position, velocity, effort, pbound, vbound, ebound):
+    """The input bounds of one joint: finite, |position| <= pbound, |velocity| <= vbound,
+    |effort| <= ebound (a NaN fails every compare)."""
+    return abs(position) <= pbound and abs(velocity) <= vbound and abs(effort) <= ebound
+
+
+@njit(**_FLAGS)
+def all_within(q, v, e, pbound, vbound, ebound):
+    """:func:`within` for every joint of the vectors q, v, e (e empty: no efforts)."""
+    has_e = e.shape[0] > 0
+    for k in range(q.shape[0]):
+        if not within(q[k], v[k], e[k] if has_e else 0.0, pbound, vbound[k], ebound[k]):
+            return False
+    return True
 
 
 @njit(**_FLAGS)
@@ -138,11 +157,13 @@ def observer_interval(dt, gap_limit):
 
 # -- the models of the observer and of the detector ----------------------------------------
 @njit(**_FLAGS)
-def friction_into(v, viscous, coulomb, eps, out):
-    """out <- the joint friction ``F_v v + F_c tanh(v / eps)`` (``eps <= 0``: ``sign(v)``), the
-    torque that opposes the motion (so ``tau - out`` is what moves the joint)."""
+def friction_into(v, viscous, coulomb, offset, eps, out):
+    """out <- the joint friction ``F_v v + F_c tanh(v / eps) + b`` (``eps <= 0``: ``sign(v)``):
+    the part of the reported joint torque that does not move the joint (friction opposes the
+    motion; ``b`` is a constant offset of the torque measurement), so ``tau - out`` is what
+    moves it."""
     for i in range(v.shape[0]):
-        out[i] = viscous[i] * v[i] + coulomb[i] * coulomb_shape(v[i], eps)
+        out[i] = viscous[i] * v[i] + coulomb[i] * coulomb_shape(v[i], eps) + offset[i]
     return out
 
 

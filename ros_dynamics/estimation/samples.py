@@ -23,6 +23,7 @@ class Samples:
     tau: np.ndarray
     names: list = field(default_factory=list)
     t0_ns: int = 0
+    notes: list = field(default_factory=list)    # what reading them skipped or repaired
 
     def __post_init__(self):
         self.t = np.asarray(self.t, dtype=float).reshape(-1)
@@ -49,4 +50,5 @@ class Samples:
             m &= rel >= start
         if stop is not None:
             m &= rel < stop
-        return Samples(self.t[m], self.q[m], self.v[m], self.tau[m], self.names, self.t0_ns)
+        return Samples(self.t[m], self.q[m], self.v[m], self.tau[m], self.names, self.t0_ns,
+                       self.notes)

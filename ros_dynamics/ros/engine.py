@@ -26,6 +26,7 @@ from ..estimation.joint_state_cycle import JointStateCycle
 from ..core.coordinates import BASE_DOF_NAMES
 from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssembler,
                                       NameMaps)
+from ..core.model import with_armature
 from ..estimation.payload import apply_payload
 from ..estimation.samples import Samples
 from . import interfaces as itf, wire
@@ -55,6 +56,8 @@ def load_model(xml, cfg):
     if model.nv > cfg.max_nv:
         raise ValueError(f'the model has {model.nv} velocity coordinates, more than max_nv '
                          f'({cfg.max_nv})')
+    if any(cfg.joint_armature):
+        model = with_armature(model, cfg.joint_armature)
     if cfg.payload_link and cfg.payload_mass > 0.0:
         return apply_payload(model, cfg.payload_link, cfg.payload_mass, cfg.payload_com,
                              cfg.payload_inertia), model
@@ -75,6 +78,7 @@ def observer_settings(model, cfg):
         cfg.contact_threshold, cfg.contact_release_ratio, gap_factor=cfg.observer_gap_factor,
         gap_max=cfg.observer_max_dt, wrench_link=cfg.contact_wrench_link,
         wrench_point=cfg.contact_wrench_point, force_only=cfg.contact_wrench_force_only,
+        torque_offset=cfg.observer_torque_offset,
         contact_frames=cfg.contact_frames, contact_frame_model=cfg.contact_frame_model,
         contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold)
 

@@ -166,11 +166,6 @@ def dynamics_actions(args, share, *, package_available=has_package):
     managed = parse_bool('managed', args['managed'])
     autostart = parse_bool('autostart', args['autostart'])
     rviz = parse_bool('rviz', args['rviz'])
-    if floating and sim:
-        raise LaunchArgumentError(
-            'floating_base:=true sim:=true contradict each other: the simulator is fixed-base '
-            'only. Drop sim:=true (feed joint_states and odom from your robot or simulator) or '
-            'use floating_base:=false.')
     if autostart and not managed:
         raise LaunchArgumentError(
             'autostart:=true applies to managed:=true only (a plain node starts active); '
@@ -191,7 +186,8 @@ def dynamics_actions(args, share, *, package_available=has_package):
             f"{_fqn(ns, 'dynamics')} configure' then 'activate' (or use autostart:=true)"))
     if sim:
         out.append(NodeAction(package='ros_dynamics', executable='sim', name='sim',
-                              namespace=ns, parameters=[{'robot_description': xml}]))
+                              namespace=ns, parameters=[{'robot_description': xml,
+                                                         'floating_base': floating}]))
     if rviz:
         absent = [p for p in ('robot_state_publisher', 'rviz2') if not package_available(p)]
         if absent:

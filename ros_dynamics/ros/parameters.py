@@ -96,6 +96,9 @@ PARAMETERS = (
     P('payload_inertia', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 'Payload inertia about its centre of '
       'mass in link axes [ixx, ixy, ixz, iyy, iyz, izz] (kg m^2).', 'model', -1e4, 1e4,
       lengths=(6,)),
+    P('joint_armature', [0.0], 'Reflected rotor inertia per joint (kg m^2; kg for prismatic), '
+      'added to the diagonal of M: one value or one per joint (e.g. from calibrate --links all).',
+      'model', 0.0, 1e4),
     # --- outputs
     P('publish_dynamics', True, 'Publish ~/dynamics (M, C, dM/dt, g per joint state).'),
     P('publish_external_torque', True, 'Publish ~/external_torque (sensor_msgs/JointState, '
@@ -174,6 +177,9 @@ PARAMETERS = (
       'per joint.', 'observer', 0.0, 1e6),
     P('observer_friction_coulomb', [0.0], 'Coulomb joint friction (N m): one value or one per '
       'joint.', 'observer', 0.0, 1e6),
+    P('observer_torque_offset', [0.0], 'Constant offset of the measured joint torques (N m; '
+      'measured = applied + offset, as calibrate --links all identifies it): one value or one '
+      'per joint.', 'observer', -1e6, 1e6),
     P('contact_threshold', [5.0], 'Detection threshold on |residual| (N m): one value, one per '
       'joint or one per velocity coordinate.', 'observer', 0.0, 1e9, True),
     P('contact_release_ratio', 0.5, 'A detected joint is released below threshold x this ratio.',

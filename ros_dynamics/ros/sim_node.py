@@ -2,7 +2,8 @@
 
 It publishes ``joint_states`` (effort = the motor torque that acted during the period ending at
 the stamp) and the truth of the external torque and contact at ``rate`` Hz, stamped in
-simulated time, with its own PD + gravity loop or commands from ``~/effort_command`` (held,
+simulated time (with ``floating_base``: a legged robot standing on a floor with rigid feet, its
+base state on ``odom`` and an optional push on the base), with its own PD + gravity loop or commands from ``~/effort_command`` (held,
 optionally in lock-step with the controller). Topics and parameters: docs/ros_interface.md,
 "Simulator sim".
 """
@@ -22,6 +23,7 @@ import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 import rclpy.exceptions  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -31,6 +33,8 @@ from ros_dynamics.core.urdf import load_urdf  # noqa: E402
 from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.simulation.external import HeldEffort  # noqa: E402
+from ros_dynamics.simulation.plant import WrenchContact  # noqa: E402
+from ros_dynamics.simulation.rigid_simulator import standing_quadruped  # noqa: E402
 from ros_dynamics.simulation.scenarios import (bundled_urdf, deepest_links,  # noqa: E402
                                                make_scenario, perturb_urdf_inertia)
 
@@ -67,6 +71,8 @@ class SimNode(Node):
         p('command_timeout', 0.1)
         p('fallback_damping', rclpy.Parameter.Type.DOUBLE_ARRAY)
         p('lockstep_timeout', 0.0)
+        p('floating_base', False)
+        p('base_push', rclpy.Parameter.Type.DOUBLE_ARRAY)
         g = lambda n: self.get_parameter(n).value  # noqa: E731
 
         xml = g('robot_description')
@@ -75,11 +81,12 @@ class SimNode(Node):
             with open(path) as f:
                 xml = f.read()
         self.urdf = xml
-        model = load_urdf(xml)
+        floating = bool(g('floating_base'))
+        model = load_urdf(xml, floating_base=floating)
         plant_xml = xml
         if g('inertia_error') > 0:
             plant_xml = perturb_urdf_inertia(xml, g('inertia_error'), g('seed'))
-        plant = load_urdf(plant_xml)
+        plant = load_urdf(plant_xml, floating_base=floating)
         payload = None
         if g('payload_mass') != 0.0:
             payload = (g('payload_link') or deepest_links(plant)[0], g('payload_mass'))
@@ -90,13 +97,16 @@ class SimNode(Node):
         self.rtf = float(g('real_time_factor'))
         if not self.rtf > 0:
             raise ValueError('real_time_factor must be > 0')
-        self.sim, self.desc = make_scenario(
-            plant, g('scenario'), dt=self.dt, noise_position=g('noise_position'),
-            noise_velocity=g('noise_velocity'), noise_effort=g('noise_effort'),
-            seed=g('seed'), friction_viscous=g('friction_viscous'),
-            friction_coulomb=g('friction_coulomb'), wall_stiffness=g('wall_stiffness'),
-            wall_damping=g('wall_damping'), push_force=g('push_force'),
-            controller_model=model, payload=payload)
+        if floating:
+            self.sim, self.desc = self._standing(plant, plant_xml, g)
+        else:
+            self.sim, self.desc = make_scenario(
+                plant, g('scenario'), dt=self.dt, noise_position=g('noise_position'),
+                noise_velocity=g('noise_velocity'), noise_effort=g('noise_effort'),
+                seed=g('seed'), friction_viscous=g('friction_viscous'),
+                friction_coulomb=g('friction_coulomb'), wall_stiffness=g('wall_stiffness'),
+                wall_damping=g('wall_damping'), push_force=g('push_force'),
+                controller_model=model, payload=payload)
         self.names = list(model.joint_names)
         self.control = g('control')
         if self.control not in ('builtin', 'external'):
@@ -117,7 +127,8 @@ class SimNode(Node):
                 damping = None
             if damping is None or len(damping) == 0:
                 damping = self.sim.controller.kd
-            self.external = HeldEffort(model, g('command_timeout'), damping)
+            self.external = HeldEffort(model, g('command_timeout'), damping,
+                                       self.sim.controller if floating else None)
             self.sim.controller = self.external
             self._maps = NameMaps(self.names)   # the command's layout -> the plant's joints
             self.create_subscription(JointState, '~/effort_command', self._on_command,
@@ -137,6 +148,8 @@ class SimNode(Node):
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_js = self.create_publisher(JointState, 'joint_states', reliable)
+        self.pub_odom = self.create_publisher(Odometry, 'odom', reliable) if floating else None
+        self.root = model.link_names[0]
         self.pub_truth = self.create_publisher(JointState, '~/external_torque_truth', reliable)
         self.pub_contact = self.create_publisher(Bool, '~/contact_truth', reliable)
         self.pub_link = self.create_publisher(String, '~/contact_link_truth', latched)
@@ -148,9 +161,27 @@ class SimNode(Node):
         self.get_logger().info(
             f'sim: {model.name!r} ({len(self.names)} joints), scenario '
             f'{self.desc["scenario"]!r}, contact link {self.desc["contact_link"]!r}, '
-            f'{rate:g} Hz' + (', external efforts on ~/effort_command (gravity '
-                              'compensation + damping until the first one)'
-                              if self.external is not None else ''))
+            f'{rate:g} Hz' + (', external efforts on ~/effort_command (' + (
+                'the standing PD' if floating else 'gravity compensation + damping')
+                + ' until the first one)' if self.external is not None else ''))
+
+    def _standing(self, plant, xml, g):
+        """The floating-base robot standing on rigid feet (the URDF's spheres) on the floor
+        z = 0, joints held by PD until commands come; ``base_push`` = [t_start, duration, fx,
+        fy, fz] adds a force (world axes, N) on the root link's origin over that window."""
+        sim = standing_quadruped(plant, xml, dt=self.dt)
+        try:
+            push = list(g('base_push') or [])
+        except rclpy.exceptions.ParameterUninitializedException:
+            push = []
+        if push:
+            if len(push) != 5 or not push[1] > 0:
+                raise ValueError('base_push must be [t_start, duration > 0, fx, fy, fz]')
+            sim.contacts.append(WrenchContact(plant.link_names[0], force=push[2:],
+                                              t_start=push[0], t_end=push[0] + push[1]))
+        return sim, dict(scenario='standing' + (f', push {push[2:]} N at t = {push[0]:g} s '
+                                                f'for {push[1]:g} s' if push else ''),
+                         contact_link='feet')
 
     def _on_command(self, msg):
         try:
@@ -214,6 +245,16 @@ class SimNode(Node):
 
     def _publish(self, s, stamp_ns):
         stamp = Time(sec=int(stamp_ns // 1_000_000_000), nanosec=int(stamp_ns % 1_000_000_000))
+        if self.pub_odom is not None:      # first: the dynamics node pairs the latest odom
+            od = Odometry()
+            od.header.stamp = stamp
+            od.header.frame_id = 'world'
+            od.child_frame_id = self.root
+            pos, ori = od.pose.pose.position, od.pose.pose.orientation
+            pos.x, pos.y, pos.z, ori.x, ori.y, ori.z, ori.w = (float(x) for x in s.q[:7])
+            lin, ang = od.twist.twist.linear, od.twist.twist.angular   # base frame
+            lin.x, lin.y, lin.z, ang.x, ang.y, ang.z = (float(x) for x in s.v[:6])
+            self.pub_odom.publish(od)
         js = JointState()
         js.header.stamp = stamp
         js.name = self.names

@@ -9,7 +9,9 @@ applies the safe behaviour instead:
 
 which holds a resting robot where it is and brings a moving one to rest without a jump to zero
 torque (a real drive would brake; zero torque would let the arm fall).  Commands resume the
-external mode at once.  :attr:`mode` is ``'waiting'`` (no command yet), ``'external'`` or
+external mode at once.  With a floating base the command holds the joints' efforts (the base rows
+get none) and the safe behaviour is ``fallback`` (e.g. the scenario's own standing PD: joint
+gravity compensation alone would let a standing robot sag).  :attr:`mode` is ``'waiting'`` (no command yet), ``'external'`` or
 ``'fallback'``; :attr:`transitions` counts the switches into fallback.
 """
 
@@ -26,11 +28,13 @@ class HeldEffort:
     """``command(tau, t)`` (any thread) stores an effort received at simulated time ``t``;
     ``__call__(t, q, v, qd, vd)`` is the simulator's controller (``qd, vd`` unused)."""
 
-    def __init__(self, model, timeout=0.1, damping=0.0):
+    def __init__(self, model, timeout=0.1, damping=0.0, fallback=None):
         self.model = model
         nj = len(model.joint_names)
-        if int(model.nv) != nj:
-            raise ValueError('external efforts: fixed-base models only')
+        self.nbase = int(model.nv) - nj
+        self.fallback = fallback
+        if self.nbase and fallback is None:
+            raise ValueError('external efforts on a floating base need a fallback controller')
         self.timeout = float(timeout)
         if not self.timeout > 0:
             raise ValueError('timeout must be > 0')
@@ -57,10 +61,12 @@ class HeldEffort:
         if cmd is not None and t - cmd[1] <= self.timeout:
             self.mode = 'external'
             self.applied += 1
-            return cmd[0]
+            return np.concatenate([np.zeros(self.nbase), cmd[0]]) if self.nbase else cmd[0]
         if self.mode == 'external':
             self.transitions += 1
         if cmd is not None:
             self.mode = 'fallback'
         self.fallback_steps += 1
+        if self.fallback is not None:
+            return self.fallback(t, q, v, qd, vd)
         return np.asarray(gravity(self.model, q), dtype=float) - self.damping * v

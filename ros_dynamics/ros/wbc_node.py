@@ -1,0 +1,199 @@
+"""``wbc_controller``: a whole-body controller for a floating-base quadruped that closes the loop
+through the dynamics node's stream alone (``ros2 run ros_dynamics wbc_controller``).  A thin
+adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the built-in
+:class:`ros_dynamics.control.stand_step.StandStepSchedule`; no model of its own.
+
+* subscribes ``dynamics_topic`` (default ``dynamics/dynamics``: M, C, g, q, v) and
+  ``task_space_topic`` (default ``dynamics/task_space``: the feet's J, J̇ v, positions and the
+  centroidal terms), pairs them by stamp (:class:`ros_dynamics.control.StampPairer`; a pair
+  whose names disagree is dropped);
+* solves one QP per pair and publishes its joint torques on ``command_topic`` (default
+  ``sim/effort_command``; sensor_msgs/JointState ``name`` + ``effort``, ``header.stamp`` = the
+  stamp it answers).  A cycle whose QP is not solved repeats the last solved torques;
+* publishes the CoM reference of each cycle on ``~/com_reference`` (geometry_msgs/PointStamped,
+  world frame, the pair's stamp) for plots and evaluation;
+* the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
+  start); torque bounds from the ``<limit effort>`` of ``robot_description``;
+* logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/Q (x %)``
+  (Q: the served pairs that were valid and reached the QP; the others are counted rejected).
+"""
+
+import os
+import sys
+import time
+
+from ros_dynamics.ros import compat as ros_compat
+
+if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') == 'wbc_controller':
+    ros_compat.start_entry_point()   # pip ROS wheels: re-execute once with LD_LIBRARY_PATH set
+
+import numpy as np  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
+from geometry_msgs.msg import PointStamped  # noqa: E402
+from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from ros_dynamics.control import StampPairer  # noqa: E402
+from ros_dynamics.control.stand_step import StandStepSchedule  # noqa: E402
+from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
+                                      effort_limits_from_urdf)
+from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.ros.dynamics_terms import dynamics_msg_type, stamp_ns  # noqa: E402
+from ros_dynamics.ros.wbc_stream import (dynamics_arrays, stream_state,  # noqa: E402
+                                         task_space_msg_type)
+
+# (name, default, description); all read-only
+PARAMETERS = (
+    ('robot_description', '', 'URDF (XML): the joints\' <limit effort> bound the torques.'),
+    ('feet', ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], 'Point feet (task frames of '
+     '~/task_space).'),
+    ('lift_foot', 'LF_foot', 'The foot the schedule lifts.'),
+    ('friction', 0.5, 'Friction coefficient of the linearized cones.'),
+    ('com_amplitude', 0.02, 'CoM trajectory amplitude [m].'),
+    ('step_height', 0.05, 'Swing height [m].'),
+    ('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.'),
+    ('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.'),
+    ('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.'),
+    ('max_pending', 100, 'Messages waiting for their partner, at most, per kind.'),
+    ('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).'),
+)
+
+
+class WBCController(Node):
+    """The node of the module docstring."""
+
+    def __init__(self):
+        super().__init__('wbc_controller')
+        for name, default, desc in PARAMETERS:
+            self.declare_parameter(name, default,
+                                   ParameterDescriptor(description=desc, read_only=True))
+        p = lambda n: self.get_parameter(n).value  # noqa: E731
+        self.urdf = p('robot_description')
+        if not self.urdf:
+            raise ValueError('robot_description (URDF) is needed for the effort limits')
+        self.feet = list(p('feet'))
+        self.lift = p('lift_foot')
+        self.mu, self.amp, self.height = p('friction'), p('com_amplitude'), p('step_height')
+        self.wbc = self.schedule = self.t0 = None
+        self.pairer = StampPairer(int(p('max_pending')), consistent=self._consistent)
+        self.counts = dict(solved=0, unsolved=0, rejected=0)
+        self.latency, self.qp_time = [], []
+        self.cmd = JointState()
+        self._last_tau = None
+        self.resent = 0
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(dynamics_msg_type(), p('dynamics_topic'), self._on_dynamics,
+                                 qos)
+        self.create_subscription(task_space_msg_type(), p('task_space_topic'),
+                                 self._on_task_space, qos)
+        self.pub = self.create_publisher(JointState, p('command_topic'), qos)
+        self.pub_ref = self.create_publisher(PointStamped, '~/com_reference', qos)
+        self.ref = PointStamped()
+        self.ref.header.frame_id = 'world'
+        if float(p('report_period')) > 0:
+            self.create_timer(float(p('report_period')), self.report)
+        self.get_logger().info(
+            f'wbc_controller: feet {self.feet}, lift {self.lift!r}; stream from '
+            f'{self.resolve_topic_name(p("dynamics_topic"))} and '
+            f'{self.resolve_topic_name(p("task_space_topic"))}, torques to '
+            f'{self.resolve_topic_name(p("command_topic"))}')
+
+    @staticmethod
+    def _consistent(dyn, ts):
+        return list(ts[0].names) == dyn[0][0]
+
+    def _reject(self, what, exc):
+        self.counts['rejected'] += 1
+        self.get_logger().warning(f'{what} rejected: {exc}', throttle_duration_sec=2.0)
+
+    def _on_dynamics(self, msg):
+        t_rx = time.monotonic()
+        try:
+            arrays = dynamics_arrays(msg)
+        except ValueError as exc:
+            return self._reject('Dynamics', exc)
+        stamp = stamp_ns(msg.header.stamp)
+        if stamp == self.pairer.last_served and self._last_tau is not None:
+            # the state answered last, published again (the simulator repeats its first state
+            # until a command answers it: ours may have gone out before it subscribed)
+            self.resent += 1
+            return self.pub.publish(self.cmd)
+        pair = self.pairer.add_state(stamp, (arrays, t_rx))
+        if pair is not None:
+            self._serve(*pair)
+
+    def _on_task_space(self, msg):
+        pair = self.pairer.add_terms(stamp_ns(msg.header.stamp), (msg, time.monotonic()))
+        if pair is not None:
+            self._serve(*pair)
+
+    def _start(self, stamp, state):
+        joints = state.names[6:]
+        self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
+                                            mu=self.mu)
+        idx = [state.frames.index(f) for f in self.feet]
+        weight = np.linalg.norm(state.g[:3])          # the base force rows of g: m |g|
+        self.schedule = StandStepSchedule(self.feet, state.com, state.positions[idx],
+                                          lift=self.lift, amplitude=self.amp,
+                                          step_height=self.height,
+                                          unload_from=weight / len(self.feet))
+        self.t0 = stamp
+        self.cmd.name = list(joints)
+        self.get_logger().info(f'schedule starts at stamp {stamp * 1e-9:.3f} s, '
+                               f'{self.schedule.duration:.1f} s long; CoM '
+                               f'{np.round(state.com, 4).tolist()}')
+
+    def _serve(self, stamp, dyn, ts):
+        try:
+            state = stream_state(dyn[0], ts[0])
+            if self.wbc is None:
+                self._start(stamp, state)
+            ref = self.schedule((stamp - self.t0) * 1e-9)
+            sol = self.wbc.solve(state, ref)
+        except ValueError as exc:
+            return self._reject('stream pair', exc)
+        self.qp_time.append(sol.cpu_time)
+        del self.qp_time[:-100000]
+        if sol.solved and np.all(np.isfinite(sol.tau)):
+            self.counts['solved'] += 1
+            self._last_tau = sol.tau
+        else:
+            self.counts['unsolved'] += 1
+            self.get_logger().warning('QP not solved: the last solved torques are repeated',
+                                      throttle_duration_sec=1.0)
+        if self._last_tau is None:
+            return
+        self.cmd.header.stamp = Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
+        self.cmd.effort = self._last_tau.tolist()
+        self.pub.publish(self.cmd)
+        self.ref.header.stamp = self.cmd.header.stamp
+        self.ref.point.x, self.ref.point.y, self.ref.point.z = (float(x) for x in ref.com)
+        self.pub_ref.publish(self.ref)
+        self.latency.append(time.monotonic() - max(dyn[1], ts[1]))
+        del self.latency[:-100000]
+
+    def report(self):
+        c, k = self.pairer.counts, self.counts
+        served, tried = c['served'], k['solved'] + k['unsolved']
+        pct = 100.0 * k['solved'] / tried if tried else 0.0
+        lat = np.asarray(self.latency) * 1e3
+        qp = np.asarray(self.qp_time) * 1e6
+        self.get_logger().info(
+            f'served {served}/{c["states"]} pairs, QP solved {k["solved"]}/{tried} '
+            f'({pct:.3f} %), late {c["late"]}, mismatched {c["mismatched"]}, rejected '
+            f'{k["rejected"]}, resent {self.resent}'
+            + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} ms, p99 '
+               f'{np.percentile(lat, 99):.2f} ms' if lat.size else '')
+            + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '
+               f'{np.percentile(qp, 99):.0f} us' if qp.size else ''))
+
+
+def main(args=None):
+    """Entry point of ``wbc_controller``: spins until SIGINT/SIGTERM, logs the statistics."""
+    return process.run(WBCController, args, on_stop=lambda node: node.report())
+
+
+if __name__ == '__main__':
+    sys.exit(main())

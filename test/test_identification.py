@@ -1,0 +1,173 @@
+"""Identification of the whole model (every link's inertia, friction, armature, torque offset)
+on an independent plant: MuJoCo with every link 20-30 % off the URDF, rotor inertia, MuJoCo's
+own friction (damping and the frictionloss constraint), torque offsets and sensor noise.
+
+Tolerances: the friction laws differ (MuJoCo's sticking dry friction vs the observer's tanh),
+so the held-out residual cannot reach the noise: on the first joint, whose residual is mostly
+friction, it falls to about 30 % of the URDF model's (asserted: 35 %); on the gravity-loaded
+shoulder and elbow, where the link errors dominate, to about 3-9 % (asserted: 10 %).  The
+fitted URDF is checked for what it must be exactly."""
+import re
+
+import numpy as np
+import pytest
+import yaml
+
+import ros_dynamics as rd
+from ros_dynamics import bags
+from ros_dynamics import calibrate as cli
+from ros_dynamics.control.trajectories import SineTrajectory
+from ros_dynamics.estimation import identification as ID
+from ros_dynamics.estimation.urdf_inertials import replace_inertials
+from ros_dynamics.simulation import home_pose
+from ros_dynamics.simulation.mujoco_plant import MujocoPlant, perturbed_model
+
+pytestmark = pytest.mark.core
+
+URDF = rd.bundled_urdf('arm7')
+MODEL = rd.load_urdf(URDF)
+TRUTH = perturbed_model(MODEL, spread=(0.2, 0.3), seed=1)
+FV = np.array([0.8, 0.8, 0.5, 0.5, 0.2, 0.2, 0.1])
+FC = np.array([1.0, 1.0, 0.6, 0.6, 0.3, 0.3, 0.2])
+ARMATURE = np.array([0.3, 0.3, 0.1, 0.1, 0.03, 0.03, 0.01])
+OFFSET = np.array([0.5, -0.4, 0.3, 0.2, -0.1, 0.05, 0.02])
+EXCITE = SineTrajectory(home_pose(MODEL)[0], np.array([0.5, 0.4, 0.5, 0.4, 0.8, 0.6, 1.0]),
+                        0.15 + 0.05 * np.arange(7))
+
+
+def test_regressor_columns_sum_to_the_models_momentum_and_bias():
+    """p = M v and Cᵀv − g are linear in the inertial parameters: the columns times every
+    body's π must give the model's own terms (a different model than the unit ones)."""
+    rng = np.random.default_rng(2)
+    q, v = rng.uniform(-1.5, 1.5, (2, 4, 7))
+    pi = ID.inertial_parameters(TRUTH)
+    p, b = np.zeros((4, 7)), np.zeros((4, 7))
+    for i in range(TRUTH.nbodies):
+        P, B = ID.regressor_columns(TRUTH, q, v, i)
+        p += P @ pi[i]
+        b += B @ pi[i]
+    for k in range(4):
+        d = rd.dynamics(TRUTH, q[k], v[k])
+        np.testing.assert_allclose(p[k], d.M @ v[k], atol=1e-10)
+        np.testing.assert_allclose(b[k], d.C.T @ v[k] - d.g, atol=1e-10)
+
+
+def test_pseudo_inertia_is_psd_exactly_for_rigid_bodies():
+    for pi in ID.inertial_parameters(TRUTH):
+        assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
+        np.testing.assert_allclose(ID.pseudo_inertia_parameters(ID.pseudo_inertia(pi)), pi)
+    # principal moments (1, 1, 3) violate the triangle inequality: no mass distribution has them
+    bad = np.array([1.0, 0, 0, 0, 1.0, 0, 0, 1.0, 0, 3.0])
+    assert np.linalg.eigvalsh(ID.pseudo_inertia(bad))[0] < 0
+
+
+def test_replace_inertials_changes_only_the_inertials():
+    text = open(URDF).read()
+    out = replace_inertials(text, MODEL, TRUTH)
+    m = rd.load_urdf(out)
+    for k in ('mass', 'com', 'inertia'):
+        np.testing.assert_allclose(getattr(m, k), getattr(TRUTH, k), atol=1e-12, err_msg=k)
+    strip = lambda s: re.sub(r'\s*<inertial\b.*?</inertial>', '', s, flags=re.S)  # noqa: E731
+    assert strip(out) == strip(text)
+    np.testing.assert_allclose(m.X_p, MODEL.X_p)
+    assert m.joint_names == MODEL.joint_names
+
+
+@pytest.fixture(scope='module')
+def recording(tmp_path_factory):
+    plant = MujocoPlant(TRUTH, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
+                        frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
+                        noise_velocity=2e-3, noise_effort=0.05, seed=3)
+    out = plant.run(12.0)
+    path = str(tmp_path_factory.mktemp('bags') / 'free')
+    bags.write_joint_states(path, out, names=MODEL.joint_names)
+    return path
+
+
+@pytest.fixture(scope='module')
+def identified(recording, tmp_path_factory):
+    d = tmp_path_factory.mktemp('ident')
+    params, urdf = d / 'params.yaml', d / 'identified.urdf'
+    assert cli.main([recording, '--urdf', URDF, '--links', 'all', '--out', str(params),
+                     '--out-urdf', str(urdf)]) == 0
+    return yaml.safe_load(params.read_text())['dynamics']['ros__parameters'], urdf.read_text()
+
+
+def test_held_out_residual_falls_on_every_joint(recording):
+    s = bags.read_joint_states(recording, joint_names=MODEL.joint_names)
+    ident = ID.identify_recording(MODEL, s)
+    before, after = ident.before['rms'], ident.after['rms']
+    assert np.all(after < 0.35 * before), (before, after)
+    assert np.all(after[[1, 3]] < 0.1 * before[[1, 3]]), (before, after)   # gravity-loaded
+    assert 0 < ident.rank < ident.n_parameters        # some combinations are not identifiable
+    np.testing.assert_allclose(ident.friction_coulomb, FC, rtol=0.3)
+    # every identified body is physically consistent
+    for pi in ident.parameters:
+        assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
+
+
+def test_cli_writes_a_parameter_file_and_a_urdf_the_node_loads(identified):
+    params, urdf = identified
+    for k in ('observer_friction_viscous', 'observer_friction_coulomb', 'joint_armature',
+              'contact_threshold'):
+        assert len(params[k]) == 7 and all(x >= 0 for x in params[k]), k
+    m = rd.load_urdf(urdf)
+    assert m.joint_names == MODEL.joint_names
+    # gravity (identifiable from the motion) is much closer to the plant's than the URDF's,
+    # also at configurations the recording never visited (about 1/3 of the error left there:
+    # the torque offsets and gravity are nearly collinear on this motion)
+    rng = np.random.default_rng(5)
+    for q in rng.uniform(-1.2, 1.2, (5, 7)):
+        truth = rd.gravity(TRUTH, q)
+        assert np.linalg.norm(rd.gravity(m, q) - truth) \
+            < 0.5 * np.linalg.norm(rd.gravity(MODEL, q) - truth)
+
+
+def test_payload_against_a_reference_recording(recording, tmp_path):
+    """The robot (every link off, armature, friction, torque offsets) from a recording without
+    the payload, the 2.8 kg payload from one with it, on the same trajectory: the payload is
+    the difference (a friction-and-payload fit on the URDF alone misses by link errors)."""
+    payload = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
+    truth = rd.attach_payload(TRUTH, 'arm_link_7', *payload)
+    out = MujocoPlant(truth, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
+                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
+                      noise_velocity=2e-3, noise_effort=0.05, seed=4).run(12.0)
+    path = str(tmp_path / 'with_payload')
+    bags.write_joint_states(path, out, names=MODEL.joint_names)
+    params = tmp_path / 'params.yaml'
+    assert cli.main([path, '--urdf', URDF, '--payload-link', 'arm_link_7', '--reference',
+                     recording, '--out', str(params)]) == 0
+    d = yaml.safe_load(params.read_text())['dynamics']['ros__parameters']
+    assert d['payload_mass'] == pytest.approx(2.8, rel=0.05)
+    assert np.linalg.norm(np.array(d['payload_com']) - payload[1]) < 0.01
+    assert len(d['joint_armature']) == 7
+
+
+def test_a_contact_in_the_recording_is_left_out_of_the_fit():
+    """A 1.5 s push of 25 N on the last link inside the fitted part: the trimmed fit leaves its
+    blocks out and says so, and the held-out residual still falls as without it."""
+    from ros_dynamics.estimation.samples import Samples
+    out = MujocoPlant(TRUTH, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
+                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
+                      noise_velocity=2e-3, noise_effort=0.05, seed=3,
+                      pushes=[('arm_link_7', (0.0, 0.0, 0.05), (20.0, -15.0, 0.0), 3.0, 4.5)]
+                      ).run(12.0)
+    s = Samples(out['t'], out['q'], out['v'], out['tau'])
+    ident = ID.identify_recording(MODEL, s)
+    assert any('left out' in n for n in ident.notes), ident.notes
+    assert np.all(ident.after['rms'] < 0.35 * ident.before['rms'])
+    assert np.all(ident.after['rms'][[1, 3]] < 0.1 * ident.before['rms'][[1, 3]])
+
+
+def test_replay_with_the_identified_files_shows_no_contact(identified, recording, tmp_path):
+    """`calibrate replay` with the identified URDF and parameter file (armature included): the
+    node's pipeline on the recording itself reports no contact."""
+    params, urdf = identified
+    urdf_path, params_path = tmp_path / 'id.urdf', tmp_path / 'p.yaml'
+    urdf_path.write_text(urdf)
+    params_path.write_text(yaml.safe_dump({'dynamics': {'ros__parameters': params}}))
+    csv_path = tmp_path / 'replay.csv'
+    assert cli.main(['replay', recording, '--urdf', str(urdf_path), '--params',
+                     str(params_path), '--out', str(csv_path)]) == 0
+    rows = csv_path.read_text().splitlines()[1:]
+    assert len(rows) > 10000 and all(r.split(',')[-2] == '0' for r in rows)

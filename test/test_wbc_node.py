@@ -1,0 +1,125 @@
+"""``wbc_controller`` as a real process over loopback DDS, fed by hand-written Dynamics and
+TaskSpace messages (the layouts of docs/conventions.md written here independently of the
+node's reader): malformed messages are refused and the node keeps running; a good pair is
+answered with the torques the controller computes in this process from the same arrays, with
+the pair's stamp, and with the CoM reference of the schedule's start."""
+import numpy as np
+import pytest
+
+import ros_dynamics as rd
+from ros_dynamics.control.stand_step import StandStepSchedule
+from ros_dynamics.control.wbc import StreamState, TaskSpaceInverseDynamics, effort_limits_from_urdf
+from ros_dynamics.simulation.rigid_simulator import standing_quadruped
+from test_node_support import NodeProcess, TIMEOUT
+
+pytestmark = pytest.mark.ros
+
+FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
+BASE = ['floating_base/' + c for c in ('linear_x', 'linear_y', 'linear_z', 'angular_x',
+                                       'angular_y', 'angular_z')]
+
+
+def _messages(model, q, v, stamp):
+    from geometry_msgs.msg import Pose
+    from ros_dynamics_msgs.msg import Dynamics, TaskSpace
+    d = rd.dynamics(model, q, v)
+    ts = rd.task_space(model, q, v, rd.task_frames(model, FEET))
+    names = BASE + list(model.joint_names)
+    n, k = len(names), len(FEET)
+    dm = Dynamics(names=names, position=q.tolist(), velocity=v.tolist(),
+                  mass_matrix=[d.M[i, j] for i in range(n) for j in range(n)],
+                  coriolis_matrix=[d.C[i, j] for i in range(n) for j in range(n)],
+                  mass_matrix_dot=[0.0] * (n * n), gravity=d.g.tolist())
+    tm = TaskSpace(names=names, frames=FEET, mass=float(ts.mass))
+    tm.jacobians = [ts.jacobians[f, r, c] for f in range(k) for r in range(6) for c in range(n)]
+    tm.jacobian_dot_v = [ts.jacobian_dot_v[f, r] for f in range(k) for r in range(6)]
+    tm.centroidal_matrix = [ts.centroidal_matrix[r, c] for r in range(6) for c in range(n)]
+    tm.centroidal_bias = ts.centroidal_bias.tolist()
+    for p in ts.positions:
+        pose = Pose()
+        pose.position.x, pose.position.y, pose.position.z = (float(x) for x in p)
+        pose.orientation.w = 1.0
+        tm.poses.append(pose)
+    tm.com.x, tm.com.y, tm.com.z = (float(x) for x in ts.com)
+    tm.com_velocity.x, tm.com_velocity.y, tm.com_velocity.z = (float(x) for x in ts.com_velocity)
+    for m in (dm, tm):
+        m.header.stamp.sec, m.header.stamp.nanosec = stamp
+    state = StreamState(names, q, v, d.M, d.C, d.g, FEET, ts.positions, ts.jacobians,
+                        ts.jacobian_dot_v, ts.mass, ts.com, ts.com_velocity,
+                        ts.centroidal_matrix, ts.centroidal_bias)
+    return dm, tm, state
+
+
+def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_context, ros_env,
+                                                                      tmp_path):
+    import time
+
+    import rclpy
+    from geometry_msgs.msg import PointStamped
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from ros_dynamics_msgs.msg import Dynamics, TaskSpace
+    from sensor_msgs.msg import JointState
+    path = rd.bundled_urdf('quadruped')
+    xml = open(path).read()
+    model = rd.load_urdf(path, floating_base=True)
+    sim = standing_quadruped(model, path)
+    q = sim.q.copy()
+    v = 0.05 * np.sin(np.arange(model.nv))              # moving a little: C v and J̇ v matter
+    node = NodeProcess(ros_env, str(tmp_path), 'wbcn', dict(robot_description=xml,
+                                                            report_period=0.0),
+                       node_name='wbc_controller', module='ros_dynamics.ros.wbc_node')
+    cli = rclpy.create_node('wbc_probe', context=rclpy_context)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    ex.add_node(cli)
+    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+    pub_d = cli.create_publisher(Dynamics, '/wbcn/dynamics/dynamics', qos)
+    pub_t = cli.create_publisher(TaskSpace, '/wbcn/dynamics/task_space', qos)
+    cmds, refs = [], []
+    cli.create_subscription(JointState, '/wbcn/sim/effort_command', cmds.append, qos)
+    cli.create_subscription(PointStamped, '/wbcn/wbc_controller/com_reference', refs.append, qos)
+
+    def spin_until(pred, timeout=TIMEOUT):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not pred():
+            ex.spin_once(timeout_sec=0.01)
+        return pred()
+
+    try:
+        assert spin_until(lambda: pub_d.get_subscription_count() and pub_t.get_subscription_count()
+                          and cli.count_publishers('/wbcn/sim/effort_command')
+                          and cli.count_publishers('/wbcn/wbc_controller/com_reference')), \
+            node.log()
+        dm, tm, state = _messages(model, q, v, (5, 0))
+        bad_d, _, _ = _messages(model, q, v, (3, 0))
+        bad_d.mass_matrix = bad_d.mass_matrix[:-1]                   # one entry short
+        good_d, bad_t, _ = _messages(model, q, v, (4, 0))
+        bad_t.jacobians = list(bad_t.jacobians) + [0.0]               # one too many
+        for m in (bad_d, good_d):
+            pub_d.publish(m)
+        pub_t.publish(bad_t)
+        pub_d.publish(dm)
+        pub_t.publish(tm)
+        assert spin_until(lambda: cmds and refs), node.log()
+        assert node.alive()
+        assert 'Dynamics rejected: Dynamics sizes' in node.log()   # (one log line per 2 s)
+        assert len(cmds) == 1, [c.header.stamp for c in cmds]        # only the good pair
+        cmd = cmds[-1]
+        assert (cmd.header.stamp.sec, cmd.header.stamp.nanosec) == (5, 0)
+        assert list(cmd.name) == list(model.joint_names)
+        ctl = TaskSpaceInverseDynamics(FEET, effort_limits_from_urdf(xml, model.joint_names))
+        sched = StandStepSchedule(FEET, state.com, state.positions,
+                                  unload_from=np.linalg.norm(state.g[:3]) / 4)
+        sol = ctl.solve(state, sched(0.0))
+        assert sol.solved
+        np.testing.assert_allclose(cmd.effort, sol.tau, rtol=1e-6, atol=1e-6)
+        r = refs[-1].point
+        np.testing.assert_allclose((r.x, r.y, r.z), state.com, atol=1e-12)
+        node.stop()
+        assert 'served 2/2 pairs, QP solved 1/1 (100.000 %)' in node.log(), node.log()
+        assert 'rejected 2,' in node.log(), node.log()              # the bad Dynamics and pair
+    finally:
+        node.stop()
+        ex.remove_node(cli)
+        ex.shutdown()
+        cli.destroy_node()
