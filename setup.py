@@ -21,6 +21,7 @@ setup(
         'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
         'calibrate': ['rosbags', 'matplotlib', 'cvxpy>=1.9', 'scipy>=1.17'],   # calibrate
         'wbc': ['proxsuite>=0.8.0'],                                # wbc_controller (its QP)
+        'contact_forces': ['proxsuite>=0.8.0'],                     # contact_frames (its QP)
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',
                  'viser', 'trimesh', 'websockets', 'rosbags', 'proxsuite>=0.8.0', 'mujoco>=4.0', 'cvxpy>=1.9',
                  'scipy>=1.17'],

@@ -75,7 +75,7 @@ t0=$(date +%s)
 ) >> "$LOG" 2>&1 || { tail -n 40 "$LOG"; echo "[interfaces] build failed (log: $LOG)" >&2; exit 1; }
 
 # 4. Check that it imports with the run-time environment alone (a fresh interpreter).
-"$PY" -c 'from ros_dynamics_msgs.msg import Dynamics, Christoffel, ContactEstimate, OperationalSpace
+"$PY" -c 'from ros_dynamics_msgs.msg import Dynamics, Christoffel, ContactEstimate, OperationalSpace, ContactForces
 from ros_dynamics_msgs.srv import GetDynamics, GetChristoffel, GetOperationalSpace' >> "$LOG" 2>&1 \
   || { tail -n 20 "$LOG"; echo "[interfaces] built but not importable (log: $LOG)" >&2; exit 1; }
 rm -f "$VENV"/.ros_dynamics_msgs-*

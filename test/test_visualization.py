@@ -115,6 +115,24 @@ def test_contacts_from_estimate():
     np.testing.assert_allclose(c7.force, F)
 
 
+def test_contacts_from_forces():
+    """One view per contact frame in contact, at its origin, with its wrench."""
+    from geometry_msgs.msg import Wrench
+    from ros_dynamics_msgs.msg import ContactForces
+    msg = ContactForces()
+    msg.frames = ['LF_foot', 'RF_foot', 'LH_foot']
+    msg.in_contact = [True, False, True]
+    msg.wrenches = [Wrench() for _ in range(3)]
+    msg.wrenches[0].force.z, msg.wrenches[2].force.x, msg.wrenches[2].torque.y = 20.0, -1.5, 0.2
+    places = {'LF_foot': (R, P), 'LH_foot': (np.eye(3), np.ones(3))}
+    lf, lh = V.contacts_from_forces(msg, places.__getitem__)
+    assert (lf.link, lh.link) == ('LF_foot', 'LH_foot')
+    np.testing.assert_allclose(lf.world_point(), P)
+    np.testing.assert_allclose(lf.force, [0.0, 0.0, 20.0])
+    np.testing.assert_allclose(lh.force, [-1.5, 0.0, 0.0])
+    np.testing.assert_allclose(lh.torque, [0.0, 0.2, 0.0])
+
+
 def test_bad_parameters_are_named():
     with pytest.raises(ValueError, match='force_scale'):
         V.contact_markers([CONTACT], STAMP, 'world', force_scale=0.0)

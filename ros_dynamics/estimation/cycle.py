@@ -3,8 +3,11 @@
 :class:`Cycle` is what ``dynamics_node`` runs per joint state and what offline tools (bag
 replay, calibration, benchmarks) run over recorded data: one kinematics pass for M, C, dM/dt,
 g, p = M v and C^T v (and Gamma when asked; Echeandia & Wensing 2021, Algorithms 1-2), the
-change to the published coordinates, the momentum observer step (De Luca et al. 2006), contact
-detection and isolation, the contact wrench, and the check that everything is finite.
+change to the published coordinates, the momentum observer step (De Luca et al. 2006), with
+contact frames the forces at them and the part of the residual they leave unexplained
+(contact_forces.py), contact detection and isolation (on that unexplained part when there are
+contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench,
+and the check that everything is finite.
 
 It owns the observer's timing and every rule that restarts it, in one place (:meth:`reset`):
 a source or clock reset, the time going back, a non-finite result, a request.  A gap in the
@@ -27,6 +30,7 @@ import numpy as np
 from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
+from .contact_forces import ContactForceEstimator
 from .observer import R, ContactDetector, MomentumObserver, estimate_contact_wrench
 from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
                     terms_finite)
@@ -63,7 +67,8 @@ class ObserverSettings:
     def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                  threshold=5.0, release_ratio=0.5, gap_factor=5.0, gap_min=0.002, gap_max=0.1,
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
-                 torque_offset=0.0):
+                 torque_offset=0.0, contact_frames=(), contact_frame_model='point',
+                 contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
@@ -77,6 +82,20 @@ class ObserverSettings:
         self.gap_factor, self.gap_min, self.gap_max = float(gap_factor), float(gap_min), float(
             gap_max)
         self.set_wrench(model, wrench_link, wrench_point, force_only)
+        self.contact_frames = tuple(contact_frames)
+        self.contact_frame_model = contact_frame_model
+        self.contact_normal = np.asarray(contact_normal, dtype=float)
+        self.contact_force_threshold = float(contact_force_threshold)
+        self.contact_forces(model)           # validated here (the estimator is the Cycle's)
+
+    def contact_forces(self, model):
+        """The contact-force estimator of these settings (contact_forces.py), or None without
+        contact frames."""
+        if not self.contact_frames:
+            return None
+        return ContactForceEstimator(model, self.contact_frames, self.contact_frame_model,
+                                     self.contact_normal, self.contact_force_threshold,
+                                     self.release_ratio)
 
     def set_wrench(self, model, link, point, force_only):
         """Where and how the contact wrench is estimated (a link, or '' for the isolated one;
@@ -95,7 +114,7 @@ class CycleResult:
     next step).  ``error`` is None or why nothing may be published."""
 
     __slots__ = ('error', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
-                 'observer', 'reset_reason', 'dt')
+                 'observer', 'reset_reason', 'dt', 'forces')
 
     def __init__(self):
         self.clear()
@@ -104,6 +123,7 @@ class CycleResult:
         self.error = None
         self.terms = self.out = self.residual = self.contact = None
         self.wrench = self.wrench_link = None
+        self.forces = None          # ContactForces at the contact frames (an update with them)
         self.observer = None        # None, 'reset' (restarted here), 'update' or 'bridge' (an
         self.reset_reason = None    # update across a gap: observer_interval)
         self.dt = 0.0               # the period of the update [s]
@@ -134,6 +154,8 @@ class Cycle:
                                             release_ratio=observer.release_ratio)
         else:
             self.observer = self.detector = None
+        # forces at the contact frames; the detector then judges what they leave unexplained
+        self.contact_forces = observer.contact_forces(model) if observer is not None else None
         self._last_ns = None             # observer time of the last restart or update
         self.bridged = 0                 # gaps bridged (observer_interval: INTERVAL_GAP)
         self._pending = 'start'          # why the observer restarts at the next step
@@ -153,7 +175,7 @@ class Cycle:
         if self.observer is None:
             return 0
         if (self._last_ns is None or self._pending is not None or not self.observer.fused_ready
-                or not self.detector.free):
+                or not self.detector.free or self.contact_forces is not None):
             return -1
         return self._last_ns
 
@@ -235,14 +257,20 @@ class Cycle:
                 if step[0] == 'reset':
                     self.observer.reset_from(data, tau)
                     self.detector.reset()
+                    if self.contact_forces is not None:
+                        self.contact_forces.reset()
                     self.last_reset = (step[1], t_ns)
                     res.observer, res.reset_reason = 'reset', step[1]
                 else:
                     res.residual = self.observer.update_from(data, tau, step[1],
                                                              step[0] == 'bridge')
-                    res.contact = self.detector.update(res.residual)
+                    judged = res.residual
+                    if self.contact_forces is not None:
+                        res.forces = self.contact_forces.update(q, res.residual)
+                        judged = res.forces.unexplained
+                    res.contact = self.detector.update(judged)
                     self._observed(res, *step)
-                    self._wrench(q, res)
+                    self._wrench(q, res, judged)
                 self._last_ns = t_ns
                 self._pending = None
             res.error = self._nonfinite(res, christoffel)
@@ -252,12 +280,14 @@ class Cycle:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
-    def _wrench(self, q, res):
+    def _wrench(self, q, res, judged):
+        """The contact wrench from ``judged``: the residual, or with contact frames the part
+        of it they leave unexplained (a contact elsewhere)."""
         s, c = self.settings, res.contact
         link = s.wrench_link or c.link
         if c.in_contact and link:
             try:
-                res.wrench = estimate_contact_wrench(self.model, q, res.residual, link,
+                res.wrench = estimate_contact_wrench(self.model, q, judged, link,
                                                      s.wrench_point, force_only=s.force_only)
                 res.wrench_link = link
             except ValueError:

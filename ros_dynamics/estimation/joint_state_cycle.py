@@ -46,8 +46,9 @@ class JointStateCycle:
     none)."""
 
     def __init__(self, assembler, cycle, q, v, tau, outputs=None, effort_source='joint_state',
-                 commanded_timeout=0.0):
+                 commanded_timeout=0.0, odom_max_age=0.0):
         self.assembler, self.cycle = assembler, cycle
+        self.odom_max_age_ns = int(round(float(odom_max_age) * NS))
         self.q, self.v, self.tau = q, v, tau
         self.floating = bool(cycle.model.floating_base)
         self.base_q, self.base_v = (7, 6) if self.floating else (0, 0)
@@ -58,6 +59,7 @@ class JointStateCycle:
         self.compiled = False
         # the compiled call serves the model's own coordinates, the joint states' efforts
         self._fast = outputs is not None and cycle.coords.identity and (
+            cycle.contact_forces is None) and (
             effort_source == 'joint_state' or cycle.observer is None)
         if self._fast:
             obs = cycle.observer
@@ -90,7 +92,8 @@ class JointStateCycle:
         """How the cycles ran (for /diagnostics)."""
         if not self._fast:
             return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
-                    'in plain CDR messages, with the joint states\' efforts)')
+                    'in plain CDR messages, with the joint states\' efforts, without contact '
+                    'frames)')
         if not self.compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts.tolist()
@@ -105,20 +108,37 @@ class JointStateCycle:
     def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base=None,
              command=None, christoffel=False):
         """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty),
-        received at ``now_ns`` (the node clock); ``base``: (q7, v6) of the latest odometry of a
-        floating base or None; ``command``: (joint torques, monotonic receipt ns) of the latest
+        received at ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of the latest
+        odometry of a floating base or None (refused when its stamp is more than
+        ``odom_max_age`` older than the joint state's: nothing from an old base state); ``command``: (joint torques, monotonic receipt ns) of the latest
         commanded torque or None; ``christoffel``: compute Gamma in this cycle.  Returns
         :attr:`outcome`."""
         out = self.outcome
         out.clear()
         if self.floating and base is not None:
-            self.q[:7], self.v[:6] = base
+            if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
+                return out
+            self.q[:7], self.v[:6] = base[0], base[1]
         if self._fast and self.compiled and (base is not None or not self.floating):
             if self._step_compiled(names, position, velocity, effort, sec, nanosec, now_ns,
                                    christoffel):
                 return out
         return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
                                    base, command, christoffel)
+
+    def _stale(self, odom_ns, stamp_ns):
+        """Whether the odometry stamped ``odom_ns`` is too old for the joint state stamped
+        ``stamp_ns`` (then :attr:`outcome` says so); unstamped messages are not judged."""
+        age = stamp_ns - odom_ns
+        if self.odom_max_age_ns <= 0 or odom_ns <= 0 or stamp_ns <= 0 or \
+                age <= self.odom_max_age_ns:
+            return False
+        out = self.outcome
+        out.verdict = 'refused'
+        out.refusal = ('stale_odom', f'joint_states ignored: the latest odom is {age / NS:.3g} s '
+                       f'older than the joint state (odom_max_age {self.odom_max_age_ns / NS:g} '
+                       's): nothing is computed from an old base state', 'warning')
+        return True
 
     def _step_compiled(self, names, position, velocity, effort, sec, nanosec, now_ns,
                        christoffel):

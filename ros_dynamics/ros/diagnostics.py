@@ -95,6 +95,7 @@ class NodeHealth:
         self._reset = None           # (clock time, why)
         self._resets = 0
         self._bridged = 0
+        self._feet = None            # the last ContactForces (contact frames), or None
 
     # per-cycle recorders -------------------------------------------------------------------
     def accepted(self, stamp_ns, latency_s):
@@ -146,6 +147,11 @@ class NodeHealth:
             np.abs(residual, out=self._abs)
             np.maximum(self._peak, self._abs, out=self._peak)
 
+    def contact_frames(self, forces):
+        """One update of the forces at the contact frames (a ContactForces, kept by
+        reference: a new one per update)."""
+        self._feet = forces
+
     # events ---------------------------------------------------------------------------------
     def model(self, nv, warnings=0, coordinates='joint', names=None):
         """A model is in use: nv, the count of URDF warnings, the output coordinates, and the
@@ -183,6 +189,8 @@ class NodeHealth:
         while self._periods and self._periods[0][0] <= now - self.window:
             self._periods.popleft()
         parts = [self._input_status(now), self._model_status(), self._observer_status(now)]
+        if self._feet is not None:
+            parts.append(self._contact_frames_status())
         if self._peak is not None:
             self._peak[:] = 0.0
         return max(p[1] for p in parts), parts
@@ -268,6 +276,15 @@ class NodeHealth:
             return name, WARN, (f"|residual| above {100 * self.near_ratio:.0f} % of the threshold "
                                 f"without contact: {', '.join(near)}"), values
         return name, OK, 'in contact' if self._in_contact else 'no contact', values
+
+    def _contact_frames_status(self):
+        """Per contact frame: in contact or not, and its normal force [N]."""
+        f = self._feet
+        loaded = [n for n, c in zip(f.frames, f.in_contact) if c]
+        values = [(n, f'{"in contact" if c else "free"} ({fn:.1f} N)')
+                  for n, c, fn in zip(f.frames, f.in_contact, f.normal_forces)]
+        return (f'{self.node_name}: contact frames', OK,
+                f'in contact: {", ".join(loaded) or "none"}', values)
 
     def to_msg(self, now_stamp, hardware_id='', now_s=None):
         """diagnostic_msgs/DiagnosticArray with one DiagnosticStatus per part (header.stamp =

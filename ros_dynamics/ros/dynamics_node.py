@@ -93,6 +93,8 @@ class DynamicsNode(Node):
                 contact_estimate=pub(itf.ContactEstimate, '~/contact_estimate', out_qos))
         if itf.HAVE_TASK_SPACE:
             self._pubs['task_space'] = pub(itf.TaskSpace, '~/task_space', out_qos)
+        if itf.HAVE_CONTACT_FORCES:
+            self._pubs['contact_forces'] = pub(itf.ContactForces, '~/contact_forces', out_qos)
         self._listened = {}               # topic -> monotonic time it counts as listened
         self._gamma_next = 0.0            # monotonic time of the next unlistened Gamma
         # ~/markers, ~/external_wrench, /diagnostics
@@ -297,7 +299,8 @@ class DynamicsNode(Node):
             return self._refuse('odom_quaternion', f'odom rejected: orientation quaternion norm '
                                 f'{norm:.6g} is not 1')
         q[3:] /= norm
-        self._base = (q, v)
+        st = msg.header.stamp
+        self._base = (q, v, st.sec * 1_000_000_000 + st.nanosec)    # (odom_max_age)
 
     def _on_commanded_torque(self, msg):
         eng = self._engine

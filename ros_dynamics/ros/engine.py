@@ -31,6 +31,7 @@ from ..estimation.payload import apply_payload
 from ..estimation.samples import Samples
 from . import interfaces as itf, wire
 from .parameters import PARAMETERS
+from .contact_forces_output import ContactForcesOutput
 from .task_space_output import TaskSpaceOutput, TaskSpaceStream
 
 
@@ -77,7 +78,9 @@ def observer_settings(model, cfg):
         cfg.contact_threshold, cfg.contact_release_ratio, gap_factor=cfg.observer_gap_factor,
         gap_max=cfg.observer_max_dt, wrench_link=cfg.contact_wrench_link,
         wrench_point=cfg.contact_wrench_point, force_only=cfg.contact_wrench_force_only,
-        torque_offset=cfg.observer_torque_offset)
+        torque_offset=cfg.observer_torque_offset,
+        contact_frames=cfg.contact_frames, contact_frame_model=cfg.contact_frame_model,
+        contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold)
 
 
 def _attach(msg, field, n):
@@ -142,6 +145,8 @@ class Engine:
         self.coords = self.cycle.coords
         # task frames and centroidal terms (ValueError with the reason for a bad task_frames)
         self.task = TaskSpaceOutput(model, self.coords, cfg.task_frames)
+        self.forces_out = (ContactForcesOutput(self.frame_id, serialize_message)
+                           if itf.HAVE_CONTACT_FORCES else None)
         self.joint_coordinate_names = (list(BASE_DOF_NAMES) if self.floating
                                        else []) + self.joint_names
         self.fused_outputs = None
@@ -195,7 +200,7 @@ class Engine:
         with self._lock:          # (the warm-up thread and a parameter change)
             self.joint_state_cycle = JointStateCycle(
                 self.assembler, self.cycle, self.q, self.v, self.tau, self.fused_outputs,
-                cfg.effort_source, cfg.commanded_torque_timeout)
+                cfg.effort_source, cfg.commanded_torque_timeout, cfg.odom_max_age)
             if self.fused_ready:
                 self.joint_state_cycle.compile()
 
@@ -215,7 +220,7 @@ class Engine:
     def outputs(self, stamp, out, cfg, wanted):
         """(topic, message) pairs to publish for one cycle (``out``: its outcome) at
         ``stamp`` ((sec, nanosec)); topics: 'dynamics', 'task_space', 'christoffel',
-        'contact_estimate',
+        'contact_estimate', 'contact_forces' (each observer update with contact frames),
         'gravity_torque', 'external_torque'; ``wanted(topic)``: has the stream a subscriber (a
         message nobody subscribes to is not filled).  ~/contact_estimate: every update in
         contact, once when free (the first, and after a release)."""
@@ -232,6 +237,8 @@ class Engine:
                     contact.in_contact or not self._free_announced):
                 yield 'contact_estimate', self.contact_message(stamp, res)
                 self._free_announced = not contact.in_contact
+            if res.forces is not None and itf.HAVE_CONTACT_FORCES:
+                yield 'contact_forces', self.forces_out.message(stamp, res.forces)
         if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and wanted('gravity_torque'):
             yield 'gravity_torque', self.torque_message(self.g_out, stamp, res.terms.g, written)
         if res.residual is not None and cfg.publish_external_torque and wanted(

@@ -5,7 +5,7 @@ Without ``ros_dynamics_msgs`` the node runs with its standard-type outputs only
 (:data:`BUILD_HINT`).
 """
 from builtin_interfaces.msg import Time  # noqa: F401
-from geometry_msgs.msg import Point, Pose, Vector3  # noqa: F401
+from geometry_msgs.msg import Point, Pose, Vector3, Wrench  # noqa: F401
 from nav_msgs.msg import Odometry  # noqa: F401
 from sensor_msgs.msg import JointState  # noqa: F401
 from std_msgs.msg import String  # noqa: F401
@@ -28,6 +28,13 @@ try:    # newer than the rest of the package: an older build keeps the other out
 except ImportError:  # pragma: no cover - an interface package built before TaskSpace existed
     TaskSpace = GetTaskSpace = None
     HAVE_TASK_SPACE = False
+
+try:    # newer still
+    from ros_dynamics_msgs.msg import ContactForces
+    HAVE_CONTACT_FORCES = True
+except ImportError:  # pragma: no cover - an interface package built before ContactForces
+    ContactForces = None
+    HAVE_CONTACT_FORCES = False
 
 BUILD_HINT = (
     'the interface package ros_dynamics_msgs is not installed: only the standard-type outputs '

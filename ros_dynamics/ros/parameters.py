@@ -190,6 +190,21 @@ PARAMETERS = (
       'observer', 1.0, 1000.0),
     P('observer_max_dt', 0.1, 'Longest stamp gap the observer ever integrates across (s); '
       'longer ones are bridged.', 'observer', 0.0, BIG, True),
+    P('contact_frames', [], 'Known contact frames (feet, fingertips: links or frames of fixed '
+      'joints): per observer update the force at each from the residual, its contact state and '
+      'what they leave unexplained, on ~/contact_forces; contact detection (~/contact_estimate) '
+      'then judges the unexplained part (docs/contact_forces.md). Empty: off.', 'observer',
+      item='string'),
+    P('contact_frame_model', 'point', 'point: a 3-D force at each contact frame origin; wrench: '
+      'a 6-D wrench (flat feet, grippers).', 'observer', choices=('point', 'wrench')),
+    P('contact_normal', [0.0, 0.0, 1.0], 'Contact normal in world axes (the unilateral and '
+      'friction-cone constraints, the normal force of the contact state).', 'observer',
+      lengths=(3,), norm_max=1e3),
+    P('contact_force_threshold', 10.0, 'Normal force (N) above which a contact frame is in '
+      'contact; released below contact_release_ratio x this.', 'observer', 0.0, 1e9, True),
+    P('odom_max_age', 0.05, 'Floating base: a joint state whose latest odom is older than this '
+      '(s, by stamps) is refused, so that nothing is computed from an old base state; 0: no '
+      'check.', 'input', 0.0, 3600.0),
 )
 BY_NAME = {p.name: p for p in PARAMETERS}
 

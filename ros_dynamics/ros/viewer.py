@@ -11,7 +11,8 @@ then open http://localhost:8080. It shows
   stand-in; every link placed with the core's forward kinematics (``rd.link_placement``) at
   the joint positions of the node's ``~/dynamics`` (``position``, in the order of ``names``;
   joint coordinates) or, with ``--joint-states`` or other coordinates, of ``joint_states``;
-* the contact of ``~/contact_estimate``: a red arrow from the contact point along the estimated
+* the contact of ``~/contact_estimate`` and each contact frame in contact of ``~/contact_forces``
+  (the feet of a legged robot): a red arrow from the contact point along the estimated
   force (``--force-scale`` m/N, default 0.01) and an orange sphere on the isolated link(s);
 * a bar per joint of |r_i| / threshold_i from ``~/external_torque``, with the thresholds of
   the node's ``contact_threshold`` parameter (or ``--threshold``, one value or one per joint).
@@ -34,7 +35,8 @@ import time
 import numpy as np
 
 import ros_dynamics as rd
-from ros_dynamics.ros.visualization import FORCE_SCALE, contacts_from_estimate
+from ros_dynamics.ros.visualization import (FORCE_SCALE, contacts_from_estimate,
+                                            contacts_from_forces)
 
 ROBOT_COLOR = (170, 178, 190)
 STAND_IN_COLOR = (120, 120, 120)
@@ -163,6 +165,7 @@ class RobotView:
                   f'{self.unresolved_meshes[0]}): grey stand-ins', file=sys.stderr)
         self._arrows = None
         self._spheres = []          # sphere, label per contact
+        self._estimate, self._feet = [], []   # views of ~/contact_estimate, ~/contact_forces
         self._shown = (0, 0)        # (arrows, contacts) in the scene
         self._bars = server.gui.add_html(self._bars_html([], np.zeros(0), None))
         self._status = server.gui.add_markdown('waiting for data')
@@ -263,7 +266,18 @@ class RobotView:
 
     def set_contact_estimate(self, msg):
         """A ros_dynamics_msgs/ContactEstimate at the current configuration."""
-        self.set_contacts(contacts_from_estimate(msg, self.placement))
+        self._estimate = contacts_from_estimate(msg, self.placement)
+        self.set_contacts(self._estimate + self._feet)
+
+    def release_contact_estimate(self):
+        """The contact estimate released (its stream stopped): only the contact frames stay."""
+        self._estimate = []
+        self.set_contacts(self._feet)
+
+    def set_contact_forces(self, msg):
+        """A ros_dynamics_msgs/ContactForces: an arrow per contact frame in contact."""
+        self._feet = contacts_from_forces(msg, self.placement)
+        self.set_contacts(self._estimate + self._feet)
 
     # -- residual -----------------------------------------------------------------------------
     def set_residual(self, names, residual, threshold=None):
@@ -350,8 +364,12 @@ def _refresh(view, snap, shown, use_js, bars):
         shown['contact'] = c
     elif c is not None and c[0].in_contact and time.monotonic() - c[1] > 0.5 and \
             shown.get('stale') is not c:
-        view.set_contacts([])      # estimates stream while in contact: none for 0.5 s -> released
+        view.release_contact_estimate()   # estimates stream while in contact: none for 0.5 s
         shown['stale'] = c
+    f = snap.get('feet')
+    if f is not None and f is not shown.get('feet'):
+        view.set_contact_forces(f[0])
+        shown['feet'] = f
     r = snap.get('residual')
     if bars and r is not None and r is not shown.get('residual'):
         view.set_residual(r[0].name, r[0].effort)
@@ -405,6 +423,12 @@ def run(args):
     if ContactEstimate is not None:
         node.create_subscription(ContactEstimate, f'{target}/contact_estimate', keep('contact'),
                                  reliable)
+    try:
+        from ros_dynamics_msgs.msg import ContactForces
+        node.create_subscription(ContactForces, f'{target}/contact_forces', keep('feet'),
+                                 qos_profile_sensor_data)
+    except ImportError:
+        pass
     node.create_subscription(JointState, f'{target}/external_torque', keep('residual'),
                              qos_profile_sensor_data)
     executor = MultiThreadedExecutor(num_threads=2)

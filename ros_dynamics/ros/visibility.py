@@ -2,11 +2,13 @@
 
 * ``~/markers`` (visualization_msgs/MarkerArray, world frame): per estimated contact an arrow
   at the contact point along the force, the contact link marked, a label with |F|; deleted on
-  release (ros_dynamics.ros.visualization);
+  release (ros_dynamics.ros.visualization); with contact frames also an arrow per frame in
+  contact, at its origin;
 * ``~/external_wrench`` (geometry_msgs/WrenchStamped): the estimated contact wrench about the
   contact link's origin in that link's axes (frame_id = the link), as RViz's Wrench display
   draws it with the robot's TF; a zero wrench once on release;
-* ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, 1 Hz): input, model and observer status
+* ``/diagnostics`` (diagnostic_msgs/DiagnosticArray, 1 Hz): input, model, observer status and
+  the contact frames' states
   by the rules of ros_dynamics.ros.diagnostics.NodeHealth (docs/diagnostics.md).
 
 The contact outputs are built only while someone subscribes, at onset and release and at most
@@ -23,6 +25,7 @@ from .engine import stamp_msg
 from .visualization import ContactView, contact_markers, external_wrench, released_wrench
 
 
+_EYE = np.eye(3)
 DRAW_PERIOD = 1.0 / 30.0      # s: contacts drawn at most at 30 Hz (and at onset and release)
 
 
@@ -60,12 +63,18 @@ class Visibility:
             h.observer_reset(res.reset_reason)
         elif res.observer == 'bridge':
             h.observer_bridged()
-        contact = res.contact
+        contact, feet = res.contact, res.forces
         if contact is None:
             return
-        h.observer(res.residual, eng.cycle.settings.threshold, contact.in_contact)
-        if contact.onset or contact.release or (
-                contact.in_contact and time.monotonic() >= self._next_draw):
+        # with contact frames the detector judges what they leave unexplained
+        h.observer(res.residual if feet is None else feet.unexplained,
+                   eng.cycle.settings.threshold, contact.in_contact)
+        if feet is not None:
+            h.contact_frames(feet)
+        loaded = feet is not None and feet.in_contact.any()
+        changed = feet is not None and (feet.onset.any() or feet.release.any())
+        if contact.onset or contact.release or changed or (
+                (contact.in_contact or loaded) and time.monotonic() >= self._next_draw):
             self._next_draw = time.monotonic() + DRAW_PERIOD
             self._contacts(eng, cfg, stamp, res, q)
 
@@ -82,6 +91,10 @@ class Visibility:
                 if not views or link != views[0].link:
                     R, p = link_placement(eng.model, q, link)
                     views.append(ContactView(link, np.zeros(3), R, p))
+        feet = res.forces
+        if feet is not None:      # an arrow per loaded contact frame, at its origin
+            views += [ContactView(name, np.zeros(3), _EYE, p, w[:3], w[3:]) for name, c, p, w in
+                      zip(feet.frames, feet.in_contact, feet.positions, feet.wrenches) if c]
         if (cfg.publish_markers and self.pub_markers is not None
                 and self.pub_markers.get_subscription_count()):
             self.pub_markers.publish(contact_markers(views, stamp, eng.frame_id,
@@ -89,7 +102,7 @@ class Visibility:
                                                      force_scale=cfg.marker_force_scale))
             self._shown = len(views)
         if cfg.publish_external_wrench and self.pub_wrench.get_subscription_count():
-            if views and views[0].force is not None:
+            if views and views[0].force is not None and res.wrench is not None:
                 self.pub_wrench.publish(external_wrench(views[0], stamp))
                 self._wrench_link = views[0].link
             elif self._wrench_link is not None:

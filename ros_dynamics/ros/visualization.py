@@ -98,6 +98,19 @@ def contacts_from_estimate(msg, placement):
     return out
 
 
+def contacts_from_forces(msg, placement):
+    """ContactViews of a ros_dynamics_msgs/ContactForces: one per frame in contact, at the
+    frame's origin (``placement(frame) -> (R, p)``), with its force and torque."""
+    out = []
+    for name, on, w in zip(msg.frames, msg.in_contact, msg.wrenches):
+        if on:
+            R, p = placement(name)
+            out.append(ContactView(name, np.zeros(3), R, p,
+                                   np.array([w.force.x, w.force.y, w.force.z]),
+                                   np.array([w.torque.x, w.torque.y, w.torque.z])))
+    return out
+
+
 def _duration(seconds):
     from builtin_interfaces.msg import Duration
     sec = int(math.floor(seconds))

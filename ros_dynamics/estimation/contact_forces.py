@@ -1,0 +1,314 @@
+"""Forces at known contact frames from the generalized-momentum residual, without force sensors.
+
+The momentum observer (observer.py; De Luca et al. 2006) gives ``r ≈ K/(s+K) τ_ext`` over all
+``nv`` velocity coordinates; on a floating base its first six rows are the base's, whose applied
+torque is zero (the base is unactuated), so the weight the feet carry is in ``r`` from the first
+sample on.  With contacts at known frames ``i`` (feet, fingertips) the external torque is
+
+    τ_ext = Σ_i J_iᵀ f_i + τ_u,                                                        (1)
+
+``J_i`` (6 × nv) the frame's Jacobian at its origin, rows linear then angular velocity in world
+axes (``rd.task_space``), ``f_i`` the force (``point``: 3-D at the frame origin, ``J_i``'s first
+three rows) or wrench (``wrench``: force then torque, world axes) that the environment applies,
+and ``τ_u`` whatever the contact frames cannot explain: a push on the trunk, a knee against an
+obstacle, model error.  This is the contact-force decomposition of the momentum-observer
+literature for legged robots (Bledt et al. 2018, "Contact model fusion for event-based
+locomotion in unstructured terrains"; Morlando, Teimoorzadeh & Ruggiero 2021, "Whole-body
+control with disturbance rejection through a momentum-based observer for quadruped robots"),
+posed here as one small quadratic programme per observer update:
+
+    min_f  ½ ‖r − A f‖²_W + ½ ρ ‖f‖²,      A = [J_1ᵀ … J_kᵀ] (the force columns),          (2)
+    s.t.   n·f_i ≥ 0                        (unilateral: the ground pushes, never pulls)
+           |t_j·f_i| ≤ μ n·f_i,  j = 1, 2   (the friction cone, linearized as a pyramid)
+
+``n`` = ``contact_normal`` (world axes), ``t_1``, ``t_2`` a tangent basis, ``μ`` =
+:data:`FRICTION` by default (the outer pyramid of a cone as wide as rubber feet on common floors
+get: the constraint rejects implausible forces, it does not model the floor; for ``wrench`` the
+torque is free).  ``W`` weighs the joint rows 1 and the six base rows ``base_weight`` (default
+1e-6): a leg's own joint rows determine its foot force (3 joints, 3 unknowns), and the base rows
+only fill what the joints leave undetermined (6-D wrenches, a stretched knee) — so a push on the
+trunk is not spread over the feet but stays, whole, in the base rows of ``τ_u``.  ``ρ`` (1e-12)
+keeps (2) strictly convex when frames are undetermined (a foot in the air, its leg singular).
+When a foot leaves the ground its leg's residual vanishes and (2) gives it no force; the
+constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
+solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
+
+Per frame, the contact state comes from the normal force ``n·f_i`` of (2) over every frame,
+with hysteresis: in contact above ``threshold`` [N], out of contact below ``release_ratio ×
+threshold``.  A frame out of contact carries no force: if there is one, (2) is solved again
+without it, and what it would have explained (a foot brushing the ground below the threshold,
+a push that a swing foot's free wrench directions could absorb) stays in the unexplained part
+``τ_u = r − Σ_i J_iᵀ f_i`` over the frames in contact, so that the published wrenches and
+``τ_u`` add up to ``r``.
+Since (2) is linear in ``r`` where no constraint is active and the observer filters every row
+by the same ``K/(s+K)`` (one gain), the forces are the plant's contact forces through that
+filter: what the tests compare them with.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..core.api import task_frames, task_space
+from ..core.data import Data
+from ..core.validation import check_configuration, check_vector
+
+__all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS']
+
+#: friction coefficient of the estimator's cone (its outer pyramid): a plausibility bound
+FRICTION = 1.0
+#: the contact models: the size of the unknown per frame
+FRAME_MODELS = {'point': 3, 'wrench': 6}
+
+
+@dataclass
+class ContactForces:
+    """One update of :class:`ContactForceEstimator` (new arrays at every update)."""
+    frames: tuple               # the contact frames' names
+    in_contact: np.ndarray      # (k,) bool: the frame's state (normal force, hysteresis)
+    wrenches: np.ndarray        # (k, 6): force, torque (world axes, at the frame origin) the
+                                # environment applies; zero rows for frames out of contact
+    normal_forces: np.ndarray   # (k,): n·f of the programme's solution (also out of contact)
+    unexplained: np.ndarray     # (nv,): r − Σ J_iᵀ f_i
+    onset: np.ndarray           # (k,) bool: the frame came into contact at this update
+    release: np.ndarray         # (k,) bool: the frame left contact at this update
+    positions: np.ndarray       # (k, 3): the frames' origins, world axes
+
+
+@njit(cache=True, nogil=True)
+def weighted_least_squares(A, w, r, rho, cols, C, lower, upper, H, y):
+    """The unconstrained minimizer of (2) over the columns ``cols`` of ``A``, into ``y[:m]``
+    (m = len(cols)): ``H = A_cᵀ W A_c + ρ I``, ``H y = A_cᵀ W r`` by Cholesky (H is positive
+    definite: ρ > 0).  Returns whether it satisfies the constraints ``lower <= C y <= upper``
+    (the rows of ``C`` that involve only those columns: the frames' own rows)."""
+    m, nv = cols.shape[0], A.shape[0]
+    for a in range(m):
+        ca = cols[a]
+        for b in range(a + 1):
+            cb = cols[b]
+            s = 0.0
+            for i in range(nv):
+                s += A[i, ca] * w[i] * A[i, cb]
+            H[a, b] = s
+        H[a, a] += rho
+        s = 0.0
+        for i in range(nv):
+            s += A[i, ca] * w[i] * r[i]
+        y[a] = s
+    for a in range(m):                          # H = L Lᵀ in the lower triangle
+        for b in range(a + 1):
+            s = H[a, b]
+            for c in range(b):
+                s -= H[a, c] * H[b, c]
+            H[a, b] = math.sqrt(s) if a == b else s / H[b, b]
+    for a in range(m):                          # L z = A_cᵀ W r
+        s = y[a]
+        for c in range(a):
+            s -= H[a, c] * y[c]
+        y[a] = s / H[a, a]
+    for a in range(m - 1, -1, -1):              # Lᵀ y = z
+        s = y[a]
+        for c in range(a + 1, m):
+            s -= H[c, a] * y[c]
+        y[a] = s / H[a, a]
+    feasible = True
+    for j in range(C.shape[0]):
+        s = 0.0
+        for a in range(m):
+            s += C[j, cols[a]] * y[a]
+        if not (lower[j] <= s <= upper[j]):
+            feasible = False
+    return feasible
+
+
+def _tangents(normal):
+    """Two unit vectors orthogonal to ``normal`` and to each other."""
+    n = normal
+    e = np.eye(3)[int(np.argmin(np.abs(n)))]
+    t1 = np.cross(n, e)
+    t1 /= np.linalg.norm(t1)
+    return t1, np.cross(n, t1)
+
+
+class ContactForceEstimator:
+    """Contact forces at ``frames`` from the momentum residual (module docstring, eq. 2).
+
+    Parameters
+    ----------
+    model : ros_dynamics.Model
+    frames : list of str
+        Contact frames (any of ``model.frame_names``), e.g. the four feet.
+    frame_model : 'point' or 'wrench'
+        A 3-D force at each frame origin, or a 6-D wrench (flat feet, grippers).
+    normal : (3,) array
+        The contact normal in world axes (normalized here).
+    threshold : float
+        Normal force [N] above which a frame is in contact; > 0.
+    release_ratio : float in (0, 1]
+        A frame in contact is released below ``release_ratio * threshold``.
+    friction : float
+        μ of the linearized friction cone (> 0).
+    base_weight : float
+        Weight of a floating base's six rows in (2), relative to the joint rows (> 0).
+    regularization : float
+        ρ of (2) (> 0).
+    """
+
+    def __init__(self, model, frames, frame_model='point', normal=(0.0, 0.0, 1.0),
+                 threshold=10.0, release_ratio=0.5, friction=FRICTION, base_weight=1e-6,
+                 regularization=1e-12):
+        if frame_model not in FRAME_MODELS:
+            raise ValueError(f'contact_frame_model must be one of {sorted(FRAME_MODELS)}, '
+                             f'got {frame_model!r}')
+        names = list(frames)
+        if not names:
+            raise ValueError('contact_frames is empty')
+        if len(set(names)) != len(names):
+            raise ValueError(f'contact_frames has duplicates: {names}')
+        self.frames = task_frames(model, names)
+        n = check_vector(normal, 3, 'contact_normal')
+        if not np.linalg.norm(n) > 1e-9:
+            raise ValueError('contact_normal must be a non-zero vector')
+        if not (np.isfinite(threshold) and threshold > 0):
+            raise ValueError(f'contact_force_threshold must be > 0, got {threshold}')
+        if not 0.0 < float(release_ratio) <= 1.0:
+            raise ValueError('release_ratio must be in (0, 1]')
+        if not (friction > 0 and base_weight > 0 and regularization > 0):
+            raise ValueError('friction, base_weight and regularization must be > 0')
+        self.model = model
+        self.nv = int(model.nv)
+        self.frame_model = frame_model
+        self.normal = n / np.linalg.norm(n)
+        self.threshold = float(threshold)
+        self.release_ratio = float(release_ratio)
+        self.friction = float(friction)
+        self.base_weight = float(base_weight)
+        self.regularization = float(regularization)
+        k, d = len(names), FRAME_MODELS[frame_model]
+        self._k, self._d = k, d
+        self._data = Data(model)
+        self._zero_v = np.zeros(self.nv)
+        w = np.ones(self.nv)
+        if model.floating_base:
+            w[:6] = self.base_weight
+        self._w = w
+        # the constraints of (2), per frame: n·f >= 0 and (±t_j − μ n)·f <= 0
+        t1, t2 = _tangents(self.normal)
+        rows = [self.normal] + [s * t - self.friction * self.normal
+                                for t in (t1, t2) for s in (1.0, -1.0)]
+        C = np.zeros((5 * k, k * d))
+        for i in range(k):
+            C[5 * i:5 * i + 5, i * d:i * d + 3] = rows
+        self._C = C
+        self._lower = np.tile([0.0] + [-1e20] * 4, k)
+        self._upper = np.tile([1e20] + [0.0] * 4, k)
+        import proxsuite        # here, not at a sample (contact_forces extra; requirements-dev)
+        self._proxsuite = proxsuite
+        self._all = np.ones(k, dtype=bool)
+        self._cols = np.arange(k * d).reshape(k, d)             # a frame's columns, C rows
+        self._rows = np.arange(5 * k).reshape(k, 5)
+        self._H, self._y = np.zeros((k * d, k * d)), np.zeros(k * d)
+        # the kernel compiled (or loaded from numba's cache) here, not at a sample
+        weighted_least_squares(np.zeros((self.nv, k * d)), np.ones(self.nv), np.zeros(self.nv),
+                               1.0, self._cols.ravel(), C, self._lower, self._upper, self._H,
+                               self._y)
+        self._qp = {}
+        self._x = np.zeros(k * d)
+        self.status = None               # the solver's status at the last update
+        self.reset()
+
+    def _programme(self, A, r, on):
+        """(2) over the frames ``on`` (bool, k) only (the others carry no force): the
+        unconstrained minimizer of the strictly convex programme when it satisfies the
+        constraints (then it is the solution: the usual case, every loaded frame inside its
+        cone; :func:`weighted_least_squares`), else ProxQP, warm-started (one solver per set of
+        frames)."""
+        d = self._d
+        x = np.zeros(self._k * d)
+        if not on.any():
+            return x
+        cols = self._cols[on].ravel()
+        rows = self._rows[on].ravel()
+        m = cols.shape[0]
+        C, lo, up = self._C[rows], self._lower[rows], self._upper[rows]
+        y = self._y[:m]
+        if weighted_least_squares(A, self._w, r, self.regularization, cols, C, lo, up,
+                                  self._H, y):
+            self.status = 'unconstrained'
+        else:
+            Ac = A[:, cols]
+            AW = Ac.T * self._w
+            H = AW @ Ac
+            H.flat[::m + 1] += self.regularization
+            g = -(AW @ r)
+            C = C[:, cols]
+            key = on.tobytes()
+            qp = self._qp.get(key)
+            if qp is None:
+                ps = self._proxsuite
+                qp = ps.proxqp.dense.QP(m, 0, len(lo))
+                qp.settings.eps_abs = 1e-9
+                qp.settings.eps_rel = 0.0
+                qp.settings.verbose = False
+                qp.settings.initial_guess = ps.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+                qp.init(H, g, None, None, C, lo, up)
+                self._qp[key] = qp
+            else:
+                qp.update(H=H, g=g)
+            qp.solve()
+            self.status = str(qp.results.info.status).rsplit('.', 1)[-1]
+            y = qp.results.x
+        x[cols] = y
+        return x
+
+    def reset(self):
+        """Every frame out of contact; the next solve starts cold."""
+        k = self._k
+        self._state = np.zeros(k, dtype=bool)
+        self._qp = {}
+        self._x[:] = 0.0
+
+    def jacobians(self, q):
+        """(A, positions): the force columns of ``[J_1ᵀ … J_kᵀ]`` (nv × k d) and the frame
+        origins (k, 3) at ``q``, from one kinematics pass of ``rd.task_space``."""
+        check_configuration(self.model, q)
+        ts = task_space(self.model, q, self._zero_v, self.frames, data=self._data)
+        J = ts.jacobians[:, :self._d, :]                        # (k, d, nv)
+        return J.transpose(2, 0, 1).reshape(self.nv, -1), ts.positions
+
+    def update(self, q, r):
+        """The contact forces for the residual ``r`` (nv,) at the configuration ``q``."""
+        r = check_vector(r, self.nv, 'r')
+        A, positions = self.jacobians(q)
+        return self.solve(A, r, positions)
+
+    def solve(self, A, r, positions=None):
+        """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``."""
+        k, d = self._k, self._d
+        A = np.ascontiguousarray(A)
+        # every frame first: the normal forces decide the contact states (with hysteresis);
+        # then, if some frame is out of contact, the programme again without it: it carries no
+        # force, and what it would have explained stays in the unexplained part
+        x = self._programme(A, r, self._all)
+        if not np.all(np.isfinite(x)):
+            self.reset()
+            raise ValueError('the contact-force programme gave a non-finite solution')
+        f = x.reshape(k, d)
+        fn = f[:, :3] @ self.normal
+        was = self._state
+        now = (fn > self.threshold) | (was & (fn >= self.release_ratio * self.threshold))
+        self._state = now
+        if not now.all():
+            x = self._programme(A, r, now)
+        if not np.all(np.isfinite(x)):
+            self.reset()
+            raise ValueError('the contact-force programme gave a non-finite solution')
+        self._x[:] = x
+        wrenches = np.zeros((k, 6))
+        wrenches[:, :d] = x.reshape(k, d)
+        return ContactForces(self.frames.names, now.copy(), wrenches, fn, r - A @ x,
+                             now & ~was, was & ~now,
+                             np.zeros((k, 3)) if positions is None else positions.copy())

@@ -1,0 +1,160 @@
+"""The contact-force estimate (estimation/contact_forces.py) against a plant's foot forces, no ROS.
+
+:func:`run` drives the :class:`~ros_dynamics.estimation.cycle.Cycle` with the four feet as
+contact frames on the project's rigid-contact quadruped (``standing``, ``trot``) or on MuJoCo
+(``mujoco``: standing, weight shift, a foot lifted, a push on the trunk), optionally with the
+base state from a noisy, late odometry, and returns the plant's foot forces, their exact
+``K/(s+K)`` filter (the observer's discrete step, observer.py), the estimate, the states and
+the unexplained part against the push's filtered generalized force.  :func:`metrics` reduces a
+run to the figures of docs/contact_forces.md.
+"""
+
+import numpy as np
+
+from ..core import bundled_urdf, load_urdf
+from ..estimation.cycle import Cycle, ObserverSettings
+from .mujoco_quadruped import FEET, MujocoQuadruped, ShiftLiftPush
+from .plant import PDGravityController
+from .rigid_simulator import standing_quadruped, trotting_quadruped
+
+PLANTS = ('standing', 'trot', 'mujoco')
+POSE = {'HAA': 0.0, 'HFE': 0.7, 'KFE': -1.4}
+
+
+def _plant(name, model, path, duration):
+    """A step function () -> (t, q, v, tau, feet (4, 3), push (nv,)) and the phase of a time."""
+    if name == 'mujoco':
+        pose = np.array([POSE[n.split('_')[1]] for n in model.joint_names])
+        traj = ShiftLiftPush(model, pose)
+        plant = MujocoQuadruped(path, model, PDGravityController(model, 60.0, 1.0), traj)
+        start, end, force = traj.PUSH
+
+        def step():
+            plant.push = force if start <= plant.t < end else np.zeros(3)
+            return plant.step()
+        return step, plant.dt, traj.phase
+    sim = (standing_quadruped if name == 'standing' else trotting_quadruped)(model, path)
+
+    def step():
+        s = sim.step()
+        feet = np.zeros((len(FEET), 3))
+        for link, w in zip(s.contact_links, s.wrenches):
+            if link in FEET:
+                feet[FEET.index(link)] += w[:3]
+        return s.t, s.q, s.v, s.tau, feet, np.zeros(model.nv)
+    return step, sim.dt, (lambda t: name)
+
+
+def record(plant='mujoco', duration=None):
+    """The plant's samples without an estimate (to replay them elsewhere, e.g. to a node):
+    a dict of arrays t, q, v, tau (the model's coordinates), feet (T, 4, 3), push (T, nv),
+    phase, and the model."""
+    path = bundled_urdf('quadruped')
+    model = load_urdf(path, floating_base=True)
+    duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
+    step, dt, phase = _plant(plant, model, path, duration)
+    rows = [step() for _ in range(int(round(duration / dt)))]
+    out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
+        ('t', 'q', 'v', 'tau', 'feet', 'push'))}
+    out.update(phase=np.array([phase(t - 0.5 * dt) for t in out['t']]), model=model, dt=dt,
+               weight=-model.total_mass() * model.gravity[2])
+    return out
+
+
+def filtered(x, gain, dt):
+    """The observer's exact discrete K/(s+K) of a sampled series (T, ...) over its periods, from
+    zero at the first sample (observer.py: r_k+1 = e^-K dt r_k + (1 - e^-K dt) w_k)."""
+    a = np.exp(-gain * dt)
+    out = np.zeros_like(x, dtype=float)
+    for k in range(1, len(x)):
+        out[k] = a * out[k - 1] + (1 - a) * x[k]
+    return out
+
+
+def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, odom_noise=0.0,
+        odom_delay=0.0, seed=0, frame_model='point', contact_threshold=5.0):
+    """One run (module docstring).  ``odom_noise`` [m/s, rad/s]: white noise on the base twist
+    the estimate receives; ``odom_delay`` [s]: its base pose and twist are that old (the joint
+    states are not).  ``contact_threshold``: the detector's (on the unexplained part).
+    Returns a dict of arrays over the samples."""
+    path = bundled_urdf('quadruped')
+    model = load_urdf(path, floating_base=True)
+    duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
+    step, dt, phase = _plant(plant, model, path, duration)
+    settings = ObserverSettings(model, gain=gain, threshold=contact_threshold,
+                                contact_frames=FEET,
+                                contact_frame_model=frame_model,
+                                contact_force_threshold=threshold)
+    cycle = Cycle(model, observer=settings)
+    rng = np.random.default_rng(seed)
+    a = np.exp(-gain * dt)
+    lag = int(round(odom_delay / dt))
+    base = []                                   # (q_base, v_base) history for the delay
+    filt, pfilt = np.zeros((len(FEET), 3)), np.zeros(model.nv)
+    out = {k: [] for k in ('t', 'feet', 'filtered', 'estimate', 'in_contact', 'unexplained',
+                           'push', 'phase', 'detected')}
+    n = int(round(duration / dt))
+    for k in range(n):
+        t, q, v, tau, feet, push = step()
+        base.append((q[:7].copy(), v[:6].copy()))
+        qb, vb = base[max(0, len(base) - 1 - lag)]
+        q, v = q.copy(), v.copy()
+        q[:7], v[:6] = qb, vb
+        if odom_noise > 0:
+            v[:6] += odom_noise * rng.standard_normal(6)
+        res = cycle.step(q, v, tau, int(round(t * 1e9)))
+        if res.error is not None:
+            raise RuntimeError(res.error)
+        if res.forces is None:                  # the first sample starts the observer
+            continue
+        filt = a * filt + (1 - a) * feet
+        pfilt = a * pfilt + (1 - a) * push
+        for key, val in (('t', t), ('feet', feet), ('filtered', filt.copy()),
+                         ('estimate', res.forces.wrenches[:, :3].copy()),
+                         ('in_contact', res.forces.in_contact.copy()),
+                         ('unexplained', res.forces.unexplained.copy()), ('push', pfilt.copy()),
+                         ('phase', phase(t - 0.5 * dt)), ('detected', res.contact.in_contact)):
+            out[key].append(val)
+    out = {k: np.array(v) for k, v in out.items()}
+    out.update(weight=-model.total_mass() * model.gravity[2], threshold=threshold,
+               release=settings.release_ratio * threshold, dt=dt, plant=plant)
+    return out
+
+
+def _transitions(x):
+    """Indices where a boolean series turns on, and where it turns off."""
+    d = np.diff(x.astype(int))
+    return np.flatnonzero(d == 1) + 1, np.flatnonzero(d == -1) + 1
+
+
+def metrics(out, settle=0.5):
+    """The figures of a run: per-foot force rms error (over all samples after ``settle`` s, and
+    per phase) as a fraction of the weight; contact-state accuracy against the plant (a foot in
+    contact while its normal force exceeds the release level, release_ratio x threshold);
+    touch-down and lift-off delays; the push found in the unexplained part (relative error of
+    its generalized force, after 5/K of each push)."""
+    t, w = out['t'], out['weight']
+    m = t >= settle
+    err = out['estimate'] - np.where(out['in_contact'][:, :, None], out['filtered'], 0.0)
+    rms = np.sqrt((err[m] ** 2).sum(axis=2).mean(axis=0)) / w
+    phases = {}
+    for ph in dict.fromkeys(out['phase'][m]):
+        sel = m & (out['phase'] == ph)
+        phases[str(ph)] = (np.sqrt((err[sel] ** 2).sum(axis=2).mean(axis=0)) / w).tolist()
+    truth = out['feet'][:, :, 2] > out['release']
+    acc = float((out['in_contact'][m] == truth[m]).mean())
+    down, up = [], []
+    for i in range(truth.shape[1]):
+        on_m, off_m = _transitions(out['in_contact'][:, i])
+        on_t, off_t = _transitions(truth[:, i])
+        for ref, mine, acc_list in ((on_t, on_m, down), (off_t, off_m, up)):
+            for j in ref:
+                later = mine[mine >= j - 20]
+                if t[j] >= settle and later.size and t[later[0]] - t[j] < 0.1:
+                    acc_list.append(t[later[0]] - t[j])
+    push = np.linalg.norm(out['push'], axis=1)
+    sel = push > 0.9 * push.max() if push.max() > 0 else np.zeros(len(t), bool)
+    push_err = (float(np.linalg.norm(out['unexplained'][sel] - out['push'][sel], axis=1).mean()
+                      / push[sel].mean()) if sel.any() else None)
+    return dict(rms_per_foot=rms.tolist(), rms_per_phase=phases, state_accuracy=acc,
+                touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err)
