@@ -173,7 +173,7 @@ def test_the_compiled_cycle_is_the_pipeline_on_every_case():
     msgs[401] = msgs[401][:4] + ((s * NS + ns - 3 * 10**6) // NS, (s * NS + ns - 3 * 10**6) % NS,
                                  now)
     js, contact = _compare(arm, msgs, events)
-    kinds = dict(zip(('ok',) + DECLINED, js.counts.tolist()))
+    kinds = dict(zip(('ok',) + DECLINED, list(js.counts)))
     assert contact >= 10                       # the contact was seen (and isolated alike)
     assert kinds['ok'] >= 0.8 * len(msgs), kinds
     for kind in ('stamp', 'input', 'observer', 'interval', 'contact'):
@@ -231,6 +231,6 @@ def test_the_compiled_cycle_on_split_sources():
             msgs.append((names[7:], pos[7:], vel[7:], e, t // NS, t % NS, now))
         msgs.append((names[:7], pos[:7], vel[:7], eff[:7], sec, nanosec, now))
     js, _ = _compare(model, msgs)
-    kinds = dict(zip(('ok',) + DECLINED + ('no effort',), js.counts.tolist()))
+    kinds = dict(zip(('ok',) + DECLINED + ('no effort',), list(js.counts)))
     assert js.fast_cycles >= 0.75 * 500, kinds
     assert kinds['no effort'] >= 30 and kinds['input'] >= 1, kinds   # no efforts; expired

@@ -54,7 +54,7 @@ class JointStateCycle:
         self.base_q, self.base_v = (7, 6) if self.floating else (0, 0)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = np.zeros(BRIDGED + 1, dtype=np.int64)   # per answer of fused_step
+        self.counts = [0] * (BRIDGED + 1)     # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self.compiled = False
         # the compiled call serves the model's own coordinates, the joint states' efforts
@@ -96,7 +96,7 @@ class JointStateCycle:
                     'frames)')
         if not self.compiled:
             return 'Python pipeline (the compiled call is being compiled)'
-        counts = self.counts.tolist()
+        counts = self.counts
         why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
         if self.not_tried:
             why.append(f'a new layout or source, or one that does not drive the cycles '
