@@ -21,6 +21,9 @@ from .fused_cycle import BRIDGED, DECLINED, MADE, NO_EFFORT, compile_fused, fuse
 from .rules import NS
 
 
+_NO_NOTES = ()
+
+
 class Outcome:
     """What :meth:`JointStateCycle.step` made of one message (one object, reused).
 
@@ -33,7 +36,13 @@ class Outcome:
 
     def clear(self):
         self.verdict, self.result, self.t_ns, self.tau = None, None, 0, None
-        self.written, self.refusal, self.notes = False, None, []
+        self.written, self.refusal, self.notes = False, None, _NO_NOTES
+
+    def note(self, kind, text, level):
+        """Add (kind, text, level) to :attr:`notes`."""
+        if self.notes is _NO_NOTES:
+            self.notes = []
+        self.notes.append((kind, text, level))
 
 
 class JointStateCycle:
@@ -173,8 +182,8 @@ class JointStateCycle:
         out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, True
         out.tau = self.tau if observed else None
         if status == NO_EFFORT:
-            out.notes.append(('no_effort', 'joint_states without effort: observer not updated',
-                              'info'))
+            out.note('no_effort', 'joint_states without effort: observer not updated',
+                     'info')
         self._accepted(out.result)
         return True
 
@@ -185,7 +194,7 @@ class JointStateCycle:
         if verdict == 'held':
             out.verdict = 'held'
             if asm.reason[1] is not None:
-                out.notes.append(('held', f'joint_states: {asm.reason[1]}', 'info'))
+                out.note('held', f'joint_states: {asm.reason[1]}', 'info')
             return out
         if verdict not in ('cycle', 'reset'):
             kind, text = asm.reason
@@ -195,8 +204,8 @@ class JointStateCycle:
             return out
         if verdict == 'reset':
             cycle.reset(asm.reason[1])
-            out.notes.append((asm.reason[0], f'{asm.reason[1]}; observer re-initialized',
-                              'info'))
+            out.note(asm.reason[0], f'{asm.reason[1]}; observer re-initialized',
+                     'info')
         if self.floating and base is None:
             out.verdict = 'refused'
             out.refusal = ('no_odom', 'joint_states ignored: floating base and no valid odom '
@@ -204,7 +213,7 @@ class JointStateCycle:
             return out
         self.q[self.base_q:] = asm.q
         self.v[self.base_v:] = asm.v
-        tau = self._observer_torque(command, out.notes)
+        tau = self._observer_torque(command, out)
         t_ns = asm.stamp_ns or now_ns        # unstamped sources: the node clock at receipt
         res = out.result = cycle.step(self.q, self.v, tau, t_ns, christoffel=christoffel)
         if res.error is not None:
@@ -219,31 +228,30 @@ class JointStateCycle:
     def _accepted(self, res):
         """The notes of a cycle made (either way)."""
         if res.observer == 'bridge':
-            self.outcome.notes.append((
+            self.outcome.note(
                 'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
-                f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)',
-                'info'))
+                f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
 
-    def _observer_torque(self, command, notes):
+    def _observer_torque(self, command, out):
         """The observer's applied torque (nv,) for a cycle of the pipeline, from the assembled
         joint state or the latest commanded torque, as ``effort_source`` says; or None (the
-        observer is not updated; why is added to ``notes``)."""
+        observer is not updated; why is noted in ``out``)."""
         if self.cycle.observer is None:
             return None
         if self.effort_source == 'joint_state':
             if not self.assembler.has_effort:
-                notes.append(('no_effort', 'joint_states without effort: observer not updated',
-                              'info'))
+                out.note('no_effort', 'joint_states without effort: observer not updated',
+                         'info')
                 return None
             self.tau[self.base_v:] = self.assembler.e
             return self.tau
         if command is None:
-            notes.append(('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info'))
+            out.note('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info')
             return None
         if self.commanded_timeout > 0 and (
                 time.monotonic_ns() - command[1]) > self.commanded_timeout * NS:
-            notes.append(('stale_cmd', '~/commanded_torque is stale: observer not updated',
-                          'warning'))
+            out.note('stale_cmd', '~/commanded_torque is stale: observer not updated',
+                     'warning')
             return None
         self.tau[self.base_v:] = command[0]
         return self.tau
