@@ -65,7 +65,7 @@ class JointStateCycle:
         self.outcome = Outcome()
         self.counts = [0] * (BRIDGED + 1)     # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
-        self.compiled = False
+        self.compiled = self._compiled = False
         # the compiled call serves the model's own coordinates, the joint states' efforts
         self._fast = outputs is not None and cycle.coords.identity and (
             cycle.contact_forces is None) and (
@@ -91,6 +91,7 @@ class JointStateCycle:
         message on."""
         compile_fused()
         self.compiled = True
+        self._compiled = self._fast     # the compiled call serves from the next message on
 
     @property
     def fast_cycles(self):
@@ -119,19 +120,36 @@ class JointStateCycle:
         """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty),
         received at ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of the latest
         odometry of a floating base or None (refused when its stamp is more than
-        ``odom_max_age`` older than the joint state's: nothing from an old base state); ``command``: (joint torques, monotonic receipt ns) of the latest
-        commanded torque or None; ``christoffel``: compute Gamma in this cycle.  Returns
-        :attr:`outcome`."""
+        ``odom_max_age`` older than the joint state's: nothing from an old base state);
+        ``command``: (joint torques, monotonic receipt ns) of the latest commanded torque or
+        None; ``christoffel``: compute Gamma in this cycle.  Returns :attr:`outcome`."""
         out = self.outcome
-        out.clear()
-        if self.floating and base is not None:
-            if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
-                return out
-            self.q[:7], self.v[:6] = base[0], base[1]
-        if self._fast and self.compiled and (base is not None or not self.floating):
-            if self._step_compiled(names, position, velocity, effort, sec, nanosec, now_ns,
-                                   christoffel):
-                return out
+        if self.floating:
+            if base is not None:
+                if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
+                    return out
+                self.q[:7], self.v[:6] = base[0], base[1]
+        if self._compiled and (base is not None or not self.floating):
+            # the usual message in one compiled call (module text); the pipeline otherwise
+            asm, cycle = self.assembler, self.cycle
+            src = asm.fused_source(names)
+            if src is None:
+                self.not_tried += 1
+            else:
+                gather, last_ns, clock_jumped = src
+                obs_last_ns = cycle.fused_time
+                (model, work), state, bounds, held, observer, outputs, limits = self._args
+                try:
+                    status = fused_step(model, work, gather, (position, velocity, effort), state,
+                                        bounds, held, observer, outputs, limits, sec, nanosec,
+                                        now_ns, last_ns, obs_last_ns, cycle.gap_limit,
+                                        clock_jumped, len(names))
+                except TypeError:   # other array types (e.g. read-only): the pipeline converts
+                    status = None
+                if status is not None:
+                    self.counts[status] += 1
+                    if status in MADE:
+                        return self._made(status, sec * NS + nanosec, obs_last_ns, christoffel)
         return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
                                    base, command, christoffel)
 
@@ -143,53 +161,39 @@ class JointStateCycle:
                 age <= self.odom_max_age_ns:
             return False
         out = self.outcome
+        out.clear()
         out.verdict = 'refused'
         out.refusal = ('stale_odom', f'joint_states ignored: the latest odom is {age / NS:.3g} s '
                        f'older than the joint state (odom_max_age {self.odom_max_age_ns / NS:g} '
                        's): nothing is computed from an old base state', 'warning')
         return True
 
-    def _step_compiled(self, names, position, velocity, effort, sec, nanosec, now_ns,
-                       christoffel):
-        asm, cycle = self.assembler, self.cycle
-        src = asm.fused_source(names)
-        if src is None:
-            self.not_tried += 1
-            return False
-        gather, last_ns, clock_jumped = src
-        obs_last_ns = cycle.fused_time
-        (model, work), state, bounds, held, observer, outputs, limits = self._args
-        try:
-            status = fused_step(model, work, gather, (position, velocity, effort), state,
-                                bounds, held, observer, outputs, limits, sec, nanosec, now_ns,
-                                last_ns, obs_last_ns, cycle.gap_limit, clock_jumped, len(names))
-        except TypeError:        # other array types (e.g. read-only): the pipeline converts
-            return False
-        self.counts[status] += 1
-        if status not in MADE:
-            return False
-        stamp_ns = sec * NS + nanosec
+    def _made(self, status, stamp_ns, obs_last_ns, christoffel):
+        """:attr:`outcome` of a cycle the compiled call made (``status``: its answer)."""
+        asm, cycle, out = self.assembler, self.cycle, self.outcome
         asm.fused_accepted(stamp_ns)
         observed = status != NO_EFFORT and cycle.observer is not None
-        out = self.outcome
-        out.result = cycle.fused_done(self.q, self.v, stamp_ns, (stamp_ns - obs_last_ns) / NS,
-                                      observed, status == BRIDGED, christoffel)
-        if out.result.error is not None:
-            out.verdict = 'refused'
-            out.refusal = ('output', f'{out.result.error}: nothing published, observer '
+        out.notes, out.refusal = _NO_NOTES, None
+        res = out.result = cycle.fused_done(self.q, self.v, stamp_ns,
+                                            (stamp_ns - obs_last_ns) / NS, observed,
+                                            status == BRIDGED, christoffel)
+        if res.error is not None:
+            out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
+            out.refusal = ('output', f'{res.error}: nothing published, observer '
                            're-initialized', 'error')
-            return True
+            return out
         out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, True
         out.tau = self.tau if observed else None
         if status == NO_EFFORT:
-            out.note('no_effort', 'joint_states without effort: observer not updated',
-                     'info')
-        self._accepted(out.result)
-        return True
+            out.note('no_effort', 'joint_states without effort: observer not updated', 'info')
+        elif status == BRIDGED:
+            self._bridged(res)
+        return out
 
     def _step_pipeline(self, names, position, velocity, effort, sec, nanosec, now_ns, base,
                        command, christoffel):
         out, asm, cycle = self.outcome, self.assembler, self.cycle
+        out.clear()
         verdict = asm.add(names, position, velocity, effort, sec, nanosec, now_ns)
         if verdict == 'held':
             out.verdict = 'held'
@@ -221,16 +225,16 @@ class JointStateCycle:
             out.refusal = ('output', f'{res.error}: nothing published, observer '
                            're-initialized', 'error')
             return out
-        self._accepted(res)
+        if res.observer == 'bridge':
+            self._bridged(res)
         out.verdict, out.t_ns, out.tau = 'cycle', t_ns, tau
         return out
 
-    def _accepted(self, res):
-        """The notes of a cycle made (either way)."""
-        if res.observer == 'bridge':
-            self.outcome.note(
-                'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
-                f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
+    def _bridged(self, res):
+        """The note of a cycle made (either way) across a gap."""
+        self.outcome.note(
+            'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
+            f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
 
     def _observer_torque(self, command, out):
         """The observer's applied torque (nv,) for a cycle of the pipeline, from the assembled
