@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 from common import log, machine_info
 
@@ -56,7 +57,8 @@ def main(argv=None):
             rows.append((k + 1, label) + _run(tree, os.path.join(OUT, f'node_cycle_{label}.md')))
     lines = ['# The node\'s cycle without ROS, two commits alternated (bundled arm)', '',
              f'`python benchmarks/node_cycle_ab.py --base {args.base} --runs {args.runs}` at '
-             f'{head}; machine: {machine_info()}. Each run is one process of that commit\'s '
+             f'{head}, {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; machine: '
+             f'{machine_info()}; 1-min load average per run in the last column. Each run is one process of that commit\'s '
              '`benchmarks/node_cycle.py` (minimum thread CPU over interleaved blocks); "what '
              'the node runs" is its row for the joint-state cycle the node makes per message, '
              '"core calls" the bare core work in the same process.', '',

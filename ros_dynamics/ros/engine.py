@@ -111,12 +111,7 @@ class Output:
 
     def message(self, stamp):
         """The message stamped ``stamp`` ((sec, nanosec)) with the arrays as written."""
-        if self.template is not None:
-            self.template.set_stamp(*stamp)
-            return self.template.bytes()
-        st = self.msg.header.stamp
-        st.sec, st.nanosec = stamp
-        return self.msg
+        return wire.stamped(self.template, self.msg, stamp)
 
 
 def stamp_msg(stamp):

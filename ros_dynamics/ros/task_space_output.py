@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from ..core.api import task_frames, task_space, task_space_after_terms
+from . import wire
 
 #: what the node's output needs the configured frames to be: the reason when it cannot be made
 NOT_IN_COM_COORDINATES = ('task_frames are not supported with coordinates center_of_mass (its '
@@ -185,7 +186,6 @@ class TaskSpaceStream:
     ``rclpy.serialization.serialize_message``; ``pose_type``: geometry_msgs/Pose."""
 
     def __init__(self, output, msg, serialize, pose_type, frame_id):
-        from .wire import Template
         self.output, self.msg, self.pose_type = output, msg, pose_type
         k, n = len(output.frames), len(output.names)
         msg.header.frame_id = frame_id
@@ -205,7 +205,7 @@ class TaskSpaceStream:
         msg.com.x, msg.com.y, msg.com.z = marks[7 * k + 1:7 * k + 4]
         msg.com_velocity.x, msg.com_velocity.y, msg.com_velocity.z = marks[7 * k + 4:]
         try:
-            self.template = Template(msg, serialize)
+            self.template = wire.Template(msg, serialize)
         except ValueError:
             self.template = None
             return
@@ -236,9 +236,4 @@ class TaskSpaceStream:
 
     def message(self, stamp):
         """The message stamped ``stamp`` ((sec, nanosec)) with the terms last written."""
-        if self.template is not None:
-            self.template.set_stamp(*stamp)
-            return self.template.bytes()
-        st = self.msg.header.stamp
-        st.sec, st.nanosec = stamp
-        return self.msg
+        return wire.stamped(self.template, self.msg, stamp)

@@ -248,3 +248,15 @@ class Template:
 
     def bytes(self):
         return self._bytes.tobytes()
+
+
+def stamped(template, msg, stamp):
+    """What to publish for a per-cycle output stamped ``stamp`` ((sec, nanosec)): the
+    serialized bytes of ``template`` (written in place), or, where the middleware's
+    serialization is not plain CDR (``template`` None), the message object ``msg``."""
+    if template is not None:
+        template.set_stamp(*stamp)
+        return template.bytes()
+    st = msg.header.stamp
+    st.sec, st.nanosec = stamp
+    return msg
