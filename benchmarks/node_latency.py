@@ -170,17 +170,24 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_dynamics_msgs.msg import Dynamics
 topic, out, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+ts_topic = sys.argv[4] if len(sys.argv) > 4 else None   # also ~/task_space: stamps to out.ts
 rclpy.init()
 node = rclpy.create_node('bench_subscriber')
-got = []
+got, got_ts = [], []
 def on_dynamics(msg):
     s = msg.header.stamp
     got.append((s.sec * 1_000_000_000 + s.nanosec, time.time_ns()))
-node.create_subscription(Dynamics, topic, on_dynamics,
-                         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+node.create_subscription(Dynamics, topic, on_dynamics, qos)
+if ts_topic:
+    from ros_dynamics_msgs.msg import TaskSpace
+    def on_task_space(msg):
+        s = msg.header.stamp
+        got_ts.append(s.sec * 1_000_000_000 + s.nanosec)
+    node.create_subscription(TaskSpace, ts_topic, on_task_space, qos)
 ex = SingleThreadedExecutor()
 ex.add_node(node)
-while node.count_publishers(topic) == 0:
+while node.count_publishers(topic) == 0 or (ts_topic and node.count_publishers(ts_topic) == 0):
     ex.spin_once(timeout_sec=0.05)
 print('READY', flush=True)
 end = time.monotonic() + timeout
@@ -193,6 +200,9 @@ while time.monotonic() < end:
         break
 with open(out, 'w') as f:
     json.dump(got, f)
+if ts_topic:
+    with open(out + '.ts', 'w') as f:
+        json.dump(got_ts, f)
 node.destroy_node()
 rclpy.try_shutdown()
 """
@@ -223,9 +233,10 @@ def thread_cpu(pid):
     return out
 
 
-def start_node_and_subscriber(ns, params, subscriber_timeout):
+def start_node_and_subscriber(ns, params, subscriber_timeout, task_space=False):
     """dynamics_node in namespace /ns with ``params`` and the ~/dynamics subscriber process
-    (SUBSCRIBER); returns (node process, subscriber process, node log file, received json)."""
+    (SUBSCRIBER; ``task_space``: also on ~/task_space); returns (node process, subscriber
+    process, node log file, received json)."""
     tmp = tempfile.mkdtemp(prefix='rd_bench_')
     pfile = os.path.join(tmp, 'params.yaml')
     with open(pfile, 'w') as f:
@@ -238,7 +249,9 @@ def start_node_and_subscriber(ns, params, subscriber_timeout):
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     sub_out = os.path.join(tmp, 'received.json')
     sub = subprocess.Popen([sys.executable, '-c', SUBSCRIBER, f'/{ns}/dynamics/dynamics', sub_out,
-                            str(subscriber_timeout)], env=env, stdout=subprocess.PIPE, text=True)
+                            str(subscriber_timeout)]
+                           + ([f'/{ns}/dynamics/task_space'] if task_space else []),
+                           env=env, stdout=subprocess.PIPE, text=True)
     return proc, sub, log, sub_out
 
 
@@ -273,9 +286,10 @@ def stop_trial(executor, node, ctx, proc, sub, log, timeout=10.0):
     return rc
 
 
-def publish_paced(pub, names, Q, V, E, rate):
+def publish_paced(pub, names, Q, V, E, rate, before=None):
     """Publish JointState k = 0.. at ``rate`` Hz on the wall clock (stamp = wall-clock publish
-    time): returns (the stamps sent, the seconds it took)."""
+    time): returns (the stamps sent, the seconds it took).  ``before(k, sec, nanosec)``, if
+    given, runs just before each (a floating base's odom with the same stamp)."""
     from sensor_msgs.msg import JointState
     msg = JointState()
     msg.name = names
@@ -288,6 +302,8 @@ def publish_paced(pub, names, Q, V, E, rate):
         msg.position, msg.velocity, msg.effort = Q[k], V[k], E[k]
         stamp = time.time_ns()
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
+        if before is not None:
+            before(k, msg.header.stamp.sec, msg.header.stamp.nanosec)
         pub.publish(msg)
         sent.append(stamp)
     return sent, time.monotonic() - t0

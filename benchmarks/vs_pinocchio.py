@@ -18,6 +18,16 @@ the others):
   dM/dt = C + C^T, published as the same ~/dynamics message; message objects in and out;
 * ``pinocchio-events``: the same node spun with the EventsExecutor, ours's executor.
 
+With task frames (robots ``quadruped-feet``: the bundled quadruped, urdf/quadruped.urdf, with its
+four feet; ``talos-feet-hands``: the full Talos v2 with its soles and gripper bases), the base is
+floating: both nodes get ``floating_base: true`` and ``task_frames`` and read nav_msgs/Odometry on
+``odom``, published with the stamp of each joint state just before it (a smooth base motion:
+pose in the world frame, twist in the base frame); both also publish
+ros_dynamics_msgs/TaskSpace on ~/task_space (frame poses, LOCAL_WORLD_ALIGNED Jacobians,
+dJ/dt v, mass, CoM, CoM velocity, A_G, dA_G/dt v), which the subscriber process receives too
+(a joint state counts as answered when both messages arrived).  Before the runs the Pinocchio
+node's task-space function is checked against rd.task_space at random states (1e-9 relative).
+
 The ratios to both Pinocchio variants are reported: to ``pinocchio-events`` the same executor
 (like for like), to ``pinocchio`` the node a user writes by default.
 
@@ -32,7 +42,8 @@ rd.dynamics at random states (1e-9): both publish the same output; and every ker
 compiled into the disk cache (``python -m ros_dynamics.warmup``), so no run pays the first
 start.
 
-    python benchmarks/vs_pinocchio.py [--robots panda talos arm7] [--reps 5] [--duration 5]
+    python benchmarks/vs_pinocchio.py [--robots panda talos arm7 quadruped-feet talos-feet-hands]
+        [--reps 5] [--duration 5]
         [--rate 1000] [--variants ours ours-lean pinocchio pinocchio-events]
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
@@ -61,7 +72,13 @@ from ros_dynamics.ros import compat as ros_compat  # noqa: E402
 
 ROBOTS = {'panda': 'panda_description/urdf/panda.urdf',
           'talos': 'talos_data/robots/talos_full_v2.urdf',
-          'arm7': None}                       # the bundled arm (urdf/arm7.urdf)
+          'arm7': None,                       # the bundled arm (urdf/arm7.urdf)
+          'quadruped-feet': None,             # the bundled quadruped (urdf/quadruped.urdf)
+          'talos-feet-hands': 'talos_data/robots/talos_full_v2.urdf'}
+# Robots with a floating base and task frames (~/task_space): the frames
+TASK_FRAMES = {'quadruped-feet': ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'],
+               'talos-feet-hands': ['left_sole_link', 'right_sole_link',
+                                    'gripper_left_base_link', 'gripper_right_base_link']}
 VARIANTS = {'ours': {}, 'ours-lean': {'christoffel_stream': False, 'observer_enabled': False}}
 # The Pinocchio node's variants, with the executor each spins with (the references of the ratios)
 PINOCCHIO = {'pinocchio': 'spin', 'pinocchio-events': 'events'}
@@ -72,41 +89,104 @@ OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, default
            'detector; ours-lean publishes ~/dynamics only; pinocchio '
            '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events '
            '(the same with the EventsExecutor) '
-           'publish the same ~/dynamics message. One subscriber process on ~/dynamics for each.')
+           'publish the same ~/dynamics message. One subscriber process on ~/dynamics for each. '
+           'Robots with task frames (quadruped-feet, talos-feet-hands): a floating base (odom '
+           'with each joint state) and ~/task_space (frame poses, LOCAL_WORLD_ALIGNED Jacobians, '
+           'dJ/dt v, mass, CoM, CoM velocity, A_G, dA_G/dt v) from every variant, received by '
+           'the same subscriber process; answered = both messages received.')
 
 
 def robot_urdf(robot):
     """Path of the robot's URDF."""
     if ROBOTS[robot] is None:
-        return rd.bundled_urdf(robot)
+        return rd.bundled_urdf(robot.split('-')[0])
     return example_robot_data_urdf(ROBOTS[robot])
 
 
-def check_same_output(xml, trials=5):
-    """max |ours - Pinocchio| over M, C, dM/dt, g at random states (Pinocchio's order)."""
+def load_models(xml, floating):
+    """(ours, Pinocchio's model, index of ours's q in Pinocchio's q, the same for v)."""
     import pinocchio as pin
-    from pinocchio_node import pin_terms
-    model = rd.load_urdf(xml)
-    pm = pin.buildModelFromXML(xml)
-    pd = pm.createData()
-    perm = np.array([model.joint_v_index(nm) for nm in list(pm.names)[1:]])
-    ix = np.ix_(perm, perm)
-    rng = np.random.default_rng(1)
-    err = 0.0
+    model = rd.load_urdf(xml, floating_base=floating)
+    pm = (pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating
+          else pin.buildModelFromXML(xml))
+    bq, bv = (7, 6) if floating else (0, 0)
+    iq = np.r_[0:bq, [pm.idx_qs[pm.getJointId(n)] for n in model.joint_names]].astype(int)
+    iv = np.r_[0:bv, [pm.idx_vs[pm.getJointId(n)] for n in model.joint_names]].astype(int)
+    return model, pm, iq, iv
+
+
+def random_states(pm, trials, seed=1):
+    """(q, v) in Pinocchio's order; a unit quaternion on a floating base."""
+    rng = np.random.default_rng(seed)
     for _ in range(trials):
         qp, vp = rng.uniform(-1, 1, pm.nq), rng.uniform(-1, 1, pm.nv)
-        q, v = np.empty(model.nq), np.empty(model.nv)
-        q[perm], v[perm] = qp, vp
-        d = rd.dynamics(model, q, v)
-        for a, b in zip(pin_terms(pm, pd, qp, vp), (d.M[ix], d.C[ix], d.Mdot[ix], d.g[perm])):
+        if pm.nq > pm.nv:
+            qp[3:7] /= np.linalg.norm(qp[3:7])
+        yield qp, vp
+
+
+def check_same_output(xml, floating=False, trials=5):
+    """max |ours - Pinocchio| over M, C, dM/dt, g at random states."""
+    from pinocchio_node import pin_terms
+    model, pm, iq, iv = load_models(xml, floating)
+    pd = pm.createData()
+    ix = np.ix_(iv, iv)
+    err = 0.0
+    for qp, vp in random_states(pm, trials):
+        d = rd.dynamics(model, qp[iq], vp[iv])
+        M, C, Mdot, g = pin_terms(pm, pd, qp, vp)
+        for a, b in zip((M[ix], C[ix], Mdot[ix], g[iv]), (d.M, d.C, d.Mdot, d.g)):
             err = max(err, float(np.abs(a - b).max()))
     return err
 
 
-def trajectory(xml, duration, rate):
-    """Joint names and the (Q, V, E) lists of a smooth motion within the input bounds."""
-    model = rd.load_urdf(xml)
-    names, n = list(model.joint_names), model.nv
+def check_same_task_space(xml, frames, trials=5):
+    """max relative difference (to max(1, |ours|)) between the Pinocchio node's task space
+    (pinocchio_node.PinTaskSpace, one object for every state, as in the node) and
+    rd.task_space, over every field, at random states."""
+    from pinocchio_node import PinTaskSpace
+    model, pm, iq, iv = load_models(xml, True)
+    pts, tf = PinTaskSpace(pm, frames), rd.task_frames(model, frames)
+    err = 0.0
+    for qp, vp in random_states(pm, trials):
+        ts = rd.task_space(model, qp[iq], vp[iv], tf)
+        fr, mass, com, vcom, Ag, bias = pts(qp, vp)
+        pairs = [(Ag[:, iv], ts.centroidal_matrix), (bias, ts.centroidal_bias), (com, ts.com),
+                 (vcom, ts.com_velocity), (np.array([mass]), np.array([ts.mass]))]
+        for k, (R, p, J, a) in enumerate(fr):
+            pairs += [(R, ts.rotations[k]), (p, ts.positions[k]), (J[:, iv], ts.jacobians[k]),
+                      (a, ts.jacobian_dot_v[k])]
+        err = max(err, max(float(np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+                           for a, b in pairs))
+    return err
+
+
+def base_motion(T, w):
+    """A smooth floating-base motion at times T (column): (pose [x y z qx qy qz qw], twist
+    [linear, angular] in the base frame, its time derivative), a sway in x and y, a bob in z
+    and a yaw about the world z axis."""
+    s, c = np.sin(w * T[:, 0]), np.cos(w * T[:, 0])
+    amp = np.array([0.05, 0.03, 0.02])
+    p = np.c_[amp[0] * s, amp[1] * s, 0.5 + amp[2] * s]
+    dp, ddp = amp * w * c[:, None], -amp * w * w * s[:, None]
+    yaw, dyaw, ddyaw = 0.3 * s, 0.3 * w * c, -0.3 * w * w * s
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    quat = np.c_[0 * yaw, 0 * yaw, np.sin(yaw / 2), np.cos(yaw / 2)]
+    # R(yaw)^T applied to world vectors; d/dt (R^T dp) = R^T ddp - omega x (R^T dp)
+    def to_base(x):
+        return np.c_[cy * x[:, 0] + sy * x[:, 1], -sy * x[:, 0] + cy * x[:, 1], x[:, 2]]
+    lin = to_base(dp)
+    om = np.c_[0 * yaw, 0 * yaw, dyaw]
+    dlin = to_base(ddp) - np.cross(om, lin)
+    return (np.c_[p, quat], np.c_[lin, om], np.c_[dlin, 0 * yaw, 0 * yaw, ddyaw])
+
+
+def trajectory(xml, duration, rate, floating=False):
+    """Joint names and the (Q, V, E, B) lists of a smooth motion within the input bounds (joint
+    positions, rates, efforts; B: the base's (pose, twist) per step on a floating base, else
+    None)."""
+    model = rd.load_urdf(xml, floating_base=floating)
+    names, n = list(model.joint_names), len(model.joint_names)
     w = 2 * np.pi * 0.5
     bounds = InputBounds(model)
     # amplitude 0.3..0.8 (rad or m), velocity at most a quarter of the node's velocity bound
@@ -114,17 +194,26 @@ def trajectory(xml, duration, rate):
     steps = int(round(duration * rate))
     T = np.arange(steps)[:, None] / rate
     Q, V, A = amp * np.sin(w * T), amp * w * np.cos(w * T), -amp * w * w * np.sin(w * T)
-    E = np.array([rd.inverse_dynamics(model, Q[k], V[k], A[k]) for k in range(steps)])
+    B = None
+    if floating:   # the joint efforts of the motion (the base wrench is left unexplained)
+        bq, bv, ba = base_motion(T, w)
+        E = np.array([rd.inverse_dynamics(model, np.r_[bq[k], Q[k]], np.r_[bv[k], V[k]],
+                                          np.r_[ba[k], A[k]])[6:] for k in range(steps)])
+        B = [(bq[k, :3].tolist(), bq[k, 3:].tolist(), bv[k, :3].tolist(), bv[k, 3:].tolist())
+             for k in range(steps)]
+    else:
+        E = np.array([rd.inverse_dynamics(model, Q[k], V[k], A[k]) for k in range(steps)])
     bad = next((b for k in range(0, steps, 50) for b in [bounds.violation(Q[k], V[k], E[k])]
                 if b is not None), None)
     if bad is not None:
         raise SystemExit(f'the benchmark trajectory is outside the input bounds: {bad[1]}')
-    return names, Q.tolist(), V.tolist(), E.tolist()
+    return names, Q.tolist(), V.tolist(), E.tolist(), B
 
 
-def start_process(ns, argv, params, root, subscriber_timeout):
+def start_process(ns, argv, params, root, subscriber_timeout, task_space=False):
     """A node process (``argv``, importing ros_dynamics from ``root``) in /ns with ``params``
-    and the ~/dynamics subscriber (as node_latency.start_node_and_subscriber starts ours)."""
+    and the ~/dynamics subscriber, also on ~/task_space with ``task_space`` (as
+    node_latency.start_node_and_subscriber starts ours)."""
     tmp = tempfile.mkdtemp(prefix='rd_vs_pin_')
     pfile = os.path.join(tmp, 'params.yaml')
     with open(pfile, 'w') as f:
@@ -137,8 +226,9 @@ def start_process(ns, argv, params, root, subscriber_timeout):
                             env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
     sub_out = os.path.join(tmp, 'received.json')
     sub = subprocess.Popen([sys.executable, '-c', nl.SUBSCRIBER, f'/{ns}/dynamics/dynamics',
-                            sub_out, str(subscriber_timeout)], env=env, stdout=subprocess.PIPE,
-                           text=True)
+                            sub_out, str(subscriber_timeout)]
+                           + ([f'/{ns}/dynamics/task_space'] if task_space else []),
+                           env=env, stdout=subprocess.PIPE, text=True)
     return proc, sub, log, sub_out
 
 
@@ -148,18 +238,22 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    ns = f'vs_{robot}_{variant.replace("-", "_").replace("@", "_")}_{tag}'
+    ns = f'vs_{robot}_{variant}_{tag}'.replace('-', '_').replace('@', '_')
+    frames = TASK_FRAMES.get(robot)
+    model_params = ({'robot_description': xml, 'floating_base': True, 'task_frames': frames}
+                    if frames else {'robot_description': xml})
     if variant in PINOCCHIO:
         proc, sub, log, sub_out = start_process(
             ns, [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]],
-            {'robot_description': xml}, nl.REPO_ROOT, duration + 120)
+            model_params, nl.REPO_ROOT, duration + 120, bool(frames))
     elif variant == 'ours@base':   # the node of another checkout (before a change)
         proc, sub, log, sub_out = start_process(
-            ns, ['-m', 'ros_dynamics.ros.dynamics_node'], {'robot_description': xml},
-            base_root, duration + 120)
+            ns, ['-m', 'ros_dynamics.ros.dynamics_node'], model_params,
+            base_root, duration + 120, bool(frames))
     else:
-        params = {'robot_description': xml, **VARIANTS[variant]}
-        proc, sub, log, sub_out = nl.start_node_and_subscriber(ns, params, duration + 120)
+        params = {**model_params, **VARIANTS[variant]}
+        proc, sub, log, sub_out = nl.start_node_and_subscriber(ns, params, duration + 120,
+                                                               bool(frames))
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(f'vs_client_{tag}', context=ctx)
@@ -167,11 +261,31 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
                                 QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
-    names, Q, V, E = traj
+    names, Q, V, E, B = traj
+    before = None
+    if B is not None:      # the base state: odom with the stamp of each joint state, just before
+        from nav_msgs.msg import Odometry
+        odom_pub = node.create_publisher(
+            Odometry, f'/{ns}/odom', QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+        odom = Odometry()
+        odom.header.frame_id, odom.child_frame_id = 'world', 'base'
+
+        def before(k, sec, nanosec):
+            (odom.pose.pose.position.x, odom.pose.pose.position.y,
+             odom.pose.pose.position.z), quat, lin, ang = B[k]
+            o, t = odom.pose.pose.orientation, odom.twist.twist
+            o.x, o.y, o.z, o.w = quat
+            t.linear.x, t.linear.y, t.linear.z = lin
+            t.angular.x, t.angular.y, t.angular.z = ang
+            odom.header.stamp.sec, odom.header.stamp.nanosec = sec, nanosec
+            odom_pub.publish(odom)
     try:
+        end = time.monotonic() + 120
+        while B is not None and not odom_pub.get_subscription_count() and time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.05)
         nl.wait_until_connected(pub, ex, proc, sub, log, 120)   # then the node is idle
         cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
-        sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate)
+        sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
         time.sleep(0.3)   # the tail of the queue
         cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
         load = os.getloadavg()[0]
@@ -181,9 +295,16 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
     with open(sub_out) as f:
         received = {s for s, _ in json.load(f)}
     n = len(sent)
+    extra = {}
+    if frames:     # answered: both ~/dynamics and ~/task_space arrived
+        with open(sub_out + '.ts') as f:
+            received_ts = set(json.load(f))
+        extra = {'dynamics_answered_fraction': sum(s in received for s in sent) / n,
+                 'task_space_answered_fraction': sum(s in received_ts for s in sent) / n}
+        received &= received_ts
     answered = sum(s in received for s in sent)
     return {'robot': robot, 'variant': variant, 'sent': n, 'send_rate_hz': n / elapsed,
-            'answered_fraction': answered / n,
+            'answered_fraction': answered / n, **extra,
             'cpu_us_per_joint_state': 1e6 * (cpu1 - cpu0) / n,
             'cpu_us_per_answered': 1e6 * (cpu1 - cpu0) / max(answered, 1),
             'cpu_us_by_thread': {k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / n, 1)
@@ -298,16 +419,24 @@ def main():
             f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
             f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
     print(head, flush=True)
-    xmls, trajs, checks = {}, {}, {}
+    xmls, trajs, checks, ts_checks = {}, {}, {}, {}
     for robot in args.robots:
         with open(robot_urdf(robot)) as f:
             xmls[robot] = f.read()
-        checks[robot] = check_same_output(xmls[robot])
+        frames = TASK_FRAMES.get(robot)
+        checks[robot] = check_same_output(xmls[robot], floating=bool(frames))
         if not checks[robot] <= 1e-9:
             raise SystemExit(f'{robot}: Pinocchio and ours differ by {checks[robot]:.3g}')
-        trajs[robot] = trajectory(xmls[robot], args.duration, args.rate)
+        trajs[robot] = trajectory(xmls[robot], args.duration, args.rate, bool(frames))
         print(f'{robot}: {len(trajs[robot][0])} joints; max |ours - pinocchio| over M, C, dM/dt, '
               f'g = {checks[robot]:.1e}', flush=True)
+        if frames:
+            err = check_same_task_space(xmls[robot], frames)
+            ts_checks[robot] = err
+            print(f'{robot}: floating base, task frames {", ".join(frames)}; max relative '
+                  f'|ours - pinocchio| over the task space = {err:.1e}', flush=True)
+            if not err <= 1e-9:
+                raise SystemExit(f'{robot}: the task spaces differ by {err:.3g}')
     # every kernel into the disk cache first, so that no measured run pays the first start
     # (with a cold cache the node compiles the Gamma kernel on a thread after its first answer)
     print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
@@ -328,10 +457,11 @@ def main():
                       f'{r["send_rate_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}; by thread '
                       + ', '.join(f'{t} {x:.0f}' for t, x in r['cpu_us_by_thread'].items()),
                       flush=True)
-    write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants)
+    write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants,
+                  ts_checks)
 
 
-def write_outputs(out_dir, name, head, checks, results, robots, variants):
+def write_outputs(out_dir, name, head, checks, results, robots, variants, ts_checks=None):
     """The result files <name>.md and <name>.json (the runs, to summarize again)."""
     lines, summary = summarize(results, robots, variants)
     os.makedirs(out_dir, exist_ok=True)
@@ -339,6 +469,9 @@ def write_outputs(out_dir, name, head, checks, results, robots, variants):
     with open(md, 'w') as f:
         f.write(f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
                 + ''.join(f'{r}: max |ours - pinocchio| = {e:.1e}. ' for r, e in checks.items())
+                + ''.join(f'{r}: task space, max relative |ours - pinocchio| = {e:.1e} '
+                          f'(frames {", ".join(TASK_FRAMES[r])}). '
+                          for r, e in (ts_checks or {}).items())
                 + '\n\n' + OUTPUTS
                 + '\n\nNode CPU (all threads) per joint state sent, us; answered = fraction of '
                   'joint states with a ~/dynamics message received by the subscriber process. '
@@ -350,7 +483,8 @@ def write_outputs(out_dir, name, head, checks, results, robots, variants):
     js = os.path.join(out_dir, f'{name}.json')
     with open(js, 'w') as f:
         json.dump({'head': head, 'robots': robots, 'variants': variants, 'runs': results,
-                   'summary': summary, 'check': checks}, f, indent=2)
+                   'summary': summary, 'check': checks, 'task_space_check': ts_checks or {}},
+                  f, indent=2)
     print('\n'.join(lines))
     print(f'wrote {md} and {js}')
 
@@ -364,7 +498,8 @@ def resummarize(path, out_dir, name):
     variants = data.get('variants') or [v for v in ALL_VARIANTS[:2] + ['ours@base'] +
                                         ALL_VARIANTS[2:] if any(r['variant'] == v for r in runs)]
     head = data['head']
-    write_outputs(out_dir, name, head, data['check'], runs, robots, variants)
+    write_outputs(out_dir, name, head, data['check'], runs, robots, variants,
+                  data.get('task_space_check'))
 
 if __name__ == '__main__':
     main()
