@@ -49,14 +49,14 @@ def breakdown(xml, messages, variant_params, fused=True):
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import JointState
 
-    from pinocchio_node import PinocchioDynamics, pin_terms  # noqa: F401
+    from pinocchio_node import pin_terms
     from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
     from ros_dynamics.ros import interfaces as itf
     from ros_dynamics.ros.engine import build_engine
     from ros_dynamics.ros.parameters import defaults
     from ros_dynamics.ros.wire import JointStateReader
 
-    names, Q, V, E = trajectory(xml, messages / 1000.0, 1000.0)
+    names, Q, V, E, _ = trajectory(xml, messages / 1000.0, 1000.0)
     wire = []
     for k in range(len(Q)):
         m = JointState()
