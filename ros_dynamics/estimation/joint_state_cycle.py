@@ -65,7 +65,7 @@ class JointStateCycle:
         self.outcome = Outcome()
         self.counts = [0] * (BRIDGED + 1)     # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
-        self.compiled = self._compiled = False
+        self._compiled = False       # the compiled call serves (compile() done, _fast)
         # the compiled call serves the model's own coordinates, the joint states' efforts
         self._fast = outputs is not None and cycle.coords.identity and (
             cycle.contact_forces is None) and (
@@ -90,7 +90,6 @@ class JointStateCycle:
         """Compile (or load) the compiled call's kernels (any thread); it serves from the next
         message on."""
         compile_fused()
-        self.compiled = True
         self._compiled = self._fast     # the compiled call serves from the next message on
 
     @property
@@ -104,7 +103,7 @@ class JointStateCycle:
             return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
                     'in plain CDR messages, with the joint states\' efforts, without contact '
                     'frames)')
-        if not self.compiled:
+        if not self._compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts
         why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
