@@ -21,14 +21,13 @@ and reports:
     python benchmarks/calibration_mujoco.py [--out-dir out/benchmarks]
 """
 import argparse
-import datetime
 import os
 import tempfile
 import time
 
 import numpy as np
 
-from common import add_out_dir, log, machine_info, output, wrote
+from common import add_out_dir, docstring_report, log, output, provenance, wrote
 
 import ros_dynamics as rd
 from ros_dynamics import bags
@@ -118,8 +117,7 @@ def main():
     add_out_dir(ap)
     args = ap.parse_args()
     rows = []
-    started = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    load = os.getloadavg()[0]
+    head = provenance()
     with tempfile.TemporaryDirectory() as tmp:
         for noise, duration in (('none', 15.0), ('demo', 15.0), ('demo', 5.0),
                                 ('3x demo', 15.0)):
@@ -134,10 +132,7 @@ def main():
     print(text)
     path = output(args.out_dir, 'calibration_mujoco.md')
     with open(path, 'w') as f:
-        f.write(f'# {__doc__.splitlines()[0]}\n\n'
-                f'`python benchmarks/calibration_mujoco.py`, {started}, load average '
-                f'{load:.2f} at the start; {machine_info()}.\n\n'
-                + __doc__.split('\n\n', 1)[1].split('\n\n    python')[0] + '\n\n' + text + '\n')
+        f.write(docstring_report(__doc__, head, text))
     wrote(path)
 
 

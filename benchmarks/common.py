@@ -201,3 +201,11 @@ def provenance():
                                                   os.path.dirname(HERE))] + sys.argv[1:])
     return (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
             f'{machine_info()}; 1-minute load average {os.getloadavg()[0]:.2f}')
+
+
+def docstring_report(doc, head, body):
+    """A result file's text from a benchmark's docstring: its first line as the title, ``head``
+    (:func:`provenance` taken when the run started), the description (the docstring up to its
+    usage line) and ``body``."""
+    description = doc.split('\n\n', 1)[1].split('\n\n    python')[0]
+    return f'# {doc.splitlines()[0]}\n\n{head} at the start.\n\n{description}\n\n{body}\n'

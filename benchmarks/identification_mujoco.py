@@ -27,14 +27,13 @@ mm); the payload from the two recordings vs from the payload recording alone on 
     python benchmarks/identification_mujoco.py [--out-dir out/benchmarks]
 """
 import argparse
-import datetime
 import os
 import tempfile
 import time
 
 import numpy as np
 
-from common import add_out_dir, log, machine_info, output, wrote
+from common import add_out_dir, docstring_report, log, output, provenance, wrote
 
 import ros_dynamics as rd
 from ros_dynamics import bags
@@ -138,8 +137,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     add_out_dir(ap)
     args = ap.parse_args()
-    started = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    load = os.getloadavg()[0]
+    head = provenance()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in (1, 2, 3):
@@ -151,10 +149,7 @@ def main():
     print(text)
     path = output(args.out_dir, 'identification_mujoco.md')
     with open(path, 'w') as fh:
-        fh.write(f'# {__doc__.splitlines()[0]}\n\n'
-                 f'`python benchmarks/identification_mujoco.py`, {started}, load average '
-                 f'{load:.2f} at the start; {machine_info()}.\n\n'
-                 + __doc__.split('\n\n', 1)[1].split('\n\n    python')[0] + '\n\n' + text + '\n')
+        fh.write(docstring_report(__doc__, head, text))
     wrote(path)
 
 
