@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +46,8 @@ for p in (ROOT, HERE):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from demo import _setup_environment, _stop, _write_params  # noqa: E402
+from demo import (_setup_environment, _stop, _write_params, start_program,  # noqa: E402
+                  stamp_key)
 
 LAWS = ('pd_gravity', 'computed_torque', 'slotine_li')
 
@@ -113,19 +113,14 @@ def run_law(law, args, xml, tmp, log_dir, say):
     procs = []
 
     def start(name, module, params):
-        log = open(logs[name], 'w')
-        procs.append(subprocess.Popen(
-            [sys.executable, '-m', module, '--ros-args', '--params-file', params],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT))
-        return procs[-1]
+        return start_program(procs, logs[name], ['-m', module], params)
 
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
     js, cmd = {}, {}
 
-    def key(m):
-        return m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+    key = stamp_key
 
     lis.create_subscription(JointState, 'joint_states', lambda m: js.__setitem__(
         key(m), (time.monotonic(), np.array(m.position), np.array(m.velocity))), qos)

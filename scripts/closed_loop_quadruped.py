@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +38,8 @@ for p in (ROOT, HERE, os.path.join(ROOT, 'benchmarks')):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from demo import _setup_environment, _stop, _write_params  # noqa: E402
+from demo import (_setup_environment, _stop, _write_params, start_program,  # noqa: E402
+                  stamp_key)
 
 FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
 
@@ -89,18 +89,14 @@ def run(args, xml, duration, tmp, log_dir, say):
     procs = []
 
     def start(name, module, params):
-        procs.append(subprocess.Popen(
-            [sys.executable, '-m', module, '--ros-args', '--params-file', params],
-            stdout=open(logs[name], 'w'), stderr=subprocess.STDOUT, cwd=ROOT))
-        return procs[-1]
+        return start_program(procs, logs[name], ['-m', module], params)
 
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
     ts, odom, ext, ref, js = {}, {}, {}, {}, {}
 
-    def key(m):
-        return m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+    key = stamp_key
 
     def on_ts(m):
         n = len(m.names)

@@ -133,6 +133,21 @@ def _write_params(path, node_name, params):
         yaml.safe_dump({node_name: {'ros__parameters': params}}, f, default_flow_style=None)
 
 
+def start_program(procs, log_path, program, params):
+    """Start ``python <program> --ros-args --params-file <params>`` (``program``: the argument
+    list, e.g. ``['-m', module]``) from the repository, its output into ``log_path``; it joins
+    ``procs`` (stopped by :func:`_stop`)."""
+    procs.append(subprocess.Popen(
+        [sys.executable] + list(program) + ['--ros-args', '--params-file', params],
+        stdout=open(log_path, 'w'), stderr=subprocess.STDOUT, cwd=ROOT))
+    return procs[-1]
+
+
+def stamp_key(msg):
+    """A message's header stamp in nanoseconds (the key records are matched by)."""
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
 def _stop(procs):
     for p in procs:
         if p.poll() is None:
@@ -192,11 +207,7 @@ def main():
     procs = []
 
     def start(name, program, params):
-        log = open(os.path.join(log_dir, name + '.log'), 'w')
-        p = subprocess.Popen([sys.executable] + program + ['--ros-args', '--params-file', params],
-                             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        procs.append(p)
-        return p
+        return start_program(procs, os.path.join(log_dir, name + '.log'), program, params)
 
     import rclpy
     from rclpy.node import Node
@@ -210,8 +221,7 @@ def main():
                      durability=DurabilityPolicy.VOLATILE)
     data = {'js': {}, 'truth': {}, 'est': {}, 'det': {}}
 
-    def key(msg):
-        return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    key = stamp_key
 
     lis.create_subscription(JointState, 'joint_states',
                             lambda m: data['js'].__setitem__(key(m), np.array(m.position)), qos)
