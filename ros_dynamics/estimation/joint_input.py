@@ -247,9 +247,9 @@ class JointStateAssembler:
         self.joint_names = list(joint_names)
         n = len(self.joint_names)
         self.bounds, self.mimic, self.hint = bounds, mimic, hint
-        self.max_age, self.max_lead, self.reset_jump = float(max_age), max_lead, reset_jump
-        self.max_lead_ns = int(round(max_lead * NS))
+        self.max_age = float(max_age)          # s (in the reasons); the rules take ns
         self.max_age_ns = int(round(self.max_age * NS))
+        self.max_lead_ns = int(round(max_lead * NS))
         self.reset_jump_ns = int(round(reset_jump * NS))
         self.allow_missing_velocity = bool(allow_missing_velocity)
         self.max_sources = max_sources
