@@ -109,10 +109,11 @@ def run(args, xml, duration, tmp, log_dir, say):
         p, o = m.pose.pose.position, m.pose.pose.orientation
         odom[key(m)] = (p.z, o.x, o.y, o.z, o.w, p.x, p.y)
 
-    lis.create_subscription(task_space_msg_type(), '/dynamics/task_space', on_ts, qos)
+    sub_ts = lis.create_subscription(task_space_msg_type(), '/dynamics/task_space', on_ts, qos)
     lis.create_subscription(Odometry, 'odom', on_odom, qos)
-    lis.create_subscription(PointStamped, '/wbc_controller/com_reference', lambda m: ref.__setitem__(
-        key(m), np.array((m.point.x, m.point.y, m.point.z))), qos)
+    sub_ref = lis.create_subscription(
+        PointStamped, '/wbc_controller/com_reference',
+        lambda m: ref.__setitem__(key(m), np.array((m.point.x, m.point.y, m.point.z))), qos)
     # a joint_states subscriber too: the simulator waits for two (this one and the dynamics
     # node) before its first state, so the record starts at the start
     lis.create_subscription(JointState, 'joint_states', lambda m: js.__setitem__(
@@ -123,11 +124,20 @@ def run(args, xml, duration, tmp, log_dir, say):
     try:
         start('dynamics_node', 'ros_dynamics.ros.dynamics_node', files['dyn'])
         start('wbc_controller', 'ros_dynamics.ros.wbc_node', files['ctl'])
+        executor = make_executor('events')
+        executor.add_node(lis)
+        # the simulator waits only for its joint_states subscribers: start it once this
+        # listener is matched with the dynamics node's and the controller's publishers too, or
+        # the first cycles' task space or CoM references go unrecorded under load
+        say('[closed_loop] waiting for the dynamics node and the controller to be discovered')
+        while ((sub_ts.get_publisher_count() < 1 or sub_ref.get_publisher_count() < 1)
+               and time.monotonic() - t_start < args.timeout):
+            executor.spin_once(timeout_sec=0.05)
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError(f'a process ended before the start; logs in {log_dir}')
         sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
         say(f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; '
             f'{duration:g} simulated s in lock-step (a few wall minutes on a loaded machine)')
-        executor = make_executor('events')
-        executor.add_node(lis)
         last = time.monotonic()
         while sim.poll() is None and time.monotonic() - t_start < args.timeout:
             executor.spin_once(timeout_sec=0.05)
