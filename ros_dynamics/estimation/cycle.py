@@ -170,12 +170,10 @@ class Cycle:
     @property
     def fused_time(self):
         """The time [ns] of the observer's last sample when the compiled cycle may update
-        the observer: running (no restart due) in free motion; else -1 (0 without an
-        observer)."""
+        the observer: running (no restart due); else -1 (0 without an observer)."""
         if self.observer is None:
             return 0
-        if (self._last_ns is None or self._pending is not None or not self.observer.fused_ready
-                or not self.detector.free or self.contact_forces is not None):
+        if self._last_ns is None or self._pending is not None or not self.observer.fused_ready:
             return -1
         return self._last_ns
 
@@ -183,26 +181,24 @@ class Cycle:
         """:attr:`result` of a cycle that the compiled cycle made at (q, v), time ``t_ns``;
         ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
         (``bridged``: across a gap; else the observer was not updated: no efforts).  Its terms
-        are in :attr:`data`; with ``christoffel`` Gamma is computed here (Algorithm 2 on the
-        composite inertias the cycle left)."""
+        (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
+        (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
+        here as in :meth:`step` (:meth:`_judge`)."""
         res = self.result
         res.clear()
         data = self.data
         res.terms = data.dynamics
-        gamma = None
         if christoffel:
             christoffel_after_terms(self.model, data)
-            gamma = data.Gamma
-            if not math.isfinite(gamma.sum()):
-                res.error = 'non-finite Gamma computed'
-        res.out = self.coords.apply(q, v, res.terms, gamma)
+        res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
         if observed:
             self.observer.count_sample()
             res.residual = self.observer.state[R]
-            res.contact = self.detector.free_sample()
+            self._judge(q, res)
             self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
             self._pending = None
+        res.error = self._nonfinite(res, christoffel, terms_checked=True)
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
@@ -264,13 +260,8 @@ class Cycle:
                 else:
                     res.residual = self.observer.update_from(data, tau, step[1],
                                                              step[0] == 'bridge')
-                    judged = res.residual
-                    if self.contact_forces is not None:
-                        res.forces = self.contact_forces.update(q, res.residual)
-                        judged = res.forces.unexplained
-                    res.contact = self.detector.update(judged)
+                    self._judge(q, res)
                     self._observed(res, *step)
-                    self._wrench(q, res, judged)
                 self._last_ns = t_ns
                 self._pending = None
             res.error = self._nonfinite(res, christoffel)
@@ -279,6 +270,18 @@ class Cycle:
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
+
+    def _judge(self, q, res):
+        """What the residual of an observer update at ``q`` means, into ``res``: with contact
+        frames the forces at them and the part of the residual they leave unexplained; the
+        contact state (detection with hysteresis, isolation) of that part, or of the residual;
+        the contact wrench."""
+        judged = res.residual
+        if self.contact_forces is not None:
+            res.forces = self.contact_forces.update(q, res.residual)
+            judged = res.forces.unexplained
+        res.contact = self.detector.update(judged)
+        self._wrench(q, res, judged)
 
     def _wrench(self, q, res, judged):
         """The contact wrench from ``judged``: the residual, or with contact frames the part
@@ -293,10 +296,12 @@ class Cycle:
             except ValueError:
                 res.wrench = None     # e.g. fewer than 3 joints up to the link for a force
 
-    def _nonfinite(self, res, christoffel):
+    def _nonfinite(self, res, christoffel, terms_checked=False):
+        """Why the cycle's results may not be published (something non-finite), or None;
+        ``terms_checked``: the compiled cycle checked M, C, dM/dt, g and r already."""
         d, out = res.terms, res.out
         r = res.residual if res.residual is not None else _EMPTY
-        if not terms_finite(d.M, d.C, d.Mdot, d.g, r):
+        if not terms_checked and not terms_finite(d.M, d.C, d.Mdot, d.g, r):
             return 'non-finite M, C, dM/dt, g or observer residual computed'
         if christoffel and not math.isfinite(self.data.Gamma.sum()):
             return 'non-finite Gamma computed'

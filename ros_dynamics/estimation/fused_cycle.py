@@ -12,15 +12,18 @@ Python pipeline (:meth:`JointStateAssembler.add
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
 * when every joint has an effort, the observer (De Luca et al., 2006): the time since its last
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
-  (``residual_step``), with the joint friction (``friction_into``); the residual below every
-  contact threshold (``any_above``: free motion);
+  (``residual_step``), with the joint friction (``friction_into``);
 * every result finite (``terms_finite``); a partial source's values held (``hold``);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
-buffers the caller gave (the node's serialized messages, ros/wire.py).  It declines, before it
-has changed anything but the state vectors and the workspace, every joint state whose verdict
-is not "a cycle in free motion" (a rejection, a reset, a contact, an observer to start): those
-need the reasons, the contact isolation and the bookkeeping that only the pipeline has, and
+buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
+means (the contact detector's hysteresis and isolation, the forces at contact frames, the
+contact wrench) is judged after it, on the residual it leaves, by the same Python code for
+both paths (:meth:`Cycle.fused_done <ros_dynamics.estimation.cycle.Cycle.fused_done>`): in
+contact as in free motion, the usual cycle is one compiled call.  It declines, before it has
+changed anything but the state vectors and the workspace, every joint state whose verdict is
+not "a cycle" (a rejection, a reset, an observer to start): those need the reasons and the
+bookkeeping that only the pipeline has, and
 :class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` then runs the pipeline.
 """
 from __future__ import annotations
@@ -33,17 +36,16 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, NS, STAMP_OK, any_above,
-                    friction_into, gather_checked, hold, observer_interval, stamp_verdict,
-                    terms_finite)
+from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, NS, STAMP_OK, friction_into,
+                    gather_checked, hold, observer_interval, stamp_verdict, terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
 
 #: fused_step's answers: a cycle made (OK: the observer updated, BRIDGED: across a gap, or
 #: NO_EFFORT: without the observer update, not every joint has an effort); or why it declined
 #: (DECLINED[code - 1])
-OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, CONTACT, NONFINITE, NO_EFFORT, BRIDGED = range(10)
-DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'contact', 'nonfinite')
+OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED = range(9)
+DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
@@ -55,7 +57,7 @@ ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
 TRIPLE = types.UniTuple(VEC, 3)           # position, velocity, effort; q, v, tau of the model
 HELD = types.Tuple((ROWS, IDX, FLAGS, FLAGS))         # held rows, their stamps, known, effort
-OBS = types.Tuple((ROWS, VEC, VEC))                   # observer rows, its last q, thresholds
+OBS = types.Tuple((ROWS, VEC))                        # observer rows, its last q
 OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_torque,
 #                                                       ~/external_torque, offsets in them
 
@@ -69,17 +71,17 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
     entries (the last ``gather.shape[0]``) it writes; ``bounds``: the velocity and effort
-    bounds per joint; ``observer``: its state rows (empty: no observer), its last q, and the
-    detector's thresholds; ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
+    bounds per joint; ``observer``: its state rows (empty: no observer) and its last q;
+    ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
     torque and the residual go in them; ``limits`` (MAX_LEAD ... EPS); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
-    sample (< 0: it restarts or is in contact, which the pipeline does), its gap limit [s],
+    sample (< 0: it restarts, which the pipeline does), its gap limit [s],
     whether the receiving clock jumped back, and the message's number of names.  Returns OK,
     BRIDGED, NO_EFFORT or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
-    obs, obs_q, threshold = observer
+    obs, obs_q = observer
     dyn, grav, ext, offsets = outputs
     if stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
                      np.int64(limits[RESET_JUMP]), clock_jumped) != STAMP_OK:
@@ -116,9 +118,6 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
         tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
         residual_step(r, obs[GAIN], dt, obs[P], obs[BETA], obs[TAU], w.p, w.ctv, g, tf, tau,
                       False, bridged)
-        if any_above(r, threshold):
-            obs[R:V + 1] = saved
-            return CONTACT
         if not terms_finite(M, C, Mdot, g, r):
             obs[R:V + 1] = saved
             return NONFINITE
@@ -146,5 +145,5 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
 
 def compile_fused():
     """Compile (or load from the disk cache) the kernels of the compiled cycle."""
-    ready(terms), ready(residual_step), ready(any_above)
+    ready(terms), ready(residual_step)
     ready(fused_step)

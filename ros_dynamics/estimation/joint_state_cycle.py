@@ -68,7 +68,6 @@ class JointStateCycle:
         self._compiled = False       # the compiled call serves (compile() done, _fast)
         # the compiled call serves the model's own coordinates, the joint states' efforts
         self._fast = outputs is not None and cycle.coords.identity and (
-            cycle.contact_forces is None) and (
             effort_source == 'joint_state' or cycle.observer is None)
         if self._fast:
             obs = cycle.observer
@@ -80,8 +79,7 @@ class JointStateCycle:
         asm, cycle = self.assembler, self.cycle
         obs = cycle.observer
         b = asm.bounds
-        observer = ((obs.state, obs.last_q, cycle.detector.threshold) if obs else
-                    (np.zeros((0, 0)), np.zeros(0), np.zeros(0)))
+        observer = (obs.state, obs.last_q) if obs else (np.zeros((0, 0)), np.zeros(0))
         return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
                 np.ascontiguousarray([b.velocity, b.effort]),
                 (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
@@ -101,8 +99,7 @@ class JointStateCycle:
         """How the cycles ran (for /diagnostics)."""
         if not self._fast:
             return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
-                    'in plain CDR messages, with the joint states\' efforts, without contact '
-                    'frames)')
+                    'in plain CDR messages, with the joint states\' efforts)')
         if not self._compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts

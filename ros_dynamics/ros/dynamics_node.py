@@ -382,9 +382,8 @@ class DynamicsNode(Node):
         """Has this stream a subscriber? A message nobody subscribes to is neither filled nor
         published (about 8 us even to nobody; asking costs 1.4 us): asked at every message
         while nobody listens, at most every 50 ms while someone does. DDS delivers a volatile
-        sample only to readers matched at that moment. Used for the per-cycle streams and
-        ~/christoffel (:meth:`_gamma_due`); the event-like ~/contact_estimate is always
-        published."""
+        sample only to readers matched at that moment (all the node's outputs are volatile).
+        Used for every stream and ~/christoffel (:meth:`_gamma_due`)."""
         now = time.monotonic()
         if now < self._listened.get(topic, 0.0):
             return True

@@ -218,7 +218,7 @@ class Engine:
         'contact_estimate', 'contact_forces' (each observer update with contact frames),
         'gravity_torque', 'external_torque'; ``wanted(topic)``: has the stream a subscriber (a
         message nobody subscribes to is not filled).  ~/contact_estimate: every update in
-        contact, once when free (the first, and after a release)."""
+        contact, once when free (the first, and after a release), to its subscribers."""
         res, written = out.result, out.written
         if itf.HAVE_MSGS:
             if cfg.publish_dynamics and wanted('dynamics'):
@@ -230,9 +230,11 @@ class Engine:
             contact = res.contact
             if contact is not None and cfg.publish_contact_estimate and (
                     contact.in_contact or not self._free_announced):
-                yield 'contact_estimate', self.contact_message(stamp, res)
+                # (volatile: a sample nobody subscribes to reaches no one, now or later)
+                if wanted('contact_estimate'):
+                    yield 'contact_estimate', self.contact_message(stamp, res)
                 self._free_announced = not contact.in_contact
-            if res.forces is not None and itf.HAVE_CONTACT_FORCES:
+            if res.forces is not None and itf.HAVE_CONTACT_FORCES and wanted('contact_forces'):
                 yield 'contact_forces', self.forces_out.message(stamp, res.forces)
         if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and wanted('gravity_torque'):
             yield 'gravity_torque', self.torque_message(self.g_out, stamp, res.terms.g, written)
