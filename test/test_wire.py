@@ -6,6 +6,7 @@ independent CDR writer in this file (struct, both byte orders):
   length and script, empty and mismatched arrays, any stamp), including messages larger than
   its buffer; bytes in another encapsulation (big endian), truncated or random bytes give None
   (the node then leaves them to rclpy), never an exception or a wrong value;
+* OdometryReader reads the pose, twist and stamp rclpy deserializes, and leaves other bytes;
 * a Template written in place (stamp and arrays) deserializes to what was written, for the
   node's outputs; the node's engine publishes templates, not message objects.
 """
@@ -114,6 +115,44 @@ def test_reader_leaves_other_bytes_to_rclpy():
     huge = bytearray(raw)
     huge[4 + 16:4 + 20] = struct.pack('<I', 2**31)    # a name count of 2^31
     assert reader.read(bytes(huge)) is None
+
+
+def test_odometry_reader_reads_what_rclpy_serializes():
+    """Random odometry (frame names of every length around the alignments, any stamp, random
+    covariances between the fields read): the pose, twist and stamp rclpy deserializes; the
+    same message big endian, or cut anywhere before the end of the twist's covariance, is
+    left to rclpy (None without it), as is a frame name length beyond the bytes."""
+    from nav_msgs.msg import Odometry
+    rng = random.Random(11)
+    reader = wire.OdometryReader()
+    for _ in range(800):
+        m = Odometry()
+        m.header.stamp.sec = rng.randint(-2**31, 2**31 - 1)
+        m.header.stamp.nanosec = rng.randint(0, 2**32 - 1)
+        m.header.frame_id = 'w' * rng.randint(0, 11)
+        m.child_frame_id = 'b' * rng.randint(0, 11)
+        p, o = m.pose.pose.position, m.pose.pose.orientation
+        t = m.twist.twist
+        p.x, p.y, p.z, o.x, o.y, o.z, o.w = (rng.uniform(-9, 9) for _ in range(7))
+        (t.linear.x, t.linear.y, t.linear.z,
+         t.angular.x, t.angular.y, t.angular.z) = (rng.uniform(-9, 9) for _ in range(6))
+        m.pose.covariance = [rng.uniform(-1, 1) for _ in range(36)]
+        m.twist.covariance = [rng.uniform(-1, 1) for _ in range(36)]
+        pose, twist, sec, nanosec = reader.read(serialization.serialize_message(m))
+        assert pose.tolist() == [p.x, p.y, p.z, o.x, o.y, o.z, o.w]
+        assert twist.tolist() == [t.linear.x, t.linear.y, t.linear.z,
+                                  t.angular.x, t.angular.y, t.angular.z]
+        assert (sec, nanosec) == (m.header.stamp.sec, m.header.stamp.nanosec)
+    raw = serialization.serialize_message(m)
+    for cut in range(len(raw)):
+        assert reader.read(raw[:cut]) is None, cut
+    assert reader.read(bytes([0, 0]) + raw[2:]) is None          # big endian
+    huge = bytearray(raw)
+    huge[4 + 8:4 + 12] = struct.pack('<I', 2**31)                  # frame_id of 2^31 bytes
+    assert reader.read(bytes(huge)) is None
+    fallback = wire.OdometryReader(lambda b: serialization.deserialize_message(b, Odometry))
+    got = fallback.read(raw)
+    assert got[0].tolist() == [p.x, p.y, p.z, o.x, o.y, o.z, o.w]
 
 
 @pytest.mark.parametrize('kind', ['Dynamics', 'Christoffel', 'JointState'])

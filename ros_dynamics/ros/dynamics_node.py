@@ -40,7 +40,8 @@ from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa
 from ros_dynamics.ros.services import Host, Services  # noqa: E402
 from ros_dynamics.ros.task_space_output import resolve_task_frames  # noqa: E402
 from ros_dynamics.ros.visibility import Visibility  # noqa: E402
-from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader, f64  # noqa: E402
+from ros_dynamics.ros.wire import (  # noqa: E402
+    EMPTY_JOINT_STATE, JointStateReader, OdometryReader, f64)
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
@@ -115,12 +116,14 @@ class DynamicsNode(Node):
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=True), post_callback=self._on_clock_jump)
         self.create_subscription(itf.String, 'robot_description', self._on_description, latched)
-        # joint states as serialized bytes, read without a Python message object (ros.wire)
+        # joint states and odometry as serialized bytes, read without a Python message object
+        # (ros.wire)
         self._reader = JointStateReader(lambda raw: deserialize_message(raw, itf.JointState))
         self._reader.read(EMPTY_JOINT_STATE)      # its kernel compiled (or loaded) now
         self.create_subscription(itf.JointState, 'joint_states', self._on_joint_state, in_qos,
                                  raw=True)
-        self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos)
+        self._odom_reader = OdometryReader(lambda raw: deserialize_message(raw, itf.Odometry))
+        self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos, raw=True)
         self.create_subscription(itf.JointState, '~/commanded_torque', self._on_commanded_torque,
                                  in_qos)
         self.service_host = None
@@ -288,10 +291,12 @@ class DynamicsNode(Node):
         if self._engine is not None:
             self._engine.assembler.clock_reset()
 
-    def _on_odom(self, msg):
-        p, o, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
-        q = np.array((p.x, p.y, p.z, o.x, o.y, o.z, o.w))
-        v = np.array((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z))
+    def _on_odom(self, raw):
+        try:
+            q, v, sec, nanosec = self._odom_reader.read(raw)
+        except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
+            return self._refuse('malformed', 'odom rejected: not a readable Odometry '
+                                f'({type(exc).__name__}: {exc})')
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             return self._refuse('odom_nonfinite', 'odom rejected: non-finite pose or twist')
         norm = float(np.linalg.norm(q[3:]))
@@ -299,8 +304,7 @@ class DynamicsNode(Node):
             return self._refuse('odom_quaternion', f'odom rejected: orientation quaternion norm '
                                 f'{norm:.6g} is not 1')
         q[3:] /= norm
-        st = msg.header.stamp
-        self._base = (q, v, st.sec * 1_000_000_000 + st.nanosec)    # (odom_max_age)
+        self._base = (q, v, sec * 1_000_000_000 + nanosec)    # (odom_max_age)
 
     def _on_commanded_torque(self, msg):
         eng = self._engine

@@ -10,6 +10,8 @@ This module works on those bytes directly:
 * :class:`JointStateReader` reads the stamp, the name list and the position, velocity and
   effort arrays of a serialized JointState in one compiled pass; the name list of a layout is
   decoded once and then recognized by its bytes;
+* :class:`OdometryReader` reads a floating base's pose, twist and stamp from a serialized
+  nav_msgs/Odometry;
 * :class:`Template` is one serialized output message of fixed size (the per-cycle outputs of
   one model: fixed names and array lengths), with numpy views onto its stamp and its float64
   arrays: a cycle writes its results there and publishes the bytes.
@@ -165,6 +167,44 @@ class JointStateReader:
             self._names.clear()
         self._names[key] = names
         return names
+
+
+class OdometryReader:
+    """Reads serialized nav_msgs/Odometry messages (a floating base's state, once per cycle).
+
+    :meth:`read` returns ``(pose, twist, sec, nanosec)``: the pose's position and orientation
+    quaternion (x, y, z, w) as one float64 array (7,), the twist's linear then angular velocity
+    (6,), both new arrays.  Layout after the header (stamp, frame_id): child_frame_id (a
+    string), pose.pose (7 float64, 8-aligned), its covariance (36 float64), twist.twist (6
+    float64), its covariance (36 float64).  Bytes that are not plain little-endian CDR, or
+    malformed, go to ``deserialize(raw)`` (rclpy's, returning an Odometry; it raises if they are
+    none); without it ``read`` returns None for them."""
+
+    def __init__(self, deserialize=None):
+        self._deserialize = deserialize
+
+    def read(self, raw):
+        n = len(raw) - HEADER
+        o = None
+        if n >= 16 and raw[0] == CDR_LE[0] and raw[1] == CDR_LE[1]:
+            o = (12 + int.from_bytes(raw[HEADER + 8:HEADER + 12], 'little') + 3) & ~3
+            if o + 4 <= n:                                       # child_frame_id
+                o = (o + 4 + int.from_bytes(raw[HEADER + o:HEADER + o + 4], 'little') + 7) & ~7
+            if o + 8 * (7 + 36 + 6 + 36) > n:
+                o = None
+        if o is None:
+            if self._deserialize is None:
+                return None
+            msg = self._deserialize(raw)
+            p, r, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
+            st = msg.header.stamp
+            return (np.array((p.x, p.y, p.z, r.x, r.y, r.z, r.w)),
+                    np.array((t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y,
+                              t.angular.z)), st.sec, st.nanosec)
+        pose = np.frombuffer(raw, np.float64, 7, HEADER + o).copy()
+        twist = np.frombuffer(raw, np.float64, 6, HEADER + o + 8 * (7 + 36)).copy()
+        return (pose, twist, int.from_bytes(raw[HEADER:HEADER + 4], 'little', signed=True),
+                int.from_bytes(raw[HEADER + 4:HEADER + 8], 'little'))
 
 
 # -- output templates -----------------------------------------------------------------------
