@@ -177,13 +177,14 @@ class Cycle:
             return -1
         return self._last_ns
 
-    def fused_done(self, q, v, t_ns, dt, observed, bridged, christoffel=False):
+    def fused_done(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False):
         """:attr:`result` of a cycle that the compiled cycle made at (q, v), time ``t_ns``;
         ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
         (``bridged``: across a gap; else the observer was not updated: no efforts).  Its terms
         (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
         (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
-        here as in :meth:`step` (:meth:`_judge`)."""
+        here as in :meth:`step` (:meth:`_judge`; ``below``: it is below every contact
+        threshold, which in free motion without contact frames is a free-motion sample)."""
         res = self.result
         res.clear()
         data = self.data
@@ -194,11 +195,15 @@ class Cycle:
         if observed:
             self.observer.count_sample()
             res.residual = self.observer.state[R]
-            self._judge(q, res)
             self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
             self._pending = None
-        res.error = self._nonfinite(res, christoffel, terms_checked=True)
+        try:
+            if observed:
+                self._judge(q, res, below)
+            res.error = self._nonfinite(res, christoffel, terms_checked=True)
+        except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
+            res.error = _failed(exc)
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
@@ -266,16 +271,19 @@ class Cycle:
                 self._pending = None
             res.error = self._nonfinite(res, christoffel)
         except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
-            res.error = f'dynamics failed for this joint state: {type(exc).__name__}: {exc}'
+            res.error = _failed(exc)
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
-    def _judge(self, q, res):
+    def _judge(self, q, res, below=False):
         """What the residual of an observer update at ``q`` means, into ``res``: with contact
         frames the forces at them and the part of the residual they leave unexplained; the
         contact state (detection with hysteresis, isolation) of that part, or of the residual;
-        the contact wrench."""
+        the contact wrench.  ``below``: the residual is known to be below every threshold."""
+        if below and self.contact_forces is None and self.detector.free:
+            res.contact = self.detector.free_sample()      # the usual case: free motion
+            return
         judged = res.residual
         if self.contact_forces is not None:
             res.forces = self.contact_forces.update(q, res.residual)
@@ -315,3 +323,7 @@ class Cycle:
 
 
 _EMPTY = np.zeros(0)
+
+
+def _failed(exc):
+    return f'dynamics failed for this joint state: {type(exc).__name__}: {exc}'

@@ -12,7 +12,8 @@ Python pipeline (:meth:`JointStateAssembler.add
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
 * when every joint has an effort, the observer (De Luca et al., 2006): the time since its last
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
-  (``residual_step``), with the joint friction (``friction_into``);
+  (``residual_step``), with the joint friction (``friction_into``); whether the residual is
+  below every contact threshold (``any_above``);
 * every result finite (``terms_finite``); a partial source's values held (``hold``);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
@@ -36,17 +37,19 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, NS, STAMP_OK, friction_into,
-                    gather_checked, hold, observer_interval, stamp_verdict, terms_finite)
+from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, NS, STAMP_OK, any_above,
+                    friction_into, gather_checked, hold, observer_interval, stamp_verdict,
+                    terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
 
-#: fused_step's answers: a cycle made (OK: the observer updated, BRIDGED: across a gap, or
+#: fused_step's answers: a cycle made (OK: the observer updated, its residual below every
+#: contact threshold; ABOVE: updated, a residual above one; BRIDGED: updated across a gap;
 #: NO_EFFORT: without the observer update, not every joint has an effort); or why it declined
 #: (DECLINED[code - 1])
-OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED = range(9)
+OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED, ABOVE = range(10)
 DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'nonfinite')
-MADE = (OK, NO_EFFORT, BRIDGED)
+MADE = (OK, NO_EFFORT, BRIDGED, ABOVE)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns)
@@ -57,7 +60,7 @@ ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
 TRIPLE = types.UniTuple(VEC, 3)           # position, velocity, effort; q, v, tau of the model
 HELD = types.Tuple((ROWS, IDX, FLAGS, FLAGS))         # held rows, their stamps, known, effort
-OBS = types.Tuple((ROWS, VEC))                        # observer rows, its last q
+OBS = types.Tuple((ROWS, VEC, VEC))                   # observer rows, its last q, thresholds
 OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_torque,
 #                                                       ~/external_torque, offsets in them
 
@@ -71,17 +74,17 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
     entries (the last ``gather.shape[0]``) it writes; ``bounds``: the velocity and effort
-    bounds per joint; ``observer``: its state rows (empty: no observer) and its last q;
-    ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
+    bounds per joint; ``observer``: its state rows (empty: no observer), its last q and the
+    contact detector's thresholds; ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
     torque and the residual go in them; ``limits`` (MAX_LEAD ... EPS); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
     sample (< 0: it restarts, which the pipeline does), its gap limit [s],
     whether the receiving clock jumped back, and the message's number of names.  Returns OK,
-    BRIDGED, NO_EFFORT or why it declined."""
+    ABOVE, BRIDGED, NO_EFFORT or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
-    obs, obs_q = observer
+    obs, obs_q, threshold = observer
     dyn, grav, ext, offsets = outputs
     if stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
                      np.int64(limits[RESET_JUMP]), clock_jumped) != STAMP_OK:
@@ -140,7 +143,9 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
         grav[oG + i] = g[i]
     if not observed:
         return NO_EFFORT if obs.shape[0] > 0 else OK
-    return BRIDGED if bridged else OK
+    if bridged:
+        return BRIDGED
+    return ABOVE if any_above(r, threshold) else OK
 
 
 def compile_fused():

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from .fused_cycle import BRIDGED, DECLINED, MADE, NO_EFFORT, compile_fused, fused_step
+from .fused_cycle import ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, compile_fused, fused_step
 from .rules import NS
 
 
@@ -63,7 +63,7 @@ class JointStateCycle:
         self.base_q, self.base_v = (7, 6) if self.floating else (0, 0)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (BRIDGED + 1)     # per answer of fused_step (a list: cheap +1)
+        self.counts = [0] * (ABOVE + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done, _fast)
         # the compiled call serves the model's own coordinates, the joint states' efforts
@@ -79,7 +79,8 @@ class JointStateCycle:
         asm, cycle = self.assembler, self.cycle
         obs = cycle.observer
         b = asm.bounds
-        observer = (obs.state, obs.last_q) if obs else (np.zeros((0, 0)), np.zeros(0))
+        observer = ((obs.state, obs.last_q, cycle.detector.threshold) if obs else
+                    (np.zeros((0, 0)), np.zeros(0), np.zeros(0)))
         return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
                 np.ascontiguousarray([b.velocity, b.effort]),
                 (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
@@ -172,7 +173,7 @@ class JointStateCycle:
         out.notes, out.refusal = _NO_NOTES, None
         res = out.result = cycle.fused_done(self.q, self.v, stamp_ns,
                                             (stamp_ns - obs_last_ns) / NS, observed,
-                                            status == BRIDGED, christoffel)
+                                            status == BRIDGED, status == OK, christoffel)
         if res.error is not None:
             out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
             out.refusal = ('output', f'{res.error}: nothing published, observer '
