@@ -39,8 +39,8 @@ the node's CPU seconds (utime + stime of all threads, /proc/<pid>/stat, over the
 window plus 0.3 s of tail) per joint state sent, per thread, and the fraction of joint states
 answered on ~/dynamics.  Before the runs, the Pinocchio node's terms are checked against
 rd.dynamics at random states (1e-9): both publish the same output; and every kernel is
-compiled into the disk cache (``python -m ros_dynamics.warmup``), so no run pays the first
-start.
+compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkout and in
+``--base``'s), so no run pays the first start.
 
     python benchmarks/vs_pinocchio.py [--robots panda talos arm7 quadruped-feet talos-feet-hands]
         [--reps 5] [--duration 5]
@@ -440,8 +440,11 @@ def main():
     # every kernel into the disk cache first, so that no measured run pays the first start
     # (with a cold cache the node compiles the Gamma kernel on a thread after its first answer)
     print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
-    subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=nl.REPO_ROOT,
-                   stdout=subprocess.DEVNULL)
+    for root in [nl.REPO_ROOT] + ([args.base] if args.base else []):   # each checkout's own
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH',
+                                                                                '')]))
+        subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=root,
+                       stdout=subprocess.DEVNULL, env=env)
     results = []
     for rep in range(args.reps):
         for robot in args.robots:
