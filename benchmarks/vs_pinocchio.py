@@ -414,7 +414,7 @@ def main():
     command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(sys.argv[1:])
     head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
             f'{machine_info()}; '
-            + (f'ours@base: the node of {args.base}; ' if args.base else '')
+            + (f'ours@base: the node of {_commit(args.base)}; ' if args.base else '')
             + f'ROS_DOMAIN_ID={nl.DOMAIN_ID}, localhost only; {args.rate:g} Hz for '
             f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
             f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')

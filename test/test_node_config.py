@@ -52,9 +52,11 @@ def test_validation_refuses_with_the_rule(name, value, text):
 
 
 def test_running_node_describes_ranges(rclpy_context, ros_env, tmp_path):
-    """What `ros2 param describe` shows: the descriptor's ranges and rule text."""
+    """What `ros2 param describe` shows: the descriptor's ranges and rule text.  Also: an
+    empty list of frames in the parameter file (which rcl passes with no value, having no
+    element to type it by) is taken as the empty list, not refused."""
     from rcl_interfaces.srv import DescribeParameters
-    params = {'robot_description': read(ARM7)}
+    params = {'robot_description': read(ARM7), 'task_frames': [], 'contact_frames': []}
     with running_node(rclpy_context, ros_env, str(tmp_path), 'cfg', params) as (proc, probe):
         client = probe.node.create_client(DescribeParameters, '/cfg/dynamics/describe_parameters')
         assert client.wait_for_service(timeout_sec=10)
@@ -66,3 +68,5 @@ def test_running_node_describes_ranges(rclpy_context, ros_env, tmp_path):
         assert ratio.floating_point_range[0].to_value == 1.0
         assert dec.integer_range[0].from_value == 1
         assert '3 elements' in grav.additional_constraints
+        assert probe.spin_until(lambda: 'model ready:' in proc.log()), proc.log()
+        assert 'must be a list' not in proc.log(), proc.log()

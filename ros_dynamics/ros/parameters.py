@@ -236,7 +236,11 @@ def _check(p, value):
             raise ValueError(f'{p.name} must be one of {", ".join(p.choices)}, not {value!r}')
         return value
     if isinstance(d, list) and p.item == 'string':
-        if isinstance(value, (str, bytes)) or value is None:
+        if value is None:
+            # an empty list on the command line or in a parameter file (-p frames:=[]) has no
+            # element to take a type from: rcl gives it no value at all; it is the empty list
+            return ()
+        if isinstance(value, (str, bytes)):
             raise ValueError(f'{p.name} must be a list of strings')
         try:
             values = tuple(value)
