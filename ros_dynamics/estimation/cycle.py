@@ -183,8 +183,8 @@ class Cycle:
         (``bridged``: across a gap; else the observer was not updated: no efforts).  Its terms
         (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
         (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
-        here as in :meth:`step` (:meth:`_judge`; ``below``: it is below every contact
-        threshold, which in free motion without contact frames is a free-motion sample)."""
+        here as in :meth:`step` (:meth:`_judge`), unless it is a free-motion sample (``below``:
+        it is below every contact threshold, the detector is free, no contact frames)."""
         res = self.result
         res.clear()
         data = self.data
@@ -192,18 +192,23 @@ class Cycle:
         if christoffel:
             christoffel_after_terms(self.model, data)
         res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
+        judged = False
         if observed:
             self.observer.count_sample()
             res.residual = self.observer.state[R]
             self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
             self._pending = None
-        try:
-            if observed:
-                self._judge(q, res, below)
-            res.error = self._nonfinite(res, christoffel, terms_checked=True)
-        except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
-            res.error = _failed(exc)
+            judged = not (below and self.contact_forces is None and self.detector.free)
+            if not judged:
+                res.contact = self.detector.free_sample()      # the usual case: free motion
+        if judged or christoffel:
+            try:
+                if judged:
+                    self._judge(q, res)
+                res.error = self._nonfinite(res, christoffel, terms_checked=True)
+            except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
+                res.error = _failed(exc)
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
@@ -276,14 +281,11 @@ class Cycle:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
-    def _judge(self, q, res, below=False):
+    def _judge(self, q, res):
         """What the residual of an observer update at ``q`` means, into ``res``: with contact
         frames the forces at them and the part of the residual they leave unexplained; the
         contact state (detection with hysteresis, isolation) of that part, or of the residual;
-        the contact wrench.  ``below``: the residual is known to be below every threshold."""
-        if below and self.contact_forces is None and self.detector.free:
-            res.contact = self.detector.free_sample()      # the usual case: free motion
-            return
+        the contact wrench."""
         judged = res.residual
         if self.contact_forces is not None:
             res.forces = self.contact_forces.update(q, res.residual)
