@@ -295,7 +295,7 @@ class DynamicsNode(Node):
         try:
             q, v, sec, nanosec = self._odom_reader.read(raw)
         except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
-            return self._refuse('malformed', 'odom rejected: not a readable Odometry '
+            return self._refuse('odom_malformed', 'odom rejected: not a readable Odometry '
                                 f'({type(exc).__name__}: {exc})')
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             return self._refuse('odom_nonfinite', 'odom rejected: non-finite pose or twist')
