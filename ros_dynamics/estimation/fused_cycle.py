@@ -150,5 +150,5 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
 
 def compile_fused():
     """Compile (or load from the disk cache) the kernels of the compiled cycle."""
-    ready(terms), ready(residual_step)
+    ready(terms), ready(residual_step), ready(any_above)
     ready(fused_step)
