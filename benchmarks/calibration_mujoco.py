@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from common import add_out_dir, docstring_report, log, output, provenance, wrote
+from common import add_out_dir, docstring_report, log, output, provenance, report
 
 import ros_dynamics as rd
 from ros_dynamics import bags
@@ -128,12 +128,8 @@ def main():
     fmt = lambda x: f'{x:.3g}' if isinstance(x, float) else str(x)  # noqa: E731
     lines = ['| ' + ' | '.join(keys) + ' |', '|' + '---|' * len(keys)]
     lines += ['| ' + ' | '.join(fmt(r[k]) for k in keys) + ' |' for r in rows]
-    text = '\n'.join(lines)
-    print(text)
-    path = output(args.out_dir, 'calibration_mujoco.md')
-    with open(path, 'w') as f:
-        f.write(docstring_report(__doc__, head, text))
-    wrote(path)
+    report(output(args.out_dir, 'calibration_mujoco.md'),
+           docstring_report(__doc__, head, '\n'.join(lines)))
 
 
 if __name__ == '__main__':

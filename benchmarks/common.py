@@ -48,6 +48,16 @@ def wrote(*paths):
         log(f'wrote {os.path.relpath(p)}')
 
 
+def report(path, text):
+    """A result file: ``text`` printed (stdout) and written to ``path`` (its folder created),
+    then where it went said (stderr)."""
+    print(text)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+    wrote(path)
+
+
 # -- robots ---------------------------------------------------------------------------------------
 
 def example_robot_data_urdf(relpath='panda_description/urdf/panda.urdf'):

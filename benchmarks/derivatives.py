@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from common import (add_out_dir, provenance, output, wrote, example_robot_data_urdf, interleaved, log,
-                    robot_sources, us)
+from common import (add_out_dir, example_robot_data_urdf, interleaved, log, output, provenance,
+                    report, robot_sources, us)
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 from ros_dynamics import testing as models  # noqa: E402
@@ -113,12 +113,8 @@ def main():
     for label, nv, worst, t in rows:
         lines.append(f"| {label} | {nv} | {worst:.1e} | {us(t['ours'])} | {us(t['pin_rnea_d'])} | "
                      f"{t['pin_rnea_d'] / t['ours']:.2f} | {us(t['pin_C'])} |")
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    path = output(args.out_dir, 'derivatives_quick.md' if args.quick else 'derivatives.md')
-    with open(path, 'w') as fh:
-        fh.write(text)
-    wrote(path)
+    report(output(args.out_dir, 'derivatives_quick.md' if args.quick else 'derivatives.md'),
+           '\n'.join(lines) + '\n')
 
 
 if __name__ == '__main__':

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from common import add_out_dir, log, machine_info, output, wrote
+from common import add_out_dir, log, machine_info, output, report
 
 from ros_dynamics.ros.diagnostics import NodeHealth  # noqa: E402
 
@@ -77,12 +77,7 @@ def main():
              '| call | µs per call |', '|---|---:|']
     lines += [f'| `{name}` | {1e6 * t:.2f} |' if t < 1e-5 else f'| `{name}` | {1e6 * t:.0f} |'
               for name, t in best.items()]
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    path = output(args.out_dir, 'diagnostics_cost.md')
-    with open(path, 'w') as f:
-        f.write(text)
-    wrote(path)
+    report(output(args.out_dir, 'diagnostics_cost.md'), '\n'.join(lines) + '\n')
 
 
 if __name__ == '__main__':

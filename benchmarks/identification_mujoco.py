@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from common import add_out_dir, docstring_report, log, output, provenance, wrote
+from common import add_out_dir, docstring_report, log, output, provenance, report
 
 import ros_dynamics as rd
 from ros_dynamics import bags
@@ -146,11 +146,7 @@ def main():
             log(rows[-1])
     text = '\n\n'.join('\n'.join([f'### {r["plant"]}', ''] + [f'- {k}: {v}' for k, v in r.items()
                                                             if k != 'plant']) for r in rows)
-    print(text)
-    path = output(args.out_dir, 'identification_mujoco.md')
-    with open(path, 'w') as fh:
-        fh.write(docstring_report(__doc__, head, text))
-    wrote(path)
+    report(output(args.out_dir, 'identification_mujoco.md'), docstring_report(__doc__, head, text))
 
 
 if __name__ == '__main__':

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from common import interleaved, log, machine_info, provenance, us
+from common import interleaved, log, machine_info, provenance, report, us
 
 import ros_dynamics as rd
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
@@ -133,12 +133,7 @@ def main(argv=None):
              f'every {N}-th cycle; minimum thread CPU time over {args.blocks} interleaved blocks.',
              '', '| variant | us per cycle |', '|---|---:|']
     lines += [f'| {name} | {us(sec)} |' for name, sec in t.items()]
-    text = '\n'.join(lines) + '\n'
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, 'w') as f:
-        f.write(text)
-    print(text)
-    print(f'written to {args.out}')
+    report(args.out, '\n'.join(lines) + '\n')
 
 
 if __name__ == '__main__':

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from common import log, machine_info
+from common import log, machine_info, report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, 'out')
@@ -69,12 +69,7 @@ def main(argv=None):
         n = [r[2] for r in rows if r[1] == label]
         lines.append(f'\n{label}: {min(n):.2f}-{max(n):.2f} us per cycle '
                      f'(median {sorted(n)[len(n) // 2]:.2f})')
-    text = '\n'.join(lines) + '\n'
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, 'w') as f:
-        f.write(text)
-    print(text)
-    log(f'wrote {args.out}')
+    report(args.out, '\n'.join(lines) + '\n')
 
 
 if __name__ == '__main__':

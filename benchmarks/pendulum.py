@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from common import add_out_dir, log, output, provenance, wrote
+from common import add_out_dir, log, output, provenance, report, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing  # noqa: E402
@@ -202,12 +202,7 @@ def main():
     lines += ['', "Paper's Table 2 (OS vs NMC/OS, their whole runs): 3: 0.63 vs 2.20 s (3.5x), 6: 1.0 vs 4.44 (4.4x), "
               '12: 1.88 vs 15.7 (8.4x), 15: 2.91 vs 33.6 (11.5x), 24: 4.76 vs 127.9 (26.9x), 30: 5.13 vs 257.7 (50.3x); '
               'OS LCP size 24 throughout.']
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    md_path = output(args.out_dir, 'pendulum.md')
-    with open(md_path, 'w') as f:
-        f.write(text)
-    wrote(md_path)
+    report(output(args.out_dir, 'pendulum.md'), '\n'.join(lines) + '\n')
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt

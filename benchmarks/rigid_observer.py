@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-from common import add_out_dir, log, output, provenance, wrote
+from common import add_out_dir, log, output, provenance, report
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import MomentumObserver  # noqa: E402
@@ -52,12 +52,7 @@ def main():
         lines.append(f'| {mode} | {int(c.sum())} | {len(runs)} | {np.median(rs):.1e} | {np.percentile(rs, 95):.3f} | '
                      f'{np.percentile(ra, 95):.3f} | {np.nanmedian(res["force_err"][settled]):.1e} | '
                      f'{nt.max():.1f} | {np.median(nt[settled]):.2f} |')
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    path = output(args.out_dir, 'rigid_observer.md')
-    with open(path, 'w') as f:
-        f.write(text)
-    wrote(path)
+    report(output(args.out_dir, 'rigid_observer.md'), '\n'.join(lines) + '\n')
 
 
 if __name__ == '__main__':

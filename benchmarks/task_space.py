@@ -38,7 +38,7 @@ import time
 import numpy as np
 
 from common import (add_out_dir, example_robot_data_urdf, interleaved, log, machine_info,
-                    output, us, wrote)
+                    output, report, us)
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 
@@ -172,12 +172,7 @@ def main():
                      f'{us(t["pin"])} | {t["ours"] / t["pin"]:.2f} | {inc / t["pin"]:.2f} | '
                      f'{us(t["terms"])} | {us(t["message"]) if "message" in t else "n/a"} | '
                      f'{us(t["dccrba"])} |')
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    path = output(args.out_dir, 'task_space.md')
-    with open(path, 'w') as fh:
-        fh.write(text)
-    wrote(path)
+    report(output(args.out_dir, 'task_space.md'), '\n'.join(lines) + '\n')
 
 
 if __name__ == '__main__':
