@@ -28,26 +28,13 @@ from numba import njit
 
 from .jacobian import point_jacobian
 from .jit import JIT
-from .kinematics import set6
+from .kinematics import propagate
 
 
 @njit(inline='always', **JIT)
 def bias_accelerations(m, qd, Phid, acc):
     """acc[i] = a_i at dv/dt = 0 (module docstring), every body, in one pass along the tree."""
-    nv, dof_body = m.nv, m.dof_body
-    for i in range(m.N):
-        parent = m.parent[i]
-        a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        if parent >= 0:
-            a = (acc[parent, 0], acc[parent, 1], acc[parent, 2],
-                 acc[parent, 3], acc[parent, 4], acc[parent, 5])
-        s = m.v_idx[i]
-        while s < nv and dof_body[s] == i:
-            x = qd[s]
-            a = (a[0] + Phid[s, 0] * x, a[1] + Phid[s, 1] * x, a[2] + Phid[s, 2] * x,
-                 a[3] + Phid[s, 3] * x, a[4] + Phid[s, 4] * x, a[5] + Phid[s, 5] * x)
-            s += 1
-        set6(acc, i, a)
+    propagate(m, Phid, qd, acc)
 
 
 @njit(inline='always', **JIT)

@@ -305,20 +305,27 @@ def _row_times(R, i, r, G, j):
 
 
 @njit(inline='always', **JIT)
-def velocities(m, Phi, qd, vel, Phid):
-    """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (Echeandia & Wensing 2021, Alg. 1 lines 3-4)."""
+def propagate(m, S, x, out):
+    """out_i = out_p(i) + sum_{s of body i} S_s x_s, every body in one pass along the tree
+    (the root's parent contributes 0): velocities from the motion subspaces and the rates,
+    bias accelerations from their derivatives."""
     nv, dof_body = m.nv, m.dof_body
     for i in range(m.N):
         parent = m.parent[i]
-        v = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0) if parent < 0 else row6(vel, parent)
+        a = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0) if parent < 0 else row6(out, parent)
         s = m.v_idx[i]
         while s < nv and dof_body[s] == i:
-            x = qd[s]
-            v = (v[0] + Phi[s, 0] * x, v[1] + Phi[s, 1] * x, v[2] + Phi[s, 2] * x,
-                 v[3] + Phi[s, 3] * x, v[4] + Phi[s, 4] * x, v[5] + Phi[s, 5] * x)
+            y = x[s]
+            a = (a[0] + S[s, 0] * y, a[1] + S[s, 1] * y, a[2] + S[s, 2] * y,
+                 a[3] + S[s, 3] * y, a[4] + S[s, 4] * y, a[5] + S[s, 5] * y)
             s += 1
-        set6(vel, i, v)
-        s = m.v_idx[i]
-        while s < nv and dof_body[s] == i:
-            set6(Phid, s, motion_cross(v, row6(Phi, s)))
-            s += 1
+        set6(out, i, a)
+
+
+@njit(inline='always', **JIT)
+def velocities(m, Phi, qd, vel, Phid):
+    """v_i = v_p(i) + Phi_i qd_i and Phid_s = v_i x Phi_s (Echeandia & Wensing 2021, Alg. 1 lines 3-4)."""
+    propagate(m, Phi, qd, vel)                                        # line 3
+    dof_body = m.dof_body
+    for s in range(m.nv):                                             # line 4
+        set6(Phid, s, motion_cross(row6(vel, dof_body[s]), row6(Phi, s)))
