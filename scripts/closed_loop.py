@@ -46,8 +46,8 @@ for p in (ROOT, HERE):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from demo import (_setup_environment, _stop, _write_params, start_program,  # noqa: E402
-                  stamp_key)
+from demo import (_setup_environment, _stop, _write_params, spin_until_ended,  # noqa: E402
+                  stamp_key, start_program)
 
 LAWS = ('pd_gravity', 'computed_torque', 'slotine_li')
 
@@ -134,10 +134,7 @@ def run_law(law, args, xml, tmp, log_dir, say):
         from ros_dynamics.ros.process import make_executor
         executor = make_executor('events')      # keeps up with 2 topics at 1 kHz under load
         executor.add_node(lis)
-        while sim.poll() is None and time.monotonic() - t_start < args.timeout:
-            executor.spin_once(timeout_sec=0.05)
-        for _ in range(200):                     # drain what is still queued
-            executor.spin_once(timeout_sec=0.01)
+        spin_until_ended(executor, sim, t_start + args.timeout)
     finally:
         _stop(procs)
         lis.destroy_node()

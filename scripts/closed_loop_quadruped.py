@@ -38,8 +38,8 @@ for p in (ROOT, HERE, os.path.join(ROOT, 'benchmarks')):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from demo import (_setup_environment, _stop, _write_params, start_program,  # noqa: E402
-                  stamp_key)
+from demo import (_setup_environment, _stop, _write_params, spin_until_ended,  # noqa: E402
+                  stamp_key, start_program)
 
 FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
 
@@ -138,14 +138,8 @@ def run(args, xml, duration, tmp, log_dir, say):
         sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
         say(f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; '
             f'{duration:g} simulated s in lock-step (a few wall minutes on a loaded machine)')
-        last = time.monotonic()
-        while sim.poll() is None and time.monotonic() - t_start < args.timeout:
-            executor.spin_once(timeout_sec=0.05)
-            if time.monotonic() - last > 10.0:
-                last = time.monotonic()
-                say(f'[closed_loop]   {len(ts)} task-space messages so far')
-        for _ in range(200):
-            executor.spin_once(timeout_sec=0.01)
+        spin_until_ended(executor, sim, t_start + args.timeout,
+                         lambda: say(f'[closed_loop]   {len(ts)} task-space messages so far'))
     finally:
         _stop(procs)
         lis.destroy_node()

@@ -143,6 +143,19 @@ def start_program(procs, log_path, program, params):
     return procs[-1]
 
 
+def spin_until_ended(executor, proc, deadline, progress=None):
+    """Spin ``executor`` until the process ``proc`` ends or the monotonic ``deadline`` passes
+    (``progress()`` every 10 s), then take what is still queued."""
+    last = time.monotonic()
+    while proc.poll() is None and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+        if progress is not None and time.monotonic() - last > 10.0:
+            last = time.monotonic()
+            progress()
+    for _ in range(200):                     # drain what is still queued
+        executor.spin_once(timeout_sec=0.01)
+
+
 def stamp_key(msg):
     """A message's header stamp in nanoseconds (the key records are matched by)."""
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
