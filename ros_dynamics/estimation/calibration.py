@@ -156,29 +156,47 @@ def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
     stride = max(1, -(-T // max_rows))
     idx = np.arange(0, T, stride)
     rho = np.zeros((idx.size, nv, npar))
-    K = np.broadcast_to(np.asarray(gain, dtype=float), (nv,))
-    cur = np.zeros((nv, npar))
-    P_prev = B_prev = None
     jr, jc = np.arange(nb, nv), np.arange(nj)
-    for k in range(T):
-        P, B = np.zeros((nv, npar)), np.zeros((nv, npar))
-        if friction:
-            # β gains −τ_f: the column of a coefficient is −φ(v) in β
-            v = samples.v[k, nb:]
-            B[jr, jc] = -v
-            B[jr, nj + jc] = -friction_torque(v, 0.0, 1.0, velocity_eps)   # the law's shape
-        if link is not None:
-            P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k], samples.v[k])
-        if restart[k]:
-            cur[:] = 0.0
-        elif bridge is None or not bridge[k]:
-            dt = samples.t[k] - samples.t[k - 1]
-            a = np.exp(-K * dt)[:, None]
-            cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
-        P_prev, B_prev = P, B
+
+    def columns():
+        for k in range(T):
+            P, B = np.zeros((nv, npar)), np.zeros((nv, npar))
+            if friction:
+                # β gains −τ_f: the column of a coefficient is −φ(v) in β
+                v = samples.v[k, nb:]
+                B[jr, jc] = -v
+                B[jr, nj + jc] = -friction_torque(v, 0.0, 1.0, velocity_eps)   # the law's shape
+            if link is not None:
+                P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k],
+                                                                       samples.v[k])
+            yield P, B
+
+    for k, cur in enumerate(filtered_columns(samples.t, columns(), restart, gain, bridge)):
         if k % stride == 0:
             rho[k // stride] = cur
     return rho, names, idx
+
+
+def filtered_columns(t, columns, restart, gain, bridge=None):
+    """The observer's filter on parameter columns, streamed: for each sample k of the times
+    ``t``, given ``columns`` yielding (P_k, B_k) (nv × p: the change of p and β per unit
+    parameter), yields ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with ``w_k = (P_k − P_{k−1})/Δt −
+    ½(B_k + B_{k−1})``, ``a = e^{−K Δt}`` (K = ``gain``, one or per coordinate); restarted
+    (zero) where ``restart``, held where ``bridge`` (a gap the pipeline bridged).  The array
+    yielded is reused: copy what is kept."""
+    cur = K = P_prev = B_prev = None
+    for k, (P, B) in enumerate(columns):
+        if cur is None:
+            cur = np.zeros(P.shape)
+            K = np.broadcast_to(np.asarray(gain, dtype=float), P.shape[:1])[:, None]
+        if restart[k]:
+            cur[:] = 0.0
+        elif bridge is None or not bridge[k]:
+            dt = t[k] - t[k - 1]
+            a = np.exp(-K * dt)
+            cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
+        P_prev, B_prev = P, B
+        yield cur
 
 
 def _autocorrelation_time(e, max_lag=2000):

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.api import dynamics_batch
-from .calibration import VELOCITY_EPS   # the observer's Coulomb smoothing, one constant
+from .calibration import VELOCITY_EPS, filtered_columns   # (the Coulomb smoothing)
 from .observer import friction_torque
 from .payload import INERTIA6, inertia_matrix, skew2
 from .samples import CalibrationError
@@ -166,21 +166,12 @@ def _joint_columns(model, v, velocity_eps):
 
 
 def _filter(t, P, B, restart, gain, keep, bridge=None):
-    """The observer's filter on the columns: ``ρ_k = a ρ_{k−1} + (1 − a) w_k``, ``w_k =
-    (P_k − P_{k−1})/Δt − ½(B_k + B_{k−1})``, ``a = e^{−K Δt}``, restarted where the pipeline
-    restarted and held where it bridged a gap; returns the rows ``keep`` (indices)."""
+    """The observer's filter on the columns (calibration.filtered_columns); returns the rows
+    ``keep`` (indices)."""
     out = np.empty((keep.size,) + P.shape[1:])
-    cur = np.zeros(P.shape[1:])
-    K = np.asarray(gain, dtype=float)[:, None]
     pos = np.full(P.shape[0], -1)
     pos[keep] = np.arange(keep.size)
-    for k in range(P.shape[0]):
-        if restart[k]:
-            cur[:] = 0.0
-        elif bridge is None or not bridge[k]:
-            dt = t[k] - t[k - 1]
-            a = np.exp(-K * dt)
-            cur = a * cur + (1.0 - a) * ((P[k] - P[k - 1]) / dt - 0.5 * (B[k] + B[k - 1]))
+    for k, cur in enumerate(filtered_columns(t, zip(P, B), restart, gain, bridge)):
         if pos[k] >= 0:
             out[pos[k]] = cur
     return out
