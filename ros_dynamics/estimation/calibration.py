@@ -45,7 +45,7 @@ import numpy as np
 
 from ..core.model import attach_payload
 from .cycle import Cycle, ObserverSettings
-from .observer import calibrate_thresholds, friction_torque
+from .observer import calibrate_thresholds, filtered_columns, friction_torque
 from .rules import FRICTION_EPS
 from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
                       payload_from_parameters, skew2)
@@ -175,28 +175,6 @@ def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
         if k % stride == 0:
             rho[k // stride] = cur
     return rho, names, idx
-
-
-def filtered_columns(t, columns, restart, gain, bridge=None):
-    """The observer's filter on parameter columns, streamed: for each sample k of the times
-    ``t``, given ``columns`` yielding (P_k, B_k) (nv × p: the change of p and β per unit
-    parameter), yields ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with ``w_k = (P_k − P_{k−1})/Δt −
-    ½(B_k + B_{k−1})``, ``a = e^{−K Δt}`` (K = ``gain``, one or per coordinate); restarted
-    (zero) where ``restart``, held where ``bridge`` (a gap the pipeline bridged).  The array
-    yielded is reused: copy what is kept."""
-    cur = K = P_prev = B_prev = None
-    for k, (P, B) in enumerate(columns):
-        if cur is None:
-            cur = np.zeros(P.shape)
-            K = np.broadcast_to(np.asarray(gain, dtype=float), P.shape[:1])[:, None]
-        if restart[k]:
-            cur[:] = 0.0
-        elif bridge is None or not bridge[k]:
-            dt = t[k] - t[k - 1]
-            a = np.exp(-K * dt)
-            cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
-        P_prev, B_prev = P, B
-        yield cur
 
 
 def _autocorrelation_time(e, max_lag=2000):

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.api import dynamics_batch
-from .calibration import VELOCITY_EPS, filtered_columns   # (the Coulomb smoothing)
-from .observer import friction_torque
+from .calibration import VELOCITY_EPS   # the observer's Coulomb smoothing, one constant
+from .observer import filtered_columns, friction_torque
 from .payload import INERTIA6, inertia_matrix, skew2
 from .samples import CalibrationError
 
@@ -166,7 +166,7 @@ def _joint_columns(model, v, velocity_eps):
 
 
 def _filter(t, P, B, restart, gain, keep, bridge=None):
-    """The observer's filter on the columns (calibration.filtered_columns); returns the rows
+    """The observer's filter on the columns (observer.filtered_columns); returns the rows
     ``keep`` (indices)."""
     out = np.empty((keep.size,) + P.shape[1:])
     pos = np.full(P.shape[0], -1)

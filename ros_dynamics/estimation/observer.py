@@ -498,3 +498,25 @@ def estimate_contact_wrench(model, q, r, link, point=None, force_only=False, rco
         f = np.linalg.lstsq(J[:3].T, r, rcond=rcond)[0]
         return np.concatenate([f, np.zeros(3)])
     return np.linalg.lstsq(J.T, r, rcond=rcond)[0]
+
+
+def filtered_columns(t, columns, restart, gain, bridge=None):
+    """The observer's filter on parameter columns, streamed: for each sample k of the times
+    ``t``, given ``columns`` yielding (P_k, B_k) (nv × p: the change of p and β per unit
+    parameter), yields ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with ``w_k = (P_k − P_{k−1})/Δt −
+    ½(B_k + B_{k−1})``, ``a = e^{−K Δt}`` (K = ``gain``, one or per coordinate); restarted
+    (zero) where ``restart``, held where ``bridge`` (a gap the pipeline bridged).  The array
+    yielded is reused: copy what is kept."""
+    cur = K = P_prev = B_prev = None
+    for k, (P, B) in enumerate(columns):
+        if cur is None:
+            cur = np.zeros(P.shape)
+            K = np.broadcast_to(np.asarray(gain, dtype=float), P.shape[:1])[:, None]
+        if restart[k]:
+            cur[:] = 0.0
+        elif bridge is None or not bridge[k]:
+            dt = t[k] - t[k - 1]
+            a = np.exp(-K * dt)
+            cur = a * cur + (1.0 - a) * ((P - P_prev) / dt - 0.5 * (B + B_prev))
+        P_prev, B_prev = P, B
+        yield cur
