@@ -38,7 +38,7 @@ setup(
             'sim = ros_dynamics.ros.sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
             'wbc_controller = ros_dynamics.ros.wbc_node:main',
-            'calibrate = ros_dynamics.calibrate:main',
+            'calibrate = ros_dynamics.identification.calibrate:main',
             'viewer = ros_dynamics.ros.viewer:main',
         ],
     },

@@ -30,11 +30,11 @@ import numpy as np
 from common import add_out_dir, docstring_report, log, output, provenance, report
 
 import ros_dynamics as rd
-from ros_dynamics import bags
+from ros_dynamics.identification import bags
 from ros_dynamics.control.trajectories import SineTrajectory
 from ros_dynamics.core.model import attach_payload
-from ros_dynamics.estimation.calibration import calibrate, observer_residuals
-from ros_dynamics.estimation.samples import CalibrationError, Samples
+from ros_dynamics.identification.calibration import calibrate, observer_residuals
+from ros_dynamics.identification.samples import CalibrationError, Samples
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant
 

@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import simulation as S  # noqa: E402
 from ros_dynamics.control.trajectories import MinJerkTrajectory  # noqa: E402
-from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver,  # noqa: E402
-                                   calibrate_thresholds)
+from ros_dynamics.estimation.observer import ContactDetector, MomentumObserver  # noqa: E402
+from ros_dynamics.identification.thresholds import calibrate_thresholds  # noqa: E402
 
 NOISE = dict(noise_position=1e-5, noise_velocity=2e-3, noise_effort=0.05)
 

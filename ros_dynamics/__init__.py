@@ -14,6 +14,9 @@ Subpackages, by concern:
   them all ahead of time.
 * :mod:`ros_dynamics.estimation`: the generalized-momentum contact observer, and the forces at
   known contact frames from its residual.
+* :mod:`ros_dynamics.identification`: offline, from recordings: friction, payload, contact
+  thresholds, the whole model's inertial parameters, exciting trajectories, the ``calibrate``
+  command.
 * :mod:`ros_dynamics.simulation`: the simulator (ground truth for the observer, plant for control).
 * :mod:`ros_dynamics.ros`: the ROS 2 nodes, thin adapters over the above (imported only by them).
 * :mod:`ros_dynamics.testing`: random physically valid robots for tests and benchmarks.
@@ -23,10 +26,11 @@ import importlib
 
 __version__ = '0.1.0'
 
-_OBSERVER = ('ContactDetector', 'ContactState', 'MomentumObserver', 'calibrate_thresholds',
-             'estimate_contact_wrench', 'friction_torque')
+_OBSERVER = ('ContactDetector', 'ContactState', 'MomentumObserver', 'estimate_contact_wrench',
+             'friction_torque')
+_THRESHOLDS = ('calibrate_thresholds',)
 _CONTACT_FORCES = ('ContactForceEstimator', 'ContactForces')
-_SUBPACKAGES = ('core', 'estimation', 'simulation', 'control', 'ros', 'testing')
+_SUBPACKAGES = ('core', 'estimation', 'identification', 'simulation', 'control', 'ros', 'testing')
 
 
 def __getattr__(name):
@@ -35,13 +39,15 @@ def __getattr__(name):
     ``ros_dynamics.ros`` can install its signal handlers before those imports (PEP 562)."""
     if name == '__all__':
         from .core import __all__ as core_all
-        return list(core_all) + list(_OBSERVER) + list(_CONTACT_FORCES)
+        return list(core_all) + list(_OBSERVER) + list(_CONTACT_FORCES) + list(_THRESHOLDS)
     if name in _SUBPACKAGES:
         return importlib.import_module(f'{__name__}.{name}')
     if name in _OBSERVER:
         from .estimation import observer as source
     elif name in _CONTACT_FORCES:
         from .estimation import contact_forces as source
+    elif name in _THRESHOLDS:
+        from .identification import thresholds as source
     elif not name.startswith('__'):
         from . import core as source
     else:

@@ -17,7 +17,7 @@ Two real ROS 2 processes on the bundled ``arm7``:
 This script listens to both, prints every detection as it happens (time, isolated link,
 estimated vs. true external torque, delay), and saves the residual vs. the ground truth per
 joint.  The detection thresholds are calibrated first, offline, on the simulator's free motion
-(``ros_dynamics.estimation.observer.calibrate_thresholds``), as one would on a real robot.
+(``ros_dynamics.identification.thresholds.calibrate_thresholds``), as one would on a real robot.
 
 On your robot (``--urdf``, a fixed-base URDF or xacro file, and ``--contact-link``): the same
 two processes and scenarios, with the wall touched by ``LINK`` (a point off its joint axis) and,
@@ -121,7 +121,8 @@ def _parse():
 def _calibrate(model, gain, noise, rate):
     """Thresholds from 10 s of contact-free simulated motion (margin 2, floor 0.2 N m)."""
     from ros_dynamics import simulation as S
-    from ros_dynamics.estimation.observer import MomentumObserver, calibrate_thresholds
+    from ros_dynamics.estimation.observer import MomentumObserver
+    from ros_dynamics.identification.thresholds import calibrate_thresholds
     sim, _ = S.make_scenario(model, 'none', dt=1.0 / rate, seed=1234, **noise)
     res = S.simulate_observer(sim, MomentumObserver(model, gain), None, 10.0)
     return calibrate_thresholds(res['r'], margin=2.0, floor=0.2)

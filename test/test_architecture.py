@@ -1,5 +1,6 @@
 """The package's shape, checked on its sources: layers import only downwards (core <- estimation
-<- control <- simulation <- ros), files stay small enough to read, the node is an adapter, and
+<- identification <- control <- simulation <- ros: the per-cycle estimation never imports the
+offline identification), no module imports another's private names, files stay small enough to read, the node is an adapter, and
 no test or benchmark reaches into a node's private members."""
 import ast
 import os
@@ -11,7 +12,7 @@ pytestmark = pytest.mark.core
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, 'ros_dynamics')
-LAYERS = ('core', 'estimation', 'control', 'simulation', 'ros')
+LAYERS = ('core', 'estimation', 'identification', 'control', 'simulation', 'ros')
 
 
 def _sources(folder):
@@ -54,6 +55,16 @@ def test_layers_import_only_downwards():
         for used in _imported_layers(path):
             if LAYERS.index(used) > LAYERS.index(layer):
                 wrong.append(f'{os.path.relpath(path, ROOT)} imports ros_dynamics.{used}')
+    assert not wrong, wrong
+
+
+def test_no_private_names_imported_across_modules():
+    wrong = []
+    for path in _sources(PKG):
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or '').startswith('ros_dynamics')):
+                wrong += [f'{os.path.relpath(path, ROOT)}: {a.name}' for a in node.names
+                          if a.name.startswith('_') and not a.name.startswith('__')]
     assert not wrong, wrong
 
 

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics import bags
+from ros_dynamics.identification import bags
 from ros_dynamics import simulation as S
 from ros_dynamics.control.trajectories import SineTrajectory
-from ros_dynamics.estimation import calibration as C
-from ros_dynamics.estimation import payload as P
-from ros_dynamics.estimation.samples import CalibrationError, Samples
+from ros_dynamics.identification import calibration as C
+from ros_dynamics.identification import payload as P
+from ros_dynamics.identification.samples import CalibrationError, Samples
 
 pytestmark = pytest.mark.core
 
@@ -273,7 +273,7 @@ def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
     params = tmp_path / 'params.yaml'
     plots = tmp_path / 'plots'
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.calibrate', bag, '--urdf',
+    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.identification.calibrate', bag, '--urdf',
                         rd.bundled_urdf('arm7'), '--payload-link', LINK, '--out', str(params),
                         '--plots', str(plots)], capture_output=True, text=True, env=env,
                        timeout=600, cwd=str(tmp_path))
@@ -292,7 +292,7 @@ def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
         assert (plots / f).stat().st_size > 10000
     # replay of the same bag with those parameters: no detection
     csv_path = tmp_path / 'replay.csv'
-    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.calibrate', 'replay', bag,
+    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.identification.calibrate', 'replay', bag,
                         '--urdf', rd.bundled_urdf('arm7'), '--params', str(params), '--out',
                         str(csv_path)], capture_output=True, text=True, env=env, timeout=600,
                        cwd=str(tmp_path))
@@ -303,7 +303,7 @@ def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
     assert all(r.split(',')[-2] == '0' for r in rows[1:])
     assert (tmp_path / 'replay.png').exists()
     # a bad bag: exit status != 0 and the reason on stderr
-    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.calibrate', bag, '--urdf',
+    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.identification.calibrate', bag, '--urdf',
                         rd.bundled_urdf('arm7'), '--topic', '/nope', '--out',
                         str(tmp_path / 'x.yaml')], capture_output=True, text=True, env=env,
                        timeout=600, cwd=str(tmp_path))

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import ros_dynamics as rd
-from ros_dynamics import calibrate as cli
+from ros_dynamics.identification import calibrate as cli
 
 pytestmark = pytest.mark.core
 

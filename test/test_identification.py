@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 import ros_dynamics as rd
-from ros_dynamics import bags
-from ros_dynamics import calibrate as cli
+from ros_dynamics.identification import bags
+from ros_dynamics.identification import calibrate as cli
 from ros_dynamics.control.trajectories import SineTrajectory
-from ros_dynamics.estimation import identification as ID
-from ros_dynamics.estimation.urdf_inertials import replace_inertials
+from ros_dynamics.identification import whole_model as ID
+from ros_dynamics.identification.urdf_inertials import replace_inertials
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant, perturbed_model
 
@@ -146,7 +146,7 @@ def test_payload_against_a_reference_recording(recording, tmp_path):
 def test_a_contact_in_the_recording_is_left_out_of_the_fit():
     """A 1.5 s push of 25 N on the last link inside the fitted part: the trimmed fit leaves its
     blocks out and says so, and the held-out residual still falls as without it."""
-    from ros_dynamics.estimation.samples import Samples
+    from ros_dynamics.identification.samples import Samples
     out = MujocoPlant(TRUTH, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
                       frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
                       noise_velocity=2e-3, noise_effort=0.05, seed=3,

@@ -13,8 +13,8 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics.control.trajectories import SineTrajectory
-from ros_dynamics.estimation.calibration import calibrate, observer_residuals
-from ros_dynamics.estimation.samples import Samples
+from ros_dynamics.identification.calibration import calibrate, observer_residuals
+from ros_dynamics.identification.samples import Samples
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant, mjcf, perturbed_model
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.estimation.urdf_inertials import replace_inertials
+from ros_dynamics.identification.urdf_inertials import replace_inertials
 from ros_dynamics.simulation.mujoco_plant import mjcf, perturbed_model
 from test_node_support import ARM7, next_stamp, read, running_node
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.estimation.payload import apply_payload
+from ros_dynamics.identification.payload import apply_payload
 from test_node_support import ARM7, next_stamp, read, running_node
 
 pytestmark = pytest.mark.ros

@@ -5,8 +5,9 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import simulation as S
 from ros_dynamics.control.trajectories import MinJerkTrajectory
-from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver, calibrate_thresholds,
-                                   estimate_contact_wrench, friction_torque, joint_child_links)
+from ros_dynamics.estimation.observer import (ContactDetector, MomentumObserver, estimate_contact_wrench,
+                                              friction_torque, joint_child_links)
+from ros_dynamics.identification.thresholds import calibrate_thresholds
 
 pytestmark = pytest.mark.core
 

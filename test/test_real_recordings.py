@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics import bags
+from ros_dynamics.identification import bags
 from ros_dynamics.control.trajectories import SineTrajectory
-from ros_dynamics.estimation.calibration import calibrate
+from ros_dynamics.identification.calibration import calibrate
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant
 
@@ -74,7 +74,7 @@ def test_messy_recording_is_read_and_calibrated_with_default_options(run, tmp_pa
 
 
 def test_100_hz_recording(run):
-    from ros_dynamics.estimation.samples import Samples
+    from ros_dynamics.identification.samples import Samples
     k = slice(None, None, 10)
     cal = calibrate(MODEL, Samples(run['t'][k], run['q'][k], run['v'][k], run['tau'][k]), LINK)
     assert cal.payload_mass == pytest.approx(MASS, rel=0.05)

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from ros_dynamics import bags
+from ros_dynamics.identification import bags
 
 pytestmark = pytest.mark.ros
 
@@ -24,7 +24,7 @@ def test_record_writes_the_published_joint_states(rclpy_context, ros_env, tmp_pa
     topic = f'/rec_{storage}/joint_states'
     bag = str(tmp_path / 'bag')
     log = open(tmp_path / 'record.log', 'w')
-    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.calibrate', 'record', bag,
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.identification.calibrate', 'record', bag,
                              '--topic', topic, '--count', str(N), '--storage', storage],
                             env=ros_env, stdout=log, stderr=subprocess.STDOUT)
     node = rclpy.create_node(f'rec_pub_{storage}', context=rclpy_context)

@@ -68,7 +68,7 @@ from ..core.validation import check_state, check_vector
 from .rules import FRICTION_EPS, any_above, friction_into
 
 __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_contact_wrench',
-           'friction_torque', 'joint_child_links', 'calibrate_thresholds']
+           'friction_torque', 'joint_child_links']
 
 _FLAGS = dict(cache=True, nogil=True)
 
@@ -464,22 +464,6 @@ class ContactDetector:
                                   joint=joint, links=links, onset=now and not was,
                                   release=was and not now)
         return self.state
-
-
-def calibrate_thresholds(residuals, margin=1.5, floor=0.1):
-    """Per-joint thresholds from residuals recorded in contact-free motion.
-
-    ``threshold_i = max(floor, margin * max_t |r_i(t)|)``: run the task (or a representative
-    motion) without contact, with the same observer settings, and pass the residual history
-    (T, nv).  The margin covers what the recording did not see; raise it, or the floor, for a
-    lower false-positive rate at the cost of a longer detection delay.
-    """
-    R = np.asarray(residuals, dtype=float)
-    if R.ndim != 2 or R.shape[0] == 0:
-        raise ValueError('residuals must be a (T, nv) array with T >= 1')
-    if not np.all(np.isfinite(R)):
-        raise ValueError('residuals must be finite')
-    return np.maximum(float(floor), float(margin) * np.max(np.abs(R), axis=0))
 
 
 def estimate_contact_wrench(model, q, r, link, point=None, force_only=False, rcond=None):

@@ -27,8 +27,8 @@ from ..core.coordinates import BASE_DOF_NAMES
 from ..estimation.joint_input import (InputBounds, JointNameMap, JointStateAssembler,
                                       NameMaps)
 from ..core.model import with_armature
-from ..estimation.payload import apply_payload
-from ..estimation.samples import Samples
+from ..identification.payload import apply_payload
+from ..identification.samples import Samples
 from . import interfaces as itf, wire
 from .parameters import PARAMETERS
 from .contact_forces_output import ContactForcesOutput

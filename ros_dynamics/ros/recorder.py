@@ -3,17 +3,27 @@
 Subscribes to ``sensor_msgs/JointState`` on ``topic`` (reliable, depth 1000) and writes every
 message as received, still CDR-serialized (a raw subscription: no deserialization), with the
 receive time as the bag time; the message stamps are kept inside the messages, which is what
-:func:`ros_dynamics.bags.read_joint_states` uses.  Ends on SIGINT/SIGTERM, after ``duration``
+:func:`ros_dynamics.identification.bags.read_joint_states` uses.  Ends on SIGINT/SIGTERM, after ``duration``
 seconds or after ``count`` messages, then closes the bag (metadata written).
+
+Run as ``calibrate record BAG ...`` (which runs ``python -m ros_dynamics.ros.recorder BAG ...``).
 """
 
+import argparse
+import os
+import sys
 import time
 
-from rclpy.node import Node
+from ros_dynamics.ros import compat
+
+if __name__ == '__main__':
+    compat.reexec_if_needed()          # the pip ROS wheels need their library path, before rclpy
+
+from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from ros_dynamics.bags import JOINT_STATE, STORAGES
+from ros_dynamics.identification.bags import JOINT_STATE, STORAGES
 from ros_dynamics.ros import process
 
 
@@ -60,3 +70,23 @@ def record(path, topic='/joint_states', duration=0.0, storage='sqlite3', count=0
     return process.run(lambda: JointStateRecorder(path, topic, storage, duration, count), args,
                        keep_going=lambda node: node.keep_going(),
                        on_stop=lambda node: node.close())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog='calibrate record', description='Record joint states into '
+                                 'a ROS 2 bag (rclpy + rosbags, no rosbag2); Ctrl-C ends it.')
+    ap.add_argument('bag', help='new bag folder')
+    ap.add_argument('--topic', default='/joint_states')
+    ap.add_argument('--duration', type=float, default=0.0, help='seconds (0: until Ctrl-C)')
+    ap.add_argument('--count', type=int, default=0, help='messages (0: no limit)')
+    ap.add_argument('--storage', choices=STORAGES, default='sqlite3')
+    args = ap.parse_args(argv)
+    if os.path.exists(args.bag):
+        raise SystemExit(f'calibrate record: {args.bag} exists already (a bag is a new folder)')
+    rc = record(args.bag, args.topic, args.duration, args.storage, args.count)
+    print(f'record: wrote {args.bag}')
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())

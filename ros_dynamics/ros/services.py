@@ -3,7 +3,7 @@
 ``~/get_dynamics``, ``~/get_christoffel``, ``~/get_operational_space`` (Lambda = J M^-1 J^T of
 requested nodes; Khatib 1987; the O(N) + O(m^2) recursion of Jain's contact dynamics in
 minimal coordinates), ``~/estimate_payload`` (mass and CoM of a tool from the recorded static
-poses; ros_dynamics.estimation.payload) and ``~/reset_observer`` live on a companion node (``<name>_services``)
+poses; ros_dynamics.identification.payload) and ``~/reset_observer`` live on a companion node (``<name>_services``)
 spun by its own executor thread, under the dynamics node's names, so that a slow request delays
 only itself and never waits behind the joint-state backlog.  Requests obey the joint_states
 input policy and documented bounds (docs/ros_interface.md): at most 4 x the model's joints
@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ..core.api import christoffel, dynamics, mass_matrix
-from ..estimation.payload import estimate_payload
+from ..identification.payload import estimate_payload
 from . import interfaces as itf
 from .engine import stamp_msg
 

@@ -4,7 +4,7 @@
 and ``mcap``, with its own CDR (de)serializer and message type store, so calibration and
 replay run on a machine without a ROS installation.
 
-* :func:`read_joint_states` -> :class:`ros_dynamics.estimation.samples.Samples`, columns
+* :func:`read_joint_states` -> :class:`ros_dynamics.identification.samples.Samples`, columns
   in the model's joint order (matched by name per message), time = ``header.stamp`` (the
   bag's receive time when the stamps are zero) in seconds from the first one (``t0_ns``).
 * :func:`write_joint_states` writes samples (e.g. from the simulator) as a bag.
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .estimation.samples import Samples
-from .estimation.joint_input import JointNameMap
+from .samples import Samples
+from ..estimation.joint_input import JointNameMap
 
 __all__ = ['BagError', 'read_joint_states', 'write_joint_states', 'bag_topics', 'STORAGES']
 

@@ -19,8 +19,8 @@ tolerance at the start), with SLSQP under the linear limits (scipy).
 import numpy as np
 
 from ..core.api import dynamics_batch
-from .identification import BASE_TOLERANCE, _scales, _unit_models, inertial_parameters
-from .observer import friction_torque
+from .whole_model import BASE_TOLERANCE, inertial_parameters, parameter_scales, unit_models
+from ..estimation.observer import friction_torque
 
 __all__ = ['FourierTrajectory', 'optimise_excitation']
 
@@ -119,8 +119,8 @@ def _optimise(model, duration, harmonics, samples, max_acceleration, margin, see
             rows += [blk, -blk]
             rhs += [np.full(t.size, up), np.full(t.size, down)]
     A, ub = np.vstack(rows), np.concatenate(rhs)
-    units = [m for i in range(model.nbodies) for m in _unit_models(model, i)]
-    scale = np.concatenate([_scales(model, inertial_parameters(model)), np.ones(3 * nj)])
+    units = [m for i in range(model.nbodies) for m in unit_models(model, i)]
+    scale = np.concatenate([parameter_scales(model, inertial_parameters(model)), np.ones(3 * nj)])
 
     def trajectory(x):
         X = x.reshape(nj, nc)

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..core.api import dynamics_batch
 from .calibration import VELOCITY_EPS   # the observer's Coulomb smoothing, one constant
-from .observer import filtered_columns, friction_torque
+from ..estimation.observer import filtered_columns, friction_torque
 from .payload import INERTIA6, inertia_matrix, skew2
 from .samples import CalibrationError
 
@@ -111,7 +111,7 @@ def _pseudo_basis():
 # The regressor's columns from the core library
 
 
-def _unit_models(model, body):
+def unit_models(model, body):
     """Models whose only inertia is on ``body``: 1 kg at its origin (π₀), and π₀ + e_j."""
     N = model.nbodies
     zero = dict(mass=np.zeros(N), com=np.zeros((N, 3)), inertia=np.zeros((N, 3, 3)))
@@ -133,13 +133,13 @@ def _unit_models(model, body):
 def regressor_columns(model, q, v, body):
     """Per-sample changes of ``p = M v`` and of ``Cᵀv − g`` per unit inertial parameter of
     ``body``: two arrays (T, nv, 10), columns in
-    :data:`ros_dynamics.estimation.payload.PAYLOAD_PARAMETERS` order.  Exact: the dynamics is
+    :data:`ros_dynamics.identification.payload.PAYLOAD_PARAMETERS` order.  Exact: the dynamics is
     linear in π, and each column is the dynamics of a model whose only inertia is on ``body``
     (1 kg at its origin, then that plus a unit of one parameter)."""
     T, nv = q.shape[0], int(model.nv)
     P = np.empty((T, nv, 10))
     B = np.empty((T, nv, 10))
-    for j, mdl in enumerate(_unit_models(model, body)):
+    for j, mdl in enumerate(unit_models(model, body)):
         d = dynamics_batch(mdl, q, v)
         P[:, :, j] = np.einsum('kij,kj->ki', d.M, v)
         B[:, :, j] = np.einsum('kji,kj->ki', d.C, v) - d.g
@@ -209,7 +209,7 @@ class Identification:
 
     def node_parameters(self):
         """The ``dynamics`` node's parameters of this identification (the inertials go into the
-        URDF: :func:`ros_dynamics.estimation.urdf_inertials.replace_inertials`)."""
+        URDF: :func:`ros_dynamics.identification.urdf_inertials.replace_inertials`)."""
         return {'observer_gain': [float(x) for x in np.atleast_1d(self.gain)],
                 'observer_friction_viscous': [float(x) for x in self.friction_viscous],
                 'observer_friction_coulomb': [float(x) for x in self.friction_coulomb],
@@ -250,7 +250,7 @@ class Identification:
         return out + self.notes
 
 
-def _scales(model, pi0):
+def parameter_scales(model, pi0):
     """The natural size of each parameter (module docstring): mass ``m_0``, first moment
     ``m_0 L``, inertia ``m_0 L²``; ``m_0`` at least 1 % of the robot's mass, ``L`` the body's
     distance to its child joints or its CoM, at least 5 cm."""
@@ -322,7 +322,7 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     w = 1.0 / np.maximum(np.sqrt(np.mean(residual[fit_rows][:, nb:] ** 2, axis=0)), 1e-6)
     W = np.tile(w, fit_rows.size)
     pi0 = inertial_parameters(model)
-    scale = np.concatenate([_scales(model, pi0), np.ones(4 * nj)])
+    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj)])
     As = (A * W[:, None]) * scale
     bs = b * W
     theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
@@ -426,8 +426,8 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     recording, and per-joint ``contact_threshold = max(floor, margin · max |r|)`` from the
     held-out residual the node will show (identified inertials, friction, armature and torque
     offset)."""
-    from .calibration import _increasing, observer_residuals
-    from .observer import calibrate_thresholds
+    from .calibration import increasing_in_time, observer_residuals
+    from .thresholds import calibrate_thresholds
     nv = int(model.nv)
     if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
         raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
@@ -436,7 +436,7 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     if len(samples) < 200:
         raise CalibrationError(f'{len(samples)} samples: too few to identify a model (need '
                                '>= 200, better tens of seconds of exciting motion)')
-    samples = _increasing(samples)
+    samples = increasing_in_time(samples)
     base = observer_residuals(model, samples, gain)
     ident = identify(model, samples, base['r'], base['restart'], gain=gain, holdout=holdout,
                      bridge=base['bridge'],

@@ -44,9 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.model import attach_payload
-from .cycle import Cycle, ObserverSettings
-from .observer import calibrate_thresholds, filtered_columns, friction_torque
-from .rules import FRICTION_EPS
+from ..estimation.cycle import Cycle, ObserverSettings
+from ..estimation.observer import filtered_columns, friction_torque
+from .thresholds import calibrate_thresholds
+from ..estimation.rules import FRICTION_EPS
 from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
                       payload_from_parameters, skew2)
 from .samples import CalibrationError, Samples
@@ -117,7 +118,7 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
 # The regression
 
 
-def _increasing(samples):
+def increasing_in_time(samples):
     """The samples with strictly increasing time (repeated stamps dropped: the pipeline skips
     them too)."""
     keep = np.concatenate([[True], np.diff(samples.t) > 0]) if len(samples) else np.zeros(0, bool)
@@ -356,7 +357,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     ``'auto'``: keep it when it is determined (every standard error below 25 % of the largest
     principal moment, or below 1e-4 kg m²) and physically consistent.  Thresholds:
     ``max(floor, margin * max |r|)`` of the calibrated residual per joint
-    (:func:`ros_dynamics.estimation.observer.calibrate_thresholds`).  Returns a
+    (:func:`ros_dynamics.identification.thresholds.calibrate_thresholds`).  Returns a
     :class:`Calibration`; raises :class:`CalibrationError` when the data cannot give it.
 
     ``contact``: what to do with stretches of the recording that look like contact (the
@@ -380,7 +381,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         raise CalibrationError(f'{len(samples)} samples: too few to calibrate (need >= 50)')
     gain = np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy()
     velocity_eps = VELOCITY_EPS
-    samples = _increasing(samples)
+    samples = increasing_in_time(samples)
     base = observer_residuals(model, samples, gain)
     r0, restart = base['r'], base['restart']
     valid = ~(restart | base['skipped'])

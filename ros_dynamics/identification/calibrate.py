@@ -8,15 +8,15 @@
     calibrate excite --urdf URDF --out TRAJECTORY.yaml [--duration S]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
-(also ``python -m ros_dynamics.calibrate ...``).
+(also ``python -m ros_dynamics.identification.calibrate ...``).
 
 * The default command fits joint friction and, with ``--payload-link``, a payload on that link
-  to contact-free motion in the bag (:func:`ros_dynamics.estimation.calibration.calibrate`) and
+  to contact-free motion in the bag (:func:`ros_dynamics.identification.calibration.calibrate`) and
   writes a parameter file for the ``dynamics`` node (friction, per-joint ``contact_threshold``,
   ``payload_*``, and the ``observer_gain`` the thresholds are for) plus plots: the residual
   before/after per joint and the friction curves with the data.
 * ``--links all`` identifies the whole model instead
-  (:func:`ros_dynamics.estimation.identification.identify_recording`): every link's inertial
+  (:func:`ros_dynamics.identification.whole_model.identify_recording`): every link's inertial
   parameters (physically consistent, regularised toward the URDF), joint friction and
   armature, fitted on the start of the recording and reported on the rest; writes the
   parameter file (friction, ``joint_armature``, thresholds) and, with ``--out-urdf``, the URDF
@@ -48,7 +48,7 @@ def _model(urdf):
 
 
 def _samples(args, model):
-    from ros_dynamics.bags import BagError, read_joint_states
+    from ros_dynamics.identification.bags import BagError, read_joint_states
     try:
         s = read_joint_states(args.bag, args.topic, model.joint_names)
     except BagError as exc:
@@ -144,10 +144,10 @@ def load_params(path, node=NODE):
 
 
 def cmd_identify(args):
-    """``--links all``: the whole model (ros_dynamics.estimation.identification)."""
-    from ros_dynamics.estimation.identification import identify_recording
-    from ros_dynamics.estimation.samples import CalibrationError
-    from ros_dynamics.estimation.urdf_inertials import replace_inertials
+    """``--links all``: the whole model (ros_dynamics.identification.whole_model)."""
+    from ros_dynamics.identification.whole_model import identify_recording
+    from ros_dynamics.identification.samples import CalibrationError
+    from ros_dynamics.identification.urdf_inertials import replace_inertials
     model = _model(args.urdf)
     s = _samples(args, model)
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
@@ -174,9 +174,9 @@ def cmd_identify(args):
 
 def cmd_reference(args):
     """``--payload-link L --reference REF``: the robot from REF, the payload as the difference."""
-    from ros_dynamics.estimation.identification import payload_against_reference
-    from ros_dynamics.estimation.samples import CalibrationError
-    from ros_dynamics.estimation.urdf_inertials import replace_inertials
+    from ros_dynamics.identification.whole_model import payload_against_reference
+    from ros_dynamics.identification.samples import CalibrationError
+    from ros_dynamics.identification.urdf_inertials import replace_inertials
     model = _model(args.urdf)
     s = _samples(args, model)
     ref_args = argparse.Namespace(**{**vars(args), 'bag': args.reference})
@@ -215,8 +215,8 @@ def cmd_calibrate(args):
         return cmd_reference(args)
     if args.out_urdf:
         raise SystemExit('calibrate: --out-urdf needs --links all or --reference')
-    from ros_dynamics.estimation.calibration import calibrate
-    from ros_dynamics.estimation.samples import CalibrationError
+    from ros_dynamics.identification.calibration import calibrate
+    from ros_dynamics.identification.samples import CalibrationError
     model = _model(args.urdf)
     s = _samples(args, model)
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
@@ -240,7 +240,7 @@ def cmd_calibrate(args):
 def _settings(params, model):
     """Observer settings and the model from a parameter file's values."""
     import numpy as np
-    from ros_dynamics.estimation.payload import apply_payload
+    from ros_dynamics.identification.payload import apply_payload
     nj = len(model.joint_names)
 
     def per_joint(name, default):
@@ -270,7 +270,7 @@ def _settings(params, model):
 
 def cmd_replay(args):
     import numpy as np
-    from ros_dynamics.estimation.calibration import observer_residuals
+    from ros_dynamics.identification.calibration import observer_residuals
     model = _model(args.urdf)
     s = _samples(args, model)
     params = load_params(args.params, args.node) if args.params else {}
@@ -321,12 +321,12 @@ def cmd_replay(args):
 
 
 def cmd_excite(args):
-    """An exciting trajectory (ros_dynamics.estimation.excitation) as a YAML file: the
+    """An exciting trajectory (ros_dynamics.identification.excitation) as a YAML file: the
     JointTrajectory fields (joint_names; points with positions, velocities, accelerations and
     time_from_start) for a trajectory controller, plus the Fourier coefficients."""
     import numpy as np
     import yaml
-    from ros_dynamics.estimation.excitation import optimise_excitation
+    from ros_dynamics.identification.excitation import optimise_excitation
     model = _model(args.urdf)
     print(f'calibrate excite: optimising {args.harmonics} harmonics per joint over '
           f'{args.duration:g} s (up to {args.iterations} iterations; minutes) ...', flush=True)
@@ -355,15 +355,11 @@ def cmd_excite(args):
     return 0
 
 
-def cmd_record(args):
-    from ros_dynamics.ros import compat
-    compat.reexec_if_needed()          # the pip ROS wheels need their library path
-    if os.path.exists(args.bag):
-        raise SystemExit(f'calibrate record: {args.bag} exists already (a bag is a new folder)')
-    from ros_dynamics.ros.recorder import record
-    rc = record(args.bag, args.topic, args.duration, args.storage, args.count)
-    print(f'record: wrote {args.bag}')
-    return rc
+def cmd_record(argv):
+    """``record`` is a ROS 2 program (:mod:`ros_dynamics.ros.recorder`, which parses ``argv``):
+    run it in this process's place, so that signals reach it as they would reach ``calibrate``."""
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, '-m', 'ros_dynamics.ros.recorder', *argv])
 
 
 def _common(ap, urdf=True):
@@ -438,14 +434,7 @@ def main(argv=None):
         ap.add_argument('--iterations', type=int, default=30, help='optimiser iterations')
         ap.add_argument('--rate', type=float, default=50.0, help='points per second')
         return cmd_excite(ap.parse_args(argv))
-    ap = argparse.ArgumentParser(prog='calibrate record', description='Record joint states '
-                                 'into a bag with rclpy + rosbags (no rosbag2 needed).')
-    ap.add_argument('bag', help='new bag folder')
-    ap.add_argument('--topic', default='/joint_states')
-    ap.add_argument('--duration', type=float, default=0.0, help='seconds (0: until Ctrl-C)')
-    ap.add_argument('--storage', choices=('sqlite3', 'mcap'), default='sqlite3')
-    ap.add_argument('--count', type=int, default=0, help='stop after N messages (0: no limit)')
-    return cmd_record(ap.parse_args(argv))
+    return cmd_record(argv)
 
 
 if __name__ == '__main__':
