@@ -16,7 +16,10 @@ the others):
 * ``pinocchio``: benchmarks/pinocchio_node.py spun with ``rclpy.spin`` (rclpy's default
   SingleThreadedExecutor): pin.crba, computeCoriolisMatrix, computeGeneralizedGravity,
   dM/dt = C + C^T, published as the same ~/dynamics message; message objects in and out;
-* ``pinocchio-events``: the same node spun with the EventsExecutor, ours's executor.
+* ``pinocchio-events``: the same node spun with the EventsExecutor, ours's executor;
+* ``relay``: benchmarks/relay_node.py, an empty relay node (joint_states in as bytes, a
+  pre-built Dynamics of the node's size out as bytes, ours's executor spun as ours spins it):
+  what rclpy and DDS cost with no computation, the floor.
 
 With task frames (robots ``quadruped-feet``: the bundled quadruped, urdf/quadruped.urdf, with its
 four feet; ``talos-feet-hands``: the full Talos v2 with its soles and gripper bases), the base is
@@ -29,7 +32,8 @@ dJ/dt v, mass, CoM, CoM velocity, A_G, dA_G/dt v), which the subscriber process 
 node's task-space function is checked against rd.task_space at random states (1e-9 relative).
 
 The ratios to both Pinocchio variants are reported: to ``pinocchio-events`` the same executor
-(like for like), to ``pinocchio`` the node a user writes by default.
+(like for like), to ``pinocchio`` the node a user writes by default; and every variant's ratio
+to ``relay`` (the floor).
 
 Each run: the node process, a subscriber process on its ~/dynamics (node_latency.SUBSCRIBER,
 the same for every variant), this process publishing sensor_msgs/JointState at --rate Hz
@@ -44,7 +48,7 @@ compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkou
 
     python benchmarks/vs_pinocchio.py [--robots panda talos arm7 quadruped-feet talos-feet-hands]
         [--reps 5] [--duration 5]
-        [--rate 1000] [--variants ours ours-lean pinocchio pinocchio-events]
+        [--rate 1000] [--variants relay ours ours-lean pinocchio pinocchio-events]
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
@@ -82,14 +86,18 @@ TASK_FRAMES = {'quadruped-feet': ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'],
 VARIANTS = {'ours': {}, 'ours-lean': {'christoffel_stream': False, 'observer_enabled': False}}
 # The Pinocchio node's variants, with the executor each spins with (the references of the ratios)
 PINOCCHIO = {'pinocchio': 'spin', 'pinocchio-events': 'events'}
-ALL_VARIANTS = ['ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
+#: the floor: benchmarks/relay_node.py, no computation (every variant is also divided by it)
+RELAY = 'relay'
+ALL_VARIANTS = ['relay', 'ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
 OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults, '
            'EventsExecutor, serialized bytes in and out) publishes ~/dynamics (M, C, dM/dt, g, '
            'q, v), the latched ~/christoffel every 10th and runs the observer and contact '
            'detector; ours-lean publishes ~/dynamics only; pinocchio '
            '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events '
            '(the same with the EventsExecutor) '
-           'publish the same ~/dynamics message. One subscriber process on ~/dynamics for each. '
+           'publish the same ~/dynamics message; relay (benchmarks/relay_node.py, ours\'s '
+           'executor, bytes in and out) publishes a pre-built ~/dynamics of the same size, '
+           'stamped as the joint state, and computes nothing. One subscriber process on ~/dynamics for each. '
            'Robots with task frames (quadruped-feet, talos-feet-hands): a floating base (odom '
            'with each joint state) and ~/task_space (frame poses, LOCAL_WORLD_ALIGNED Jacobians, '
            'dJ/dt v, mass, CoM, CoM velocity, A_G, dA_G/dt v) from every variant, received by '
@@ -246,6 +254,10 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
         proc, sub, log, sub_out = start_process(
             ns, [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]],
             model_params, nl.REPO_ROOT, duration + 120, bool(frames))
+    elif variant == RELAY:
+        proc, sub, log, sub_out = start_process(
+            ns, [os.path.join(HERE, 'relay_node.py')], model_params, nl.REPO_ROOT,
+            duration + 120, bool(frames))
     elif variant == 'ours@base':   # the node of another checkout (before a change)
         proc, sub, log, sub_out = start_process(
             ns, ['-m', 'ros_dynamics.ros.dynamics_node'], model_params,
@@ -320,8 +332,9 @@ def summarize(results, robots, variants, full=0.999):
     states): a node that fell behind dropped joint states it then never paid for; likewise a
     node's median and range of us per joint state use its fully answered runs."""
     refs = [v for v in variants if v in PINOCCHIO]
-    others = [v for v in variants if v not in PINOCCHIO]
-    pairs = [(v, ref) for ref in refs for v in others]
+    others = [v for v in variants if v not in PINOCCHIO and v != RELAY]
+    pairs = ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + [
+        (v, ref) for ref in refs for v in others]
     lines = ['| robot | rep | order | ' + ' | '.join(f'{v} us/js (answered)' for v in variants)
              + ' | ' + ' | '.join(f'{v} / {ref}' for v, ref in pairs)
              + ' | all answered | load |', '|' + '---|' * (6 + len(variants) + len(pairs))]
@@ -408,9 +421,9 @@ def main():
         return resummarize(args.resummarize, args.out_dir, args.name)
     variants = [v for v in ALL_VARIANTS if v in args.variants]
     if args.base:
-        variants.insert(1, 'ours@base')
-    if not any(v in PINOCCHIO for v in variants):
-        raise SystemExit('a pinocchio variant is the reference of the ratios')
+        variants.insert(variants.index('ours') + 1 if 'ours' in variants else 0, 'ours@base')
+    if not any(v in PINOCCHIO or v == RELAY for v in variants):
+        raise SystemExit('a pinocchio variant or the relay is the reference of the ratios')
     command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(sys.argv[1:])
     head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
             f'{machine_info()}; '
@@ -460,6 +473,7 @@ def main():
                       f'{r["send_rate_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}; by thread '
                       + ', '.join(f'{t} {x:.0f}' for t, x in r['cpu_us_by_thread'].items()),
                       flush=True)
+    head += f'; load average at the end {os.getloadavg()[0]:.2f}'
     write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants,
                   ts_checks)
 
@@ -498,8 +512,8 @@ def resummarize(path, out_dir, name):
         data = json.load(f)
     runs = data['runs']
     robots = data.get('robots') or list(dict.fromkeys(r['robot'] for r in runs))
-    variants = data.get('variants') or [v for v in ALL_VARIANTS[:2] + ['ours@base'] +
-                                        ALL_VARIANTS[2:] if any(r['variant'] == v for r in runs)]
+    variants = data.get('variants') or [v for v in ALL_VARIANTS[:3] + ['ours@base'] +
+                                        ALL_VARIANTS[3:] if any(r['variant'] == v for r in runs)]
     head = data['head']
     write_outputs(out_dir, name, head, data['check'], runs, robots, variants,
                   data.get('task_space_check'))
