@@ -22,6 +22,7 @@ def _plan(**overrides):
 
 
 def test_closed_loop_nodes_and_parameters():
+    from ros_dynamics.ros.sim_node import PARAMETERS as SIM
     from ros_dynamics.ros.tracking_controller import PARAMETERS
     nodes = _plan(law='computed_torque', lockstep_timeout='0')
     assert set(nodes) == {'sim', 'dynamics', 'tracking_controller'}
@@ -35,7 +36,11 @@ def test_closed_loop_nodes_and_parameters():
     assert os.path.isfile(params_file) and overrides == {'robot_description': xml}
     (ctl,) = nodes['tracking_controller'].parameters
     assert ctl['law'] == 'computed_torque' and ctl['amplitude'] == [0.4]
-    assert set(ctl) <= {p[0] for p in PARAMETERS}
+    assert set(ctl) <= {p.name for p in PARAMETERS}
+    # and the values the launch file gives pass the controller's and the simulator's rules
+    PARAMETERS.validate({**{p.name: p.default for p in PARAMETERS}, **ctl})
+    assert set(sim) <= {p.name for p in SIM}
+    SIM.validate({**{p.name: p.default for p in SIM}, **sim})
 
 
 def test_closed_loop_bad_arguments():

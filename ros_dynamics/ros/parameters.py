@@ -1,75 +1,32 @@
-"""The dynamics node's parameters: one declarative table, and everything derived from it.
+"""The dynamics node's parameters: its table (:class:`~.parameter_table.ParameterTable`), and
+the generator of every node's parameter file and reference.
 
 Each entry gives the type (from the default), the default, the description, the range, the
 allowed lengths of an array, the choices, whether it is read-only, and what a change affects
 (``model``: the model is rebuilt; ``observer``: the observer restarts with the new settings;
 ``input``: the joint-input policy; ``output``: takes effect at the next cycle; ``start-up``:
-read-only).  From the table come the validation (:func:`validate`), the ROS parameter
-descriptors (ranges shown by ``ros2 param describe``), ``config/dynamics.yaml`` and
-``docs/parameters.md`` (``python -m ros_dynamics.ros.parameters --write``; a test checks that
-both are up to date).  No rclpy is needed except for :func:`descriptor`.
+read-only).  The machinery (validation, ROS descriptors, generated files) is
+:mod:`ros_dynamics.ros.parameter_table`, shared by every node; the other nodes' tables are in
+their modules (``sim_node``, ``tracking_controller``, ``wbc_node``).
+``python -m ros_dynamics.ros.parameters --write`` writes ``config/dynamics.yaml`` and
+``docs/parameters.md`` (a section per node); a test checks that both are up to date.  No rclpy
+is needed except for :func:`descriptor` and the generator (which imports the other nodes).
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
-from dataclasses import dataclass
+
+from .parameter_table import BIG, Param, ParameterTable, descriptor  # noqa: F401
 
 COORDINATES = ('joint', 'mimic_reduced', 'center_of_mass')
 RELIABILITIES = ('reliable', 'best_effort')
 EXECUTORS = ('events', 'single')
 EFFORT_SOURCES = ('joint_state', 'commanded_torque')
-BIG = 1e12
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    default: object
-    description: str
-    affects: str = 'output'          # model, observer, wrench, input, output, start-up
-    minimum: float | None = None     # scalars: the value; arrays: every element
-    maximum: float | None = None
-    exclusive_minimum: bool = False
-    lengths: tuple | None = None     # allowed lengths of an array (None: any, at least 1)
-    choices: tuple | None = None
-    norm_max: float | None = None    # arrays: bound on the Euclidean norm
-    item: str = 'double'             # arrays: 'double' or 'string' elements
-
-    @property
-    def read_only(self):
-        return self.affects == 'start-up'
-
-    @property
-    def type_name(self):
-        d = self.default
-        return {bool: 'bool', int: 'integer', float: 'double', str: 'string',
-                list: f'{self.item}[]'}[type(d)]
-
-    @property
-    def in_parameter_file(self):
-        """Whether config/dynamics.yaml can hold the default: an empty list has no type in a
-        ROS parameter file (such a parameter is shown there commented out)."""
-        return not (isinstance(self.default, list) and not self.default)
-
-    def constraint_text(self):
-        parts = []
-        if self.choices:
-            parts.append('one of ' + ', '.join(self.choices))
-        if self.lengths:
-            parts.append(' or '.join(map(str, self.lengths)) + ' elements')
-        if self.minimum is not None or self.maximum is not None:
-            lo = '' if self.minimum is None else f'{self.minimum:g} {"<" if self.exclusive_minimum else "<="} '
-            hi = '' if self.maximum is None else f' <= {self.maximum:g}'
-            parts.append(f'{lo}{"each value" if isinstance(self.default, list) else "value"}{hi}')
-        if self.norm_max is not None:
-            parts.append(f'norm <= {self.norm_max:g}')
-        return '; '.join(parts)
 
 
 P = Param
-PARAMETERS = (
+_ENTRIES = (
     # --- model: a change rebuilds the model (a description that fails is refused)
     P('robot_description', '', 'URDF XML of the robot (not a file path: use the launch file\'s '
       'urdf:=, a parameter file or the robot_description topic). Empty: the latest '
@@ -206,160 +163,55 @@ PARAMETERS = (
       '(s, by stamps) is refused, so that nothing is computed from an old base state; 0: no '
       'check.', 'input', 0.0, 3600.0),
 )
-BY_NAME = {p.name: p for p in PARAMETERS}
 
 
-class Config:
-    """A validated set of parameter values (attributes by name; arrays as tuples)."""
-
-    def __init__(self, values):
-        for p in PARAMETERS:
-            setattr(self, p.name, values[p.name])
-
-    def changed(self, other):
-        return [p.name for p in PARAMETERS if getattr(self, p.name) != getattr(other, p.name)]
-
-    def replace(self, **changes):
-        return validate({**{p.name: getattr(self, p.name) for p in PARAMETERS}, **changes})
-
-
-def _check(p, value):
-    d = p.default
-    if isinstance(d, bool):
-        if not isinstance(value, bool):
-            raise ValueError(f'{p.name} must be true or false')
-        return value
-    if isinstance(d, str):
-        if not isinstance(value, str):
-            raise ValueError(f'{p.name} must be a string')
-        if p.choices and value not in p.choices:
-            raise ValueError(f'{p.name} must be one of {", ".join(p.choices)}, not {value!r}')
-        return value
-    if isinstance(d, list) and p.item == 'string':
-        if value is None:
-            # an empty list on the command line or in a parameter file (-p frames:=[]) has no
-            # element to take a type from: rcl gives it no value at all; it is the empty list
-            return ()
-        if isinstance(value, (str, bytes)):
-            raise ValueError(f'{p.name} must be a list of strings')
-        try:
-            values = tuple(value)
-        except TypeError:
-            raise ValueError(f'{p.name} must be a list of strings') from None
-        if not all(isinstance(x, str) and x for x in values):
-            raise ValueError(f'{p.name} must be a list of non-empty strings')
-        return values
-    if isinstance(d, list):
-        if isinstance(value, (bool, str, bytes)) or value is None:
-            raise ValueError(f'{p.name} must be a list of numbers')
-        values = [value] if isinstance(value, (int, float)) else list(value)
-        try:
-            values = tuple(float(x) for x in values)
-        except (TypeError, ValueError):
-            raise ValueError(f'{p.name} must be a list of numbers') from None
-        if not values or (p.lengths and len(values) not in p.lengths):
-            raise ValueError(f'{p.name} must have {p.constraint_text() or "at least 1 element"}'
-                             f', got {len(values)}')
-    else:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f'{p.name} must be a number')
-        values = (value,)
-    for x in values:
-        ok = math.isfinite(x)
-        if ok and p.minimum is not None:
-            ok = x > p.minimum if p.exclusive_minimum else x >= p.minimum
-        if ok and p.maximum is not None:
-            ok = x <= p.maximum
-        if not ok:
-            raise ValueError(f'{p.name} must be finite, {p.constraint_text()}; got {x!r}')
-    if p.norm_max is not None and math.hypot(*values) > p.norm_max:
-        raise ValueError(f'{p.name} must have {p.constraint_text()}')
-    if isinstance(d, list):
-        return values
-    return int(value) if isinstance(d, int) else float(value)
-
-
-def validate(values):
-    """A :class:`Config` from a dict of every parameter's value; ValueError with the reason."""
-    checked = {p.name: _check(p, values[p.name]) for p in PARAMETERS}
+def _rules(checked):
     if checked['coordinates'] == 'center_of_mass' and not checked['floating_base']:
         raise ValueError("coordinates 'center_of_mass' need floating_base: true")
     if checked['payload_mass'] > 0.0 and not checked['payload_link']:
         raise ValueError('payload_mass > 0 needs payload_link (the link carrying it)')
-    return Config(checked)
 
 
-def defaults():
-    return validate({p.name: p.default for p in PARAMETERS})
-
-
-def descriptor(p):
-    """The rcl_interfaces/ParameterDescriptor of ``p`` (ranges for scalar numbers; the rule
-    text in additional_constraints)."""
-    from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                    ParameterType)
-    kw = dict(description=p.description, read_only=p.read_only,
-              additional_constraints=p.constraint_text())
-    if isinstance(p.default, list) and p.item == 'string':
-        # an empty default has no ROS type (rclpy would take it for a byte array and then
-        # refuse every list of strings): any type is let through, validate() checks it
-        kw['dynamic_typing'] = True
-    elif isinstance(p.default, list):
-        kw['type'] = ParameterType.PARAMETER_DOUBLE_ARRAY
-    elif isinstance(p.default, bool) or isinstance(p.default, str):
-        pass
-    elif isinstance(p.default, int):
-        kw['integer_range'] = [IntegerRange(from_value=int(p.minimum), to_value=int(p.maximum),
-                                            step=1)]
-    elif p.minimum is not None:
-        kw['floating_point_range'] = [FloatingPointRange(
-            from_value=float(p.minimum), to_value=float(p.maximum), step=0.0)]
-    return ParameterDescriptor(**kw)
+ABOUT = ('"Affects" says what a change does at run time: `model` rebuilds the model (refused '
+         'with the reason if the result would not build; other settings stay independent of '
+         'a refused description), `observer` restarts the observer, `wrench` changes where '
+         'the contact wrench is estimated (no restart), `input` changes the joint-input '
+         'policy, `output` applies at the next cycle, `start-up` is read-only. Lists are '
+         'double arrays (`ros2 param set /dynamics observer_gain "[20.0]"`). Defaults: '
+         '`config/dynamics.yaml`.')
+TABLE = ParameterTable('dynamics_node', _ENTRIES, rules=(_rules,), about=ABOUT)
+PARAMETERS = TABLE.params
+BY_NAME = TABLE.by_name
+validate = TABLE.validate
+defaults = TABLE.defaults
 
 
 # ------------------------------------------------------------------ generated files
-def _yaml_value(v):
-    if isinstance(v, bool):
-        return 'true' if v else 'false'
-    if isinstance(v, str):
-        return '""' if not v else v
-    if isinstance(v, list):
-        return '[' + ', '.join(str(x) if isinstance(x, str) else repr(float(x)) for x in v) + ']'
-    return repr(v)
+def tables():
+    """Every node's table, in the order of docs/parameters.md (imports the node modules)."""
+    from .sim_node import PARAMETERS as SIM
+    from .tracking_controller import PARAMETERS as TRACKING
+    from .wbc_node import PARAMETERS as WBC
+    return (TABLE, SIM, TRACKING, WBC)
 
 
 def yaml_text():
-    lines = ['# Parameters of dynamics_node with their defaults (generated from',
-             '# ros_dynamics/ros/parameters.py: python -m ros_dynamics.ros.parameters --write).',
-             '# Reference: docs/parameters.md. Lists are double arrays: write [20.0], not 20.0.',
-             '/**:', '  ros__parameters:']
-    for p in PARAMETERS:
-        lines.append(f'    # {p.description} [{p.affects}]')
-        if p.in_parameter_file:
-            lines.append(f'    {p.name}: {_yaml_value(p.default)}')
-        else:
-            lines.append(f'    # {p.name}: {_yaml_value(p.default)}   (default; an empty list '
-                         'cannot be written in a parameter file)')
-    return '\n'.join(lines) + '\n'
+    return TABLE.yaml_text(head=('# Reference: docs/parameters.md. Lists are double arrays: '
+                                 'write [20.0], not 20.0.',))
 
 
 def markdown_text():
-    lines = ['# dynamics_node parameters', '',
-             'Generated from `ros_dynamics/ros/parameters.py` '
-             '(`python -m ros_dynamics.ros.parameters --write`). "Affects" says what a change '
-             'does at run time: `model` rebuilds the model (refused with the reason if the '
-             'result would not build; other settings stay independent of a refused '
-             'description), `observer` restarts the observer, `wrench` changes where the contact '
-             'wrench is estimated (no restart), `input` changes the joint-input '
-             'policy, `output` applies at the next cycle, `start-up` is read-only. Lists are '
-             'double arrays (`ros2 param set /dynamics observer_gain "[20.0]"`).', '',
-             '| name | type | default | allowed | affects | description |',
-             '|---|---|---|---|---|---|']
-    for p in PARAMETERS:
-        default = _yaml_value(p.default).replace('|', '\\|')
-        lines.append(f'| `{p.name}` | {p.type_name} | `{default}` | {p.constraint_text()} | '
-                     f'{p.affects} | {p.description} |')
-    return '\n'.join(lines) + '\n'
+    every = tables()
+    lines = ['# Parameters', '',
+             'Generated from the parameter table of each node (`ros_dynamics/ros/parameters.py` '
+             'for the dynamics node, `PARAMETERS` in `sim_node.py`, `tracking_controller.py` and '
+             '`wbc_node.py`, one machinery: `ros_dynamics/ros/parameter_table.py`) by '
+             '`python -m ros_dynamics.ros.parameters --write`. A running node describes each '
+             'parameter, its range and its rule to `ros2 param describe`; a value outside the '
+             'rules is refused with the rule (at start-up the node exits with status 2 and '
+             'says which). Nodes: ' + ', '.join(f'[`{t.node}`](#{t.node})' for t in every)
+             + '.', '']
+    return '\n'.join(lines + [t.markdown_text() for t in every])
 
 
 def generated_files(root):

@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 
+from .parameter_table import ParameterError
+
 
 ARGUMENT_HINT = (
     'Hint: rcl reads every -p value as YAML, so a URDF given as -p robot_description:="$(cat '
@@ -87,6 +89,7 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
     before_spin(node): called once the node exists (e.g. to start a worker thread).
     """
     import rclpy
+    from rclpy.exceptions import ParameterException
     from rclpy.signals import SignalHandlerOptions
 
     life = Lifecycle()
@@ -99,7 +102,12 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
         except Exception as exc:  # noqa: BLE001 - rcl's argument parser (RCLError)
             sys.stderr.write(f'could not start: {exc}\n{ARGUMENT_HINT}\n')
             return 2
-        node = make_node()
+        try:
+            node = make_node()
+        except (ParameterError, ParameterException) as exc:
+            # a parameter value the node cannot start with (our rules or the descriptor's)
+            sys.stderr.write(f'could not start: {exc}\n')
+            return 2
         if life.stop.is_set():
             return 0
         ex = make_executor(executor(node) if callable(executor) else executor,

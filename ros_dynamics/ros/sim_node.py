@@ -21,7 +21,6 @@ if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') =
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-import rclpy.exceptions  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -32,11 +31,85 @@ from std_msgs.msg import Bool, String  # noqa: E402
 from ros_dynamics.core.urdf import load_urdf  # noqa: E402
 from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.ros.parameter_table import BIG, Param, ParameterTable  # noqa: E402
 from ros_dynamics.simulation.external import HeldEffort  # noqa: E402
 from ros_dynamics.simulation.plant import WrenchContact  # noqa: E402
 from ros_dynamics.simulation.rigid_simulator import standing_quadruped  # noqa: E402
-from ros_dynamics.simulation.scenarios import (bundled_urdf, deepest_links,  # noqa: E402
-                                               make_scenario, perturb_urdf_inertia)
+from ros_dynamics.simulation.scenarios import (SCENARIOS, bundled_urdf,  # noqa: E402
+                                               deepest_links, make_scenario,
+                                               perturb_urdf_inertia)
+
+
+def _base_push_rule(checked):
+    push = checked['base_push']
+    if push is not None and not push[1] > 0:
+        raise ValueError('base_push must be [t_start, duration > 0, fx, fy, fz]')
+
+
+P = Param
+#: the simulator's parameters (all read at start-up; docs/parameters.md, "sim")
+PARAMETERS = ParameterTable('sim', (
+    # --- the robot
+    P('robot_description', '', 'URDF XML of the simulated robot; empty: urdf_path.',
+      'start-up'),
+    P('urdf_path', '', 'URDF file read when robot_description is empty; empty: the bundled '
+      '7-joint arm (urdf/arm7.urdf).', 'start-up'),
+    P('floating_base', False, 'A free joint at the URDF root: the robot stands on the floor '
+      'z = 0 on rigid feet (the URDF\'s spheres), joints held by PD until commands come; odom '
+      'is published (scenario is not used).', 'start-up'),
+    P('publish_robot_description', True, 'Publish the URDF on robot_description (transient '
+      'local).', 'start-up'),
+    # --- time
+    P('rate', 1000.0, 'Simulation and publication rate (Hz).', 'start-up', 0.0, 1e6, True),
+    P('real_time_factor', 1.0, 'Simulated seconds per wall second (stamps stay simulated '
+      'time).', 'start-up', 0.0, 1e3, True),
+    P('duration', 0.0, 'Simulated seconds to run, then stop; 0: forever.', 'start-up',
+      0.0, BIG),
+    P('start_delay', 0.0, 'Wall seconds to wait before the first step.', 'start-up',
+      0.0, 3600.0),
+    P('wait_for_subscribers', 0, 'Wait (up to wait_timeout) until joint_states has this many '
+      'subscribers.', 'start-up', 0, 10000),
+    P('wait_timeout', 30.0, 'Longest wait for the subscribers, and for the first command in '
+      'lock-step (wall s).', 'start-up', 0.0, BIG),
+    # --- the scenario (fixed base)
+    P('scenario', 'mixed', 'Scripted contacts: a wall, pushes, both, or none.', 'start-up',
+      choices=SCENARIOS),
+    P('wall_stiffness', 5000.0, 'Stiffness of the wall (N/m).', 'start-up', 0.0, 1e9),
+    P('wall_damping', 50.0, 'Damping of the wall (N s/m).', 'start-up', 0.0, 1e9),
+    P('push_force', 30.0, 'Force of the scripted pushes (N).', 'start-up', -1e6, 1e6),
+    P('base_push', None, 'Floating base: [t_start, duration > 0, fx, fy, fz] (simulated s, N, '
+      'world axes), a force on the root link\'s origin over that window; unset: none.',
+      'start-up', -BIG, BIG, lengths=(5,), type='double[]'),
+    # --- sensor noise and plant mismatch
+    P('noise_position', 0.0, 'Standard deviation of the noise on the published positions '
+      '(rad or m).', 'start-up', 0.0, 1e3),
+    P('noise_velocity', 0.0, 'Standard deviation of the noise on the published velocities.',
+      'start-up', 0.0, 1e3),
+    P('noise_effort', 0.0, 'Standard deviation of the noise on the published efforts.',
+      'start-up', 0.0, 1e6),
+    P('seed', 0, 'Seed of the noise and of inertia_error.', 'start-up', 0, 2**31 - 1),
+    P('friction_viscous', 0.0, 'Viscous joint friction of the plant (N m s/rad).', 'start-up',
+      0.0, 1e6),
+    P('friction_coulomb', 0.0, 'Coulomb joint friction of the plant (N m).', 'start-up',
+      0.0, 1e6),
+    P('payload_mass', 0.0, 'Payload of the plant (kg) that the URDF does not know; 0: none.',
+      'start-up', 0.0, 1e4),
+    P('payload_link', '', 'Link carrying the payload; empty: the deepest link.', 'start-up'),
+    P('inertia_error', 0.0, 'Plant masses and inertias scaled by 1 + inertia_error u, u '
+      'uniform in [-1, 1] per link (model error).', 'start-up', 0.0, 1.0),
+    # --- external control
+    P('control', 'builtin', 'builtin: the simulator\'s own PD + gravity loop; external: the '
+      'efforts of ~/effort_command.', 'start-up', choices=('builtin', 'external')),
+    P('command_timeout', 0.1, 'External control: without a command for this long (simulated '
+      's) gravity compensation + joint damping hold the robot.', 'start-up', 0.0, BIG, True),
+    P('fallback_damping', None, 'Joint damping of that fallback (N m s/rad), one value or one '
+      'per joint; unset: the built-in controller\'s kd.', 'start-up', 0.0, 1e6,
+      type='double[]'),
+    P('lockstep_timeout', 0.0, 'External control: wait up to this long (wall s) for the '
+      'command answering each published joint state before stepping; 0: free running.',
+      'start-up', 0.0, 3600.0),
+), rules=(_base_push_rule,), about='The simulator `sim` (docs/ros_interface.md, "Simulator '
+    '`sim`"). Every parameter is read at start-up (read-only).')
 
 
 class SimNode(Node):
@@ -44,36 +117,8 @@ class SimNode(Node):
 
     def __init__(self):
         super().__init__('sim')
-        p = self.declare_parameter
-        p('robot_description', '')
-        p('urdf_path', '')
-        p('scenario', 'mixed')
-        p('rate', 1000.0)
-        p('real_time_factor', 1.0)
-        p('duration', 0.0)
-        p('noise_position', 0.0)
-        p('noise_velocity', 0.0)
-        p('noise_effort', 0.0)
-        p('seed', 0)
-        p('friction_viscous', 0.0)
-        p('friction_coulomb', 0.0)
-        p('payload_mass', 0.0)
-        p('payload_link', '')
-        p('inertia_error', 0.0)
-        p('wall_stiffness', 5000.0)
-        p('wall_damping', 50.0)
-        p('push_force', 30.0)
-        p('start_delay', 0.0)
-        p('wait_for_subscribers', 0)
-        p('wait_timeout', 30.0)
-        p('publish_robot_description', True)
-        p('control', 'builtin')
-        p('command_timeout', 0.1)
-        p('fallback_damping', rclpy.Parameter.Type.DOUBLE_ARRAY)
-        p('lockstep_timeout', 0.0)
-        p('floating_base', False)
-        p('base_push', rclpy.Parameter.Type.DOUBLE_ARRAY)
-        g = lambda n: self.get_parameter(n).value  # noqa: E731
+        cfg = PARAMETERS.declare(self)
+        g = lambda n: getattr(cfg, n)  # noqa: E731
 
         xml = g('robot_description')
         if not xml:
@@ -90,13 +135,9 @@ class SimNode(Node):
         payload = None
         if g('payload_mass') != 0.0:
             payload = (g('payload_link') or deepest_links(plant)[0], g('payload_mass'))
-        rate = float(g('rate'))
-        if not rate > 0:
-            raise ValueError('rate must be > 0')
+        rate = g('rate')
         self.dt = 1.0 / rate
-        self.rtf = float(g('real_time_factor'))
-        if not self.rtf > 0:
-            raise ValueError('real_time_factor must be > 0')
+        self.rtf = g('real_time_factor')
         if floating:
             self.sim, self.desc = self._standing(plant, plant_xml, g)
         else:
@@ -109,8 +150,6 @@ class SimNode(Node):
                 controller_model=model, payload=payload)
         self.names = list(model.joint_names)
         self.control = g('control')
-        if self.control not in ('builtin', 'external'):
-            raise ValueError("control must be 'builtin' or 'external'")
         self.external = None
         self.lockstep = float(g('lockstep_timeout'))
         self._cmd_cv = threading.Condition()
@@ -121,11 +160,8 @@ class SimNode(Node):
         self.states_published = 0
         self.in_time = 0          # commands that answered the latest joint state
         if self.control == 'external':
-            try:
-                damping = g('fallback_damping')
-            except rclpy.exceptions.ParameterUninitializedException:
-                damping = None
-            if damping is None or len(damping) == 0:
+            damping = g('fallback_damping')
+            if damping is None:
                 damping = self.sim.controller.kd
             self.external = HeldEffort(model, g('command_timeout'), damping,
                                        self.sim.controller if floating else None)
@@ -170,13 +206,8 @@ class SimNode(Node):
         z = 0, joints held by PD until commands come; ``base_push`` = [t_start, duration, fx,
         fy, fz] adds a force (world axes, N) on the root link's origin over that window."""
         sim = standing_quadruped(plant, xml, dt=self.dt)
-        try:
-            push = list(g('base_push') or [])
-        except rclpy.exceptions.ParameterUninitializedException:
-            push = []
+        push = list(g('base_push') or [])
         if push:
-            if len(push) != 5 or not push[1] > 0:
-                raise ValueError('base_push must be [t_start, duration > 0, fx, fy, fz]')
             sim.contacts.append(WrenchContact(plant.link_names[0], force=push[2:],
                                               t_start=push[0], t_end=push[0] + push[1]))
         return sim, dict(scenario='standing' + (f', push {push[2:]} N at t = {push[0]:g} s '

@@ -32,50 +32,56 @@ if __name__ == '__main__' or _ENTRY == 'tracking_controller':
     ros_compat.start_entry_point()
 
 import numpy as np  # noqa: E402
-import rclpy.exceptions  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
-from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer, make_law, make_trajectory  # noqa: E402
 from ros_dynamics.control.laws import LAWS  # noqa: E402
+from ros_dynamics.control.trajectories import TRAJECTORIES  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
 from ros_dynamics.ros.dynamics_terms import (dynamics_msg_type, stamp_ns,  # noqa: E402
                                              terms_from_msg)
 
 
-# (name, default or type, description)
-PARAMETERS = (
-    ('law', 'slotine_li', "Control law: 'pd_gravity' (baseline), 'computed_torque' or "
-     "'slotine_li'."),
-    ('kp', 'double_array', 'Position gains [N m/rad], one or one per joint. Unset/empty: '
-     'bandwidth^2 * diag M(q at the first served state).'),
-    ('kd', 'double_array', 'Velocity gains [N m s/rad], one or one per joint. Unset/empty: '
-     '2 * damping_ratio * bandwidth * diag M(q at the first served state).'),
-    ('bandwidth', 30.0, 'Closed-loop bandwidth [rad/s] for the default gains.'),
-    ('damping_ratio', 1.0, 'Damping ratio for the default gains.'),
-    ('trajectory', 'sine', "Reference: 'sine' (q0 + A (1 - cos 2 pi f t)) or 'min_jerk' "
-     '(periodic q0 -> q0 + A -> q0, each leg 1/(2f) s).'),
-    ('amplitude', [0.4], 'Trajectory amplitude A [rad], one or one per joint.'),
-    ('frequency', [1.0], 'Trajectory frequency f [Hz], one or one per joint (min_jerk: the '
-     'smallest).'),
-    ('q0', 'double_array', 'Trajectory start [rad] per joint. Unset/empty: the position of the '
-     'first served joint state.'),
-    ('joints', 'string_array', 'Controlled joints in command order. Unset/empty: the names of '
-     'the first Dynamics message.'),
-    ('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input topic.'),
-    ('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output topic.'),
-    ('max_pending', 100, 'Joint states (and early terms) waiting for their partner, at most.'),
-    ('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).'),
-)
-
-
-_TYPES = {'double_array': Parameter.Type.DOUBLE_ARRAY,
-          'string_array': Parameter.Type.STRING_ARRAY}
+P = Param
+#: the controller's parameters (all read-only after start; docs/parameters.md)
+PARAMETERS = ParameterTable('tracking_controller', (
+    P('law', 'slotine_li', "Control law: 'pd_gravity' (baseline), 'computed_torque' or "
+      "'slotine_li'.", 'start-up', choices=LAWS),
+    P('kp', None, 'Position gains [N m/rad], one or one per joint. Unset/empty: '
+      'bandwidth^2 * diag M(q at the first served state).', 'start-up', 0.0, 1e9,
+      type='double[]'),
+    P('kd', None, 'Velocity gains [N m s/rad], one or one per joint. Unset/empty: '
+      '2 * damping_ratio * bandwidth * diag M(q at the first served state).', 'start-up',
+      0.0, 1e9, type='double[]'),
+    P('bandwidth', 30.0, 'Closed-loop bandwidth [rad/s] for the default gains.', 'start-up',
+      0.0, 1e6, True),
+    P('damping_ratio', 1.0, 'Damping ratio for the default gains.', 'start-up', 0.0, 1e3, True),
+    P('trajectory', 'sine', "Reference: 'sine' (q0 + A (1 - cos 2 pi f t)) or 'min_jerk' "
+      '(periodic q0 -> q0 + A -> q0, each leg 1/(2f) s; Flash & Hogan 1985).', 'start-up',
+      choices=TRAJECTORIES),
+    P('amplitude', [0.4], 'Trajectory amplitude A [rad], one or one per joint.', 'start-up',
+      -1e3, 1e3),
+    P('frequency', [1.0], 'Trajectory frequency f [Hz], one or one per joint (min_jerk: the '
+      'smallest).', 'start-up', 0.0, 1e3, True),
+    P('q0', None, 'Trajectory start [rad] per joint. Unset/empty: the position of the '
+      'first served joint state.', 'start-up', -1e6, 1e6, type='double[]'),
+    P('joints', None, 'Controlled joints in command order. Unset/empty: the names of '
+      'the first Dynamics message.', 'start-up', type='string[]'),
+    P('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input topic.',
+      'start-up'),
+    P('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output topic.',
+      'start-up'),
+    P('max_pending', 100, 'Joint states (and early terms) waiting for their partner, at most.',
+      'start-up', 1, 1000000),
+    P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
+      'start-up', 0.0, 1e6),
+), about='The joint-space tracking controller (docs/ros_interface.md, "Tracking controller '
+    '`tracking_controller`"). Every parameter is read at start-up (read-only).')
 
 
 class TrackingController(Node):
@@ -83,14 +89,8 @@ class TrackingController(Node):
 
     def __init__(self):
         super().__init__('tracking_controller')
-        for name, default, desc in PARAMETERS:
-            if isinstance(default, str):
-                default = _TYPES.get(default, default)     # typed, no default value
-            self.declare_parameter(name, default,
-                                   ParameterDescriptor(description=desc, read_only=True))
+        self.config = PARAMETERS.declare(self)
         self.law_name = self._p('law')
-        if self.law_name not in LAWS:
-            raise ValueError(f'law must be one of {LAWS}, not {self.law_name!r}')
         Dynamics = dynamics_msg_type()
         self.joints = list(self._p('joints') or [])
         self.jmap = NameMaps(self.joints) if self.joints else None   # once the order is known
@@ -118,10 +118,7 @@ class TrackingController(Node):
             f'{self.resolve_topic_name(self._p("command_topic"))}')
 
     def _p(self, name):
-        try:
-            return self.get_parameter(name).value
-        except rclpy.exceptions.ParameterUninitializedException:
-            return None
+        return getattr(self.config, name)
 
     # -- inputs ------------------------------------------------------------------------
     def _reject(self, what, exc):

@@ -30,7 +30,6 @@ if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') =
 import numpy as np  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import PointStamped  # noqa: E402
-from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -40,25 +39,41 @@ from ros_dynamics.control.stand_step import StandStepSchedule  # noqa: E402
 from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
                                       effort_limits_from_urdf)
 from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 from ros_dynamics.ros.dynamics_terms import dynamics_msg_type, stamp_ns  # noqa: E402
 from ros_dynamics.ros.wbc_stream import (dynamics_arrays, stream_state,  # noqa: E402
                                          task_space_msg_type)
 
-# (name, default, description); all read-only
-PARAMETERS = (
-    ('robot_description', '', 'URDF (XML): the joints\' <limit effort> bound the torques.'),
-    ('feet', ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], 'Point feet (task frames of '
-     '~/task_space).'),
-    ('lift_foot', 'LF_foot', 'The foot the schedule lifts.'),
-    ('friction', 0.5, 'Friction coefficient of the linearized cones.'),
-    ('com_amplitude', 0.02, 'CoM trajectory amplitude [m].'),
-    ('step_height', 0.05, 'Swing height [m].'),
-    ('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.'),
-    ('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.'),
-    ('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.'),
-    ('max_pending', 100, 'Messages waiting for their partner, at most, per kind.'),
-    ('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).'),
-)
+def _needs_description(checked):
+    if not checked['robot_description']:
+        raise ValueError('robot_description (URDF) is needed for the effort limits')
+
+
+P = Param
+#: the controller's parameters (all read-only; docs/parameters.md); a plain (name, default,
+#: description) entry is a parameter with no rule but its type
+PARAMETERS = ParameterTable('wbc_controller', (
+    P('robot_description', '', 'URDF (XML): the joints\' <limit effort> bound the torques.',
+      'start-up'),
+    P('feet', ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], 'Point feet (task frames of '
+      '~/task_space).', 'start-up', item='string'),
+    P('lift_foot', 'LF_foot', 'The foot the schedule lifts.', 'start-up'),
+    P('friction', 0.5, 'Friction coefficient of the linearized cones.', 'start-up',
+      0.0, 100.0, True),
+    P('com_amplitude', 0.02, 'CoM trajectory amplitude [m].', 'start-up', 0.0, 1.0),
+    P('step_height', 0.05, 'Swing height [m].', 'start-up', 0.0, 1.0),
+    P('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.', 'start-up'),
+    P('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.',
+      'start-up'),
+    P('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.',
+      'start-up'),
+    P('max_pending', 100, 'Messages waiting for their partner, at most, per kind.', 'start-up',
+      1, 1000000),
+    P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
+      'start-up', 0.0, 1e6),
+), rules=(_needs_description,), about='The whole-body controller (docs/ros_interface.md, '
+    '"Whole-body controller `wbc_controller`"). Every parameter is read at start-up '
+    '(read-only).')
 
 
 class WBCController(Node):
@@ -66,13 +81,9 @@ class WBCController(Node):
 
     def __init__(self):
         super().__init__('wbc_controller')
-        for name, default, desc in PARAMETERS:
-            self.declare_parameter(name, default,
-                                   ParameterDescriptor(description=desc, read_only=True))
-        p = lambda n: self.get_parameter(n).value  # noqa: E731
+        cfg = PARAMETERS.declare(self)
+        p = lambda n: getattr(cfg, n)  # noqa: E731
         self.urdf = p('robot_description')
-        if not self.urdf:
-            raise ValueError('robot_description (URDF) is needed for the effort limits')
         self.feet = list(p('feet'))
         self.lift = p('lift_foot')
         self.mu, self.amp, self.height = p('friction'), p('com_amplitude'), p('step_height')
