@@ -1,46 +1,70 @@
-"""CPU per dynamics_node cycle without ROS: the per-cycle pipeline against the bare core calls.
+#!/usr/bin/env python3
+"""The dynamics node's cycle in one process, without a DDS peer: the one in-process benchmark.
 
     python benchmarks/node_cycle.py [--decimation 10] [--blocks 31] [--out out/node_cycle.md]
+    python benchmarks/node_cycle.py --base COMMIT [--runs 3] [--out out/node_cycle_ab.md]
+    python benchmarks/node_cycle.py --breakdown [--robots panda talos] [--messages 3000]
+        [--out out/benchmarks/callback_breakdown.md]
 
-Variants, timed interleaved in one process (minimum thread CPU time over blocks, bundled arm):
+Three views of the same cycle, each through the node's public path: the node's engine built
+for the model with the node's default parameters (``ros_dynamics.ros.engine.build_engine(xml,
+parameters.defaults())``, warmed up with ``Engine.warm_fused()``) and ``Engine.step``, the call
+the node's joint-state callback makes per message (stamp policy, gather and bounds, terms,
+observer, detector, the per-cycle output arrays).
 
-* ``core calls``: compute_all_terms (Gamma every N-th cycle) + MomentumObserver.update_from +
-  ContactDetector.update: the core work alone, a floor;
-* ``before the split``: what dynamics_node's callback did per joint state before the pipeline
-  existed, without rclpy (commit 2d3c5be, restated here): gather by name (np.take x 3), finite
-  and bound checks in numpy, the core calls, the coordinate map, the finite-output check;
-* ``Cycle.step``: the same through :class:`ros_dynamics.estimation.cycle.Cycle` (plus the
-  observer timing, the gap rule and the finite-output check);
-* ``assemble + Cycle.step``: the joint-input assembler (names, stamp policy, bounds) and then
-  the cycle: what the node runs for a message the compiled cycle declines;
-* ``JointStateCycle.step``: what the node runs per joint-state message: in the usual case the
-  same rules (estimation/rules.py) in one compiled call (estimation/fused_cycle.py).
+* default: one cycle on the bundled arm, interleaved with the bare core calls
+  (``rd.compute_all_terms`` with Gamma every N-th cycle, ``rd.MomentumObserver.update_from``,
+  ``rd.ContactDetector.update``: the floor); minimum thread CPU time over the blocks.  Rows
+  ``core calls`` and ``Engine.step (what the node runs)``;
+* ``--base COMMIT``: A/B against another commit.  The commit is checked out into
+  ``out/ab/<commit>`` (a git worktree, kept for later runs) and its own
+  ``benchmarks/node_cycle.py`` runs on its own code alternately with this checkout's, in
+  separate processes; per run the row "what the node runs" and the core calls of the same
+  process are kept, so that a run slowed by the machine's load shows in both;
+* ``--breakdown``: what one joint state costs by piece inside the node and inside the plain
+  Pinocchio node (benchmarks/pinocchio_node.py), thread CPU per joint state: reading the
+  serialized JointState (``ros_dynamics.ros.wire.JointStateReader``, the node's raw
+  subscription), ``Engine.step``, the cycle's messages (``Engine.outputs``: ~/dynamics and,
+  every N-th joint state, ~/christoffel, as for a subscriber of both), publishing them (one
+  subscriber in a second context, so that publishing hands the sample to DDS); the Pinocchio
+  node's deserialization, gather, ``pin_terms``, new message, publish.  ``timer overhead`` (two
+  clock reads) is in every line.  What the executor and the DDS threads add is the node CPU of
+  vs_pinocchio.py minus the sum.
 
 Free motion (the torque keeps the momentum constant), as in most cycles.
 """
 import argparse
 import os
+import re
+import subprocess
+import sys
 import time
 
-import numpy as np
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(ROOT, 'out')
+sys.path.insert(0, HERE)
 
-from common import interleaved, log, machine_info, provenance, report, us
+import numpy as np  # noqa: E402
 
-import ros_dynamics as rd
-from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
-from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
-
-OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out')
+from common import interleaved, log, machine_info, provenance, report, us  # noqa: E402
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--decimation', type=int, default=10, help='Gamma every N-th cycle')
-    ap.add_argument('--blocks', type=int, default=31)
-    ap.add_argument('--out', default=os.path.join(OUT, 'node_cycle.md'))
-    args = ap.parse_args(argv)
-    model = rd.load_urdf(rd.bundled_urdf('arm7'))
+def node_engine(xml, **params):
+    """The node's engine for ``xml`` with its default parameters (and ``params``), warmed up."""
+    from ros_dynamics.ros.engine import build_engine
+    from ros_dynamics.ros.parameters import defaults
+    cfg = defaults().replace(robot_description=xml, **params)
+    eng = build_engine(xml, cfg)
+    eng.warm_fused()
+    return eng, cfg
+
+
+# ------------------------------------------------------------------ default: one cycle
+def cycle(args):
+    import ros_dynamics as rd
+    xml = open(rd.bundled_urdf('arm7')).read()
+    model = rd.load_urdf(xml)
     n, N = model.nv, args.decimation
     rng = np.random.default_rng(0)
     q, v = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
@@ -58,82 +82,225 @@ def main(argv=None):
         rd.compute_all_terms(model, q, v, data, christoffel=(k % N == 0))
         det.update(obs.update_from(data, tau, 1e-3))
 
-    # the node's callback before the split, restated without rclpy (its numpy glue and core calls)
-    index = np.arange(n)
-    qj, vj, ej = np.zeros(n), np.zeros(n), np.zeros(n)
-    bounds = InputBounds(model)
-    data_b = rd.Data(model)
-    obs_b, det_b = rd.MomentumObserver(model, gain=50.0), rd.ContactDetector(model, threshold=5.0)
-    rd.compute_all_terms(model, q, v, data_b)
-    obs_b.reset_from(data_b, tau)
+    eng, _ = node_engine(xml, christoffel_decimation=N)
 
-    def finite(x):
-        return np.isfinite(x.sum())
-
-    def before():
-        k = state['k'] = state['k'] + 1
-        np.take(q, index, out=qj)
-        np.take(v, index, out=vj)
-        np.take(tau, index, out=ej)
-        if not (finite(qj) and finite(vj) and finite(ej)):
-            raise AssertionError
-        if not ((np.abs(qj) <= bounds.position).all() and (np.abs(vj) <= bounds.velocity).all()
-                and (np.abs(ej) <= bounds.effort).all()):
-            raise AssertionError
-        g = k % N == 0
-        rd.compute_all_terms(model, qj, vj, data_b, christoffel=g)
-        d = data_b.dynamics
-        r = obs_b.update_from(data_b, ej, 1e-3)
-        det_b.update(r)
-        for x in (d.M, d.C, d.Mdot, d.g, data_b.Gamma if g else None, r):
-            if x is not None and not finite(x):
-                raise AssertionError
-
-    cyc = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
-
-    def cycle_step():
-        k = state['k'] = state['k'] + 1
-        state['t'] += 1_000_000
-        cyc.step(q, v, tau, state['t'], christoffel=(k % N == 0))
-
-    cyc2 = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
-    asm = JointStateAssembler(names, InputBounds(model))
-
-    def assemble_and_step():
-        k = state['k'] = state['k'] + 1
-        t = state['t'] = state['t'] + 1_000_000
-        asm.add(names, q, v, tau, t // 10**9, t % 10**9, 0)
-        cyc2.step(asm.q, asm.v, asm.e if asm.has_effort else None, asm.stamp_ns,
-                  christoffel=(k % N == 0))
-
-    cyc3 = Cycle(model, 'joint', ObserverSettings(model, gain=50.0, threshold=5.0))
-    asm3 = JointStateAssembler(names, InputBounds(model))
-    m2 = n * n
-    offsets = np.array([1, 2 + m2, 3 + 2 * m2, 4 + 3 * m2, 1, 1], dtype=np.int64)
-    outputs = (np.zeros(5 + 3 * m2 + n), np.zeros(n + 1), np.zeros(n + 1), offsets)
-    js = JointStateCycle(asm3, cyc3, np.zeros(n), np.zeros(n), np.zeros(n), outputs)
-    js.compile()
-
-    def joint_state_cycle():
+    def engine_step():
         k = state['k'] = state['k'] + 1
         t = state['t'] = state['t'] + 1_000_000
         sec, nanosec = divmod(t, 10**9)
-        js.step(names, q, v, tau, sec, nanosec, 0, christoffel=(k % N == 0))
+        eng.step(names, q, v, tau, sec, nanosec, t, None, None, k % N == 0)
 
-    variants = {'core calls': core_calls, 'before the split': before, 'Cycle.step': cycle_step,
-                'assemble + Cycle.step': assemble_and_step,
-                'JointStateCycle.step (what the node runs)': joint_state_cycle}
+    variants = {'core calls': core_calls, 'Engine.step (what the node runs)': engine_step}
     for f in variants.values():
         for _ in range(4 * N):
             f()
+    out = eng.step(names, q, v, tau, *divmod(state['t'] + 1_000_000, 10**9),
+                   state['t'] + 1_000_000, None, None, False)
+    state['t'] += 1_000_000
+    if out.verdict != 'cycle':
+        raise SystemExit(f'the node refused the benchmark joint state: {out.verdict}')
     log(f'machine: {machine_info()}')
-    t = interleaved(variants, blocks=args.blocks, block_s=0.01, stat='min', clock=time.thread_time)
+    t = interleaved(variants, blocks=args.blocks, block_s=0.01, stat='min',
+                    clock=time.thread_time)
     lines = [f'# One dynamics_node cycle without ROS (bundled arm, nv = {n})', '',
-             f'{provenance()}. Gamma '
-             f'every {N}-th cycle; minimum thread CPU time over {args.blocks} interleaved blocks.',
-             '', '| variant | us per cycle |', '|---|---:|']
+             f'{provenance()}. Gamma every {N}-th cycle; minimum thread CPU time over '
+             f'{args.blocks} interleaved blocks.', '', '| variant | us per cycle |', '|---|---:|']
     lines += [f'| {name} | {us(sec)} |' for name, sec in t.items()]
-    report(args.out, '\n'.join(lines) + '\n')
+    report(args.out or os.path.join(OUT, 'node_cycle.md'), '\n'.join(lines) + '\n')
+
+
+# ------------------------------------------------------------------ --base: A/B
+def _worktree(commit):
+    path = os.path.join(OUT, 'ab', commit)
+    if not os.path.isdir(path):
+        log(f'checking out {commit} into {path}')
+        subprocess.run(['git', '-C', ROOT, 'worktree', 'add', '--detach', path, commit],
+                       check=True, capture_output=True)
+    return path
+
+
+def _run(tree, out):
+    env = dict(os.environ, PYTHONPATH=tree)
+    subprocess.run([sys.executable, os.path.join(tree, 'benchmarks', 'node_cycle.py'), '--out',
+                    out], cwd=tree, env=env, check=True, capture_output=True, timeout=1800)
+    text = open(out).read()
+    node = re.search(r'\| [^|]*what the node runs[^|]* \| ([0-9.]+) \|', text)
+    core = re.search(r'\| core calls \| ([0-9.]+) \|', text)
+    load = re.search(r'load average ([0-9.]+)', text)
+    return float(node.group(1)), float(core.group(1)), float(load.group(1).rstrip('.'))
+
+
+def ab(args):
+    base = _worktree(args.base)
+    head = subprocess.run(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD'], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    rows = []
+    for k in range(args.runs):
+        for label, tree in ((args.base, base), (head, ROOT)):
+            log(f'run {k + 1}/{args.runs}: {label} ...')
+            rows.append((k + 1, label) + _run(tree, os.path.join(OUT, f'node_cycle_{label}.md')))
+    lines = ['# The node\'s cycle without ROS, two commits alternated (bundled arm)', '',
+             f'`python benchmarks/node_cycle.py --base {args.base} --runs {args.runs}` at '
+             f'{head}, {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; machine: '
+             f'{machine_info()}; 1-min load average per run in the last column. Each run is '
+             'one process of that commit\'s `benchmarks/node_cycle.py` (minimum thread CPU over '
+             'interleaved blocks); "what the node runs" is its row for the cycle the node '
+             'makes per message, "core calls" the bare core work in the same process.', '',
+             '| run | commit | what the node runs [us] | core calls [us] | load |',
+             '|---:|---|---:|---:|---:|']
+    lines += [f'| {k} | {c} | {n:.2f} | {b:.2f} | {ld:.2f} |' for k, c, n, b, ld in rows]
+    for label in (args.base, head):
+        n = [r[2] for r in rows if r[1] == label]
+        lines.append(f'\n{label}: {min(n):.2f}-{max(n):.2f} us per cycle '
+                     f'(median {sorted(n)[len(n) // 2]:.2f})')
+    report(args.out or os.path.join(OUT, 'node_cycle_ab.md'), '\n'.join(lines) + '\n')
+
+
+# ------------------------------------------------------------------ --breakdown
+def _pieces(xml, messages, params):
+    """({piece: us per joint state} of the node, the same of the Pinocchio node)."""
+    import array
+
+    import pinocchio as pin
+    import rclpy
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import JointState
+    from ros_dynamics_msgs.msg import Christoffel, Dynamics
+
+    from pinocchio_node import pin_terms
+    from vs_pinocchio import trajectory
+    from ros_dynamics.ros.wire import JointStateReader
+
+    names, Q, V, E, _ = trajectory(xml, messages / 1000.0, 1000.0)
+    wire = []
+    for k in range(len(Q)):
+        m = JointState()
+        m.name = names
+        m.header.stamp.sec, m.header.stamp.nanosec = 1000 + k // 1000, (k % 1000) * 1_000_000
+        m.position, m.velocity, m.effort = Q[k], V[k], E[k]
+        wire.append(serialize_message(m))
+    ctx, ctx2 = rclpy.Context(), rclpy.Context()
+    rclpy.init(context=ctx)
+    rclpy.init(context=ctx2)
+    node = rclpy.create_node(f'breakdown_{os.getpid()}', context=ctx)
+    listener = rclpy.create_node(f'breakdown_listener_{os.getpid()}', context=ctx2)
+    pubs = {}
+    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel)):
+        name = f'/breakdown_{os.getpid()}/{topic}'
+        pubs[topic] = node.create_publisher(typ, name, 500)
+        listener.create_subscription(typ, name, lambda m: None, 500)
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not all(p.get_subscription_count() for p in pubs.values()):
+        time.sleep(0.02)
+
+    eng, cfg = node_engine(xml, **params)
+    dec = cfg.christoffel_decimation if cfg.christoffel_stream else 0
+    acc, tt = {}, time.thread_time
+
+    def add(label, t0):
+        t1 = tt()
+        acc[label] = acc.get(label, 0.0) + (t1 - t0)
+        return t1
+
+    reader = JointStateReader()
+    for k, w in enumerate(wire):
+        t = tt()
+        t = add('timer overhead', t)
+        jnames, p, v, e, sec, nanosec = reader.read(w)
+        t = add('read JointState (wire bytes)', t)
+        now = sec * 10**9 + nanosec
+        out = eng.step(jnames, p, v, e, sec, nanosec, now, None, None, bool(dec and k % dec == 0))
+        t = add('Engine.step (stamp, gather and bounds, terms, observer, output arrays)', t)
+        assert out.verdict == 'cycle', out.verdict
+        msgs = list(eng.outputs((sec, nanosec), out, cfg, pubs.__contains__))
+        t = add('Engine.outputs (the messages of the cycle)', t)
+        for topic, msg in msgs:
+            pubs[topic].publish(msg)
+        t = add('publish them', t)
+    ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+
+    acc.clear()
+    pm = pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    pnames = list(pm.names)[1:]
+    where = {nm: i for i, nm in enumerate(names)}
+    index = np.array([where[nm] for nm in pnames])
+
+    def f(x):
+        return array.array('d', x.tobytes())
+    for w in wire:
+        t = tt()
+        t = add('timer overhead', t)
+        js = deserialize_message(w, JointState)
+        t = add('deserialize JointState', t)
+        q = np.asarray(js.position)[index]
+        v = np.asarray(js.velocity)[index]
+        t = add('gather by index', t)
+        M, C, Mdot, g = pin_terms(pm, pd, q, v)
+        t = add('pin_terms (crba, Coriolis matrix, gravity, C + C^T)', t)
+        out = Dynamics()
+        out.header = js.header
+        out.names = pnames
+        out.position, out.velocity = f(q), f(v)
+        out.mass_matrix, out.coriolis_matrix = f(M), f(C)
+        out.mass_matrix_dot, out.gravity = f(Mdot), f(g)
+        t = add('new Dynamics filled', t)
+        pubs['dynamics'].publish(out)
+        t = add('publish Dynamics', t)
+    theirs = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+    node.destroy_node()
+    listener.destroy_node()
+    ctx.try_shutdown()
+    ctx2.try_shutdown()
+    return ours, theirs
+
+
+def _table(robot, label, pieces):
+    total = sum(pieces.values())
+    lines = [f'| {robot} | {label} | {k} | {x:.1f} |' for k, x in pieces.items()]
+    return lines + [f'| {robot} | {label} | **sum** | **{total:.1f}** |']
+
+
+def breakdown(args):
+    import node_latency  # noqa: F401  (this process's ROS environment: localhost, a domain id)
+    from common import example_robot_data_urdf
+    from vs_pinocchio import ROBOTS
+    head = (f'{provenance()}; {args.messages} joint states per robot, thread CPU time per '
+            'joint state [us]')
+    lines = ['| robot | node | piece | us |', '|---|---|---|---|']
+    for robot in args.robots:
+        with open(example_robot_data_urdf(ROBOTS[robot])) as f:
+            xml = f.read()
+        ours, theirs = _pieces(xml, args.messages, {})
+        lean, _ = _pieces(xml, args.messages,
+                          {'christoffel_stream': False, 'observer_enabled': False})
+        lines += _table(robot, 'ours (defaults)', ours)
+        lines += _table(robot, 'ours-lean (no observer, no Gamma stream)', lean)
+        lines += _table(robot, 'pinocchio', theirs)
+    report(args.out or os.path.join(OUT, 'benchmarks', 'callback_breakdown.md'),
+           f'# Per-callback breakdown\n\n{head}\n\n' + '\n'.join(lines) + '\n')
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--decimation', type=int, default=10, help='Gamma every N-th cycle')
+    ap.add_argument('--blocks', type=int, default=31)
+    ap.add_argument('--base', metavar='COMMIT', help='A/B: alternate with this commit\'s run')
+    ap.add_argument('--runs', type=int, default=3, help='with --base: runs of each commit')
+    ap.add_argument('--breakdown', action='store_true', help='the pieces of one joint state')
+    ap.add_argument('--robots', nargs='+', default=['panda', 'talos'],
+                    choices=['panda', 'talos'], help='with --breakdown')
+    ap.add_argument('--messages', type=int, default=3000, help='with --breakdown')
+    ap.add_argument('--out', help='the result file (default: out/node_cycle.md, '
+                    'out/node_cycle_ab.md, out/benchmarks/callback_breakdown.md)')
+    args = ap.parse_args(argv)
+    if args.base and args.breakdown:
+        raise SystemExit('--base and --breakdown are two different runs')
+    if args.base:
+        return ab(args)
+    if args.breakdown:
+        return breakdown(args)
+    return cycle(args)
 
 
 if __name__ == '__main__':

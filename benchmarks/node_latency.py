@@ -1,21 +1,19 @@
 #!/usr/bin/env python3
-"""Latency, throughput and CPU cost of dynamics_node over loopback DDS, plus a per-cycle profile.
+"""Latency, throughput and CPU cost of dynamics_node over loopback DDS.
 
 For each model (bundled 7-DoF arm, 30-DoF serial chain) and each rclpy executor of the node
-(`single`: SingleThreadedExecutor, `events`: rclpy's experimental EventsExecutor) this
-
-1. profiles one node cycle in-process (no DDS peers): the core calls, the node callback
-   (validation, core calls, writing into the preallocated messages, publishing), the
-   publication of each message type and the rclpy deserialization of the incoming JointState;
-2. starts dynamics_node as one process and a subscriber on ~/dynamics as another (a plain
-   rclpy node with the default SingleThreadedExecutor, as a user would write it), publishes
-   sensor_msgs/JointState at --rate Hz (default 1 kHz) for --duration s (default 10 s; stamp =
-   wall-clock publish time, efforts filled so the observer runs) from this process, and reports
-   the fraction of joint states answered on ~/dynamics (free motion: the efforts are the inverse
-  dynamics of the joint trajectory), the p50/p99/max latency from
-   joint-state publish to ~/dynamics received in the subscriber process, and the node's CPU use
-   over the publishing window from /proc/<pid>/stat (utime + stime, all threads; 100 % = one
-   core).
+(`single`: SingleThreadedExecutor, `events`: rclpy's experimental EventsExecutor) this starts
+dynamics_node as one process and a subscriber on ~/dynamics as another (a plain rclpy node with
+the default SingleThreadedExecutor, as a user would write it), publishes sensor_msgs/JointState
+at --rate Hz (default 1 kHz) for --duration s (default 10 s; stamp = wall-clock publish time,
+efforts filled so the observer runs) from this process, and reports the fraction of joint
+states answered on ~/dynamics (free motion: the efforts are the inverse dynamics of the joint
+trajectory), the p50/p99/max latency from joint-state publish to ~/dynamics received in the
+subscriber process, and the node's CPU use over the publishing window from /proc/<pid>/stat
+(utime + stime, all threads; 100 % = one core).  The cycle in-process, by piece:
+benchmarks/node_cycle.py (--breakdown); the node against a Pinocchio node and an empty relay:
+benchmarks/vs_pinocchio.py.  The helpers here (the subscriber process, /proc CPU, paced
+publishing) are shared by vs_pinocchio.py and soak.py.
 
 The ROS environment is set here (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, a random
 ROS_DOMAIN_ID, the library path of the pip ROS wheels). Run:
@@ -86,82 +84,7 @@ def percentile_ms(values, p):
 
 
 # --------------------------------------------------------------------------------------------
-# 1. in-process profile of one cycle
-
-def profile(name, xml, extra_params, cycles=3000):
-    """Per-cycle costs in-process, from public pieces: the node's engine for the model (its
-    pipeline and preallocated messages), this process's own publishers of the same types."""
-    import rclpy
-    from rclpy.serialization import deserialize_message, serialize_message
-    from sensor_msgs.msg import JointState
-
-    from ros_dynamics.ros import interfaces as itf
-    from ros_dynamics.ros.engine import build_engine
-    from ros_dynamics.ros.parameters import defaults
-
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f'profile_{os.getpid()}', context=ctx)
-    cfg = defaults().replace(**extra_params)
-    eng = build_engine(xml, cfg)
-    model = eng.model
-    n = len(eng.joint_names)
-    rng = np.random.default_rng(0)
-    # at rest holding its weight (effort = g(q)): the free-motion cycle
-    q0 = rng.uniform(-1, 1, n)
-    g0 = rd.gravity(model, q0)
-    msgs = []
-    for k in range(cycles):
-        m = JointState()
-        m.header.stamp.sec, m.header.stamp.nanosec = 1000, k * 100_000
-        m.name = list(eng.joint_names)
-        m.position = q0.tolist()
-        m.velocity = [0.0] * n
-        m.effort = g0.tolist()
-        msgs.append(m)
-    wire = [serialize_message(m) for m in msgs]
-    res = {}
-
-    def timeit(label, fn):
-        fn(0)
-        t = time.perf_counter()
-        for k in range(1, cycles):
-            fn(k)
-        res[label] = (time.perf_counter() - t) / (cycles - 1) * 1e6
-
-    q = np.asarray(msgs[0].position)
-    v = np.asarray(msgs[0].velocity)
-    timeit('rd.dynamics', lambda k: rd.dynamics(model, q, v))
-    timeit('rd.christoffel', lambda k: rd.christoffel(model, q))
-    timeit('deserialize JointState', lambda k: deserialize_message(wire[k], JointState))
-    if itf.HAVE_MSGS:
-        for label, typ, msg in (('publish Dynamics', itf.Dynamics, eng.dyn_msg),
-                                ('publish Christoffel (n^3)', itf.Christoffel,
-                                 eng.gamma_message()),
-                                ('publish ContactEstimate', itf.ContactEstimate,
-                                 eng.contact_msg)):
-            pub = node.create_publisher(typ, f'~/bench_{typ.__name__.lower()}', 10)
-            timeit(label, lambda k, pub=pub, msg=msg: pub.publish(msg))
-    pub = node.create_publisher(JointState, '~/bench_joint_state', 10)
-    timeit('publish JointState', lambda k: pub.publish(eng.ext_msg))
-    asm, cyc = eng.assembler, eng.cycle
-    dec = cfg.christoffel_decimation if cfg.christoffel_stream else 0
-
-    def one_cycle(k):
-        m = msgs[k]
-        st = m.header.stamp
-        asm.add(m.name, np.asarray(m.position), np.asarray(m.velocity), np.asarray(m.effort),
-                st.sec, st.nanosec, 0)
-        cyc.step(asm.q, asm.v, asm.e, asm.stamp_ns + 10**9 * (k + 1),
-                 christoffel=bool(dec and eng.with_gamma and k % dec == 0))
-    timeit('assembler + cycle (the node callback without rclpy)', one_cycle)
-    node.destroy_node()
-    ctx.try_shutdown()
-    return res
-
-
-# --------------------------------------------------------------------------------------------
-# 2. latency over DDS against a node process
+# latency over DDS against a node process
 
 SUBSCRIBER = r"""
 import json, os, sys, time
@@ -376,7 +299,6 @@ def main():
     ap.add_argument('--executors', nargs='+', default=['single', 'events'])
     ap.add_argument('--christoffel-decimation', type=int, default=10)
     ap.add_argument('--no-christoffel', action='store_true')
-    ap.add_argument('--skip-profile', action='store_true')
     ap.add_argument('--json', help='write the results to this file')
     args = ap.parse_args()
     extra = {'christoffel_stream': not args.no_christoffel,
@@ -387,12 +309,6 @@ def main():
     results = []
     for name in args.models:
         xml = model_source(name)
-        if not args.skip_profile:
-            prof = profile(name, xml, extra)
-            results.append({'model': name, 'profile_us': prof})
-            print(f'\n[{name}] per-cycle profile (in-process, no subscribers), microseconds:')
-            for k, v in prof.items():
-                print(f'  {k:28s} {v:9.1f}')
         for ex in args.executors:
             res = run_latency(name, xml, extra, args.duration, args.rate, ex)
             results.append(res)

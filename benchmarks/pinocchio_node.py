@@ -35,6 +35,7 @@ the same executor.
     python benchmarks/pinocchio_node.py [--fill list] [--executor events] \
         --ros-args -r __ns:=/x --params-file p.yaml
 """
+import argparse
 import array
 import sys
 
@@ -176,16 +177,17 @@ class PinocchioDynamics(Node):
         self.ts_pub.publish(out)
 
 
-def _option(args, name, default):
-    return args[args.index(name) + 1] if name in args else default
-
-
 def main():
-    args = rclpy.utilities.remove_ros_args(sys.argv)
-    fill = _option(args, '--fill', 'bytes')
-    executor = _option(args, '--executor', 'spin')
-    if executor not in ('spin', 'events'):
-        raise SystemExit(f"--executor {executor!r}: 'spin' or 'events'")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split('\n\n')[0],
+        epilog='ROS arguments follow --ros-args (a namespace, a parameter file with '
+               'robot_description, floating_base, task_frames).')
+    ap.add_argument('--fill', choices=('bytes', 'list'), default='bytes',
+                    help='how the arrays go into the message (default: bytes)')
+    ap.add_argument('--executor', choices=('spin', 'events'), default='spin',
+                    help='rclpy.spin (default) or the EventsExecutor')
+    args = ap.parse_args(rclpy.utilities.remove_ros_args(sys.argv)[1:])
+    fill, executor = args.fill, args.executor
     rclpy.init()
     node = PinocchioDynamics(fill)
     try:
