@@ -115,14 +115,14 @@ def breakdown(xml, messages, variant_params, fused=True):
         assert out.verdict == 'cycle', out.refusal
         res = out.result
         count += 1
-        msg = eng.dynamics_message(st, res.out, out.written)
+        msg = eng.messages.dynamics(st, res.out, out.written)
         t = add('dynamics_message', t)
         pubs[itf.Dynamics].publish(msg)
         t = add('publish Dynamics', t)
         if res.out.gamma is not None:
-            pubs[itf.Christoffel].publish(eng.christoffel_message(st, res.out))
+            pubs[itf.Christoffel].publish(eng.messages.christoffel(st, res.out))
             t = add('christoffel_message + publish (per joint state)', t)
-        eng.remember(eng.q, eng.v, st)
+        eng.requests.keep(eng.q, eng.v, st, 0, None)
         t = add('remember (state for the services)', t)
     if fused:
         print(f'  compiled call: {js.fast_cycles} of {len(wire)} joint states, the others '
