@@ -53,7 +53,8 @@ class JointStateCycle:
 
     ``q``, ``v``, ``tau``: the model's state and torque vectors the cycles run on (the joint
     entries are gathered into them); ``outputs``: (dyn, grav, ext, offsets), where the compiled
-    call writes its results (serialized messages), or None (the compiled call is not used).
+    call writes its results (serialized messages) in the model's own coordinates, or None (it
+    writes into buffers of its own; the outcome is then not ``written``).
     ``effort_source``: 'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0:
     none)."""
 
@@ -69,9 +70,13 @@ class JointStateCycle:
         self.counts = [0] * (ABOVE + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done, _fast)
-        # the compiled call serves the model's own coordinates, the joint states' efforts
-        self._fast = outputs is not None and cycle.coords.identity and (
-            effort_source == 'joint_state' or cycle.observer is None)
+        # it writes the outputs when they are the model's own coordinates in the buffers given;
+        # else into buffers of its own, and the published coordinates are made after it
+        self._written = outputs is not None and cycle.coords.identity
+        if not self._written:
+            outputs = output_buffers(int(cycle.model.nv))
+        # the compiled call serves the joint states' efforts (not the commanded torque)
+        self._fast = effort_source == 'joint_state' or cycle.observer is None
         if self._fast:
             obs = cycle.observer
             self._args = self._fixed_arguments(outputs) + (np.array(
@@ -103,8 +108,8 @@ class JointStateCycle:
     def summary(self):
         """How the cycles ran (for /diagnostics)."""
         if not self._fast:
-            return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
-                    'in plain CDR messages, with the joint states\' efforts)')
+            return ('Python pipeline (the compiled call serves the joint states\' efforts, not '
+                    'the commanded torque)')
         if not self._compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts
@@ -183,7 +188,7 @@ class JointStateCycle:
             out.refusal = ('output', f'{res.error}: nothing published, observer '
                            're-initialized', 'error')
             return out
-        out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, True
+        out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, self._written
         out.tau = self.tau if observed else None
         if status == NO_EFFORT:
             out.note('no_effort', 'joint_states without effort: observer not updated', 'info')
