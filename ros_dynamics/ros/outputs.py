@@ -115,12 +115,12 @@ class ModelMessages:
         if floating:
             self.q[6] = 1.0
         self.compiled = None
-        templates = [self.by_topic[t].template for t in
-                     ('dynamics', 'gravity_torque', 'external_torque')] if direct else [None]
-        if all(t is not None for t in templates):
-            self.compiled = tuple(t.payload for t in templates) + (np.array(
-                [templates[('dynamics', 'gravity_torque', 'external_torque').index(topic)]
-                 .offsets[field] for topic, field in OUTPUT_FIELDS], dtype=np.int64),)
+        topics = ('dynamics', 'gravity_torque', 'external_torque')
+        templates = {t: self.by_topic[t].template for t in topics} if direct else {}
+        if direct and all(t is not None for t in templates.values()):
+            self.compiled = tuple(templates[t].payload for t in topics) + (np.array(
+                [templates[topic].offsets[field] for topic, field in OUTPUT_FIELDS],
+                dtype=np.int64),)
 
     def _write(self, topics, values):
         """Write ``values`` (in the order of OUTPUT_FIELDS; None: not this cycle) into the
