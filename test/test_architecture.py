@@ -71,7 +71,36 @@ def test_no_private_names_imported_across_modules():
 def test_file_sizes():
     sizes = {os.path.relpath(p, ROOT): sum(1 for _ in open(p)) for p in _sources(PKG)}
     assert sizes['ros_dynamics/ros/dynamics_node.py'] <= 500
+    assert sizes['ros_dynamics/ros/engine.py'] <= 350
     assert not {p: n for p, n in sizes.items() if n > 600}
+
+
+def _functions(path, names):
+    tree = ast.parse(open(os.path.join(PKG, path)).read())
+    return [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.ClassDef))
+            and f.name in names]
+
+
+def _engine_chains(node):
+    """``eng.a.b`` / ``self._eng.a.b``: a member of a member of the engine."""
+    def is_engine(x):
+        return (isinstance(x, ast.Name) and x.id == 'eng') or (
+            isinstance(x, ast.Attribute) and x.attr == '_eng')
+    return [ast.unparse(a) for a in ast.walk(node) if isinstance(a, ast.Attribute)
+            and isinstance(a.value, ast.Attribute) and is_engine(a.value.value)]
+
+
+def test_the_joint_state_callback_reads_runs_publishes():
+    """The callback: read -> Engine.run -> Outputs.publish, with at most two returns, and
+    neither it nor the outputs reach through the engine into its parts (docs/architecture.md)."""
+    callback, = _functions('ros/dynamics_node.py', {'_on_joint_state'})
+    assert sum(isinstance(n, ast.Return) for n in ast.walk(callback)) <= 2
+    calls = {ast.unparse(c.func) for c in ast.walk(callback) if isinstance(c, ast.Call)}
+    assert {'eng.run', 'self._read', 'self._outputs.publish'} <= calls, calls
+    path = (_functions('ros/dynamics_node.py', {'_on_joint_state', '_read', '_account'})
+            + _functions('ros/outputs.py', {'christoffel_due', 'publish', '_messages', '_due',
+                                            '_show', '_contacts'}))
+    assert not [c for f in path for c in _engine_chains(f)]
 
 
 PRIVATE = re.compile(r'\b(node|big|self\.node|n)\._[a-z]\w*|\._on_[a-z_]+\(|\._(engine|cfg|'

@@ -201,8 +201,10 @@ def test_engine_publishes_serialized_messages():
     joints, root = [j.name for j in urdf.joints if j.type != 'fixed'], urdf.get_root()
     eng = build_engine(xml, defaults())
     rng = np.random.default_rng(3)
-    outputs = ((eng.dyn_out, Dynamics, 'names', root), (eng.g_out, JointState, 'name', ''),
-               (eng.ext_out, JointState, 'name', ''))
+    msgs = eng.messages.by_topic
+    outputs = ((msgs['dynamics'], Dynamics, 'names', root),
+               (msgs['gravity_torque'], JointState, 'name', ''),
+               (msgs['external_torque'], JointState, 'name', ''))
     for out, kind, names, frame in outputs:
         for a in out.arrays.values():
             a[:] = rng.normal(size=a.size)

@@ -34,6 +34,14 @@ def base_nv(model):
     return JOINT_NV[FREE] if model.floating_base else 0
 
 
+def set_free_joint(q, v, position, orientation, linear=(0.0, 0.0, 0.0),
+                   angular=(0.0, 0.0, 0.0)):
+    """Write a floating base's pose (``position`` x y z, ``orientation`` quaternion x y z w)
+    and twist (``linear``, ``angular``: base frame) into the free joint's entries of q, v."""
+    q[:3], q[FREE_QUATERNION] = position, orientation
+    v[:3], v[3:JOINT_NV[FREE]] = linear, angular
+
+
 def neutral(model):
     """The neutral configuration: zeros, identity quaternion for a floating base."""
     q = np.zeros(model.nq)

@@ -47,7 +47,7 @@ import numpy as np
 
 from .api import (christoffel, contact_compliance, contact_nodes, dynamics, link_jacobian,
                   link_placement, mass_matrix, task_space)
-from .configuration import quaternion_matrix
+from .configuration import base_nq, base_nv, quaternion_matrix
 from .data import Dynamics
 from .spatial_numpy import skew
 
@@ -199,7 +199,7 @@ class MimicCoordinates(Coordinates):
             self.A[model.joint_v_index(name), col[lead]] = k
             self.offset[model.joint_q_index(name)] = off
             self._q_map.append((model.joint_q_index(name), qcol[lead], k))
-        base_q, base_v = (7, 6) if model.floating_base else (0, 0)
+        base_q, base_v = base_nq(model), base_nv(model)
         self._iq = np.r_[np.arange(base_q),                    # entries of qbar / vbar in q / v
                          [model.joint_q_index(n) for n in self.independent]].astype(np.intp)
         self._iv = np.r_[np.arange(base_v),
@@ -262,7 +262,7 @@ class MimicCoordinates(Coordinates):
         the joint block of A, nj x n_independent); None without (the identity)."""
         if self.identity:
             return None
-        bq, bv = (7, 6) if self.model.floating_base else (0, 0)
+        bq, bv = base_nq(self.model), base_nv(self.model)
         return list(self.independent), self.A[bv:, bv:], self.offset[bq:]
 
     def contact_compliance(self, q, points, spatial=False):

@@ -202,7 +202,7 @@ class Cycle:
             judged = not (below and self.contact_forces is None and self.detector.free)
             if not judged:
                 res.contact = self.detector.free_sample()      # the usual case: free motion
-        if judged or christoffel:
+        if judged or christoffel or res.out.d is not res.terms:   # (other coordinates)
             try:
                 if judged:
                     self._judge(q, res)

@@ -37,9 +37,9 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, NS, STAMP_OK, any_above,
-                    friction_into, gather_checked, hold, observer_interval, stamp_verdict,
-                    terms_finite)
+from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, LAYOUT_OK, NS, STAMP_OK,
+                    any_above, friction_into, gather_checked, hold, layout_verdict,
+                    observer_interval, stamp_verdict, terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
 
@@ -52,8 +52,15 @@ DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
-#: nanoseconds, exact below 2^53 ns)
-MAX_LEAD, MAX_AGE, RESET_JUMP, PBOUND, EPS = range(5)
+#: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity)
+MAX_LEAD, MAX_AGE, RESET_JUMP, PBOUND, EPS, MISSING_VELOCITY = range(6)
+
+#: the output layout, stated once: where each result goes, (topic, field), in the order of
+#: ``outputs``' offsets: M, C, dM/dt, g of ~/dynamics, the gravity torque, the residual
+OUTPUT_FIELDS = (('dynamics', 'mass_matrix'), ('dynamics', 'coriolis_matrix'),
+                 ('dynamics', 'mass_matrix_dot'), ('dynamics', 'gravity'),
+                 ('gravity_torque', 'effort'), ('external_torque', 'effort'))
+OUT_M, OUT_C, OUT_MDOT, OUT_G, OUT_GRAVITY, OUT_RESIDUAL = range(6)
 
 IDX = types.int64[::1]
 ROWS = types.float64[:, ::1]
@@ -90,8 +97,8 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
                      np.int64(limits[RESET_JUMP]), clock_jumped) != STAMP_OK:
         return STAMP
     stamp_ns = sec * NS + nanosec
-    n = n_names
-    if pos.shape[0] != n or vel.shape[0] != n or (eff.shape[0] != n and eff.shape[0] != 0):
+    if layout_verdict(n_names, pos.shape[0], vel.shape[0], eff.shape[0],
+                      limits[MISSING_VELOCITY] != 0.0) != LAYOUT_OK:
         return INPUT
     nj = gather.shape[0]
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
@@ -127,14 +134,15 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
         obs[V] = v
         obs_q[:] = q
         for i in range(nv):
-            ext[offsets[5] + i] = r[i]
+            ext[offsets[OUT_RESIDUAL] + i] = r[i]
     elif not terms_finite(M, C, Mdot, g, r):
         return NONFINITE
     for k in range(nj):
         if gather[k] < 0:              # a partial source: its every message is held
             hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
             break
-    oM, oC, oD, og, oG = offsets[0], offsets[1], offsets[2], offsets[3], offsets[4]
+    oM, oC, oD, og = offsets[OUT_M], offsets[OUT_C], offsets[OUT_MDOT], offsets[OUT_G]
+    oG = offsets[OUT_GRAVITY]
     for i in range(nv):
         for j in range(nv):
             k = i * nv + j

@@ -25,10 +25,10 @@ import math
 
 import numpy as np
 
-from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, NO_STAMP, NS,
-                    STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
+from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, LAYOUT_OK, LAYOUT_POSITIONS,
+                    LAYOUT_VELOCITIES, NO_STAMP, NS, STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
                     STAMP_UNSTAMPED, STAMP_ZERO, all_within, gather_checked, hold,
-                    stamp_verdict)
+                    layout_verdict, stamp_verdict)
 
 _NO_EFFORT = np.zeros(0)
 
@@ -184,6 +184,20 @@ class InputBounds:
                 return kind, (f'{kind} {x[i]:.6g} of joint {j!r} is beyond '
                               f'{what}, {b:.6g}')
         return None
+
+
+def layout_error(n, n_position, n_velocity, n_effort, allow_missing_velocity=False):
+    """None if a message's arrays fit its ``n`` names
+    (:func:`~ros_dynamics.estimation.rules.layout_verdict`), else (kind, reason)."""
+    code = layout_verdict(n, n_position, n_velocity, n_effort, allow_missing_velocity)
+    if code == LAYOUT_OK:
+        return None
+    if code == LAYOUT_POSITIONS:
+        return 'positions', f'{n_position} positions for {n} names'
+    if code == LAYOUT_VELOCITIES:
+        hint = '' if n_velocity else ' (set allow_missing_velocity to use zero velocity)'
+        return 'velocities', f'{n_velocity} velocities for {n} names{hint}'
+    return 'efforts', f'{n_effort} efforts for {n} names'
 
 
 def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock_jumped=False):
@@ -368,14 +382,10 @@ class JointStateAssembler:
         source's values were stored), 'incomplete' (the driving source's message was valid but
         a joint is missing or too old: ``reason``) or 'reject' (``reason``: (kind, text))."""
         nmap, src = self._source(names)
-        n = len(names)
-        if len(position) != n:
-            return self._reject('positions', f'{len(position)} positions for {n} names')
-        if len(velocity) != n and (len(velocity) or not self.allow_missing_velocity):
-            hint = '' if len(velocity) else ' (set allow_missing_velocity to use zero velocity)'
-            return self._reject('velocities', f'{len(velocity)} velocities for {n} names{hint}')
-        if len(effort) not in (0, n):
-            return self._reject('efforts', f'{len(effort)} efforts for {n} names')
+        bad = layout_error(len(names), len(position), len(velocity), len(effort),
+                           self.allow_missing_velocity)
+        if bad is not None:
+            return self._reject(*bad)
         if nmap.error is not None and not nmap.error.startswith('missing'):
             return self._reject('duplicate', nmap.error)
         verdict, stamp_ns, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns,

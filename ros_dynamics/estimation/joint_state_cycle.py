@@ -17,6 +17,9 @@ import time
 
 import numpy as np
 
+from ..core.configuration import base_nq, base_nv, neutral
+from .cycle import Cycle
+from .joint_input import InputBounds, JointStateAssembler
 from .fused_cycle import ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, compile_fused, fused_step
 from .rules import NS
 
@@ -50,7 +53,8 @@ class JointStateCycle:
 
     ``q``, ``v``, ``tau``: the model's state and torque vectors the cycles run on (the joint
     entries are gathered into them); ``outputs``: (dyn, grav, ext, offsets), where the compiled
-    call writes its results (serialized messages), or None (the compiled call is not used).
+    call writes its results (serialized messages) in the model's own coordinates, or None (it
+    writes into buffers of its own; the outcome is then not ``written``).
     ``effort_source``: 'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0:
     none)."""
 
@@ -60,20 +64,25 @@ class JointStateCycle:
         self.odom_max_age_ns = int(round(float(odom_max_age) * NS))
         self.q, self.v, self.tau = q, v, tau
         self.floating = bool(cycle.model.floating_base)
-        self.base_q, self.base_v = (7, 6) if self.floating else (0, 0)
+        self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
         self.counts = [0] * (ABOVE + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done, _fast)
-        # the compiled call serves the model's own coordinates, the joint states' efforts
-        self._fast = outputs is not None and cycle.coords.identity and (
-            effort_source == 'joint_state' or cycle.observer is None)
+        # it writes the outputs when they are the model's own coordinates in the buffers given;
+        # else into buffers of its own, and the published coordinates are made after it
+        self._written = outputs is not None and cycle.coords.identity
+        if not self._written:
+            outputs = output_buffers(int(cycle.model.nv))
+        # the compiled call serves the joint states' efforts (not the commanded torque)
+        self._fast = effort_source == 'joint_state' or cycle.observer is None
         if self._fast:
             obs = cycle.observer
             self._args = self._fixed_arguments(outputs) + (np.array(
                 [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
-                 assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0]),)
+                 assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
+                 float(assembler.allow_missing_velocity)]),)
 
     def _fixed_arguments(self, outputs):
         asm, cycle = self.assembler, self.cycle
@@ -99,8 +108,8 @@ class JointStateCycle:
     def summary(self):
         """How the cycles ran (for /diagnostics)."""
         if not self._fast:
-            return ('Python pipeline (the compiled call serves the model\'s own coordinates, '
-                    'in plain CDR messages, with the joint states\' efforts)')
+            return ('Python pipeline (the compiled call serves the joint states\' efforts, not '
+                    'the commanded torque)')
         if not self._compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts
@@ -125,7 +134,7 @@ class JointStateCycle:
             if base is not None:
                 if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
                     return out
-                self.q[:7], self.v[:6] = base[0], base[1]
+                self.q[:self.base_q], self.v[:self.base_v] = base[0], base[1]
         if self._compiled and (base is not None or not self.floating):
             # the usual message in one compiled call (module text); the pipeline otherwise
             asm, cycle = self.assembler, self.cycle
@@ -179,7 +188,7 @@ class JointStateCycle:
             out.refusal = ('output', f'{res.error}: nothing published, observer '
                            're-initialized', 'error')
             return out
-        out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, True
+        out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, self._written
         out.tau = self.tau if observed else None
         if status == NO_EFFORT:
             out.note('no_effort', 'joint_states without effort: observer not updated', 'info')
@@ -256,3 +265,49 @@ class JointStateCycle:
             return None
         self.tau[self.base_v:] = command[0]
         return self.tau
+
+
+# -- the node's cycle outside the node -------------------------------------------------------
+def output_buffers(nv):
+    """(dyn, grav, ext, offsets): buffers for the compiled call's outputs, laid out as
+    :data:`~ros_dynamics.estimation.fused_cycle.OUTPUT_FIELDS` says (M, C, dM/dt, g one after
+    the other; the gravity torque; the residual), for a cycle whose outputs are not messages."""
+    m2 = nv * nv
+    return (np.zeros(3 * m2 + nv), np.zeros(nv), np.zeros(nv),
+            np.array([0, m2, 2 * m2, 3 * m2, 0, 0], dtype=np.int64))
+
+
+def node_cycle(model, observer=None, coordinates='joint', bounds=None, **inputs):
+    """The cycle object the node runs for ``model``: a :class:`JointStateCycle` over a
+    :class:`~ros_dynamics.estimation.joint_input.JointStateAssembler` (``bounds``: its
+    :class:`~ros_dynamics.estimation.joint_input.InputBounds`, default the node's; ``inputs``:
+    its input settings) and a :class:`~ros_dynamics.estimation.cycle.Cycle` with the observer
+    settings ``observer`` (None: no observer), its compiled call ready, writing into buffers of
+    its own (:func:`output_buffers`)."""
+    cycle = Cycle(model, coordinates, observer)
+    asm = JointStateAssembler(model.joint_names, bounds or InputBounds(model),
+                              cycle.coords.joint_map, **inputs)
+    nv = int(model.nv)
+    js = JointStateCycle(asm, cycle, neutral(model), np.zeros(nv), np.zeros(nv),
+                         output_buffers(nv))
+    js.compile()
+    return js
+
+
+def replay(js, samples, christoffel=False):
+    """Recorded samples through the cycle the node runs (``js``, e.g. of :func:`node_cycle`):
+    one joint-state message per sample (every joint, stamped ``samples.t0_ns + t``; a floating
+    base's pose and twist as its odometry).  Yields (index, outcome) per sample: the outcome of
+    :meth:`JointStateCycle.step` (one object, reused: read it before the next)."""
+    model = js.cycle.model
+    names = tuple(model.joint_names)
+    bq, bv = base_nq(model), base_nv(model)
+    t0 = int(getattr(samples, 't0_ns', 0))
+    for k in range(len(samples)):
+        q, v, tau = samples.q[k], samples.v[k], samples.tau[k]
+        sec, nanosec = divmod(t0 + int(round(float(samples.t[k]) * NS)), NS)
+        base = (q[:bq], v[:bv]) if bq else None
+        yield k, js.step(names, np.ascontiguousarray(q[bq:], dtype=float),
+                         np.ascontiguousarray(v[bv:], dtype=float),
+                         np.ascontiguousarray(tau[bv:], dtype=float), sec, nanosec, 0, base,
+                         christoffel=christoffel)

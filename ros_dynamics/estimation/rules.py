@@ -7,6 +7,7 @@ codes they return into reasons; the compiled cycle (:mod:`ros_dynamics.estimatio
 calls the same functions in one compiled call.  So a rule changed here changes both paths.
 
 * :func:`stamp_verdict`: the stamp policy of one source (docs/input_policy.md);
+* :func:`layout_verdict`: the arrays of a message fit its names;
 * :func:`within`: the input bounds of a joint's position, velocity and effort;
 * :func:`gather_checked`: one value per model joint from a message or from the held values of
   other sources (fresh enough), each :func:`within` its bounds;
@@ -64,6 +65,24 @@ def stamp_verdict(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clo
             return STAMP_SOURCE_RESET
         return STAMP_BACKWARDS
     return STAMP_OK
+
+
+# -- the message layout --------------------------------------------------------------------
+#: layout_verdict's answers
+LAYOUT_OK, LAYOUT_POSITIONS, LAYOUT_VELOCITIES, LAYOUT_EFFORTS = range(4)
+
+
+@njit(**_FLAGS)
+def layout_verdict(n, n_position, n_velocity, n_effort, allow_missing_velocity):
+    """Whether a message's arrays fit its ``n`` names: as many positions; as many velocities
+    (or none, if ``allow_missing_velocity``: zero velocity); as many efforts or none."""
+    if n_position != n:
+        return LAYOUT_POSITIONS
+    if n_velocity != n and (n_velocity != 0 or not allow_missing_velocity):
+        return LAYOUT_VELOCITIES
+    if n_effort != n and n_effort != 0:
+        return LAYOUT_EFFORTS
+    return LAYOUT_OK
 
 
 # -- one value per joint -------------------------------------------------------------------

@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.model import attach_payload
-from ..estimation.cycle import Cycle, ObserverSettings
+from ..estimation.cycle import ObserverSettings
+from ..estimation.joint_state_cycle import node_cycle, replay
 from ..estimation.observer import filtered_columns, friction_torque
 from .thresholds import calibrate_thresholds
 from ..estimation.rules import FRICTION_EPS
@@ -69,20 +70,21 @@ class ContactInData(CalibrationError):
 
 def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
            torque_offset=0.0):
-    """The node's own per-sample pipeline (:class:`ros_dynamics.estimation.cycle.Cycle`) with
-    these observer settings: the one place where replay and calibration meet the node."""
+    """The node's own cycle (:func:`ros_dynamics.estimation.joint_state_cycle.node_cycle`)
+    with these observer settings: the one place where replay and calibration meet the node."""
     settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
                                 friction_coulomb=friction_coulomb,
                                 threshold=threshold if threshold is not None else 1e300,
                                 release_ratio=release_ratio, torque_offset=torque_offset)
-    return Cycle(model, observer=settings)
+    return node_cycle(model, settings)
 
 
 def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                        threshold=None, release_ratio=0.5, torque_offset=0.0):
-    """Replay ``samples`` through the node's pipeline; returns a dict with ``t``, ``r``
-    (T, nv; NaN where the observer (re)started or skipped the sample: the first sample, gaps
-    beyond the pipeline's gap limit, repeated stamps), ``restart`` (T,) bool (the observer
+    """Replay ``samples`` through the node's cycle
+    (:func:`~ros_dynamics.estimation.joint_state_cycle.replay`); returns a dict with ``t``,
+    ``r`` (T, nv; NaN where the observer (re)started or skipped the sample: the first sample,
+    repeated stamps, a sample the node refuses), ``restart`` (T,) bool (the observer
     restarted at that sample), ``bridge`` (T,) bool (it bridged a gap there: the residual
     kept), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
     list (with a ``threshold``), ``reasons`` (the restarts: (t, why))."""
@@ -96,11 +98,11 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
     contact = np.zeros(T, dtype=bool)
     link = [None] * T
     reasons = []
-    t0 = int(samples.t0_ns)
-    for k in range(T):
-        res = cyc.step(samples.q[k], samples.v[k], samples.tau[k],
-                       t0 + int(round(samples.t[k] * 1e9)))
-        if res.observer in ('update', 'bridge'):
+    for k, out in replay(cyc, samples):
+        res = out.result
+        if out.verdict != 'cycle':
+            skipped[k] = True
+        elif res.observer in ('update', 'bridge'):
             r[k] = res.residual
             bridge[k] = res.observer == 'bridge'
             if threshold is not None:

@@ -1,10 +1,11 @@
 """``dynamics_node``: the ROS 2 adapter over the per-cycle pipeline.
 
-One joint state goes node -> :class:`~ros_dynamics.estimation.joint_input.JointStateAssembler`
-(names, stamps, bounds, several sources) -> :class:`~ros_dynamics.estimation.cycle.Cycle`
-(core terms, observer, contact) -> the node's preallocated messages.  The parameters are the
-table of :mod:`ros_dynamics.ros.parameters`; the model, the pipeline and the messages of one
-robot are an :class:`~ros_dynamics.ros.engine.Engine`; the services run on their own executor
+One joint state: read (:mod:`ros_dynamics.ros.wire`) -> one cycle
+(:meth:`Engine.run <ros_dynamics.ros.engine.Engine.run>`) -> published
+(:meth:`Outputs.publish <ros_dynamics.ros.outputs.Outputs.publish>`); docs/architecture.md walks
+it.  The parameters are the table of :mod:`ros_dynamics.ros.parameters`; the model and the
+cycle of one robot are an :class:`~ros_dynamics.ros.engine.Engine`; what is published, and
+when, is :class:`~ros_dynamics.ros.outputs.Outputs`'; the services run on their own executor
 thread (:mod:`ros_dynamics.ros.services`).  Topics, services and policies: docs/ros_interface.md.
 """
 from __future__ import annotations
@@ -31,17 +32,18 @@ from rclpy.qos import (DurabilityPolicy, HistoryPolicy, QoSProfile,  # noqa: E40
                        ReliabilityPolicy)
 from rclpy.serialization import deserialize_message  # noqa: E402
 
-from ros_dynamics.core.configuration import QUATERNION_TOLERANCE  # noqa: E402
+from ros_dynamics.core.configuration import (  # noqa: E402
+    FREE_QUATERNION, QUATERNION_TOLERANCE)
 from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
 from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
 from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa: E402
 from ros_dynamics.ros.engine import observer_settings  # noqa: E402
+from ros_dynamics.ros.outputs import Outputs  # noqa: E402
 from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.services import Host, Services  # noqa: E402
 from ros_dynamics.ros.task_space_output import resolve_task_frames  # noqa: E402
-from ros_dynamics.ros.visibility import Visibility  # noqa: E402
 from ros_dynamics.ros.wire import (  # noqa: E402
-    EMPTY_JOINT_STATE, JointStateReader, OdometryReader, f64)
+    EMPTY_JOINT_STATE, JointStateReader, OdometryReader)
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
@@ -69,8 +71,7 @@ class DynamicsNode(Node):
         self._topic_xml = None            # latest description received on the topic
         self._cmd = None                  # (engine, joint torques, receipt ns) last command
         self._base = None                 # (q7, v6) of the latest valid odometry
-        self._cycle_count = 0
-        self.stats = {'accepted': 0, 'observer_outputs': 0, 'publish_failed': 0}
+        self.stats = {'accepted': 0, 'observer_outputs': 0}
         self.refused = {}                 # reason kind -> count (rejected or ignored inputs)
         self._throttled = ThrottledLog(self._log)
         if not itf.HAVE_MSGS:
@@ -84,22 +85,9 @@ class DynamicsNode(Node):
         latched = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        pub = self.create_publisher
-        self._pubs = {'external_torque': pub(itf.JointState, '~/external_torque', out_qos),
-                      'gravity_torque': pub(itf.JointState, '~/gravity_torque', out_qos)}
-        if itf.HAVE_MSGS:
-            self._pubs.update(
-                dynamics=pub(itf.Dynamics, '~/dynamics', out_qos),
-                christoffel=pub(itf.Christoffel, '~/christoffel', latched),
-                contact_estimate=pub(itf.ContactEstimate, '~/contact_estimate', out_qos))
-        if itf.HAVE_TASK_SPACE:
-            self._pubs['task_space'] = pub(itf.TaskSpace, '~/task_space', out_qos)
-        if itf.HAVE_CONTACT_FORCES:
-            self._pubs['contact_forces'] = pub(itf.ContactForces, '~/contact_forces', out_qos)
-        self._listened = {}               # topic -> monotonic time it counts as listened
-        self._gamma_next = 0.0            # monotonic time of the next unlistened Gamma
-        # ~/markers, ~/external_wrench, /diagnostics
-        self._vis = Visibility(self.create_publisher, self._log, self.get_name(), out_qos)
+        # the data streams, ~/markers, ~/external_wrench, /diagnostics
+        self._outputs = Outputs(self.create_publisher, self._log, self.get_name(), out_qos,
+                                latched, self._warn)
         # model builds: one path, a builder thread; installed by a steady-clock timer (runs
         # while simulated time is paused) or at the next joint state
         self._build_id = 0
@@ -108,7 +96,7 @@ class DynamicsNode(Node):
         threading.Thread(target=self._builder, name='model_builder', daemon=True).start()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(0.05, self._install_built, clock=steady)
-        self.create_timer(1.0, lambda: self._vis.tick(
+        self.create_timer(1.0, lambda: self._outputs.tick(
             self._engine, self.config, self.get_clock().now().to_msg(),
             self.get_fully_qualified_name()), clock=steady)
         self._sim_time = self.get_clock().ros_time_is_active   # else the system clock is read
@@ -186,7 +174,7 @@ class DynamicsNode(Node):
             if exc is not None:
                 failed = str(exc) if isinstance(exc, ValueError) else f'{type(exc).__name__}: {exc}'
                 if self._engine is None:
-                    self._vis.health.no_model(f'{source} rejected: {failed}')
+                    self._outputs.no_model(f'{source} rejected: {failed}')
                 self._log.error(f'{source} rejected: {failed}; keeping the '
                                 f'{"previous" if self._engine else "missing"} model; waiting '
                                 'for a valid description (parameter robot_description or the '
@@ -202,8 +190,7 @@ class DynamicsNode(Node):
 
     def _install(self, eng, seconds):
         self._engine = eng
-        self._vis.model(eng, self.config)
-        self._cycle_count = 0
+        self._outputs.install(eng, self.config)
         self._log.info(f'model built and kernels ready in {seconds:.1f} s')
         for text in eng.model.warnings:
             self._log.warning(f'URDF: {text}')
@@ -299,111 +286,66 @@ class DynamicsNode(Node):
                                 f'({type(exc).__name__}: {exc})')
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             return self._refuse('odom_nonfinite', 'odom rejected: non-finite pose or twist')
-        norm = float(np.linalg.norm(q[3:]))
+        norm = float(np.linalg.norm(q[FREE_QUATERNION]))
         if abs(norm * norm - 1.0) > QUATERNION_TOLERANCE:   # the core's rule
             return self._refuse('odom_quaternion', f'odom rejected: orientation quaternion norm '
                                 f'{norm:.6g} is not 1')
-        q[3:] /= norm
+        q[FREE_QUATERNION] /= norm
         self._base = (q, v, sec * 1_000_000_000 + nanosec)    # (odom_max_age)
 
     def _on_commanded_torque(self, msg):
         eng = self._engine
         if eng is None:
             return self._refuse('no_model', '~/commanded_torque ignored: no robot model yet')
-        nmap = eng.command_maps(msg.name)
-        if nmap.error is not None or len(msg.effort) != len(msg.name):
-            return self._refuse('cmd_layout', '~/commanded_torque rejected: ' + (
-                nmap.error or f'{len(msg.effort)} efforts for {len(msg.name)} names'))
-        tau = np.empty(len(eng.joint_names))
-        nmap.efforts(f64(msg.effort), tau)
-        if not (np.abs(tau) <= eng.bounds.effort).all():
-            return self._refuse('cmd_bound', '~/commanded_torque rejected: non-finite effort or '
-                                'beyond the effort limit (input_limit_factor x URDF limit)')
+        tau = eng.requests.command(msg.name, msg.effort)
+        if isinstance(tau, tuple):
+            return self._refuse(*tau)
         self._cmd = (eng, tau, time.monotonic_ns())
 
     def _on_joint_state(self, raw):
-        """Read the joint state, step the cycle, publish what it made."""
+        """Read the joint state, run the cycle, publish what it made."""
         t_in = time.perf_counter()
         if not self._built.empty():
             self._install_built()
-        eng = self._engine
+        eng, message = self._engine, self._read(raw)
+        if message is not None:
+            now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
+            cmd = self._cmd[1:] if self._cmd is not None and self._cmd[0] is eng else None
+            out = eng.run(*message, now, self._base, cmd, self._outputs.christoffel_due(
+                self.config))
+            self._account(out)
+            if out.verdict == 'cycle':
+                self._outputs.publish(self.config, message[4:], out, t_in)
+
+    def _read(self, raw):
+        """The joint state's (names, position, velocity, effort, sec, nanosec), or None (then
+        refused with the reason: the node is inactive, has no model, or cannot read it)."""
         if not self.active:
             return self._refuse('inactive', 'joint_states ignored: the managed node is not '
                                 'active', 'info')
-        if eng is None:
+        if self._engine is None:
             return self._refuse('no_model', 'joint_states ignored: no robot model yet')
         try:
-            names, position, velocity, effort, sec, nanosec = self._reader.read(raw)
+            return self._reader.read(raw)
         except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
             return self._refuse('malformed', 'joint_states rejected: not a readable JointState '
                                 f'({type(exc).__name__}: {exc})')
-        now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
-        cmd = self._cmd[1:] if self._cmd is not None and self._cmd[0] is eng else None
-        out = eng.step(names, position, velocity, effort, sec, nanosec, now, self._base, cmd,
-                       self._gamma_due(eng, self.config))
+
+    def _account(self, out):
+        """Count and log one outcome of the cycle: its notes; a cycle, a held partial source or
+        a refusal (with its reason)."""
         for note in out.notes:
             self._warn(*note)
         if out.verdict == 'cycle':
-            return self._publish_cycle(eng, self.config, (sec, nanosec), out, t_in)
-        if out.verdict == 'held':
+            if self.stats['accepted'] == 0:
+                self._log.info('first joint state accepted: publishing')
+            self.stats['accepted'] += 1
+            self.stats['observer_outputs'] += out.result.residual is not None
+        elif out.verdict == 'held':
             self.refused['held (partial source)'] = self.refused.get('held (partial source)',
                                                                      0) + 1
-            return None
-        return self._refuse(*out.refusal)
-
-    def _publish_cycle(self, eng, cfg, stamp, out, t_in):
-        """Publish what one cycle made (``out``: its outcome) at ``stamp`` ((sec, nanosec))."""
-        if self.stats['accepted'] == 0:
-            self._log.info('first joint state accepted: publishing')
-        self._cycle_count += 1
-        self.stats['accepted'] += 1
-        self.stats['observer_outputs'] += out.result.residual is not None
-        for topic, msg in eng.outputs(stamp, out, cfg, self._wanted):
-            self._send(self._pubs[topic], msg)
-        if eng.warm_later():
-            self._log.info('compiling the Christoffel/Jacobian kernel and the compiled cycle in '
-                           'the background (~5 s of CPU, once after an install): ~/christoffel '
-                           'starts then')
-        self._vis.cycle(eng, cfg, stamp, out.result, eng.q, out.t_ns,
-                        time.perf_counter() - t_in)
-        return None
-
-    def _gamma_due(self, eng, cfg):
-        """Gamma in this cycle: every christoffel_decimation-th one while someone subscribes
-        to ~/christoffel, else once a second (the latched sample a subscriber gets at once
-        stays at most 1 s old; Gamma of a humanoid is ~0.7 MB)."""
-        if not (itf.HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
-                and eng.geometry_ready and self._cycle_count % cfg.christoffel_decimation == 0):
-            return False
-        now = time.monotonic()
-        if self._wanted('christoffel') or now >= self._gamma_next:
-            self._gamma_next = now + 1.0
-            return True
-        return False
-
-    # ------------------------------------------------------------------ outputs
-    def _wanted(self, topic):
-        """Has this stream a subscriber? A message nobody subscribes to is neither filled nor
-        published (about 8 us even to nobody; asking costs 1.4 us): asked at every message
-        while nobody listens, at most every 50 ms while someone does. DDS delivers a volatile
-        sample only to readers matched at that moment (all the node's outputs are volatile).
-        Used for every stream and ~/christoffel (:meth:`_gamma_due`)."""
-        now = time.monotonic()
-        if now < self._listened.get(topic, 0.0):
-            return True
-        if self._pubs[topic].get_subscription_count() > 0:
-            self._listened[topic] = now + 0.05
-            return True
-        return False
-
-    def _send(self, pub, msg):
-        """Publish; a sample the middleware refuses (seen with Fast DDS while a reliable
-        subscriber was stopped) is counted and logged, and the node goes on."""
-        try:
-            pub.publish(msg)
-        except RuntimeError as exc:   # rclpy's RCLError
-            self.stats['publish_failed'] += 1
-            self._warn('publish', f'{pub.topic_name}: publishing failed: {exc}', 'error')
+        else:
+            self._refuse(*out.refusal)
 
     # ------------------------------------------------------------------ logging, requests
     def _warn(self, kind, text, level='warning'):
@@ -412,7 +354,7 @@ class DynamicsNode(Node):
     def _refuse(self, kind, text, level='warning'):
         """Count an input that produced no output under its reason, and log why (throttled)."""
         self.refused[kind] = self.refused.get(kind, 0) + 1
-        self._vis.health.rejected(kind)
+        self._outputs.rejected(kind)
         self._warn(kind, text, level)
 
     def reset_observer(self):
@@ -420,6 +362,7 @@ class DynamicsNode(Node):
         eng = self._engine
         if eng is None:
             return False, 'observer not available (no model yet)'
+        self._outputs.observer_reset()
         return eng.reset_observer()
 
     def summary(self):
@@ -428,7 +371,7 @@ class DynamicsNode(Node):
         by_kind = ', '.join(f'{k} {n}' for k, n in sorted(self.refused.items())) or 'none'
         text = (f'joint states accepted: {self.stats["accepted"]}, rejected: {rejected} '
                 f'(by reason: {by_kind}); observer outputs: {self.stats["observer_outputs"]}; '
-                f'publications failed: {self.stats["publish_failed"]}')
+                f'publications failed: {self._outputs.publish_failed}')
         eng = self._engine
         if eng is not None:
             text += '; joint-state sources: ' + eng.sources_summary()

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.api import christoffel, dynamics, mass_matrix
 from ..identification.payload import estimate_payload
 from . import interfaces as itf
-from .engine import stamp_msg
+from .outputs import stamp_msg
 
 MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
 MIN_RCOND = 1e-12            # Lambda counts as singular below this reciprocal condition number
@@ -110,7 +110,7 @@ class Services:
         if len(js.name) == 0:
             if len(js.position) or len(js.velocity):
                 raise ValueError('positions or velocities without names')
-            latest = eng.latest
+            latest = eng.requests.latest
             if latest is None:
                 raise ValueError('no joint state accepted yet: give a state in the request '
                                  '(names and positions) or publish joint_states')
@@ -118,9 +118,9 @@ class Services:
         limit = 4 * len(eng.joint_names) + 64
         if len(js.name) > limit:
             raise ValueError(f'{len(js.name)} names: at most {limit} for this model')
-        q, v = eng.request_state(list(js.name), js.position, js.velocity,
-                                 getattr(req, 'base_pose', None),
-                                 getattr(req, 'base_twist', None), with_velocity)
+        q, v = eng.requests.state(list(js.name), js.position, js.velocity,
+                                  getattr(req, 'base_pose', None),
+                                  getattr(req, 'base_twist', None), with_velocity)
         return eng, q, v, self.host.now()
 
     @staticmethod
@@ -235,7 +235,7 @@ class Services:
                 raise ValueError('no link: give one in the request or set payload_link')
             if not (request.window >= 0.0 and math.isfinite(request.window)):
                 raise ValueError('window must be a finite number of seconds >= 0')
-            samples = eng.recorded(request.window)
+            samples = eng.requests.recorded(request.window)
             if len(samples) == 0:
                 raise ValueError('no joint states with efforts recorded yet')
             est = estimate_payload(eng.urdf_model, samples, link)
