@@ -8,14 +8,14 @@
 
 Three views of the same cycle, each through the node's public path: the node's engine built
 for the model with the node's default parameters (``ros_dynamics.ros.engine.build_engine(xml,
-parameters.defaults())``, warmed up with ``Engine.warm_fused()``) and ``Engine.step``, the call
+parameters.defaults())``, warmed up with ``Engine.warm_fused()``) and ``Engine.run``, the call
 the node's joint-state callback makes per message (stamp policy, gather and bounds, terms,
 observer, detector, the per-cycle output arrays).
 
 * default: one cycle on the bundled arm, interleaved with the bare core calls
   (``rd.compute_all_terms`` with Gamma every N-th cycle, ``rd.MomentumObserver.update_from``,
   ``rd.ContactDetector.update``: the floor); minimum thread CPU time over the blocks.  Rows
-  ``core calls`` and ``Engine.step (what the node runs)``;
+  ``core calls`` and ``Engine.run (what the node runs)``;
 * ``--base COMMIT``: A/B against another commit.  The commit is checked out into
   ``out/ab/<commit>`` (a git worktree, kept for later runs) and its own
   ``benchmarks/node_cycle.py`` runs on its own code alternately with this checkout's, in
@@ -24,7 +24,7 @@ observer, detector, the per-cycle output arrays).
 * ``--breakdown``: what one joint state costs by piece inside the node and inside the plain
   Pinocchio node (benchmarks/pinocchio_node.py), thread CPU per joint state: reading the
   serialized JointState (``ros_dynamics.ros.wire.JointStateReader``, the node's raw
-  subscription), ``Engine.step``, the cycle's messages (``Engine.outputs``: ~/dynamics and,
+  subscription), ``Engine.run``, the cycle's messages (``ModelMessages``: ~/dynamics and,
   every N-th joint state, ~/christoffel, as for a subscriber of both), publishing them (one
   subscriber in a second context, so that publishing hands the sample to DDS); the Pinocchio
   node's deserialization, gather, ``pin_terms``, new message, publish.  ``timer overhead`` (two
@@ -60,6 +60,12 @@ def node_engine(xml, **params):
     return eng, cfg
 
 
+def engine_cycle(eng):
+    """The engine's one-joint-state call: ``Engine.run`` (``Engine.step`` in commits before the
+    engine was split, which ``--base`` may name)."""
+    return getattr(eng, 'run', None) or eng.step
+
+
 # ------------------------------------------------------------------ default: one cycle
 def cycle(args):
     import ros_dynamics as rd
@@ -83,18 +89,19 @@ def cycle(args):
         det.update(obs.update_from(data, tau, 1e-3))
 
     eng, _ = node_engine(xml, christoffel_decimation=N)
+    run = engine_cycle(eng)
 
     def engine_step():
         k = state['k'] = state['k'] + 1
         t = state['t'] = state['t'] + 1_000_000
         sec, nanosec = divmod(t, 10**9)
-        eng.step(names, q, v, tau, sec, nanosec, t, None, None, k % N == 0)
+        run(names, q, v, tau, sec, nanosec, t, None, None, k % N == 0)
 
-    variants = {'core calls': core_calls, 'Engine.step (what the node runs)': engine_step}
+    variants = {'core calls': core_calls, 'Engine.run (what the node runs)': engine_step}
     for f in variants.values():
         for _ in range(4 * N):
             f()
-    out = eng.step(names, q, v, tau, *divmod(state['t'] + 1_000_000, 10**9),
+    out = run(names, q, v, tau, *divmod(state['t'] + 1_000_000, 10**9),
                    state['t'] + 1_000_000, None, None, False)
     state['t'] += 1_000_000
     if out.verdict != 'cycle':
@@ -209,11 +216,14 @@ def _pieces(xml, messages, params):
         jnames, p, v, e, sec, nanosec = reader.read(w)
         t = add('read JointState (wire bytes)', t)
         now = sec * 10**9 + nanosec
-        out = eng.step(jnames, p, v, e, sec, nanosec, now, None, None, bool(dec and k % dec == 0))
-        t = add('Engine.step (stamp, gather and bounds, terms, observer, output arrays)', t)
+        out = eng.run(jnames, p, v, e, sec, nanosec, now, None, None, bool(dec and k % dec == 0))
+        t = add('Engine.run (stamp, gather and bounds, terms, observer, output arrays)', t)
         assert out.verdict == 'cycle', out.verdict
-        msgs = list(eng.outputs((sec, nanosec), out, cfg, pubs.__contains__))
-        t = add('Engine.outputs (the messages of the cycle)', t)
+        res = out.result
+        msgs = [('dynamics', eng.messages.dynamics((sec, nanosec), res.out, out.written))]
+        if res.out.gamma is not None:
+            msgs.append(('christoffel', eng.messages.christoffel((sec, nanosec), res.out)))
+        t = add('the messages of the cycle (ModelMessages)', t)
         for topic, msg in msgs:
             pubs[topic].publish(msg)
         t = add('publish them', t)
