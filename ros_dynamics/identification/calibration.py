@@ -68,26 +68,30 @@ class ContactInData(CalibrationError):
 
 
 def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-           torque_offset=0.0):
+           torque_offset=0.0, threshold_velocity=0.0, threshold_torque=0.0):
     """The node's own per-sample pipeline (:class:`ros_dynamics.estimation.cycle.Cycle`) with
     these observer settings: the one place where replay and calibration meet the node."""
     settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
                                 friction_coulomb=friction_coulomb,
                                 threshold=threshold if threshold is not None else 1e300,
-                                release_ratio=release_ratio, torque_offset=torque_offset)
+                                release_ratio=release_ratio, torque_offset=torque_offset,
+                                threshold_velocity=threshold_velocity,
+                                threshold_torque=threshold_torque)
     return Cycle(model, observer=settings)
 
 
 def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                       threshold=None, release_ratio=0.5, torque_offset=0.0):
+                       threshold=None, release_ratio=0.5, torque_offset=0.0,
+                       threshold_velocity=0.0, threshold_torque=0.0):
     """Replay ``samples`` through the node's pipeline; returns a dict with ``t``, ``r``
     (T, nv; NaN where the observer (re)started or skipped the sample: the first sample, gaps
     beyond the pipeline's gap limit, repeated stamps), ``restart`` (T,) bool (the observer
     restarted at that sample), ``bridge`` (T,) bool (it bridged a gap there: the residual
     kept), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
-    list (with a ``threshold``), ``reasons`` (the restarts: (t, why))."""
+    list (with a ``threshold``; ``threshold_velocity``, ``threshold_torque``: its state-dependent
+    terms), ``reasons`` (the restarts: (t, why))."""
     cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-                 torque_offset)
+                 torque_offset, threshold_velocity, threshold_torque)
     T, nv = len(samples), int(model.nv)
     r = np.full((T, nv), np.nan)
     restart = np.zeros(T, dtype=bool)
