@@ -126,6 +126,6 @@ def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', name
                 notes.append(f'joint {names[j]!r}: state-dependent threshold {env[0]:.3g} + '
                              f'{env[1]:.3g}|v| + {env[2]:.3g}|tau| N m (mean {mean_s:.3g} '
                              f'against {mean_c:.3g} N m constant; covers each half of the '
-                             'held-out data when fitted on the other)' if held else '')
+                             'data when fitted on the other)' if held else '')
         base[j], kv[j], kt[j] = pick
     return StateThresholds(base, kv, kt, chosen, [n for n in notes if n])

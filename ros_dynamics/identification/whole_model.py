@@ -536,5 +536,5 @@ def payload_against_reference(model, samples, reference, link, gain=50.0, **opti
     tau[:, nb:] -= robot.torque_offset
     shifted = Samples(samples.t, samples.q, samples.v, tau, samples.names, samples.t0_ns,
                       samples.notes)
-    cal = calibrate(robot.model(model), shifted, link, gain=gain, **options)
+    cal = calibrate(robot.model(model), shifted, link, gain=gain, model_error=0.0, **options)
     return robot, cal
