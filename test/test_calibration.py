@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import re
+
 import numpy as np
 import pytest
 
@@ -177,9 +179,10 @@ def test_calibrated_observer_is_unbiased_under_a_known_external_force(calibrated
 
 
 def test_contact_in_the_recording_is_reported(tmp_path):
-    """A 1.5 s push (25 N on the tool flange at 4 s) inside 10 s of free motion: the
-    calibration refuses and names the span; with contact='exclude' it fits the rest and still
-    recovers the payload."""
+    """A 1.5 s push (25 N on the tool flange at 4 s) inside 10 s of free motion (with the
+    residual's rise and decay, more than 10 % of the recording): the calibration refuses by
+    default and names the span; with contact='exclude' it fits the rest and still recovers the
+    payload."""
     sim, desc = plant_sim(seed=8)
     sim.contacts = [S.WrenchContact(LINK, force=(20.0, -15.0, 0.0), point=desc['point'],
                                     t_start=4.0, t_end=5.5)]
@@ -187,13 +190,30 @@ def test_contact_in_the_recording_is_reported(tmp_path):
     path = str(tmp_path / 'push')
     bags.write_joint_states(path, out, names=MODEL.joint_names, storage='mcap')
     s = bags.read_joint_states(path, joint_names=MODEL.joint_names)
-    with pytest.raises(C.ContactInData, match=r'contains contact.* 4\.0\d-5\.[56]\d s'):
+    with pytest.raises(C.ContactInData, match=r'contains contact.* 4\.0\d-5\.[56]\d s.*too much'):
         C.calibrate(MODEL, s, LINK)
     cal = C.calibrate(MODEL, s, LINK, contact='exclude')
     assert cal.payload_mass == pytest.approx(MASS, rel=0.05)
     np.testing.assert_allclose(cal.friction_viscous, FV, rtol=0.10)
     assert not cal.used[(s.t > 4.0) & (s.t < 5.5)].any()
-    assert any('excluded from the fit' in n for n in cal.notes)
+    assert any('fitted on the rest' in n for n in cal.notes)
+
+
+def test_a_short_contact_is_fitted_around_by_default():
+    """A 80 ms knock (60 N on the tool flange at 4 s) in 10 s of free motion: the default
+    options fit the rest, name the stretch (when, how long, which joints) and recover the
+    payload as without it (5 %, as the contact-free calibration tests)."""
+    sim, desc = plant_sim(seed=8)
+    sim.contacts = [S.WrenchContact(LINK, force=(50.0, -35.0, 0.0), point=desc['point'],
+                                    t_start=4.0, t_end=4.08)]
+    out = sim.run(10.0)
+    s = Samples(out['t'], out['q'], out['v'], out['tau'])
+    cal = C.calibrate(MODEL, s, LINK)
+    assert cal.payload_mass == pytest.approx(MASS, rel=0.05)
+    note = [n for n in cal.notes if 'fitted on the rest' in n]
+    assert len(note) == 1 and re.search(r'4\.0\d-4\.\d\d s \(\d+ ms; up to arm_joint', note[0]), \
+        cal.notes
+    assert not cal.used[(cal.t > 4.0) & (cal.t < 4.1)].any()     # over cal.t: the samples the node takes
 
 
 def test_contact_over_much_of_the_recording_is_reported():
@@ -267,7 +287,7 @@ def test_bad_bags_give_clear_errors(tmp_path):
 # -- the command line ---------------------------------------------------------------------------
 
 
-def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
+def test_cli_calibrate_and_check_end_to_end(recording, tmp_path):
     import yaml
     bag = recording[0]
     params = tmp_path / 'params.yaml'
@@ -290,9 +310,9 @@ def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
                     d['payload_inertia'])
     for f in ('residual_before_after.png', 'friction.png'):
         assert (plots / f).stat().st_size > 10000
-    # replay of the same bag with those parameters: no detection
-    csv_path = tmp_path / 'replay.csv'
-    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.identification.calibrate', 'replay', bag,
+    # the same bag through the node's cycle with those parameters: no detection
+    csv_path = tmp_path / 'check.csv'
+    p = subprocess.run([sys.executable, '-m', 'ros_dynamics.identification.calibrate', 'check', bag,
                         '--urdf', rd.bundled_urdf('arm7'), '--params', str(params), '--out',
                         str(csv_path)], capture_output=True, text=True, env=env, timeout=600,
                        cwd=str(tmp_path))
@@ -301,7 +321,8 @@ def test_cli_calibrate_and_replay_end_to_end(recording, tmp_path):
     assert rows[0].startswith('t,r_arm_joint_1') and rows[0].endswith('contact,link')
     assert len(rows) == len(recording[1]['t']) + 1
     assert all(r.split(',')[-2] == '0' for r in rows[1:])
-    assert (tmp_path / 'replay.png').exists()
+    assert (tmp_path / 'check.png').exists()
+    assert '0 contact onsets' in p.stdout and 'smallest detected external torque' in p.stdout
     # a bad bag: exit status != 0 and the reason on stderr
     p = subprocess.run([sys.executable, '-m', 'ros_dynamics.identification.calibrate', bag, '--urdf',
                         rd.bundled_urdf('arm7'), '--topic', '/nope', '--out',

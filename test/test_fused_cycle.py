@@ -338,3 +338,16 @@ def test_replay_runs_the_node_cycle_and_finds_the_plant_torque():
     assert np.nanmax(err) < 0.006, np.nanmax(err)
     assert np.nanmax(np.abs(np.delete(r[1:], 2, axis=1))) < 0.08
     assert out.result.contact.in_contact and out.result.contact.joints[2]
+
+
+def test_state_dependent_thresholds_alike():
+    """contact_threshold + k_v |v| + k_tau |tau| (rules.threshold_at): the compiled call and the
+    pipeline judge alike, and the state terms change the verdicts: a larger torque term hides
+    the stream's 25 N m contact on joint 3 while it acts (its threshold rises above it with
+    the torque); only the residual's decay after it, at the free motion's torque, is seen."""
+    arm = rd.load_urdf(rd.bundled_urdf('arm7'))
+    msgs = _stream(arm, np.random.default_rng(3), n_msgs=300)
+    _, seen = _compare(arm, msgs, threshold_velocity=1.0, threshold_torque=0.05)
+    assert seen[0] >= 10 and seen[1] >= seen[0] - 2, seen
+    _, hidden = _compare(arm, msgs, threshold_velocity=1.0, threshold_torque=2.0)
+    assert hidden[0] < seen[0] - 10, (hidden, seen)

@@ -159,15 +159,15 @@ def test_a_contact_in_the_recording_is_left_out_of_the_fit():
     assert np.all(ident.after['rms'][[1, 3]] < 0.1 * ident.before['rms'][[1, 3]])
 
 
-def test_replay_with_the_identified_files_shows_no_contact(identified, recording, tmp_path):
-    """`calibrate replay` with the identified URDF and parameter file (armature included): the
+def test_check_with_the_identified_files_shows_no_contact(identified, recording, tmp_path):
+    """`calibrate check` with the identified URDF and parameter file (armature included): the
     node's pipeline on the recording itself reports no contact."""
     params, urdf = identified
     urdf_path, params_path = tmp_path / 'id.urdf', tmp_path / 'p.yaml'
     urdf_path.write_text(urdf)
     params_path.write_text(yaml.safe_dump({'dynamics': {'ros__parameters': params}}))
-    csv_path = tmp_path / 'replay.csv'
-    assert cli.main(['replay', recording, '--urdf', str(urdf_path), '--params',
+    csv_path = tmp_path / 'check.csv'
+    assert cli.main(['check', recording, '--urdf', str(urdf_path), '--params',
                      str(params_path), '--out', str(csv_path)]) == 0
     rows = csv_path.read_text().splitlines()[1:]
     assert len(rows) > 10000 and all(r.split(',')[-2] == '0' for r in rows)

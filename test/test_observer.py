@@ -149,6 +149,25 @@ def test_estimate_contact_wrench_recovers_full_wrench():
         estimate_contact_wrench(MODEL, q, r, 'no_such_link')
 
 
+def test_state_dependent_threshold_rule():
+    """ContactDetector with threshold_velocity/threshold_torque: active exactly where
+    |r_i| > base_i + k_v,i |v_i| + k_tau,i |tau_i| (computed here with numpy), released below
+    release_ratio times that same threshold."""
+    rng = np.random.default_rng(0)
+    base, kv, kt = np.full(7, 1.0), np.linspace(0.0, 2.0, 7), np.linspace(0.5, 0.0, 7)
+    det = ContactDetector(MODEL, threshold=base, threshold_velocity=kv, threshold_torque=kt,
+                          release_ratio=1.0)
+    for _ in range(200):
+        r, v, tau = rng.normal(0, 2, 7), rng.normal(0, 1, 7), rng.normal(0, 3, 7)
+        st = det.update(r, v, tau)
+        want = np.abs(r) > base + kv * np.abs(v) + kt * np.abs(tau)
+        np.testing.assert_array_equal(st.joints, want)
+        assert st.in_contact == want.any()
+    assert not det.update(np.full(7, 0.9)).in_contact        # no state given: the base alone
+    with pytest.raises(ValueError, match='threshold_torque'):
+        ContactDetector(MODEL, threshold_torque=-1.0)
+
+
 def test_detector_hysteresis_and_isolation_synthetic():
     det = ContactDetector(MODEL, threshold=[2, 2, 1, 1, 1, 0.5, 0.5], release_ratio=0.5)
     z = np.zeros(7)

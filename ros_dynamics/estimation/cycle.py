@@ -31,7 +31,7 @@ from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
-from .observer import R, ContactDetector, MomentumObserver, estimate_contact_wrench
+from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
 from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
                     terms_finite)
 
@@ -68,9 +68,17 @@ class ObserverSettings:
                  threshold=5.0, release_ratio=0.5, gap_factor=5.0, gap_min=0.002, gap_max=0.1,
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
                  torque_offset=0.0, contact_frames=(), contact_frame_model='point',
-                 contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0):
+                 contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
+                 threshold_velocity=0.0, threshold_torque=0.0):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
+        self.threshold_velocity = per_coordinate('contact_threshold_velocity',
+                                                 threshold_velocity, model)
+        self.threshold_torque = per_coordinate('contact_threshold_torque', threshold_torque,
+                                               model)
+        if (self.threshold_velocity < 0).any() or (self.threshold_torque < 0).any():
+            raise ValueError('contact_threshold_velocity and contact_threshold_torque must be '
+                             '>= 0')
         self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
                                                model)
         self.friction_coulomb = per_coordinate('observer_friction_coulomb', friction_coulomb,
@@ -151,7 +159,9 @@ class Cycle:
                                              friction_coulomb=observer.friction_coulomb,
                                              torque_offset=observer.torque_offset)
             self.detector = ContactDetector(model, threshold=observer.threshold,
-                                            release_ratio=observer.release_ratio)
+                                            release_ratio=observer.release_ratio,
+                                            threshold_velocity=observer.threshold_velocity,
+                                            threshold_torque=observer.threshold_torque)
         else:
             self.observer = self.detector = None
         # forces at the contact frames; the detector then judges what they leave unexplained
@@ -290,7 +300,8 @@ class Cycle:
         if self.contact_forces is not None:
             res.forces = self.contact_forces.update(q, res.residual)
             judged = res.forces.unexplained
-        res.contact = self.detector.update(judged)
+        obs = self.observer.state         # the sample's v and tau: state-dependent thresholds
+        res.contact = self.detector.update(judged, obs[V], obs[TAU])
         self._wrench(q, res, judged)
 
     def _wrench(self, q, res, judged):

@@ -38,8 +38,8 @@ from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
 from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, LAYOUT_OK, NS, STAMP_OK,
-                    any_above, friction_into, gather_checked, hold, layout_verdict,
-                    observer_interval, stamp_verdict, terms_finite)
+                    THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
+                    layout_verdict, observer_interval, stamp_verdict, terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
 
@@ -67,7 +67,7 @@ ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
 TRIPLE = types.UniTuple(VEC, 3)           # position, velocity, effort; q, v, tau of the model
 HELD = types.Tuple((ROWS, IDX, FLAGS, FLAGS))         # held rows, their stamps, known, effort
-OBS = types.Tuple((ROWS, VEC, VEC))                   # observer rows, its last q, thresholds
+OBS = types.Tuple((ROWS, VEC, THRESHOLD_ROWS))        # observer rows, its last q, thresholds
 OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_torque,
 #                                                       ~/external_torque, offsets in them
 
@@ -82,7 +82,7 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
     entries (the last ``gather.shape[0]``) it writes; ``bounds``: the velocity and effort
     bounds per joint; ``observer``: its state rows (empty: no observer), its last q and the
-    contact detector's thresholds; ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
+    contact detector's thresholds (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
     torque and the residual go in them; ``limits`` (MAX_LEAD ... EPS); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
     sample (< 0: it restarts, which the pipeline does), its gap limit [s],
@@ -153,7 +153,7 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
         return NO_EFFORT if obs.shape[0] > 0 else OK
     if bridged:
         return BRIDGED
-    return ABOVE if any_above(r, threshold) else OK
+    return ABOVE if any_above(r, threshold, v, tau) else OK
 
 
 def compile_fused():

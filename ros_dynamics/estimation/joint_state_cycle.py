@@ -88,8 +88,8 @@ class JointStateCycle:
         asm, cycle = self.assembler, self.cycle
         obs = cycle.observer
         b = asm.bounds
-        observer = ((obs.state, obs.last_q, cycle.detector.threshold) if obs else
-                    (np.zeros((0, 0)), np.zeros(0), np.zeros(0)))
+        observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
+                    (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
         return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
                 np.ascontiguousarray([b.velocity, b.effort]),
                 (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)

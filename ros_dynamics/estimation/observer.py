@@ -65,7 +65,8 @@ from ..core.data import Data
 from ..core.jit import entry, ready
 from ..core.kernels import VEC
 from ..core.validation import check_state, check_vector
-from .rules import FRICTION_EPS, any_above, friction_into
+from .rules import (FRICTION_EPS, THRESHOLD_BASE, THRESHOLD_TORQUE, THRESHOLD_VELOCITY,
+                    any_above, friction_into, thresholds_into)
 
 __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_contact_wrench',
            'friction_torque', 'joint_child_links']
@@ -377,7 +378,10 @@ class ContactDetector:
     """Threshold detection with hysteresis, and isolation of the contact link.
 
     A joint becomes *active* when ``|r_i| > threshold_i`` and stays active until
-    ``|r_i| < release_ratio * threshold_i``.  ``in_contact`` is true while any joint is active
+    ``|r_i| < release_ratio * threshold_i``.  The threshold is ``threshold + threshold_velocity
+    |v_i| + threshold_torque |tau_i|`` at the sample's velocity and measured torque
+    (:func:`~ros_dynamics.estimation.rules.threshold_at`; the last two 0 by default: a constant
+    threshold); :attr:`thresholds` holds the three rows.  ``in_contact`` is true while any joint is active
     (after ``min_samples`` consecutive samples above threshold, a debounce against noise
     spikes; 1 = none).
 
@@ -390,9 +394,17 @@ class ContactDetector:
     and a more proximal link is reported.
     """
 
-    def __init__(self, model, threshold=1.0, release_ratio=0.5, min_samples=1):
+    def __init__(self, model, threshold=1.0, release_ratio=0.5, min_samples=1,
+                 threshold_velocity=0.0, threshold_torque=0.0):
         self.nv = int(model.nv)
-        self.threshold = _per_joint(threshold, self.nv, 'threshold', positive=True)
+        self.thresholds = np.zeros((3, self.nv))     # rules.THRESHOLD_BASE ... (one argument)
+        self.threshold = threshold
+        self.thresholds[THRESHOLD_VELOCITY] = _per_joint(threshold_velocity, self.nv,
+                                                         'threshold_velocity', nonneg=True)
+        self.thresholds[THRESHOLD_TORQUE] = _per_joint(threshold_torque, self.nv,
+                                                       'threshold_torque', nonneg=True)
+        self._thr = np.zeros(self.nv)
+        self._no_state = np.zeros(self.nv)
         if not 0.0 < float(release_ratio) <= 1.0:
             raise ValueError('release_ratio must be in (0, 1]')
         self.release_ratio = float(release_ratio)
@@ -409,6 +421,15 @@ class ContactDetector:
                 a = int(self._parent[a])
             self._ancestors.append(anc)
         self.reset()
+
+    @property
+    def threshold(self):
+        """The base level of the thresholds (nv,) (a view: the row the compiled cycle reads)."""
+        return self.thresholds[THRESHOLD_BASE]
+
+    @threshold.setter
+    def threshold(self, value):
+        self.thresholds[THRESHOLD_BASE] = _per_joint(value, self.nv, 'threshold', positive=True)
 
     def reset(self):
         self._active = np.zeros(self.nv, dtype=bool)
@@ -433,14 +454,19 @@ class ContactDetector:
         self.state = self._free
         return self._free
 
-    def update(self, r):
+    def update(self, r, v=None, tau=None):
+        """One residual ``r`` (nv,), at the sample's velocity ``v`` and measured torque ``tau``
+        (for state-dependent thresholds; None: zero)."""
         r = check_vector(r, self.nv, 'r')
-        if not (self._in_contact or self._any_active or any_above(r, self.threshold)):
+        v = self._no_state if v is None else check_vector(v, self.nv, 'v')
+        tau = self._no_state if tau is None else check_vector(tau, self.nv, 'tau')
+        if not (self._in_contact or self._any_active or any_above(r, self.thresholds, v, tau)):
             # the usual case, free motion: nothing active, nothing to isolate
             return self.free_sample()
         mag = np.abs(r)
-        above = mag > self.threshold
-        self._active = above | (self._active & (mag >= self.release_ratio * self.threshold))
+        thr = thresholds_into(self.thresholds, v, tau, self._thr)
+        above = mag > thr
+        self._active = above | (self._active & (mag >= self.release_ratio * thr))
         self._any_active = bool(self._active.any())
         self._above_count = self._above_count + 1 if above.any() else 0
         was = self._in_contact

@@ -16,7 +16,9 @@ calls the same functions in one compiled call.  So a rule changed here changes b
   update, nothing (the same stamp), a restart (the time went back) or a bridge over a gap;
 * :func:`friction_into`: the joint-friction law ``F_v v + F_c tanh(v / eps)`` and the torque
   offset;
-* :func:`any_above`: the contact threshold;
+* :func:`threshold_at`, :func:`any_above`: the contact threshold, a base level plus terms
+  growing with the joint's speed and torque (state-dependent thresholds: Haddadin et al. 2017,
+  Sec. on dynamic thresholds), and whether a residual is above it;
 * :func:`terms_finite`: nothing non-finite is published.
 """
 from __future__ import annotations
@@ -195,11 +197,39 @@ def coulomb_shape(v, eps):
     return 1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)
 
 
-@entry(types.boolean, VEC, VEC, **_FLAGS)
-def any_above(r, threshold):
-    """any(|r_i| > threshold_i): a contact is detected (a NaN is not above)."""
+#: rows of a contact threshold (3, nv): the base level [N m], the growth with |v_i|
+#: [N m s/rad] and with |tau_i| [N m / N m]
+THRESHOLD_BASE, THRESHOLD_VELOCITY, THRESHOLD_TORQUE = range(3)
+THRESHOLD_ROWS = types.float64[:, ::1]
+
+
+@njit(**_FLAGS)
+def threshold_at(threshold, i, v, tau):
+    """The contact threshold of coordinate ``i`` at velocity ``v`` and measured torque ``tau``:
+
+        threshold_i = base_i + k_v,i |v_i| + k_tau,i |tau_i|
+
+    (rows of ``threshold``: THRESHOLD_BASE, THRESHOLD_VELOCITY, THRESHOLD_TORQUE).  What the
+    model cannot explain in free motion grows with the speed (friction, its smoothing at
+    reversals) and with the load (load-dependent friction, torque-constant errors); no
+    acceleration enters, which the observer exists to avoid."""
+    return (threshold[THRESHOLD_BASE, i] + threshold[THRESHOLD_VELOCITY, i] * abs(v[i])
+            + threshold[THRESHOLD_TORQUE, i] * abs(tau[i]))
+
+
+@njit(**_FLAGS)
+def thresholds_into(threshold, v, tau, out):
+    """out <- :func:`threshold_at` of every coordinate."""
+    for i in range(out.shape[0]):
+        out[i] = threshold_at(threshold, i, v, tau)
+    return out
+
+
+@entry(types.boolean, VEC, THRESHOLD_ROWS, VEC, VEC, **_FLAGS)
+def any_above(r, threshold, v, tau):
+    """any(|r_i| > threshold_at(i)): a contact is detected (a NaN is not above)."""
     for i in range(r.shape[0]):
-        if abs(r[i]) > threshold[i]:
+        if abs(r[i]) > threshold_at(threshold, i, v, tau):
             return True
     return False
 

@@ -1,10 +1,10 @@
-"""``calibrate``: observer calibration and replay from recorded joint states (ROS 2 bags).
+"""``calibrate``: observer calibration and checks from recorded joint states (ROS 2 bags).
 
     calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
     calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
     calibrate BAG --urdf URDF --payload-link LINK --reference BAG_WITHOUT --out PARAMS.yaml
-    calibrate replay BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
+    calibrate check BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
     calibrate excite --urdf URDF --out TRAJECTORY.yaml [--duration S]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
 
@@ -18,12 +18,16 @@
 * ``--links all`` identifies the whole model instead
   (:func:`ros_dynamics.identification.whole_model.identify_recording`): every link's inertial
   parameters (physically consistent, regularised toward the URDF), joint friction and
-  armature, fitted on the start of the recording and reported on the rest; writes the
-  parameter file (friction, ``joint_armature``, thresholds) and, with ``--out-urdf``, the URDF
-  with the identified inertials.
-* ``replay`` runs a bag through the node's observer pipeline with the settings of a parameter
-  file and writes the residual, the detections and the isolated link over time (CSV + plot),
-  to tune thresholds on recorded data, contacts included.
+  armature, fitted on the start of the recording; the rest is replayed through the node's
+  cycle with what was identified, and the thresholds cover every held-out sample
+  (state-dependent where the data ask for it; a stretch is left out only as contact with the
+  evidence the report shows); writes the parameter file (friction, ``joint_armature``,
+  thresholds) and, with ``--out-urdf``, the URDF with the identified inertials.
+* ``check`` runs a bag through the node's own cycle with the settings of
+  a parameter file and reports the false contacts (every detection: when, how long, which
+  joints and link), the margin per joint (max |r| / threshold outside detections), the
+  smallest external torque the thresholds detect and the worst stretches; writes the
+  residual, the thresholds, the detections and the isolated link over time (CSV + plot).
 * ``record`` subscribes to joint states with rclpy and writes them with rosbags, for machines
   without rosbag2 (needs ROS 2 Python packages; Ctrl-C or ``--duration`` ends it).
 """
@@ -143,6 +147,10 @@ def load_params(path, node=NODE):
     return (d[node] or {}).get('ros__parameters', {})
 
 
+def _state(args):
+    return {'auto': 'auto', 'yes': True, 'no': False}[args.state_thresholds]
+
+
 def cmd_identify(args):
     """``--links all``: the whole model (ros_dynamics.identification.whole_model)."""
     from ros_dynamics.identification.whole_model import identify_recording
@@ -155,7 +163,8 @@ def cmd_identify(args):
           f'report on the rest) ...', flush=True)
     try:
         ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
-                                   margin=args.margin, floor=args.floor)
+                                   margin=args.margin, floor=args.floor,
+                                   state_thresholds=_state(args))
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     for line in ident.summary():
@@ -186,7 +195,8 @@ def cmd_reference(args):
     try:
         robot, cal = payload_against_reference(model, s, ref, args.payload_link, gain=args.gain,
                                                margin=args.margin, floor=args.floor,
-                                               contact=args.contact)
+                                               contact=args.contact,
+                                               state_thresholds=_state(args))
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     for line in robot.summary() + cal.summary():
@@ -222,7 +232,8 @@ def cmd_calibrate(args):
     inertia = {'auto': 'auto', 'yes': True, 'no': False}[args.inertia]
     try:
         cal = calibrate(model, s, args.payload_link, gain=args.gain, inertia=inertia,
-                        margin=args.margin, floor=args.floor, contact=args.contact)
+                        margin=args.margin, floor=args.floor, contact=args.contact,
+                        state_thresholds=_state(args))
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
@@ -265,58 +276,64 @@ def _settings(params, model):
                        friction_coulomb=per_joint('observer_friction_coulomb', 0.0),
                        torque_offset=per_joint('observer_torque_offset', 0.0),
                        threshold=per_joint('contact_threshold', 5.0),
+                       threshold_velocity=per_joint('contact_threshold_velocity', 0.0),
+                       threshold_torque=per_joint('contact_threshold_torque', 0.0),
                        release_ratio=float(params.get('contact_release_ratio', 0.5)))
 
 
-def cmd_replay(args):
+def cmd_check(args):
+    """``check``: the bag through the node's own cycle (ros_dynamics.identification.check)."""
     import numpy as np
-    from ros_dynamics.identification.calibration import observer_residuals
+    from ros_dynamics.identification.check import check_recording
     model = _model(args.urdf)
     s = _samples(args, model)
     params = load_params(args.params, args.node) if args.params else {}
     obs_model, st = _settings(params, model)
-    res = observer_residuals(obs_model, s, **st)
+    try:
+        ck = check_recording(obs_model, s, label=os.path.basename(os.path.normpath(args.bag)),
+                             **st)
+    except ValueError as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
     names = list(model.joint_names)
-    out = args.out or os.path.join('out', 'replay.csv')
+    for line in ck.summary():
+        print(line)
+    out = args.out or os.path.join('out', 'check.csv')
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, 'w', newline='') as f:
         w = csv.writer(f)
-        w.writerow(['t'] + [f'r_{n}' for n in names] + ['contact', 'link'])
+        w.writerow(['t'] + [f'r_{n}' for n in names] + [f'threshold_{n}' for n in names]
+                   + ['contact', 'link'])
         for k in range(len(s)):
-            w.writerow([f'{s.t[k]:.6f}'] + [f'{x:.6g}' for x in res['r'][k]]
-                       + [int(res['contact'][k]), res['link'][k] or ''])
-    onsets = int(np.sum(res['contact'][1:] & ~res['contact'][:-1]) + res['contact'][0])
-    print(f'replay: {len(s)} samples, {onsets} contact onsets, '
-          f'{np.sum(res["contact"]) * np.median(np.diff(s.t)) if len(s) > 1 else 0:.2f} s in '
-          f'contact; max |r| per joint {np.round(np.nanmax(np.abs(res["r"]), axis=0), 3).tolist()}'
-          f' N m vs thresholds {np.round(st["threshold"], 3).tolist()}')
-    print(f'replay: wrote {out}')
+            w.writerow([f'{s.t[k]:.6f}'] + [f'{x:.6g}' for x in ck.r[k]]
+                       + [f'{x:.6g}' for x in ck.threshold[k]]
+                       + [int(ck.contact[k]), ck.link[k] or ''])
+    print(f'check: wrote {out}')
     plt = _plt()
     n = len(names)
     fig, axes = plt.subplots(n + 1, 1, figsize=(10, 1.6 * (n + 1) + 1), sharex=True)
     for i in range(n):
         ax = axes[i]
-        ax.plot(s.t, res['r'][:, i], lw=0.7, label='residual')
-        ax.axhline(st['threshold'][i], color='k', ls='--', lw=0.6, label='contact_threshold')
-        ax.axhline(-st['threshold'][i], color='k', ls='--', lw=0.6)
+        ax.plot(s.t, ck.r[:, i], lw=0.7, label='residual')
+        ax.plot(s.t, ck.threshold[:, i], color='k', ls='--', lw=0.6, label='threshold')
+        ax.plot(s.t, -ck.threshold[:, i], color='k', ls='--', lw=0.6)
         ax.set_ylabel(f'{names[i]}\nr [N m]', fontsize=8)
         if i == 0:
             ax.legend(fontsize=7, loc='upper right')
-    links = sorted({x for x in res['link'] if x})
-    code = np.array([links.index(x) + 1 if x else 0 for x in res['link']])
+    links = sorted({x for x in ck.link if x})
+    code = np.array([links.index(x) + 1 if x else 0 for x in ck.link])
     axes[n].step(s.t, code, where='post')
     axes[n].set_yticks(range(len(links) + 1), ['free'] + links, fontsize=7)
     axes[n].set_ylabel('isolated link', fontsize=8)
     axes[n].set_xlabel('time [s]')
-    fig.suptitle(f'Replay of {os.path.basename(os.path.normpath(args.bag))}: residual, '
-                 'detections and isolation')
+    fig.suptitle(f'{os.path.basename(os.path.normpath(args.bag))} through the node\'s cycle: '
+                 f'residual, thresholds, {ck.onsets} detections and isolation')
     fig.tight_layout()
     png = os.path.join(args.plots or os.path.dirname(os.path.abspath(out)),
                        os.path.splitext(os.path.basename(out))[0] + '.png')
     os.makedirs(os.path.dirname(png), exist_ok=True)
     fig.savefig(png, dpi=90)
     plt.close(fig)
-    print(f'replay: wrote {png}')
+    print(f'check: wrote {png}')
     return 0
 
 
@@ -374,14 +391,14 @@ def _common(ap, urdf=True):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    cmd = argv[0] if argv and argv[0] in ('replay', 'record', 'excite') else 'calibrate'
+    cmd = argv[0] if argv and argv[0] in ('check', 'record', 'excite') else 'calibrate'
     if cmd != 'calibrate':
         argv = argv[1:]
     if cmd == 'calibrate':
         ap = argparse.ArgumentParser(
             prog='calibrate', description='Fit joint friction and a payload to contact-free '
-            'motion in a bag; write node parameters and plots. Subcommands: replay, record '
-            '(calibrate replay -h).')
+            'motion in a bag; write node parameters and plots. Subcommands: check, excite, '
+            'record (calibrate check -h).')
         _common(ap)
         ap.add_argument('--payload-link', default=None, help='link carrying an unknown payload')
         ap.add_argument('--links', choices=('all',), default=None,
@@ -400,27 +417,35 @@ def main(argv=None):
         ap.add_argument('--gain', type=float, nargs='+', default=[50.0],
                         help='observer gain K [1/s] the node runs (one or one per joint)')
         ap.add_argument('--margin', type=float, default=2.0,
-                        help='contact_threshold = max(floor, margin * max |r|) (default 2)')
+                        help='the thresholds cover margin x |r| at every sample (default 2)')
         ap.add_argument('--floor', type=float, default=0.2, help='smallest threshold [N m]')
         ap.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
                         help="fit the payload's rotational inertia (auto: when the motion "
                         'determines it)')
-        ap.add_argument('--contact', choices=('error', 'exclude'), default='error',
-                        help='stretches that look like contact: stop with an error naming them '
-                        '(default) or fit on the rest')
+        ap.add_argument('--contact', choices=('auto', 'error', 'exclude'), default='auto',
+                        help='stretches that look like contact: auto (default) fits on the rest '
+                        'and names them when they are at most 10 %% of the recording, else '
+                        'stops; error: stop with an error naming them; exclude: fit on the rest')
+        ap.add_argument('--state-thresholds', choices=('auto', 'yes', 'no'), default='auto',
+                        help='contact thresholds growing with |v| and |tau| '
+                        '(contact_threshold_velocity/_torque): auto (default) where the data '
+                        'ask for it, yes on every joint, no: constant')
         args = ap.parse_args(argv)
         args.gain = args.gain[0] if len(args.gain) == 1 else args.gain
         return cmd_calibrate(args)
-    if cmd == 'replay':
-        ap = argparse.ArgumentParser(prog='calibrate replay', description='Replay a bag through '
-                                     'the observer pipeline; residual, detections and isolation '
-                                     'over time to CSV and a plot.')
+    if cmd == 'check':
+        ap = argparse.ArgumentParser(prog='calibrate check', description='Replay a bag through '
+                                     "the node's own cycle with a parameter file: false "
+                                     'contacts, margins per joint, the smallest detected '
+                                     'external torque, the worst stretches; residual, '
+                                     'thresholds, detections and isolation over time to CSV '
+                                     'and a plot.')
         _common(ap)
         ap.add_argument('--params', default=None, help='node parameter file (e.g. from '
                         'calibrate); default: the node defaults')
-        ap.add_argument('--out', default=None, help='CSV to write (default out/replay.csv)')
+        ap.add_argument('--out', default=None, help='CSV to write (default out/check.csv)')
         ap.add_argument('--plots', default=None, help='plot folder (default: next to the CSV)')
-        return cmd_replay(ap.parse_args(argv))
+        return cmd_check(ap.parse_args(argv))
     if cmd == 'excite':
         ap = argparse.ArgumentParser(prog='calibrate excite', description='An exciting '
                                      'trajectory for --links all: an optimised Fourier series '

@@ -44,14 +44,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.model import attach_payload
-from ..estimation.cycle import ObserverSettings
-from ..estimation.joint_state_cycle import node_cycle, replay
 from ..estimation.observer import filtered_columns, friction_torque
-from .thresholds import calibrate_thresholds
+from .thresholds import fit_state_thresholds
 from ..estimation.rules import FRICTION_EPS
 from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
                       payload_from_parameters, skew2)
-from .samples import CalibrationError, Samples
+from .replay import increasing_in_time, observer_residuals, without_refused
+from .samples import CalibrationError
 
 __all__ = ['Calibration', 'ContactInData', 'calibrate', 'observer_residuals']
 
@@ -65,76 +64,10 @@ class ContactInData(CalibrationError):
 
 
 # ---------------------------------------------------------------------------------------------
-# The pipeline the node runs, on recorded samples
-
-
-def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-           torque_offset=0.0):
-    """The node's own cycle (:func:`ros_dynamics.estimation.joint_state_cycle.node_cycle`)
-    with these observer settings: the one place where replay and calibration meet the node."""
-    settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
-                                friction_coulomb=friction_coulomb,
-                                threshold=threshold if threshold is not None else 1e300,
-                                release_ratio=release_ratio, torque_offset=torque_offset)
-    return node_cycle(model, settings)
-
-
-def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                       threshold=None, release_ratio=0.5, torque_offset=0.0):
-    """Replay ``samples`` through the node's cycle
-    (:func:`~ros_dynamics.estimation.joint_state_cycle.replay`); returns a dict with ``t``,
-    ``r`` (T, nv; NaN where the observer (re)started or skipped the sample: the first sample,
-    repeated stamps, a sample the node refuses), ``restart`` (T,) bool (the observer
-    restarted at that sample), ``bridge`` (T,) bool (it bridged a gap there: the residual
-    kept), ``skipped`` (T,) bool, ``contact`` (T,) bool and ``link`` (T,)
-    list (with a ``threshold``), ``reasons`` (the restarts: (t, why))."""
-    cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-                 torque_offset)
-    T, nv = len(samples), int(model.nv)
-    r = np.full((T, nv), np.nan)
-    restart = np.zeros(T, dtype=bool)
-    bridge = np.zeros(T, dtype=bool)
-    skipped = np.zeros(T, dtype=bool)
-    contact = np.zeros(T, dtype=bool)
-    link = [None] * T
-    reasons = []
-    for k, out in replay(cyc, samples):
-        res = out.result
-        if out.verdict != 'cycle':
-            skipped[k] = True
-        elif res.observer in ('update', 'bridge'):
-            r[k] = res.residual
-            bridge[k] = res.observer == 'bridge'
-            if threshold is not None:
-                contact[k], link[k] = res.contact.in_contact, res.contact.link
-        elif res.observer == 'reset':
-            restart[k] = True
-            reasons.append((float(samples.t[k]), res.reset_reason))
-        else:
-            skipped[k] = True
-    return {'t': samples.t, 'r': r, 'restart': restart, 'bridge': bridge, 'skipped': skipped,
-            'contact': contact, 'link': link, 'reasons': reasons}
-
-
-# ---------------------------------------------------------------------------------------------
 # The regression
 
 
-def increasing_in_time(samples):
-    """The samples with strictly increasing time (repeated stamps dropped: the pipeline skips
-    them too)."""
-    keep = np.concatenate([[True], np.diff(samples.t) > 0]) if len(samples) else np.zeros(0, bool)
-    if keep.all():
-        return samples
-    if np.any(np.diff(samples.t) < 0):
-        raise CalibrationError('sample times must not decrease (sort the samples by stamp)')
-    return Samples(samples.t[keep], samples.q[keep], samples.v[keep], samples.tau[keep],
-                   samples.names, samples.t0_ns,
-                   samples.notes + [f'{int((~keep).sum())} samples with a repeated stamp '
-                                    'dropped'])
-
-
-def _regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
+def regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
                max_rows=60000, bridge=None):
     """Columns ρ of the residual's dependence on the parameters, their names and the sample
     indices they are kept at.
@@ -241,6 +174,8 @@ class Calibration:
     gain: np.ndarray = None
     velocity_eps: float = FRICTION_EPS
     thresholds: np.ndarray = None
+    threshold_velocity: np.ndarray = None        # state-dependent terms (rules.threshold_at)
+    threshold_torque: np.ndarray = None
     margin: float = 2.0
     floor: float = 0.2
     before: dict = field(default_factory=dict)   # residual statistics, nominal model
@@ -249,7 +184,8 @@ class Calibration:
     residual_after: np.ndarray = None
     friction_observed: np.ndarray = None         # (n, nj) −residual with the payload fitted
     friction_velocity: np.ndarray = None         # (n, nj) the joint velocities there
-    used: np.ndarray = None                      # (T,) the samples the fit used
+    used: np.ndarray = None                      # (T,) the samples the fit used, at times t
+                                                 # (those the node refuses left out)
     t: np.ndarray = None
     autocorrelation_time: float = 1.0
     notes: list = field(default_factory=list)
@@ -267,6 +203,10 @@ class Calibration:
              'observer_friction_viscous': [float(x) for x in self.friction_viscous],
              'observer_friction_coulomb': [float(x) for x in self.friction_coulomb],
              'contact_threshold': [float(x) for x in self.thresholds]}
+        if self.threshold_velocity is not None and (np.any(self.threshold_velocity)
+                                                    or np.any(self.threshold_torque)):
+            p['contact_threshold_velocity'] = [float(x) for x in self.threshold_velocity]
+            p['contact_threshold_torque'] = [float(x) for x in self.threshold_torque]
         if self.payload_link is not None:
             I = self.payload_inertia
             p.update(payload_link=str(self.payload_link), payload_mass=float(self.payload_mass),
@@ -294,8 +234,12 @@ class Calibration:
         for k in ('before', 'after'):
             s = getattr(self, k)
             out.append(f'residual {k:6s}: rms {f(s["rms"])}, max |r| {f(s["max"])} N m')
-        out.append(f'contact_threshold = max({self.floor:g}, {self.margin:g} x max |r| after) '
-                   f'= {f(self.thresholds)} N m')
+        state = self.threshold_velocity is not None and (np.any(self.threshold_velocity)
+                                                         or np.any(self.threshold_torque))
+        out.append(f'contact_threshold (covering {self.margin:g} x |r| after, at least '
+                   f'{self.floor:g}) = {f(self.thresholds)} N m'
+                   + (f' + {f(self.threshold_velocity)} |v| + {f(self.threshold_torque)} |tau|'
+                      if state else ''))
         out += self.notes
         return out
 
@@ -336,39 +280,59 @@ def _contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05, pad=0.2):
 
 
 def _contact_message(t, spans, e, rows, names):
+    """What the contact spans show (each: when, how long, which joints, how far above the
+    noise), without advice."""
     x = e[rows]
-    noise = 1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0)
-    peak = np.nanmax(np.abs(e[_in_spans(t, spans)]), axis=0)
-    worst = int(np.argmax(peak / np.maximum(noise, 1e-3)))
-    txt = ', '.join(f'{a - t[0]:.2f}-{b - t[0]:.2f} s' for a, b in spans[:6])
+    noise = np.maximum(1.4826 * np.median(np.abs(x - np.median(x, axis=0)), axis=0), 1e-3)
+    parts = []
+    for a, b in spans[:6]:
+        peak = np.nanmax(np.abs(e[_in_spans(t, [(a, b)])]), axis=0)
+        joints = [f'{n} {p:.3g} N m' for n, p, z in zip(names, peak, noise) if p > 10 * z]
+        parts.append(f'{a - t[0]:.2f}-{b - t[0]:.2f} s ({1e3 * (b - a):.0f} ms; up to '
+                     f'{", ".join(joints)})')
     more = f' and {len(spans) - 6} more' if len(spans) > 6 else ''
+    worst = int(np.argmax(np.nanmax(np.abs(e[_in_spans(t, spans)]), axis=0) / noise))
     return (f'the recording looks like it contains contact: with friction and payload fitted '
-            f'to the rest, the residual stays far above its noise during {txt}{more} '
-            f'(joint {names[worst]!r}: up to {peak[worst]:.3g} N m against a noise level of '
-            f'{noise[worst]:.3g} N m).  Friction and a payload cannot explain that; calibrate on '
-            'contact-free motion (cut the contact out with --start/--stop, or let the fit '
-            'exclude it with --contact exclude)')
+            f'to the rest, the residual stays far above its noise during {"; ".join(parts)}'
+            f'{more} (noise level of {names[worst]!r}: {noise[worst]:.3g} N m); friction and a '
+            'payload cannot explain that')
+
+
+_ADVICE = ('; calibrate on contact-free motion (cut the contact out with --start/--stop, or let '
+           'the fit exclude it with --contact exclude)')
+
+
+#: with contact='auto', the largest share of the recording the contact stretches may take for
+#: the fit to go on without them
+CONTACT_SHARE = 0.1
 
 
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
-              margin=2.0, floor=0.2, contact='error'):
+              margin=2.0, floor=0.2, contact='auto', state_thresholds='auto',
+              model_error=0.25):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
     ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
     fit the payload's rotational inertia (True), not (False: a point mass at the CoM), or
     ``'auto'``: keep it when it is determined (every standard error below 25 % of the largest
     principal moment, or below 1e-4 kg m²) and physically consistent.  Thresholds:
-    ``max(floor, margin * max |r|)`` of the calibrated residual per joint
-    (:func:`ros_dynamics.identification.thresholds.calibrate_thresholds`).  Returns a
+    covering the calibrated residual of the node's cycle at every sample used, state-dependent
+    where the data ask for it (``state_thresholds``:
+    :func:`ros_dynamics.identification.thresholds.fit_state_thresholds`).  Returns a
     :class:`Calibration`; raises :class:`CalibrationError` when the data cannot give it.
 
     ``contact``: what to do with stretches of the recording that look like contact (the
-    residual stays > 10x its noise level there after the fit): ``'error'`` raises
-    :class:`ContactInData` naming them, ``'exclude'`` fits on the rest (and says so in
-    ``notes``).
+    residual stays > 10x its noise level there after the fit, beyond what friction explains):
+    ``'auto'`` fits on the rest and names them in ``notes`` when they are at most
+    :data:`CONTACT_SHARE` of the recording, else raises :class:`ContactInData`; ``'error'``
+    raises naming them; ``'exclude'`` always fits on the rest.
+
+    A payload without a reference recording absorbs the robot's own model error: ``notes``
+    say how much (``model_error``: the relative error of each URDF link assumed, each link on
+    its own: the payload a link that much heavier would fake on this motion).
     """
-    if contact not in ('error', 'exclude'):
-        raise ValueError("contact must be 'error' or 'exclude'")
+    if contact not in ('auto', 'error', 'exclude'):
+        raise ValueError("contact must be 'auto', 'error' or 'exclude'")
     if not friction and payload_link is None:
         raise ValueError('nothing to calibrate: friction=False and no payload_link')
     if not (margin > 0 and floor >= 0):
@@ -385,12 +349,15 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     velocity_eps = VELOCITY_EPS
     samples = increasing_in_time(samples)
     base = observer_residuals(model, samples, gain)
+    if base['refused']:
+        samples = without_refused(model, samples, base)
+        base = observer_residuals(model, samples, gain)
     r0, restart = base['r'], base['restart']
     valid = ~(restart | base['skipped'])
     if base['skipped'].any():
         raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
                                '(non-finite results)')
-    rho, names, idx = _regressor(model, samples, restart, gain, payload_link, velocity_eps,
+    rho, names, idx = regressor(model, samples, restart, gain, payload_link, velocity_eps,
                                  friction, bridge=base['bridge'])
     # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
     r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
@@ -468,12 +435,16 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                      f'{np.round(peak, 3).tolist()} N m, within what the friction law\'s shape '
                      f'or a small model error explains ({np.round(limit, 3).tolist()} N m): left '
                      'out of the fit, kept for the thresholds')
+    used = valid & ~_in_spans(samples.t, big, 0.2)   # all samples but the contact spans
     if big:
         msg = _contact_message(ts, big, e_fit, rows, list(model.joint_names))
-        if contact == 'error':
-            raise ContactInData(msg)
-        notes.append('excluded from the fit: ' + msg)
-    used = valid & ~_in_spans(samples.t, big, 0.2)   # all samples but the contact spans
+        share = 1.0 - used.sum() / max(1, valid.sum())
+        if contact == 'error' or (contact == 'auto' and share > CONTACT_SHARE):
+            raise ContactInData(msg + (f' ({share:.0%} of the recording: more than '
+                                       f'{CONTACT_SHARE:.0%}, too much to fit on the rest)'
+                                       if contact == 'auto' else '') + _ADVICE)
+        notes.append(f'fitted on the rest ({share:.1%} of the recording left out, not in the '
+                     f'thresholds either): {msg}')
     nrows = int(rows.sum())
     inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
 
@@ -517,6 +488,18 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                 offset[inertia_idx] = [Io[i, j] for i, j in INERTIA6]
                 theta, An, scale, e, w = fit(fixed, offset)
             cov, tau_c = covariance(An, scale, e, ~fixed)
+    # what the noise model misses (a friction law or torque constants that are off leave
+    # errors that change along the motion): the delete-one-block jackknife over 10 stretches
+    # of the recording (Efron & Stein 1981; Künsch 1989 for dependent data), added
+    kept = rows.copy()
+    blk = np.minimum((np.cumsum(kept) * 10) // max(1, kept.sum()), 9)
+    drop = []
+    for b in range(10):
+        rows = kept & (blk != b)
+        drop.append(fit(fixed, offset)[0])
+    rows = kept
+    d = np.asarray(drop) - np.mean(drop, axis=0)
+    cov = cov + 0.9 * d.T @ d
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
 
     nj = nv - nb
@@ -576,9 +559,19 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                f'{np.round(cal.before["rms"][worse], 3).tolist()} N m): the data contain '
                'something friction and a payload cannot explain -- most likely contact over a '
                'large part of the recording -- or the motion does not excite the parameters')
-        if contact == 'error':
+        if contact != 'exclude':
             raise ContactInData(msg)
         cal.notes.append('warning: ' + msg)
-    cal.thresholds = calibrate_thresholds(r1[used][:, nb:], margin=margin, floor=floor)
+    ok = used & np.all(np.isfinite(r1), axis=1)
+    th = fit_state_thresholds(samples.t[ok], r1[ok][:, nb:], samples.v[ok][:, nb:],
+                              samples.tau[ok][:, nb:], margin=margin, floor=floor,
+                              state=state_thresholds, names=list(model.joint_names))
+    cal.thresholds, cal.threshold_velocity, cal.threshold_torque = (th.base, th.velocity,
+                                                                    th.torque)
+    cal.notes += th.notes
     cal.used = used
+    if payload_link is not None and model_error:
+        from .model_error import model_error_note
+        cal.notes.append(model_error_note(model, samples, r0, cal, payload_link, gain,
+                                          model_error))
     return cal

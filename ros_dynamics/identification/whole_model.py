@@ -205,6 +205,9 @@ class Identification:
     residual_before_test: np.ndarray = None       # (n, nj) held-out residual, URDF model
     residual_after_test: np.ndarray = None        # (n, nj) held-out residual, identified
     thresholds: np.ndarray = None
+    threshold_velocity: np.ndarray = None   # state-dependent terms (rules.threshold_at)
+    threshold_torque: np.ndarray = None
+    check: object = None                    # the held-out replay (check.Check)
     notes: list = field(default_factory=list)
 
     def node_parameters(self):
@@ -215,7 +218,8 @@ class Identification:
                 'observer_friction_coulomb': [float(x) for x in self.friction_coulomb],
                 'observer_torque_offset': [float(x) for x in self.torque_offset],
                 'joint_armature': [float(x) for x in self.armature],
-                'contact_threshold': [float(x) for x in self.thresholds]}
+                'contact_threshold': [float(x) for x in self.thresholds],
+                **_state_terms(self.threshold_velocity, self.threshold_torque)}
 
     def model(self, model):
         """``model`` with the identified inertials and armature (what the node builds from the
@@ -246,8 +250,23 @@ class Identification:
             s = getattr(self, k)
             if s:
                 out.append(f'held-out residual {k:6s}: rms {f(s["rms"])}, max |r| '
-                           f'{f(s["max"])} N m')
+                           f'{f(s["max"])} N m' + (' (replayed through the node\'s cycle)'
+                                                   if k == 'after' and self.check else ''))
+        if self.thresholds is not None:
+            out.append(f'contact_threshold {f(self.thresholds)} N m'
+                       + (f' + {f(self.threshold_velocity)} |v| + {f(self.threshold_torque)} '
+                          '|tau|' if _state_terms(self.threshold_velocity,
+                                                  self.threshold_torque) else ''))
+        out += self.check.summary() if self.check is not None else []
         return out + self.notes
+
+
+def _state_terms(velocity, torque):
+    """The state-dependent threshold parameters, when any is non-zero."""
+    if velocity is None or not (np.any(velocity) or np.any(torque)):
+        return {}
+    return {'contact_threshold_velocity': [float(x) for x in velocity],
+            'contact_threshold_torque': [float(x) for x in torque]}
 
 
 def parameter_scales(model, pi0):
@@ -420,14 +439,18 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
 
 
 def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor=0.2,
-                       **options):
+                       state_thresholds='auto', **options):
     """:func:`identify` on a recording: the node pipeline's residual with the URDF's model
     (:func:`.calibration.observer_residuals`), the fit on the first ``1 − holdout`` of the
-    recording, and per-joint ``contact_threshold = max(floor, margin · max |r|)`` from the
-    held-out residual the node will show (identified inertials, friction, armature and torque
-    offset)."""
+    recording, then the held-out rest replayed through the node's cycle with the identified
+    model, friction, armature and torque offsets: the thresholds cover every held-out sample
+    (:func:`.thresholds.fit_state_thresholds`; state-dependent where the data ask for it,
+    ``state_thresholds``), except stretches called contact with the evidence
+    :func:`.check.contact_stretches` reports, and the held-out replay with them is the check
+    (:func:`.check.check_recording`, in ``ident.check``)."""
     from .calibration import increasing_in_time, observer_residuals
-    from .thresholds import calibrate_thresholds
+    from .check import check_recording, contact_stretches
+    from .thresholds import fit_state_thresholds
     nv = int(model.nv)
     if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
         raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
@@ -442,18 +465,40 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
                      bridge=base['bridge'],
                      **options)
     ident.notes += samples.notes
-    ref = ident.residual_after_test if ident.residual_after_test is not None and \
-        ident.residual_after_test.size else None
-    if ref is None:
+    if ident.test_rows is None or not ident.test_rows.size:
         raise CalibrationError('no held-out samples to derive the thresholds from (holdout 0)')
-    typical = _typical_blocks(samples.t[ident.test_rows], ref)
-    if not typical.all():
-        ident.notes.append(f'{int((~typical).sum())} held-out samples in blocks far above the '
-                           'rest (contact or a large unmodelled effect) left out of the '
-                           'thresholds and the report')
-        ident.before = _stats(ident.residual_before_test[typical])
-        ident.after = _stats(ident.residual_after_test[typical])
-    ident.thresholds = calibrate_thresholds(ref[typical], margin=margin, floor=floor)
+    nb = nv - len(model.joint_names)
+    names = list(model.joint_names)
+    idm = ident.model(model)
+    settings = dict(gain=gain, friction_viscous=ident.friction_viscous,
+                    friction_coulomb=ident.friction_coulomb, torque_offset=ident.torque_offset)
+    # the held-out part as the node runs it: replayed through its cycle, identified model
+    held = slice(int(ident.test_rows[0]), len(samples))
+    after = observer_residuals(idm, samples, **settings)['r'][held]
+    ok = np.all(np.isfinite(after), axis=1)
+    t_h = samples.t[held][ok]
+    r_h, v_h = after[ok][:, nb:], samples.v[held][ok][:, nb:]
+    tau_h = samples.tau[held][ok][:, nb:]
+    contact, found = contact_stretches(t_h, r_h, v_h, tau_h, names)
+    for st in found:
+        ident.notes.append(f'held-out {st["start"]:.2f}-{st["stop"]:.2f} s from its start '
+                           f'({st["duration"]:.2f} s): |r| up to '
+                           f'{np.round(st["peak"], 3).tolist()} N m, '
+                           + ('called contact, left out of the thresholds: ' if st['contact']
+                              else 'stands out, kept in the thresholds: ') + st['why'])
+    th = fit_state_thresholds(t_h[~contact], r_h[~contact], v_h[~contact], tau_h[~contact],
+                              margin=margin, floor=floor, state=state_thresholds, names=names)
+    ident.notes += th.notes
+    ident.thresholds, ident.threshold_velocity, ident.threshold_torque = (
+        th.base, th.velocity, th.torque)
+    ident.after = _stats(r_h[~contact])
+    rb = base['r'][held][ok][:, nb:][~contact]
+    ident.before = _stats(rb[np.all(np.isfinite(rb), axis=1)])
+    ident.check = check_recording(
+        idm, samples.slice(samples.t[held.start] - samples.t[0]), threshold=th.base,
+        threshold_velocity=th.velocity, threshold_torque=th.torque,
+        label='the held-out part (the node\'s cycle, identified model and thresholds)',
+        **settings)
     return ident
 
 
@@ -491,5 +536,5 @@ def payload_against_reference(model, samples, reference, link, gain=50.0, **opti
     tau[:, nb:] -= robot.torque_offset
     shifted = Samples(samples.t, samples.q, samples.v, tau, samples.names, samples.t0_ns,
                       samples.notes)
-    cal = calibrate(robot.model(model), shifted, link, gain=gain, **options)
+    cal = calibrate(robot.model(model), shifted, link, gain=gain, model_error=0.0, **options)
     return robot, cal

@@ -10,7 +10,12 @@ plant is MuJoCo's: its own rigid-body algorithms, its own joint friction and rot
 * ``frictionloss`` (dry friction as a frictional constraint with a bounded force, MuJoCo's
   own model: a sticking joint stays at rest until the torque exceeds it; no ``tanh``),
 
-plus a constant offset on the measured torques and white sensor noise.  The model is written
+plus a constant offset on the measured torques and white sensor noise; optionally what a real
+arm adds (``load_friction``: dry friction growing with the joint's load torque, MuJoCo's
+``frictionloss`` set each control period; ``torque_scale``: torques reported from currents
+through torque constants that are off; ``noise_effort_relative``: current noise growing with
+the torque; ``rate`` and ``jitter``: a controller sampling slower than the physics, at
+irregular periods).  The model is written
 as MJCF from a :class:`ros_dynamics.Model` (same kinematics: joint frames, axes, inertials per
 body after merging fixed joints), usually a :func:`perturbed_model` of the URDF's, so that every
 link differs from what the URDF says.
@@ -133,6 +138,14 @@ class MujocoPlant:
     ``noise_effort`` [N m] (standard deviations).  ``pushes``: ``(link, point, force, t_start,
     t_end)`` external forces (world frame, at ``point`` in the link frame).
 
+    A real arm's effects (off by default): ``load_friction`` [N m per N m]: the dry friction is
+    ``frictionloss + load_friction |tau|`` over each control period (``tau`` the commanded
+    torque: Mamedov et al. 2020, load-dependent friction); ``torque_scale``: the reported torque
+    is ``torque_scale * tau`` (current times a torque constant that is off);
+    ``noise_effort_relative``: noise of ``noise_effort_relative |tau|`` on top; ``rate`` [Hz]:
+    the controller's sample rate (default 1/dt: every physics step), each period drawn
+    uniformly within ``± jitter`` of its nominal length (in physics steps).
+
     :meth:`run` returns a dict of arrays ``t, q, v, tau`` (measured; ``tau`` is the torque a
     driver reports: commanded + offset + noise) and ``tau_ext`` (true external joint torques,
     from MuJoCo's ``mj_applyFT``), the layout of :meth:`ros_dynamics.simulation.Simulator.run`.
@@ -140,7 +153,8 @@ class MujocoPlant:
 
     def __init__(self, truth, trajectory, nominal=None, dt=1e-3, armature=0.0, damping=0.0,
                  frictionloss=0.0, torque_offset=0.0, noise_position=0.0, noise_velocity=0.0,
-                 noise_effort=0.0, seed=0, kp=None, kd=None, pushes=()):
+                 noise_effort=0.0, seed=0, kp=None, kd=None, pushes=(), load_friction=0.0,
+                 torque_scale=1.0, noise_effort_relative=0.0, rate=None, jitter=0.0):
         import mujoco
         self._mj = mujoco
         self.truth = truth
@@ -154,6 +168,12 @@ class MujocoPlant:
         self.offset = _per_joint(torque_offset, nj, 'torque_offset')
         self.noise = (float(noise_position), float(noise_velocity), float(noise_effort))
         self.rng = np.random.default_rng(seed)
+        self.frictionloss = _per_joint(frictionloss, nj, 'frictionloss')
+        self.load_friction = _per_joint(load_friction, nj, 'load_friction')
+        self.torque_scale = np.broadcast_to(np.asarray(torque_scale, float), (nj,)).copy()
+        self.noise_relative = float(noise_effort_relative)
+        self.steps = 1 if rate is None else max(1, int(round(1.0 / (float(rate) * self.dt))))
+        self.jitter = int(round(float(jitter) * self.steps))
         q0 = np.asarray(trajectory(0.0)[0], dtype=float)
         if kp is None or kd is None:   # the scenarios' loop: ω = 30 rad/s, ζ = 1 on M_ii at q0
             Mii = np.diag(mass_matrix(self.nominal, q0))
@@ -185,26 +205,36 @@ class MujocoPlant:
         return qfrc
 
     def run(self, duration):
-        n = int(round(duration / self.dt))
         nv = self.m.nv
-        out = {'t': np.arange(n + 1) * self.dt, 'q': np.empty((n + 1, nv)),
-               'v': np.empty((n + 1, nv)), 'tau': np.zeros((n + 1, nv)),
-               'tau_ext': np.zeros((n + 1, nv)), 'contact': np.zeros(n + 1, dtype=bool)}
-        se = self.noise[2]
-        out['q'][0], out['v'][0] = q, v = self._measure()
-        for k in range(n):
+        ts, qs, vs, taus, exts = [0.0], [], [], [np.zeros(nv)], [np.zeros(nv)]
+        se, sr = self.noise[2], self.noise_relative
+        q, v = self._measure()
+        qs.append(q), vs.append(v)
+        k, end = 0, int(round(duration / self.dt))
+        while k < end:
             t = k * self.dt
             qd, vd, _ = self.trajectory(t)
             tau = self.controller(t, q, v, qd, vd)
-            ext = self._external(t)
-            self.d.qfrc_applied[:] = tau + ext
-            self._mj.mj_step(self.m, self.d)
+            if np.any(self.load_friction):
+                self.m.dof_frictionloss[:] = self.frictionloss + self.load_friction * np.abs(tau)
+            n = self.steps
+            if self.jitter:
+                n = max(1, n + int(self.rng.integers(-self.jitter, self.jitter + 1)))
+            n = min(n, end - k)
+            for _ in range(n):
+                ext = self._external(k * self.dt)
+                self.d.qfrc_applied[:] = tau + ext
+                self._mj.mj_step(self.m, self.d)
+                k += 1
             if not np.all(np.isfinite(self.d.qvel)):
                 raise FloatingPointError(f'MuJoCo diverged at t = {t:.4f} s')
             q, v = self._measure()
-            out['q'][k + 1], out['v'][k + 1] = q, v
-            out['tau'][k + 1] = tau + self.offset + (se * self.rng.standard_normal(nv)
-                                                     if se > 0 else 0.0)
-            out['tau_ext'][k + 1] = ext
-            out['contact'][k + 1] = bool(np.any(ext))
+            meas = self.torque_scale * tau + self.offset
+            if se > 0 or sr > 0:
+                meas = meas + (se + sr * np.abs(tau)) * self.rng.standard_normal(nv)
+            ts.append(k * self.dt), qs.append(q), vs.append(v), taus.append(meas)
+            exts.append(ext)
+        out = {'t': np.asarray(ts), 'q': np.asarray(qs), 'v': np.asarray(vs),
+               'tau': np.asarray(taus), 'tau_ext': np.asarray(exts)}
+        out['contact'] = np.any(out['tau_ext'] != 0, axis=1)
         return out

@@ -1,0 +1,162 @@
+"""``calibrate check``: a recording replayed through the node's own cycle with the settings of a
+parameter file, and what it shows about the thresholds (no ROS).
+
+The replay is :func:`.calibration.observer_residuals`: the node's per-sample pipeline
+(:class:`ros_dynamics.estimation.cycle.Cycle`, the observer, the contact detector with its
+hysteresis and isolation, the thresholds of :func:`ros_dynamics.estimation.rules.threshold_at`).
+Reported, per joint: the largest ``|r_i| / threshold_i`` outside detections (how close free
+motion came to a false contact: the margin), the smallest external torque the thresholds
+detect (the median threshold over the recording, and the level detected at every sample of
+it: the largest threshold plus the largest free-motion ``|r_i|``, which a contact's torque
+must overcome where the model error opposes it); the detections (onsets, time in contact, the
+isolated links) and the worst stretches.
+
+And :func:`contact_stretches`: which stretches of a contact-free recording's residual may be
+called contact, with the evidence (module :mod:`.thresholds` covers all the others).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .thresholds import envelope
+
+__all__ = ['Check', 'check_recording', 'contact_stretches', 'runs']
+
+
+def runs(mask):
+    """(start, stop) index pairs of the runs of True in ``mask``."""
+    m = np.concatenate([[False], np.asarray(mask, bool), [False]])
+    d = np.flatnonzero(np.diff(m.astype(int)))
+    return list(zip(d[::2], d[1::2]))
+
+
+@dataclass
+class Check:
+    """Result of :func:`check_recording` (N m, s)."""
+    names: list
+    t: np.ndarray
+    r: np.ndarray                 # (T, nj) residual, NaN where the observer (re)started
+    threshold: np.ndarray         # (T, nj) the thresholds at each sample's state
+    contact: np.ndarray           # (T,) detected
+    link: list                    # (T,) isolated link or None
+    onsets: int = 0
+    contact_time: float = 0.0
+    ratio: np.ndarray = None      # (nj,) max |r| / threshold outside detections
+    detectable: np.ndarray = None  # (nj,) median threshold
+    detectable_sure: np.ndarray = None   # (nj,) max threshold + max free |r|
+    stretches: list = field(default_factory=list)   # detections: dicts
+    label: str = ''
+
+    def summary(self):
+        f = lambda a: '[' + ', '.join(f'{x:.3g}' for x in a) + ']'  # noqa: E731
+        out = [f'check{" of " + self.label if self.label else ""}: {len(self.t)} samples '
+               f'({self.t[-1] - self.t[0]:.1f} s) replayed through the node\'s cycle: '
+               f'{self.onsets} contact onsets, {self.contact_time:.2f} s in contact']
+        out.append(f'  free motion, max |r| / threshold per joint: {f(self.ratio)} (margin: '
+                   'how far below 1)')
+        out.append(f'  smallest detected external torque per joint [N m]: median threshold '
+                   f'{f(self.detectable)}; at every sample above {f(self.detectable_sure)}')
+        for s in self.stretches[:5]:
+            out.append(f'  detection {s["start"]:.2f}-{s["stop"]:.2f} s ({s["duration"]:.3f} s) '
+                       f'on {s["joints"]}, link {s["link"]!r}, peak |r| {f(s["peak"])} N m')
+        if len(self.stretches) > 5:
+            out.append(f'  ... and {len(self.stretches) - 5} more detections')
+        return out
+
+
+def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
+                    threshold=5.0, threshold_velocity=0.0, threshold_torque=0.0,
+                    release_ratio=0.5, torque_offset=0.0, label=''):
+    """Replay ``samples`` through the node's cycle with these settings; a :class:`Check`."""
+    from .calibration import observer_residuals
+    from ..estimation.cycle import per_coordinate
+    res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
+                             threshold=threshold, release_ratio=release_ratio,
+                             torque_offset=torque_offset, threshold_velocity=threshold_velocity,
+                             threshold_torque=threshold_torque)
+    nv = int(model.nv)
+    nb = nv - len(model.joint_names)
+    base, kv, kt = (per_coordinate(n, x, model)[nb:] for n, x in (
+        ('contact_threshold', threshold), ('contact_threshold_velocity', threshold_velocity),
+        ('contact_threshold_torque', threshold_torque)))
+    r = res['r'][:, nb:]
+    thr = base + kv * np.abs(samples.v[:, nb:]) + kt * np.abs(samples.tau[:, nb:])
+    contact = res['contact']
+    ok = np.all(np.isfinite(r), axis=1)
+    free = ok & ~contact
+    dt = np.diff(samples.t)
+    names = list(model.joint_names)
+    ck = Check(names, samples.t, r, thr, contact, res['link'],
+               onsets=int(np.sum(contact[1:] & ~contact[:-1]) + contact[0]),
+               contact_time=float(np.sum(dt[contact[1:]])) if len(dt) else 0.0, label=label)
+    a = np.abs(r[free]) if free.any() else np.zeros((1, len(names)))
+    ck.ratio = np.max(a / thr[free], axis=0) if free.any() else np.zeros(len(names))
+    ck.detectable = np.median(thr[ok], axis=0) if ok.any() else base
+    ck.detectable_sure = np.max(thr[ok], axis=0) + np.max(a, axis=0) if ok.any() else base
+    for i, j in runs(contact):
+        seg = r[i:j]
+        above = np.any(np.abs(seg) > thr[i:j], axis=0)
+        links = [x for x in res['link'][i:j] if x]
+        ck.stretches.append({'start': float(samples.t[i] - samples.t[0]),
+                             'stop': float(samples.t[j - 1] - samples.t[0]),
+                             'duration': float(samples.t[j - 1] - samples.t[i]),
+                             'joints': [n for n, x in zip(names, above) if x],
+                             'link': max(set(links), key=links.count) if links else None,
+                             'peak': np.nanmax(np.abs(seg), axis=0)})
+    ck.stretches.sort(key=lambda s: -float(np.max(s['peak'])))
+    return ck
+
+
+def contact_stretches(t, r, v, tau, names, block=0.25, ratio=25.0, evidence=3.0,
+                      min_duration=0.05):
+    """Which stretches of a contact-free recording's residual ``r`` (T, nj) are contact, and
+    what stands out but is covered.
+
+    Candidates: 0.25 s blocks whose mean square is above ``ratio`` x the median block's on some
+    joint.  A candidate stretch is called contact only with evidence: it lasts at least
+    ``min_duration``, and on at least two joints at once (a force on a link acts on every joint
+    that moves it; a friction effect on one) its ``|r|`` exceeds ``evidence`` x what the rest of
+    the recording leaves at the same speed and torque (the state envelope of
+    :func:`.thresholds.envelope` fitted without the candidates).  Returns (mask of the contact
+    samples (T,), list of dicts: start, stop, duration, peak (nj,), joints, contact (bool),
+    why)."""
+    t = np.asarray(t, float)
+    k = np.floor((t - t[0]) / block).astype(int)
+    n = k.max() + 1
+    cnt = np.bincount(k, minlength=n)
+    ms = np.stack([np.bincount(k, weights=r[:, j] ** 2, minlength=n) for j in range(r.shape[1])],
+                  axis=1) / np.maximum(cnt, 1)[:, None]
+    have = cnt > 0
+    score = np.max(ms / np.maximum(np.median(ms[have], axis=0), 1e-300), axis=1)
+    cand = (score > ratio)[k]
+    mask = np.zeros(len(t), dtype=bool)
+    found = []
+    if not cand.any():
+        return mask, found
+    rest = ~cand
+    if rest.sum() < 20:
+        rest = np.ones(len(t), dtype=bool)
+    env = [envelope(r[rest, j], v[rest, j], tau[rest, j]) for j in range(r.shape[1])]
+    level = np.column_stack([e[0] + e[1] * np.abs(v[:, j]) + e[2] * np.abs(tau[:, j])
+                             for j, e in enumerate(env)])
+    excess = np.abs(r) / np.maximum(level, 1e-9)
+    for i, j in runs(cand):
+        seg = excess[i:j]
+        both = np.sum(seg > evidence, axis=1) >= 2
+        dur = float(t[j - 1] - t[i])
+        longest = max([float(t[b - 1] - t[a]) for a, b in runs(both)] or [0.0])
+        is_contact = longest >= min_duration
+        peak = np.max(np.abs(r[i:j]), axis=0)
+        joints = [nm for nm, x in zip(names, np.max(seg, axis=0) > evidence) if x]
+        why = (f'{longest:.3f} s with |r| above {evidence:g}x what the rest of the recording '
+               f'leaves at the same speed and torque on >= 2 joints at once ({joints})'
+               if is_contact else
+               f'up to {np.max(seg):.2g}x what the rest leaves at the same state, on '
+               f'{joints or "no joint beyond that"}: no evidence of contact (covered)')
+        found.append({'start': float(t[i] - t[0]), 'stop': float(t[j - 1] - t[0]),
+                      'duration': dur, 'peak': peak, 'joints': joints, 'contact': is_contact,
+                      'why': why})
+        if is_contact:
+            mask[i:j] = True
+    return mask, found
