@@ -402,6 +402,13 @@ def _commit(root):
     return res.stdout.strip() or 'an unknown commit (not a git checkout)'
 
 
+def _dirty(root):
+    """Whether the checkout at ``root`` has uncommitted changes to tracked files."""
+    res = subprocess.run(['git', '-C', root, 'status', '--porcelain', '--untracked-files=no'],
+                         capture_output=True, text=True)
+    return bool(res.stdout.strip())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--robots', nargs='+', default=list(ROBOTS), choices=list(ROBOTS))
@@ -426,7 +433,8 @@ def main():
         raise SystemExit('a pinocchio variant or the relay is the reference of the ratios')
     command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(sys.argv[1:])
     head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
-            f'{machine_info()}; '
+            f'{machine_info()}; ours: the node of {_commit(nl.REPO_ROOT)}'
+            + (' with uncommitted changes' if _dirty(nl.REPO_ROOT) else '') + '; '
             + (f'ours@base: the node of {_commit(args.base)}; ' if args.base else '')
             + f'ROS_DOMAIN_ID={nl.DOMAIN_ID}, localhost only; {args.rate:g} Hz for '
             f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
