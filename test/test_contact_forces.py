@@ -8,7 +8,7 @@ import ros_dynamics as rd
 from ros_dynamics import ContactForceEstimator
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
 from ros_dynamics.simulation.contact_force_runs import metrics, run
-from ros_dynamics.simulation.mujoco_quadruped import FEET
+from ros_dynamics.simulation.mujoco_quadruped import FEET, SensingOptions
 
 pytestmark = pytest.mark.core
 
@@ -130,7 +130,8 @@ def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
     noise law, about K m sigma): doubling sigma doubles their rms."""
     rms = {}
     for sigma in (0.01, 0.02):
-        out = run('standing', duration=1.0, odom_noise=sigma, seed=1)
+        out = run('standing', duration=1.0, sensing=SensingOptions(
+            odom_linear_noise=sigma, odom_angular_noise=sigma, seed=1))
         late = out['t'] > 0.3
         assert max(metrics(out)['rms_per_foot']) < 0.015
         rms[sigma] = np.sqrt((out['unexplained'][late, :3] ** 2).mean())
