@@ -130,7 +130,7 @@ def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
     noise law, about K m sigma): doubling sigma doubles their rms."""
     rms = {}
     for sigma in (0.01, 0.02):
-        out = run('standing', duration=1.0, sensing=SensingOptions(
+        out = run('standing', duration=1.0, odom_twist_noise=0.0, sensing=SensingOptions(
             odom_linear_noise=sigma, odom_angular_noise=sigma, seed=1))
         late = out['t'] > 0.3
         assert max(metrics(out)['rms_per_foot']) < 0.015

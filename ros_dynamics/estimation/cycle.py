@@ -70,7 +70,7 @@ class ObserverSettings:
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
                  torque_offset=0.0, contact_frames=(), contact_frame_model='point',
                  contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
-                 odom_twist_noise=0.0):
+                 odom_twist_noise=0.03):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,

@@ -80,7 +80,8 @@ def observer_settings(model, cfg):
         wrench_point=cfg.contact_wrench_point, force_only=cfg.contact_wrench_force_only,
         torque_offset=cfg.observer_torque_offset,
         contact_frames=cfg.contact_frames, contact_frame_model=cfg.contact_frame_model,
-        contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold)
+        contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold,
+        odom_twist_noise=cfg.odom_twist_noise)
 
 
 def _attach(msg, field, n):

@@ -76,13 +76,14 @@ def filtered(x, gain, dt):
 
 def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
         plant_options=None, push=None, frame_model='point', contact_threshold=5.0,
-        odom_twist_noise=0.0):
+        odom_twist_noise=0.03):
     """One run (module docstring).  ``sensing``: :class:`SensingOptions` (what the estimate
     receives: odometry noise, bias, delay and rate, joint noise; exact by default);
     ``plant_options``: :class:`PlantOptions` (MuJoCo's departures from the URDF); ``push``: the
     trunk push [N] (world axes) instead of the scenario's.  ``contact_threshold``: the
-    detector's (on the unexplained part); ``odom_twist_noise``: the estimator's (> 0: the
-    unexplained part with the base twist from the stance legs, stance_residual.py).  Returns
+    detector's (on the unexplained part); ``odom_twist_noise``: the estimator's (> 0, the
+    node's default: the unexplained part with the base twist from the stance legs,
+    stance_residual.py; 0: from the odometry's twist as is).  Returns
     a dict of arrays over the samples."""
     path = bundled_urdf('quadruped')
     model = load_urdf(path, floating_base=True)
