@@ -153,13 +153,22 @@ def metrics(out, settle=0.5):
         on_m, off_m = _transitions(out['in_contact'][:, i])
         on_t, off_t = _transitions(truth[:, i])
         for ref, mine, acc_list in ((on_t, on_m, down), (off_t, off_m, up)):
-            for j in ref:
-                later = mine[mine >= j - 20]
-                if t[j] >= settle and later.size and t[later[0]] - t[j] < 0.1:
-                    acc_list.append(t[later[0]] - t[j])
+            for j in ref:                       # the estimate's nearest such transition
+                if t[j] >= settle and mine.size:
+                    near = mine[np.argmin(np.abs(t[mine] - t[j]))]
+                    if abs(t[near] - t[j]) < 0.1:
+                        acc_list.append(t[near] - t[j])
     push = np.linalg.norm(out['push'], axis=1)
     sel = push > 0.9 * push.max() if push.max() > 0 else np.zeros(len(t), bool)
-    push_err = (float(np.linalg.norm(out['unexplained'][sel] - out['push'][sel], axis=1).mean()
-                      / push[sel].mean()) if sel.any() else None)
+    push_err = change_err = None
+    if sel.any():
+        u = out['unexplained']
+        push_err = float(np.linalg.norm(u[sel] - out['push'][sel], axis=1).mean()
+                         / push[sel].mean())
+        start = np.flatnonzero(push > 0)[0]     # the change from the 0.5 s before the push
+        before = (t >= t[start] - 0.5) & (t < t[start])
+        change_err = float(np.linalg.norm(u[sel] - u[before].mean(axis=0) - out['push'][sel],
+                                          axis=1).mean() / push[sel].mean())
     return dict(rms_per_foot=rms.tolist(), rms_per_phase=phases, state_accuracy=acc,
-                touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err)
+                touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err,
+                push_change_error=change_err)
