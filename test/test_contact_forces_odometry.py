@@ -110,3 +110,22 @@ def test_stance_twist_recovers_the_base_twist_from_the_legs(quadruped):
     est = stance_twist(G, odom, w_odom, 1 / 0.005 ** 2)
     assert np.linalg.norm(est[:3] - v[:3]) < 0.3 * np.linalg.norm(noise[:3])
     np.testing.assert_allclose(stance_twist(G[:0], odom, w_odom, 1 / 0.005 ** 2), odom[:6])
+
+
+def test_push_survives_the_odometry_of_a_legged_state_estimator():
+    """MuJoCo, a 25 % lateral push, the odometry a legged robot's state estimator gives
+    (0.03 m/s white noise on the linear twist, 10 ms late, 200 Hz held, joint states at 1 kHz):
+    judged on MuJoCo's truth, every foot within 4.8 % of the weight, the contact state right in
+    >= 99.1 % of the samples, the push in the unexplained part within 15 %.  Worst measured over
+    odometry seeds 0-4 (benchmarks/results/contact_forces.md): 1.60 %, 99.70 %, 9.49 %; bounds
+    3x those (the push's: the requirement, tighter).  From the odometry's twist as is
+    (odom_twist_noise 0) the push is lost in the noise (92.91 % measured; asserted > 50 %)."""
+    sensing = dataclasses.replace(REALISTIC_ODOMETRY, seed=7)
+    m = metrics(run('mujoco', push=ShiftLiftPush.LATERAL_PUSH, sensing=sensing))
+    assert max(m['rms_per_foot']) < 0.048
+    assert m['state_accuracy'] >= 0.991
+    assert m['push_relative_error'] < 0.15
+    raw = metrics(run('mujoco', push=ShiftLiftPush.LATERAL_PUSH, sensing=sensing,
+                      odom_twist_noise=0.0))
+    assert raw['push_relative_error'] > 0.5
+    assert max(raw['rms_per_foot']) < 0.048               # the forces never needed the twist
