@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from ros_dynamics.estimation.stance_residual import stance_twist
+from ros_dynamics.estimation.stance_residual import fused_twist, stance_twist
 from ros_dynamics.simulation.contact_force_runs import metrics, run
 from ros_dynamics.simulation.mujoco_quadruped import (FEET, REALISTIC_ODOMETRY, MujocoQuadruped,
                                                       PlantOptions, SensingOptions, Sensors,
@@ -110,6 +110,20 @@ def test_stance_twist_recovers_the_base_twist_from_the_legs(quadruped):
     est = stance_twist(G, odom, w_odom, 1 / 0.005 ** 2)
     assert np.linalg.norm(est[:3] - v[:3]) < 0.3 * np.linalg.norm(noise[:3])
     np.testing.assert_allclose(stance_twist(G[:0], odom, w_odom, 1 / 0.005 ** 2), odom[:6])
+    # the compiled form (Cholesky) against the normal equations (numpy's solve); a foot that
+    # moves faster than the gate is left out
+    A = np.ascontiguousarray(G.T)
+    vh, stance = np.zeros(model.nv), np.ones(4, dtype=bool)
+    fused_twist(A, odom, stance, 3, w_odom, 1 / 0.005 ** 2, 0.1, vh, np.zeros((6, 7)))
+    np.testing.assert_allclose(vh[:6], est, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(vh[6:], odom[6:])
+    assert stance.all()
+    moving = odom.copy()
+    moving[6:9] += 3.0                                    # LF's joints: its foot moves
+    fused_twist(A, moving, stance, 3, w_odom, 1 / 0.005 ** 2, 0.1, vh, np.zeros((6, 7)))
+    assert stance.tolist() == [False, True, True, True]
+    np.testing.assert_allclose(vh[:6], stance_twist(G[3:], moving, w_odom, 1 / 0.005 ** 2),
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_push_survives_the_odometry_of_a_legged_state_estimator():

@@ -19,8 +19,9 @@ and IMU").  Fused with the odometry as a prior weighted by its noise,
 (σ_f = :data:`FOOT_VELOCITY_NOISE`: a stance foot's velocity from soft ground, a rolling
 sphere, joint-velocity noise through the leg; σ_o the odometry's twist noise), the legs decide
 the directions that three or four stance feet determine and the odometry the others (a single
-stance foot, a flight phase).  A stance foot that moves faster than :data:`STANCE_GATE` under
-``v̂`` (a lift-off the contact state has not seen yet) is dropped and (1) solved again.
+stance foot, a flight phase).  While a stance foot moves faster than :data:`STANCE_GATE` under
+``v̂`` (a lift-off the contact state has not seen yet), the fastest is dropped and (1) solved
+again.
 
 :class:`StanceResidual` runs a second momentum observer, of the same gain and friction model,
 on ``(q, [v̂_b, v_j], τ)``: the same K/(s+K) of the same external torque (no added lag), with
@@ -29,7 +30,10 @@ the odometry's noise largely removed from its base rows.  The contact-force esti
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numba import njit
 
 from .observer import MomentumObserver
 
@@ -44,12 +48,73 @@ STANCE_GATE = 0.1
 def stance_twist(G, v, odom_weight, foot_weight):
     """The minimizer v̂_b of (1) for the stacked stance-foot velocity rows ``G`` (m × nv, world
     axes; empty: the odometry's twist), the state ``v`` (its base twist the odometry's) and
-    the weights 1/σ_o² (6,) and 1/σ_f²."""
+    the weights 1/σ_o² (6,) and 1/σ_f² (the normal equations; :func:`fused_twist` is the
+    compiled form the estimator runs)."""
     Gb = G[:, :6]
     H = foot_weight * (Gb.T @ Gb)
     H[np.diag_indices(6)] += odom_weight
     g = odom_weight * v[:6] - foot_weight * (Gb.T @ (G[:, 6:] @ v[6:]))
     return np.linalg.solve(H, g)
+
+
+@njit(cache=True, nogil=True)
+def fused_twist(A, v, stance, d, odom_weight, foot_weight, gate, vh, H):
+    """(1) for the frames ``stance`` (k,) bool, whose velocity rows are the columns of ``A``
+    (nv × k d, ``d`` per frame), then again without the fastest stance frame while one is
+    faster than ``gate`` under the result: ``vh`` (nv,) = ``v`` with the base twist v̂_b; ``stance`` keeps the
+    frames used.  ``H`` (6 × 7): workspace (the normal equations and their right-hand side,
+    solved by Cholesky)."""
+    nv, k = A.shape[0], stance.shape[0]
+    for i in range(nv):
+        vh[i] = v[i]
+    for _ in range(k + 1):
+        for a in range(6):                      # H = Σ w_f G_b,cᵀ G_b,c + W_o, g = ...
+            for b in range(a + 1):
+                H[a, b] = 0.0
+            H[a, a] = odom_weight[a]
+            H[a, 6] = odom_weight[a] * v[a]
+        for f in range(k):
+            if not stance[f]:
+                continue
+            for c in range(f * d, f * d + d):
+                s = 0.0                         # the column's joint part G_j,c v_j
+                for i in range(6, nv):
+                    s += A[i, c] * v[i]
+                for a in range(6):
+                    for b in range(a + 1):
+                        H[a, b] += foot_weight * A[a, c] * A[b, c]
+                    H[a, 6] -= foot_weight * A[a, c] * s
+        for a in range(6):                      # H = L Lᵀ in the lower triangle
+            for b in range(a + 1):
+                s = H[a, b]
+                for c in range(b):
+                    s -= H[a, c] * H[b, c]
+                H[a, b] = math.sqrt(s) if a == b else s / H[b, b]
+        for a in range(6):                      # L z = g
+            s = H[a, 6]
+            for c in range(a):
+                s -= H[a, c] * H[c, 6]
+            H[a, 6] = s / H[a, a]
+        for a in range(5, -1, -1):              # Lᵀ v̂_b = z
+            s = H[a, 6]
+            for c in range(a + 1, 6):
+                s -= H[c, a] * vh[c]
+            vh[a] = s / H[a, a]
+        fastest, top = -1, gate * gate
+        for f in range(k):                      # the stance frames' speed under vh
+            if not stance[f]:
+                continue
+            sq = 0.0
+            for c in range(f * d, f * d + min(d, 3)):
+                s = 0.0
+                for i in range(nv):
+                    s += A[i, c] * vh[i]
+                sq += s * s
+            if sq > top:
+                fastest, top = f, sq
+        if fastest < 0:
+            break
+        stance[fastest] = False                 # the fastest above the gate, then (1) again
 
 
 class StanceResidual:
@@ -69,6 +134,10 @@ class StanceResidual:
         self.observer = MomentumObserver(model, **self._observer_args)
         self.twist = None                       # v̂_b of the last update
         self.stance = None                      # the frames (1) used at the last update
+        self._vh, self._H = np.zeros(model.nv), np.zeros((6, 7))
+        # compiled (or loaded from numba's cache) here, not at a sample
+        fused_twist(np.zeros((model.nv, 3)), self._vh, np.ones(1, dtype=np.bool_), 3,
+                    self._odom_weight, self._foot_weight, STANCE_GATE, self._vh, self._H)
 
     def reset(self):
         """Start over (with the cycle's observer): the next update initializes."""
@@ -78,17 +147,11 @@ class StanceResidual:
         """The residual (nv,) at the sample (q, v, tau) a period ``dt`` after the last (the
         cycle's; ``bridge``: across a gap), for the frames' velocity columns ``A`` (nv × k d,
         ContactForceEstimator.jacobians) and their contact states ``stance`` (k,) bool."""
-        k = len(stance)
-        d = A.shape[1] // k
-        stance = np.array(stance, dtype=bool)
-        vh = np.array(v, dtype=float)
-        for _ in range(2):                      # (1), then without the feet that moved
-            cols = np.flatnonzero(np.repeat(stance, d))
-            vh[:6] = stance_twist(A[:, cols].T, v, self._odom_weight, self._foot_weight)
-            speed = np.linalg.norm((A.T @ vh).reshape(k, d)[:, :3], axis=1)
-            moving = stance & (speed > STANCE_GATE)
-            if not moving.any():
-                break
-            stance &= ~moving
+        stance = np.array(stance, dtype=np.bool_)
+        d = A.shape[1] // len(stance)
+        v = np.asarray(v, dtype=float)
+        vh = self._vh
+        fused_twist(np.ascontiguousarray(A), v, stance, d, self._odom_weight, self._foot_weight,
+                    STANCE_GATE, vh, self._H)
         self.twist, self.stance = vh[:6].copy(), stance
         return self.observer.update(q, vh, tau, dt, bridge=bridge)
