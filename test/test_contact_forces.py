@@ -8,7 +8,7 @@ import ros_dynamics as rd
 from ros_dynamics import ContactForceEstimator
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
 from ros_dynamics.simulation.contact_force_runs import metrics, run
-from ros_dynamics.simulation.mujoco_quadruped import FEET
+from ros_dynamics.simulation.mujoco_quadruped import FEET, SensingOptions, ShiftLiftPush
 
 pytestmark = pytest.mark.core
 
@@ -109,19 +109,23 @@ def test_trot_on_rigid_feet():
 
 
 def test_mujoco_shift_lift_push():
-    """MuJoCo at 1 kHz: every foot within 5 % of the weight of the filtered engine force,
-    the state right in >= 98 % of the samples, the push in the unexplained part within 15 %
-    and reported by the detector, standing not reported."""
-    out = run('mujoco')
+    """MuJoCo at 1 kHz, exact sensing, a 25 % lateral push: judged on MuJoCo's truth, every
+    foot within 1.7 % of the weight of the filtered engine force at every sample, the state
+    right (against MuJoCo's contacts) in >= 99.3 % of the samples, the push in the unexplained
+    part within 15 % and reported by the detector, standing not reported.  Measured
+    (benchmarks/results/contact_forces.md, deterministic): 0.56 %, 99.78 %, 8.12 %; the bounds
+    are 3x those (the push's: the requirement, 15 %, tighter than 3x)."""
+    out = run('mujoco', push=ShiftLiftPush.LATERAL_PUSH)
     m = metrics(out)
-    assert max(m['rms_per_foot']) < 0.05
-    assert m['state_accuracy'] >= 0.98
+    assert max(m['rms_per_foot']) < 0.017
+    assert m['state_accuracy'] >= 0.993
     assert m['push_relative_error'] < 0.15
     t = out['t']
     assert not out['detected'][(t > 0.5) & (t < 1.0)].any()
     assert out['detected'][(t > 5.2) & (t < 6.0)].mean() > 0.95
     lift = (t > 2.8) & (t < 3.0)
     assert not out['in_contact'][lift, 0].any()           # LF lifted, seen as such
+    assert out['touching'][lift].tolist() == [[False, True, True, True]] * lift.sum()
 
 
 def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
@@ -130,7 +134,8 @@ def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
     noise law, about K m sigma): doubling sigma doubles their rms."""
     rms = {}
     for sigma in (0.01, 0.02):
-        out = run('standing', duration=1.0, odom_noise=sigma, seed=1)
+        out = run('standing', duration=1.0, odom_twist_noise=0.0, sensing=SensingOptions(
+            odom_linear_noise=sigma, odom_angular_noise=sigma, seed=1))
         late = out['t'] > 0.3
         assert max(metrics(out)['rms_per_foot']) < 0.015
         rms[sigma] = np.sqrt((out['unexplained'][late, :3] ** 2).mean())

@@ -155,11 +155,15 @@ class ContactForceEstimator:
         Weight of a floating base's six rows in (2), relative to the joint rows (> 0).
     regularization : float
         ρ of (2) (> 0).
+    stance_residual : StanceResidual or None
+        With a floating base, the residual with the base twist from the stance legs
+        (stance_residual.py) that the unexplained part is taken from (:meth:`update` with the
+        state); None: from ``r``.
     """
 
     def __init__(self, model, frames, frame_model='point', normal=(0.0, 0.0, 1.0),
                  threshold=10.0, release_ratio=0.5, friction=FRICTION, base_weight=1e-6,
-                 regularization=1e-12):
+                 regularization=1e-12, stance_residual=None):
         if frame_model not in FRAME_MODELS:
             raise ValueError(f'contact_frame_model must be one of {sorted(FRAME_MODELS)}, '
                              f'got {frame_model!r}')
@@ -181,6 +185,7 @@ class ContactForceEstimator:
         self.model = model
         self.nv = int(model.nv)
         self.frame_model = frame_model
+        self.stance_residual = stance_residual if model.floating_base else None
         self.normal = n / np.linalg.norm(n)
         self.threshold = float(threshold)
         self.release_ratio = float(release_ratio)
@@ -265,11 +270,14 @@ class ContactForceEstimator:
         return x
 
     def reset(self):
-        """Every frame out of contact; the next solve starts cold."""
+        """Every frame out of contact; the next solve starts cold (and the stance residual
+        starts over)."""
         k = self._k
         self._state = np.zeros(k, dtype=bool)
         self._qp = {}
         self._x[:] = 0.0
+        if self.stance_residual is not None:
+            self.stance_residual.reset()
 
     def jacobians(self, q):
         """(A, positions): the force columns of ``[J_1ᵀ … J_kᵀ]`` (nv × k d) and the frame
@@ -279,11 +287,19 @@ class ContactForceEstimator:
         J = ts.jacobians[:, :self._d, :]                        # (k, d, nv)
         return J.transpose(2, 0, 1).reshape(self.nv, -1), ts.positions
 
-    def update(self, q, r):
-        """The contact forces for the residual ``r`` (nv,) at the configuration ``q``."""
+    def update(self, q, r, state=None):
+        """The contact forces for the residual ``r`` (nv,) at the configuration ``q``.
+        ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the cycle's):
+        with a :class:`StanceResidual` the unexplained part is then ``r̂ − Σ J_iᵀ f_i``, r̂ its
+        residual with the base twist from the frames in contact (stance_residual.py)."""
         r = check_vector(r, self.nv, 'r')
         A, positions = self.jacobians(q)
-        return self.solve(A, r, positions)
+        out = self.solve(A, r, positions)
+        if self.stance_residual is not None and state is not None:
+            v, tau, dt, bridge = state
+            rh = self.stance_residual.update(q, v, tau, dt, A, out.in_contact, bridge)
+            out.unexplained = rh - A @ self._x
+        return out
 
     def solve(self, A, r, positions=None):
         """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``."""

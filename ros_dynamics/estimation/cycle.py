@@ -32,6 +32,7 @@ from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
 from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
+from .stance_residual import StanceResidual
 from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
                     terms_finite)
 
@@ -69,7 +70,7 @@ class ObserverSettings:
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
                  torque_offset=0.0, contact_frames=(), contact_frame_model='point',
                  contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
-                 threshold_velocity=0.0, threshold_torque=0.0):
+                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.threshold_velocity = per_coordinate('contact_threshold_velocity',
@@ -94,6 +95,9 @@ class ObserverSettings:
         self.contact_frame_model = contact_frame_model
         self.contact_normal = np.asarray(contact_normal, dtype=float)
         self.contact_force_threshold = float(contact_force_threshold)
+        self.odom_twist_noise = float(odom_twist_noise)
+        if not (math.isfinite(self.odom_twist_noise) and self.odom_twist_noise >= 0):
+            raise ValueError(f'odom_twist_noise must be >= 0, got {odom_twist_noise}')
         self.contact_forces(model)           # validated here (the estimator is the Cycle's)
 
     def contact_forces(self, model):
@@ -101,9 +105,14 @@ class ObserverSettings:
         contact frames."""
         if not self.contact_frames:
             return None
+        stance = None
+        if self.odom_twist_noise > 0 and model.floating_base:     # stance_residual.py
+            stance = StanceResidual(model, self.odom_twist_noise, dict(
+                gain=self.gain, friction_viscous=self.friction_viscous,
+                friction_coulomb=self.friction_coulomb, torque_offset=self.torque_offset))
         return ContactForceEstimator(model, self.contact_frames, self.contact_frame_model,
                                      self.contact_normal, self.contact_force_threshold,
-                                     self.release_ratio)
+                                     self.release_ratio, stance_residual=stance)
 
     def set_wrench(self, model, link, point, force_only):
         """Where and how the contact wrench is estimated (a link, or '' for the isolated one;
@@ -215,7 +224,7 @@ class Cycle:
         if judged or christoffel or res.out.d is not res.terms:   # (other coordinates)
             try:
                 if judged:
-                    self._judge(q, res)
+                    self._judge(q, res, (v, self.observer.state[TAU], dt, bridged))
                 res.error = self._nonfinite(res, christoffel, terms_checked=True)
             except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
                 res.error = _failed(exc)
@@ -280,8 +289,8 @@ class Cycle:
                 else:
                     res.residual = self.observer.update_from(data, tau, step[1],
                                                              step[0] == 'bridge')
-                    self._judge(q, res)
                     self._observed(res, *step)
+                    self._judge(q, res, (v, tau, step[1], step[0] == 'bridge'))
                 self._last_ns = t_ns
                 self._pending = None
             res.error = self._nonfinite(res, christoffel)
@@ -291,14 +300,14 @@ class Cycle:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
-    def _judge(self, q, res):
+    def _judge(self, q, res, state):
         """What the residual of an observer update at ``q`` means, into ``res``: with contact
         frames the forces at them and the part of the residual they leave unexplained; the
         contact state (detection with hysteresis, isolation) of that part, or of the residual;
-        the contact wrench."""
+        the contact wrench.  ``state``: (v, tau, dt, bridge) of the update."""
         judged = res.residual
         if self.contact_forces is not None:
-            res.forces = self.contact_forces.update(q, res.residual)
+            res.forces = self.contact_forces.update(q, res.residual, state)
             judged = res.forces.unexplained
         obs = self.observer.state         # the sample's v and tau: state-dependent thresholds
         res.contact = self.detector.update(judged, obs[V], obs[TAU])

@@ -281,12 +281,12 @@ class MomentumObserver:
         self._beta -= self._friction(data.v)
         self._start(data.q, data.v, tau)
 
-    def update(self, q, v, tau, dt):
+    def update(self, q, v, tau, dt, bridge=False):
         """Process one sample; returns the residual (nv,) after it.
 
         ``tau`` is the motor torque that acted during the ``dt`` seconds before this sample
         (see module docstring).  The first call after construction only initializes the
-        observer (as :meth:`reset`) and returns zeros.
+        observer (as :meth:`reset`) and returns zeros.  ``bridge``: as in :meth:`update_from`.
         """
         q, v, tau = check_state(self.model, q, v, tau=tau)
         dt = _positive_dt(dt)
@@ -294,7 +294,7 @@ class MomentumObserver:
             self.reset(q, v, tau)
             return self._r.copy()
         p, ctv, g = observer_terms(self.model, q, v, data=self._data)
-        return self._step(p, ctv, g, q, v, tau, dt)
+        return self._step(p, ctv, g, q, v, tau, dt, bridge)
 
     def update_from(self, data, tau, dt, bridge=False):
         """:meth:`update` with p = M v, Cᵀ v, g and the state taken from ``data``, a workspace

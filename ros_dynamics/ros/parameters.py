@@ -167,6 +167,11 @@ _ENTRIES = (
       lengths=(3,), norm_max=1e3),
     P('contact_force_threshold', 10.0, 'Normal force (N) above which a contact frame is in '
       'contact; released below contact_release_ratio x this.', 'observer', 0.0, 1e9, True),
+    P('odom_twist_noise', 0.03, 'Floating base with contact_frames: the noise (1 sigma, m/s '
+      'and rad/s) of the odom base twist. > 0: the unexplained part comes from a residual whose '
+      'base twist is taken from the contact frames in contact (at rest) and the joint '
+      'velocities, fused with odom weighted by this (docs/contact_forces.md); 0: odom as is.',
+      'observer', 0.0, 1e3),
     P('odom_max_age', 0.05, 'Floating base: a joint state whose latest odom is older than this '
       '(s, by stamps) is refused, so that nothing is computed from an old base state; 0: no '
       'check.', 'input', 0.0, 3600.0),

@@ -13,25 +13,28 @@ import numpy as np
 
 from ..core import bundled_urdf, load_urdf
 from ..estimation.cycle import Cycle, ObserverSettings
-from .mujoco_quadruped import FEET, MujocoQuadruped, ShiftLiftPush
+from .mujoco_quadruped import (FEET, MujocoQuadruped, SensingOptions, Sensors,
+                               ShiftLiftPush, joint_pose)
 from .plant import PDGravityController
 from .rigid_simulator import standing_quadruped, trotting_quadruped
 
 PLANTS = ('standing', 'trot', 'mujoco')
-POSE = {'HAA': 0.0, 'HFE': 0.7, 'KFE': -1.4}
+POSE = (0.25, 0.7, -1.4)            # HAA (abduction), HFE, KFE [rad]: a wide stance
+KP, KD = 60.0, 1.0                  # the joints' PD gains [N m/rad, N m s/rad]
 
 
-def _plant(name, model, path, duration):
-    """A step function () -> (t, q, v, tau, feet (4, 3), push (nv,)) and the phase of a time."""
+def _plant(name, model, path, duration, plant_options=None, push=None):
+    """A step function () -> (t, q, v, tau, feet (4, 3), push (nv,), touching (4,)) of the true
+    samples, the period and the phase of a time."""
     if name == 'mujoco':
-        pose = np.array([POSE[n.split('_')[1]] for n in model.joint_names])
-        traj = ShiftLiftPush(model, pose)
-        plant = MujocoQuadruped(path, model, PDGravityController(model, 60.0, 1.0), traj)
-        start, end, force = traj.PUSH
+        traj = ShiftLiftPush(model, joint_pose(model.joint_names, POSE))
+        plant = MujocoQuadruped(path, model, PDGravityController(model, KP, KD), traj,
+                                pose=POSE, options=plant_options)
+        force = traj.PUSH[2] if push is None else np.asarray(push, dtype=float)
 
         def step():
-            plant.push = force if start <= plant.t < end else np.zeros(3)
-            return plant.step()
+            plant.push = traj.push_profile(plant.t) * force
+            return plant.step() + (plant.touching.copy(),)
         return step, plant.dt, traj.phase
     sim = (standing_quadruped if name == 'standing' else trotting_quadruped)(model, path)
 
@@ -41,21 +44,21 @@ def _plant(name, model, path, duration):
         for link, w in zip(s.contact_links, s.wrenches):
             if link in FEET:
                 feet[FEET.index(link)] += w[:3]
-        return s.t, s.q, s.v, s.tau, feet, np.zeros(model.nv)
+        return s.t, s.q, s.v, s.tau, feet, np.zeros(model.nv), feet[:, 2] > 0.0
     return step, sim.dt, (lambda t: name)
 
 
-def record(plant='mujoco', duration=None):
+def record(plant='mujoco', duration=None, plant_options=None, push=None):
     """The plant's samples without an estimate (to replay them elsewhere, e.g. to a node):
     a dict of arrays t, q, v, tau (the model's coordinates), feet (T, 4, 3), push (T, nv),
-    phase, and the model."""
+    touching (T, 4), phase, and the model."""
     path = bundled_urdf('quadruped')
     model = load_urdf(path, floating_base=True)
     duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
-    step, dt, phase = _plant(plant, model, path, duration)
+    step, dt, phase = _plant(plant, model, path, duration, plant_options, push)
     rows = [step() for _ in range(int(round(duration / dt)))]
     out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
-        ('t', 'q', 'v', 'tau', 'feet', 'push'))}
+        ('t', 'q', 'v', 'tau', 'feet', 'push', 'touching'))}
     out.update(phase=np.array([phase(t - 0.5 * dt) for t in out['t']]), model=model, dt=dt,
                weight=-model.total_mass() * model.gravity[2])
     return out
@@ -71,49 +74,48 @@ def filtered(x, gain, dt):
     return out
 
 
-def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, odom_noise=0.0,
-        odom_delay=0.0, seed=0, frame_model='point', contact_threshold=5.0):
-    """One run (module docstring).  ``odom_noise`` [m/s, rad/s]: white noise on the base twist
-    the estimate receives; ``odom_delay`` [s]: its base pose and twist are that old (the joint
-    states are not).  ``contact_threshold``: the detector's (on the unexplained part).
-    Returns a dict of arrays over the samples."""
+def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
+        plant_options=None, push=None, frame_model='point', contact_threshold=5.0,
+        odom_twist_noise=0.03):
+    """One run (module docstring).  ``sensing``: :class:`SensingOptions` (what the estimate
+    receives: odometry noise, bias, delay and rate, joint noise; exact by default);
+    ``plant_options``: :class:`PlantOptions` (MuJoCo's departures from the URDF); ``push``: the
+    trunk push [N] (world axes) instead of the scenario's.  ``contact_threshold``: the
+    detector's (on the unexplained part); ``odom_twist_noise``: the estimator's (> 0, the
+    node's default: the unexplained part with the base twist from the stance legs,
+    stance_residual.py; 0: from the odometry's twist as is).  Returns
+    a dict of arrays over the samples."""
     path = bundled_urdf('quadruped')
     model = load_urdf(path, floating_base=True)
     duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
-    step, dt, phase = _plant(plant, model, path, duration)
+    step, dt, phase = _plant(plant, model, path, duration, plant_options, push)
     settings = ObserverSettings(model, gain=gain, threshold=contact_threshold,
                                 contact_frames=FEET,
                                 contact_frame_model=frame_model,
-                                contact_force_threshold=threshold)
+                                contact_force_threshold=threshold,
+                                odom_twist_noise=odom_twist_noise)
     cycle = Cycle(model, observer=settings)
-    rng = np.random.default_rng(seed)
+    sensors = Sensors(sensing or SensingOptions(), dt)
     a = np.exp(-gain * dt)
-    lag = int(round(odom_delay / dt))
-    base = []                                   # (q_base, v_base) history for the delay
     filt, pfilt = np.zeros((len(FEET), 3)), np.zeros(model.nv)
     out = {k: [] for k in ('t', 'feet', 'filtered', 'estimate', 'in_contact', 'unexplained',
-                           'push', 'phase', 'detected')}
+                           'push', 'phase', 'detected', 'touching')}
     n = int(round(duration / dt))
     for k in range(n):
-        t, q, v, tau, feet, push = step()
-        base.append((q[:7].copy(), v[:6].copy()))
-        qb, vb = base[max(0, len(base) - 1 - lag)]
-        q, v = q.copy(), v.copy()
-        q[:7], v[:6] = qb, vb
-        if odom_noise > 0:
-            v[:6] += odom_noise * rng.standard_normal(6)
-        res = cycle.step(q, v, tau, int(round(t * 1e9)))
+        t, q, v, tau, feet, push_k, touching = step()
+        res = cycle.step(*sensors.measure(q, v, tau), int(round(t * 1e9)))
         if res.error is not None:
             raise RuntimeError(res.error)
         if res.forces is None:                  # the first sample starts the observer
             continue
         filt = a * filt + (1 - a) * feet
-        pfilt = a * pfilt + (1 - a) * push
+        pfilt = a * pfilt + (1 - a) * push_k
         for key, val in (('t', t), ('feet', feet), ('filtered', filt.copy()),
                          ('estimate', res.forces.wrenches[:, :3].copy()),
                          ('in_contact', res.forces.in_contact.copy()),
                          ('unexplained', res.forces.unexplained.copy()), ('push', pfilt.copy()),
-                         ('phase', phase(t - 0.5 * dt)), ('detected', res.contact.in_contact)):
+                         ('phase', phase(t - 0.5 * dt)), ('detected', res.contact.in_contact),
+                         ('touching', touching)):
             out[key].append(val)
     out = {k: np.array(v) for k, v in out.items()}
     out.update(weight=-model.total_mass() * model.gravity[2], threshold=threshold,
@@ -128,33 +130,45 @@ def _transitions(x):
 
 
 def metrics(out, settle=0.5):
-    """The figures of a run: per-foot force rms error (over all samples after ``settle`` s, and
-    per phase) as a fraction of the weight; contact-state accuracy against the plant (a foot in
-    contact while its normal force exceeds the release level, release_ratio x threshold);
-    touch-down and lift-off delays; the push found in the unexplained part (relative error of
-    its generalized force, after 5/K of each push)."""
+    """The figures of a run, on the plant's truth: per-foot force rms error (over all samples
+    after ``settle`` s, and per phase) as a fraction of the weight, the estimate against the
+    plant's foot force through K/(s+K) at every sample (also where the estimate says "no
+    contact" and the plant has one, and vice versa); contact-state accuracy against the
+    plant's contact data (``touching``: MuJoCo's contacts; the rigid simulator's positive
+    normal forces); touch-down and lift-off delays; the push found in the unexplained part
+    (relative error of its generalized force, over the samples where the filtered push exceeds
+    90 % of its peak)."""
     t, w = out['t'], out['weight']
     m = t >= settle
-    err = out['estimate'] - np.where(out['in_contact'][:, :, None], out['filtered'], 0.0)
+    err = out['estimate'] - out['filtered']
     rms = np.sqrt((err[m] ** 2).sum(axis=2).mean(axis=0)) / w
     phases = {}
     for ph in dict.fromkeys(out['phase'][m]):
         sel = m & (out['phase'] == ph)
         phases[str(ph)] = (np.sqrt((err[sel] ** 2).sum(axis=2).mean(axis=0)) / w).tolist()
-    truth = out['feet'][:, :, 2] > out['release']
+    truth = out['touching']
     acc = float((out['in_contact'][m] == truth[m]).mean())
     down, up = [], []
     for i in range(truth.shape[1]):
         on_m, off_m = _transitions(out['in_contact'][:, i])
         on_t, off_t = _transitions(truth[:, i])
         for ref, mine, acc_list in ((on_t, on_m, down), (off_t, off_m, up)):
-            for j in ref:
-                later = mine[mine >= j - 20]
-                if t[j] >= settle and later.size and t[later[0]] - t[j] < 0.1:
-                    acc_list.append(t[later[0]] - t[j])
+            for j in ref:                       # the estimate's nearest such transition
+                if t[j] >= settle and mine.size:
+                    near = mine[np.argmin(np.abs(t[mine] - t[j]))]
+                    if abs(t[near] - t[j]) < 0.1:
+                        acc_list.append(t[near] - t[j])
     push = np.linalg.norm(out['push'], axis=1)
     sel = push > 0.9 * push.max() if push.max() > 0 else np.zeros(len(t), bool)
-    push_err = (float(np.linalg.norm(out['unexplained'][sel] - out['push'][sel], axis=1).mean()
-                      / push[sel].mean()) if sel.any() else None)
+    push_err = change_err = None
+    if sel.any():
+        u = out['unexplained']
+        push_err = float(np.linalg.norm(u[sel] - out['push'][sel], axis=1).mean()
+                         / push[sel].mean())
+        start = np.flatnonzero(push > 0)[0]     # the change from the 0.5 s before the push
+        before = (t >= t[start] - 0.5) & (t < t[start])
+        change_err = float(np.linalg.norm(u[sel] - u[before].mean(axis=0) - out['push'][sel],
+                                          axis=1).mean() / push[sel].mean())
     return dict(rms_per_foot=rms.tolist(), rms_per_phase=phases, state_accuracy=acc,
-                touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err)
+                touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err,
+                push_change_error=change_err)

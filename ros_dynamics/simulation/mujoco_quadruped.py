@@ -9,12 +9,119 @@ the project's coordinates (docs/conventions.md): ``q = [x y z qx qy qz qw, joint
 ``[x y z qw qx qy qz]`` and the linear velocity in world axes.  A generalized force converts as
 the velocity does (power is invariant): ``f = [Rᵀ f_lin, f_ang, f_joints]``.
 
+The plant need not be the model (:class:`PlantOptions`, all off by default): a load on the
+trunk that the URDF does not know, every link's mass, centre of mass and inertia off by a
+random 20-30 %, joint friction (viscous and Coulomb) and rotor inertia (MuJoCo's ``damping``,
+``frictionloss`` and ``armature``).  What a robot's sensors report is :class:`Sensors` of
+:class:`SensingOptions` (exact by default): white noise on the joint velocities and torques,
+and the base pose and twist of a legged state estimator (Pronto, invariant-EKF style): white
+noise and a bias on the twist, a delay, a rate lower than the joint states', each value held
+until the next.  Every figure is judged on the plant's truth (:meth:`MujocoQuadruped.step`,
+its contact data), never on the sensed values.
+
 mujoco is imported when a plant is made (a development dependency, requirements-dev.txt).
 """
+
+from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
 FEET = ('LF_foot', 'RF_foot', 'LH_foot', 'RH_foot')
+
+
+@dataclass
+class PlantOptions:
+    """How the MuJoCo plant differs from the URDF the estimator and controller use (all off by
+    default: the plant then has the URDF's inertias, no friction, no rotor inertia).
+
+    ``trunk_load`` [kg] at ``load_position`` (trunk frame [m]) as a solid sphere of radius
+    0.05 m; ``inertia_error``: every link's mass and principal inertias scaled by 1 ± a
+    uniform draw in [0.8, 1.2] × it (sign random) and its centre of mass moved by that
+    fraction of max(|CoM offset|, 2 cm) in a random direction (0.25: the 20-30 % of a robot
+    as shipped); ``joint_viscous`` [N m s/rad], ``joint_coulomb`` [N m] and ``rotor_inertia``
+    [kg m²] per joint (MuJoCo's damping, frictionloss, armature); ``seed`` draws the errors."""
+    trunk_load: float = 0.0
+    load_position: tuple = (0.05, 0.03, 0.02)
+    inertia_error: float = 0.0
+    joint_viscous: float = 0.0
+    joint_coulomb: float = 0.0
+    rotor_inertia: float = 0.0
+    seed: int = 0
+
+
+@dataclass
+class SensingOptions:
+    """What the sensors report (all exact by default, the odometry at every sample).
+
+    Joints: white noise of ``velocity_noise`` [rad/s] and ``torque_noise`` [N m] (1 σ per
+    sample).  Base pose and twist (an odometry, as a legged robot's state estimator gives):
+    white noise ``odom_linear_noise`` [m/s] and ``odom_angular_noise`` [rad/s] and the
+    constant biases ``odom_linear_bias``, ``odom_angular_bias`` (base axes) on the twist; the
+    pose and twist ``odom_delay`` [s] old; a new value every 1/``odom_rate`` s (0: every
+    sample), held in between.  :data:`REALISTIC_ODOMETRY` is the issue's case: 0.03 m/s,
+    10 ms late, 200 Hz."""
+    velocity_noise: float = 0.0
+    torque_noise: float = 0.0
+    odom_linear_noise: float = 0.0
+    odom_angular_noise: float = 0.0
+    odom_linear_bias: tuple = (0.0, 0.0, 0.0)
+    odom_angular_bias: tuple = (0.0, 0.0, 0.0)
+    odom_delay: float = 0.0
+    odom_rate: float = 0.0
+    seed: int = 0
+
+
+#: the odometry of a legged state estimator: 0.03 m/s white noise on the linear twist, 10 ms
+#: late, 200 Hz against 1 kHz joint states
+REALISTIC_ODOMETRY = SensingOptions(odom_linear_noise=0.03, odom_delay=0.01, odom_rate=200.0)
+
+
+class Sensors:
+    """The sensed (q, v, tau) of a plant's true samples at period ``dt`` (:class:`SensingOptions`;
+    the project's coordinates: the base pose ``q[:7]`` and twist ``v[:6]`` are the odometry's).
+    Call :meth:`measure` once per sample, in order."""
+
+    def __init__(self, options, dt):
+        self.options, self.dt = options, float(dt)
+        self._rng = np.random.default_rng(options.seed)
+        self._lag = int(round(options.odom_delay / self.dt))
+        self._every = (1 if options.odom_rate <= 0 else
+                       max(1, int(round(1.0 / (options.odom_rate * self.dt)))))
+        self._history = deque(maxlen=self._lag + 1)
+        self._bias = np.concatenate([options.odom_linear_bias, options.odom_angular_bias])
+        self._sigma = np.repeat([options.odom_linear_noise, options.odom_angular_noise], 3)
+        self._held = None
+        self._k = 0
+
+    def measure(self, q, v, tau):
+        """(q, v, tau) as reported for the true sample (q, v, tau)."""
+        o, rng = self.options, self._rng
+        q, v, tau = np.array(q, dtype=float), np.array(v, dtype=float), np.array(tau, dtype=float)
+        self._history.append((q[:7].copy(), v[:6].copy()))
+        if self._held is None or self._k % self._every == 0:
+            qb, vb = self._history[0]               # odom_delay old (the oldest kept)
+            vb = vb + self._bias + self._sigma * rng.standard_normal(6)
+            self._held = (qb, vb)
+        self._k += 1
+        q[:7], v[:6] = self._held
+        if o.velocity_noise > 0:
+            v[6:] += o.velocity_noise * rng.standard_normal(v.size - 6)
+        if o.torque_noise > 0:
+            tau[6:] += o.torque_noise * rng.standard_normal(tau.size - 6)
+        return q, v, tau
+
+
+def joint_pose(names, pose):
+    """The joint positions of a stance ``pose`` = (HAA, HFE, KFE) [rad] for the joints
+    ``names`` ('LF_HAA', ...): HAA abducts (outward on both sides: + on the left legs, − on
+    the right ones), HFE and KFE as given."""
+    out = []
+    for n in names:
+        leg, joint = n.split('_')
+        x = pose[('HAA', 'HFE', 'KFE').index(joint)]
+        out.append(-x if joint == 'HAA' and leg.startswith('R') else x)
+    return np.array(out, dtype=float)
 
 
 class MujocoQuadruped:
@@ -23,11 +130,14 @@ class MujocoQuadruped:
     ``trajectory(t)`` targets, stepped at ``dt`` (1 kHz by default).
 
     :meth:`step` returns (t, q, v, tau, foot_forces (4, 3) world axes, push generalized force
-    (nv,)) over the period ending at t: what the feet and the push applied during that step.
+    (nv,)) over the period ending at t: what the feet and the push applied during that step,
+    the true state and the applied torque; :attr:`touching` (4,) then says which feet MuJoCo
+    had in contact (a contact of its contact data with a positive normal force).  ``options``:
+    :class:`PlantOptions` (the plant's departures from the URDF).
     """
 
     def __init__(self, urdf_path, model, controller, trajectory, dt=1e-3, mu=0.8,
-                 pose=(0.0, 0.7, -1.4)):
+                 pose=(0.0, 0.7, -1.4), options=None):
         import mujoco
         self._mj = mujoco
         with open(urdf_path) as f:
@@ -45,15 +155,21 @@ class MujocoQuadruped:
             g.friction = [mu, 0.005, 0.0001]
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1],
                                 contype=0, conaffinity=1, friction=[mu, 0.005, 0.0001])
+        self.options = options = options or PlantOptions()
+        if options.trunk_load > 0:                  # a solid sphere the URDF does not know
+            spec.body('trunk').add_body(name='hidden_load', pos=list(options.load_position),
+                                        mass=options.trunk_load, explicitinertial=True,
+                                        inertia=[0.4 * options.trunk_load * 0.05 ** 2] * 3)
         self.m = spec.compile()
         self.d = mujoco.MjData(self.m)
         self.model, self.controller, self.trajectory, self.dt = model, controller, trajectory, dt
         names = list(model.joint_names)
         self._qadr = np.array([self.m.joint(n).qposadr[0] for n in names])
         self._vadr = np.array([self.m.joint(n).dofadr[0] for n in names])
+        self._perturb(options)
         self._foot_body = {self.m.body(n).id: i for i, n in enumerate(FEET)}
         self._trunk = self.m.body('trunk').id
-        qj = np.array([pose[('HAA', 'HFE', 'KFE').index(n.split('_')[1])] for n in names])
+        qj = joint_pose(names, pose)
         self.d.qpos[self._qadr] = qj
         self.d.qpos[3] = 1.0
         mujoco.mj_kinematics(self.m, self.d)
@@ -61,7 +177,36 @@ class MujocoQuadruped:
         self.d.qpos[2] = -lowest
         mujoco.mj_forward(self.m, self.d)
         self.push = np.zeros(3)                     # world force at the trunk origin [N]
+        self.touching = np.zeros(len(FEET), dtype=bool)
         self.t = 0.0
+
+    def _perturb(self, o):
+        """The plant's departures from the URDF (:class:`PlantOptions`), on the compiled model."""
+        m = self.m
+        if o.inertia_error > 0:
+            rng = np.random.default_rng(o.seed)
+            load = self.m.body('hidden_load').id if o.trunk_load > 0 else -1
+            for b in range(1, m.nbody):
+                if b == load or m.body_mass[b] <= 0:
+                    continue
+
+                def factor(size=None):
+                    e = o.inertia_error * rng.uniform(0.8, 1.2, size)
+                    return 1.0 + e * rng.choice((-1.0, 1.0), size)
+                m.body_mass[b] *= factor()
+                m.body_inertia[b] *= factor(3)
+                u = rng.standard_normal(3)
+                scale = max(np.linalg.norm(m.body_ipos[b]), 0.02)
+                m.body_ipos[b] += (o.inertia_error * rng.uniform(0.8, 1.2) * scale
+                                   * u / np.linalg.norm(u))
+        m.dof_damping[self._vadr] = o.joint_viscous
+        m.dof_frictionloss[self._vadr] = o.joint_coulomb
+        m.dof_armature[self._vadr] = o.rotor_inertia
+
+    @property
+    def total_mass(self):
+        """The plant's mass [kg] (with a hidden load and the links' errors)."""
+        return float(self.m.body_mass.sum())
 
     def state(self):
         """(q, v) in the project's coordinates."""
@@ -102,6 +247,7 @@ class MujocoQuadruped:
         mj.mj_step(m, d)
         self.t += self.dt
         feet = np.zeros((len(FEET), 3))
+        self.touching = np.zeros(len(FEET), dtype=bool)
         f6 = np.zeros(6)
         for i in range(d.ncon):
             c = d.contact[i]
@@ -112,6 +258,7 @@ class MujocoQuadruped:
             mj.mj_contactForce(m, d, i, f6)
             fw = c.frame.reshape(3, 3).T @ f6[:3]   # on geom2, from geom1, world axes
             feet[foot] += fw if b2 in self._foot_body else -fw
+            self.touching[foot] |= f6[0] > 0.0      # a contact of MuJoCo's that pushes
         q1, v1 = self.state()
         return self.t, q1, v1, tau, feet, push
 
@@ -131,9 +278,12 @@ class ShiftLiftPush:
     PHASES = (('stand', 0.0, 1.0), ('shift', 1.0, 2.0), ('lift', 2.0, 3.5), ('shift', 3.5, 4.0),
               ('stand', 4.0, 5.0), ('push', 5.0, 6.0), ('stand', 6.0, 7.0))
     PUSH = (5.0, 6.0, np.array([15.0, 5.0, 0.0]))
+    #: the issue's push: 25 % of the weight (81.7 N), lateral
+    LATERAL_PUSH = np.array([0.0, 20.4, 0.0])
+    PUSH_RAMP = 0.2
     DURATION = 7.0
 
-    def __init__(self, model, pose_q, shift=0.15, lift=0.6):
+    def __init__(self, model, pose_q, shift=0.25, lift=0.6):
         self.q0 = np.asarray(pose_q, dtype=float)
         self.names = [n.split('_') for n in model.joint_names]
         self.shift, self.lift = shift, lift
@@ -152,6 +302,13 @@ class ShiftLiftPush:
             elif joint == 'KFE' and leg == 'LF':
                 q[i] -= self.lift * up
         return q, zero, zero
+
+    @classmethod
+    def push_profile(cls, t):
+        """The push's share at time t: 1 over ``PUSH``'s interval, raised and lowered over
+        ``PUSH_RAMP`` s by a cosine (a hand's push, not a step)."""
+        start, end, _ = cls.PUSH
+        return _smooth(t, start, start + cls.PUSH_RAMP) - _smooth(t, end - cls.PUSH_RAMP, end)
 
     @classmethod
     def phase(cls, t):
