@@ -19,8 +19,9 @@ The gradient.  The cost is ``log σ_1 − log σ_r`` (``σ_r`` the smallest iden
 value).  A simple singular value ``σ = uᵀ Y v`` has ``dσ = uᵀ dY v`` (its singular vectors ``u``,
 ``v``), and ``Y`` is linear in the parameters, so ``Y v = τ(q, q̇, q̈; θ)`` is the inverse
 dynamics of ONE model whose parameters are ``θ = S v`` (``S`` the columns' scales; any vector,
-not a physical body: it is split as ``(θ + s π₀) − s π₀`` with ``π₀`` 1 kg at each body's origin
-so that both parts have a mass).  Hence, per sample ``k`` and joint ``j`` of the coefficients,
+not a physical body: it is split as ``(θ + θ_s) − θ_s`` with ``θ_s`` a body at each origin,
+heavy enough that both parts are bodies).  Hence, per sample ``k`` and joint ``j`` of the
+coefficients,
 
     dσ/dx = Σ_k u_kᵀ [∂τ/∂q B_q + ∂τ/∂q̇ B_v + ∂τ/∂q̈ B_a]_k,
 
@@ -246,8 +247,18 @@ class ExcitationProblem:
     def regressor(self, x):
         """The scaled regressor (K nj, p) at the sample times and the states (q, v, a)."""
         q, v, acc = self.trajectory(x)(self.t)
-        Y = _regressor(self.model, q, v, acc, self.units) * self.scale
-        return Y.reshape(-1, self.scale.size), (q, v, acc)
+        return self.regressor_at(q, v, acc), (q, v, acc)
+
+    def regressor_at(self, q, v, acc):
+        """The scaled regressor (K nj, p) at any states (K, nj) each."""
+        return (_regressor(self.model, q, v, acc, self.units) * self.scale).reshape(
+            -1, self.scale.size)
+
+    def condition_at(self, q, v, acc):
+        """``σ_1/σ_r`` of :meth:`regressor_at` (``r`` = :attr:`rank`, fixed at the start): the
+        condition number of any motion's samples, comparable with :meth:`cost`'s."""
+        sv = np.linalg.svd(self.regressor_at(q, v, acc), compute_uv=False)
+        return float(sv[0] / max(sv[self.rank - 1], 1e-300))
 
     def singular_values(self, x):
         """Descending singular values of the scaled regressor (from its Gram matrix)."""
