@@ -2,9 +2,9 @@
 independent engine) standing, shifting its weight, lifting a foot and pushed on the trunk,
 its joint states and odometry (stamped at 1 kHz) sent to a running dynamics_node, paced by its
 answers; every joint state answered on ~/contact_forces (>= 99 %), each foot's force within
-5 % of the weight (rms) of the engine's foot force through the exact K/(s+K), the contact state
-right in >= 98 % of the samples, the push's generalized force in the unexplained part within
-15 %."""
+1.8 % of the weight (rms) of the engine's foot force through the exact K/(s+K), the contact
+state right in >= 98.4 % of the samples, the push's generalized force in the unexplained part
+within 15 %."""
 import numpy as np
 import pytest
 
@@ -65,9 +65,13 @@ def test_mujoco_quadruped_over_dds(rclpy_context, ros_env, tmp_path):
     late = plant['t'][idx] >= 0.5
     err = est - np.where(state[:, :, None], ref[idx], 0.0)
     rms = np.sqrt((err[late] ** 2).sum(axis=2).mean(axis=0)) / plant['weight']
-    assert rms.max() <= 0.05, rms
+    # measured 2026-11-28 over DDS: rms 0.596 % of the weight, the state right in 99.46 %,
+    # the push 8.9 % off, 99.69 % answered (the same figures as in-process: the node runs the
+    # same cycle on the same samples); asserted at 3x (the push at the 15 % requirement, which
+    # is tighter than 3x).  The outside requirement is 5 % and 98 %
+    assert rms.max() <= 0.018, rms
     truth = plant['feet'][idx, :, 2] > 0.5 * THRESHOLD
-    assert (state[late] == truth[late]).mean() >= 0.98
+    assert (state[late] == truth[late]).mean() >= 1 - 3 * 0.0054
     p = np.linalg.norm(push[idx], axis=1)
     on = p > 0.9 * p.max()
     rel = np.linalg.norm(unexplained[on] - push[idx][on], axis=1).mean() / p[on].mean()
