@@ -178,7 +178,25 @@ def interleaved(funcs, blocks=31, block_s=0.01, warmup=3, stat='median', clock=t
     return {k: float(reduce(samples[k])) for k in names}
 
 
+def revision():
+    """The code a result measures: ``commit <short hash>`` of this checkout (``git rev-parse
+    --short HEAD``), followed by `` with uncommitted changes`` when tracked files differ from it
+    (``git status --porcelain``); ``commit unknown`` outside a git checkout."""
+    import subprocess
+    root = os.path.dirname(HERE)
+    try:
+        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
+                               cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'commit unknown'
+    return f'commit {head}' + (' with uncommitted changes' if dirty else '')
+
+
 def machine_info():
+    """The machine, the libraries and the code (:func:`revision`) a result was measured on:
+    every result file's header carries it (test_doc_numbers checks that each names a commit)."""
     import numba
     try:
         import pinocchio as pin
@@ -195,7 +213,7 @@ def machine_info():
     except OSError:  # pragma: no cover
         pass
     return (f'{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, '
-            f'numpy {np.__version__}, numba {numba.__version__}, pinocchio {pv}')
+            f'numpy {np.__version__}, numba {numba.__version__}, pinocchio {pv}; {revision()}')
 
 
 def us(t):
@@ -205,7 +223,8 @@ def us(t):
 
 def provenance():
     """When, how and where a result was made, for the head of its result file: the date (UTC),
-    the command line, the machine and the 1-minute load average now."""
+    the command line, the machine and the commit (:func:`machine_info`) and the 1-minute load
+    average now."""
     import time
     command = ' '.join(['python', os.path.relpath(os.path.abspath(sys.argv[0]),
                                                   os.path.dirname(HERE))] + sys.argv[1:])

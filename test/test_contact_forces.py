@@ -94,18 +94,22 @@ def test_bad_settings_are_refused(quadruped, kwargs, match):
 def test_standing_on_rigid_feet_is_not_a_contact(quadruped):
     out = run('standing', duration=1.5)
     m = metrics(out)
-    assert max(m['rms_per_foot']) < 0.01                  # < 1 % of the weight per foot
+    # measured 2026-11-28 (no random input: the same every run): rms 0.317 % of the weight,
+    # the four feet's sum 1.5e-5 off the weight; asserted at 3x
+    assert max(m['rms_per_foot']) < 0.0095
     assert m['state_accuracy'] == 1.0
     late = out['t'] > 0.3
     assert not out['detected'][late].any()                # the weight is the feet's, no contact
-    np.testing.assert_allclose(out['estimate'][-1, :, 2].sum(), out['weight'], rtol=0.01)
+    np.testing.assert_allclose(out['estimate'][-1, :, 2].sum(), out['weight'], rtol=4.5e-5)
 
 
 def test_trot_on_rigid_feet():
     m = metrics(run('trot', duration=2.5, gain=200.0))
-    assert max(m['rms_per_foot']) < 0.03
-    assert m['state_accuracy'] > 0.95
-    assert m['liftoff_delay'] and max(m['liftoff_delay']) < 0.03
+    # measured 2026-11-28 (deterministic): rms 0.811 %, state 98.74 % right (1.26 % wrong),
+    # lift-off delay 6 ms; asserted at 3x
+    assert max(m['rms_per_foot']) < 0.024
+    assert m['state_accuracy'] >= 1 - 3 * 0.0126
+    assert m['liftoff_delay'] and max(m['liftoff_delay']) < 0.018
 
 
 def test_mujoco_shift_lift_push():
@@ -137,10 +141,12 @@ def test_odometry_noise_enters_the_unexplained_base_rows_in_proportion():
         out = run('standing', duration=1.0, odom_twist_noise=0.0, sensing=SensingOptions(
             odom_linear_noise=sigma, odom_angular_noise=sigma, seed=1))
         late = out['t'] > 0.3
-        assert max(metrics(out)['rms_per_foot']) < 0.015
+        # seeds 1-5 measured 2026-11-28: foot rms 0.361-0.489 % of the weight; ratio of the
+        # base rows' rms 1.99941-1.99982; rms / (K m sigma) 0.902-0.969; asserted at 3x
+        assert max(metrics(out)['rms_per_foot']) < 0.0145
         rms[sigma] = np.sqrt((out['unexplained'][late, :3] ** 2).mean())
-    assert rms[0.02] / rms[0.01] == pytest.approx(2.0, rel=0.1)
-    assert rms[0.01] == pytest.approx(50.0 * 8.332 * 0.01, rel=0.5)     # K m sigma
+    assert rms[0.02] / rms[0.01] == pytest.approx(2.0, rel=9e-4)
+    assert rms[0.01] == pytest.approx(50.0 * 8.332 * 0.01, rel=0.3)     # K m sigma
 
 
 def test_non_finite_residual_is_refused(quadruped):

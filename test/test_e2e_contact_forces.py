@@ -2,9 +2,9 @@
 independent engine) standing, shifting its weight, lifting a foot and pushed on the trunk,
 its joint states and odometry (stamped at 1 kHz) sent to a running dynamics_node, paced by its
 answers; every joint state answered on ~/contact_forces (>= 99 %), each foot's force within
-5 % of the weight (rms, at every sample) of the engine's foot force through the exact K/(s+K),
-the contact state right (against MuJoCo's contacts) in >= 98 % of the samples, the push's generalized force in the unexplained part within
-15 %."""
+1.7 % of the weight (rms, at every sample) of the engine's foot force through the exact
+K/(s+K), the contact state right (against MuJoCo's contacts) in >= 99.3 % of the samples, the
+push's generalized force in the unexplained part within 15 %."""
 import numpy as np
 import pytest
 
@@ -65,9 +65,12 @@ def test_mujoco_quadruped_over_dds(rclpy_context, ros_env, tmp_path):
     late = plant['t'][idx] >= 0.5
     err = est - ref[idx]                # at every sample, also where the states disagree
     rms = np.sqrt((err[late] ** 2).sum(axis=2).mean(axis=0)) / plant['weight']
-    assert rms.max() <= 0.05, rms
+    # in-process on the same samples (test_contact_forces, benchmarks/results/contact_forces.md):
+    # rms 0.56 % of the weight, the state right in 99.78 %; asserted at 3x.  The outside
+    # requirement is 5 % and 98 %
+    assert rms.max() <= 0.017, rms
     truth = plant['touching'][idx]      # MuJoCo's contacts, never the estimate's
-    assert (state[late] == truth[late]).mean() >= 0.98
+    assert (state[late] == truth[late]).mean() >= 1 - 3 * 0.0022
     p = np.linalg.norm(push[idx], axis=1)
     on = p > 0.9 * p.max()
     rel = np.linalg.norm(unexplained[on] - push[idx][on], axis=1).mean() / p[on].mean()

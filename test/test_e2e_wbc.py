@@ -2,8 +2,8 @@
 (rigid feet, odom, a push) + dynamics node (~/dynamics, ~/task_space with the four feet) +
 wbc_controller, through scripts/closed_loop.py --robot quadruped, for a short run (stand, the
 first CoM segments and a 30 N push on the trunk).  Claims: the summary line has the documented
-form; no fall; CoM rms within 1 cm (measured: a fraction of a millimetre); every QP solved and
-every joint state answered (lock-step); the plot is written."""
+form; no fall; CoM rms within 5.8 mm (3x the 1.92 mm measured; the outside target is 1 cm);
+every QP solved and every joint state answered (lock-step); the plot is written."""
 import json
 import os
 import re
@@ -40,10 +40,13 @@ def test_summary_line_and_targets(result):
     assert m, out[-2000:]
     rms, tilt, falls, solved, answered = (float(x) for x in m.groups())
     assert falls == 0 and res['falls'] == 0, out
-    assert rms <= 0.01 and res['com_rms_m'] <= 0.01, out
-    assert res['com_rms_true_state_m'] <= 0.01, out     # the simulator's own CoM, not the stream's
+    # measured 2026-11-28, this run (1.5 s, 30 N push at 1 s) three times: CoM rms 1.92 mm and
+    # max tilt 0.61 deg each time (lock-step: deterministic); asserted at 3x (the outside
+    # target is 1 cm)
+    assert rms <= 0.0058 and res['com_rms_m'] <= 0.0058, out
+    assert res['com_rms_true_state_m'] <= 0.0058, out   # the simulator's own CoM, not the stream's
     assert res['com_max_after_push_m'] > 2e-3, out   # the push moved it (~0.1 mm without)
-    assert tilt < 5.0, out
+    assert tilt < 1.8, out
     assert solved >= 99.9 and res['qp_solved_fraction'] >= 0.999, out
     assert answered >= 99.9, out
     assert res['samples'] >= 1400 and res['joint_states_published'] >= 1400, out

@@ -81,9 +81,12 @@ def test_standing_feet_forces_and_stale_odom(node):
     assert msg.header.frame_id == 'world' and len(msg.unexplained) == model.nv
     F = np.array([[w.force.x, w.force.y, w.force.z] for w in msg.wrenches])
     weight = -model.total_mass() * model.gravity[2]
-    assert np.abs(F - filt).max() < 0.01 * weight        # each foot, against the plant's
+    # measured 2026-11-28 (the standing plant is deterministic): each foot within 0.324 % of
+    # the weight of the plant's filtered force, |unexplained| <= 0.138, the markers' tips
+    # within 0.142 % of the weight; asserted at 3x
+    assert np.abs(F - filt).max() < 0.0097 * weight      # each foot, against the plant's
     assert np.abs([[w.torque.x, w.torque.y, w.torque.z] for w in msg.wrenches]).max() == 0.0
-    assert np.abs(msg.unexplained).max() < 1.0
+    assert np.abs(msg.unexplained).max() < 0.41
     # an arrow per loaded foot in ~/markers, at the foot, along its force; the states in
     # /diagnostics
     arrows = {}
@@ -93,7 +96,7 @@ def test_standing_feet_forces_and_stale_odom(node):
                 arrows[mk.id] = mk
     assert len(arrows) == 4
     tips = sorted((mk.points[1].z - mk.points[0].z) / 0.01 for mk in arrows.values())
-    np.testing.assert_allclose(tips, sorted(filt[:, 2]), atol=0.02 * weight)
+    np.testing.assert_allclose(tips, sorted(filt[:, 2]), atol=0.0043 * weight)
     assert probe.spin_until(lambda: any(st.name.endswith('contact frames')
                                         for d in got['diagnostics'] for st in d.status))
     st = next(st for d in reversed(got['diagnostics']) for st in d.status

@@ -186,8 +186,10 @@ def test_stands_and_tracks_the_com_within_a_millimetre(closed_loop):
     log, sched, _ = closed_loop
     assert np.all(log['solved']) and log['residual'].max() < 1e-6
     rms = np.sqrt(np.mean(log['com_err'] ** 2))
-    assert rms < 1e-3, rms                      # target: 1 cm; measured ~0.1 mm
-    assert log['tilt'].max() < 1.0, log['tilt'].max()
+    # measured 2026-11-28 (deterministic: the same every run): CoM rms 0.137 mm, tilt
+    # 0.112 deg; asserted at 3x (the outside target is 1 cm)
+    assert rms < 4e-4, rms
+    assert log['tilt'].max() < 0.33, log['tilt'].max()
 
 
 def test_lifts_a_foot_and_puts_it_down(closed_loop):
@@ -196,7 +198,8 @@ def test_lifts_a_foot_and_puts_it_down(closed_loop):
     fz = log['fz']
     swing = (t > sched.t_swing + 0.02) & (t < sched.t_down - 0.02)
     mid = np.argmin(np.abs(t - 0.5 * (sched.t_swing + sched.t_down)))
-    assert log['lf_height'][mid] > 0.8 * 0.05, log['lf_height'][mid]       # step height 5 cm
+    # step height 5 cm: 4.84 cm measured mid-swing (deterministic), 1.6 mm short; at most 3x
+    assert log['lf_height'][mid] > 0.05 - 3 * 1.6e-3, log['lf_height'][mid]
     weight = 8.332 * 9.81
     T = sched.t_down - sched.t_swing
     air = (t > sched.t_swing + 0.2 * T) & (t < sched.t_down - 0.3 * T)
@@ -206,7 +209,7 @@ def test_lifts_a_foot_and_puts_it_down(closed_loop):
     end = t > sched.t_back
     for foot in FEET:                                                     # four again
         assert np.all(fz[foot][end] > 0.1 * weight), foot
-    assert abs(log['lf_height'][-1]) < 2e-3                               # back on the floor
+    assert abs(log['lf_height'][-1]) < 1e-9     # back on the floor (7.9e-15 m measured)
 
 
 def test_held_effort_on_a_floating_base(quadruped):

@@ -346,7 +346,7 @@ def cmd_excite(args):
     from ros_dynamics.identification.excitation import optimise_excitation
     model = _model(args.urdf)
     print(f'calibrate excite: optimising {args.harmonics} harmonics per joint over '
-          f'{args.duration:g} s (up to {args.iterations} iterations; minutes) ...', flush=True)
+          f'{args.duration:g} s (up to {args.iterations} iterations, exact gradients) ...', flush=True)
     traj, c0, c1 = optimise_excitation(model, args.duration, args.harmonics,
                                        max_acceleration=args.max_acceleration,
                                        maxiter=args.iterations)
@@ -456,7 +456,7 @@ def main(argv=None):
         ap.add_argument('--harmonics', type=int, default=4, help='harmonics per joint')
         ap.add_argument('--max-acceleration', type=float, default=3.0,
                         help='joint acceleration limit [rad/s^2] (URDFs carry none)')
-        ap.add_argument('--iterations', type=int, default=30, help='optimiser iterations')
+        ap.add_argument('--iterations', type=int, default=100, help='optimiser iterations')
         ap.add_argument('--rate', type=float, default=50.0, help='points per second')
         return cmd_excite(ap.parse_args(argv))
     return cmd_record(argv)
