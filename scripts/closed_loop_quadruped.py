@@ -46,15 +46,41 @@ FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
 
 def _parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--robot', default='quadruped', choices=('quadruped',))
+    ap.add_argument('--plant', default='rigid', choices=('rigid', 'mujoco'),
+                    help='rigid: the project\'s simulator on the model, lock-step; mujoco: '
+                    'MuJoCo (soft contacts), not the model, no lock-step')
+    ap.add_argument('--robot', default='quadruped', choices=('quadruped', 'solo12'),
+                    help='solo12 (example-robot-data): --plant mujoco only')
     ap.add_argument('--duration', type=float, default=None,
                     help='simulated seconds (default: the whole schedule, 6.8 s)')
-    ap.add_argument('--push', type=float, default=30.0, help='push force [N] (0: none)')
+    ap.add_argument('--push', type=float, default=None,
+                    help='lateral push force [N] (0: none; default 30 N on the rigid plant, '
+                    '20 %% of the weight on MuJoCo)')
+    ap.add_argument('--hidden-load', type=float, default=0.0,
+                    help='mujoco: kg on the trunk that the URDF does not know')
+    ap.add_argument('--load-offset', type=float, nargs=3, default=(0.0, 0.0, 0.0),
+                    help='mujoco: where on the trunk (its frame) [m]')
+    ap.add_argument('--link-error', type=float, default=0.0,
+                    help='mujoco: every other link\'s mass and inertia x (1 + e u), |u| <= 1')
+    ap.add_argument('--sensing', default='clean', choices=('clean', 'noisy'),
+                    help='mujoco: noisy = joint velocity noise 0.05 rad/s, odometry 200 Hz, '
+                    '10 ms late, 0.03 m/s noise on the linear twist')
+    ap.add_argument('--real-time-factor', type=float, default=1.0,
+                    help='mujoco: simulated seconds per wall second')
+    ap.add_argument('--command-delay', type=float, default=0.002,
+                    help='mujoco: least simulated delay from a joint state to its command '
+                    'acting [s]')
+    ap.add_argument('--max-delay', type=float, default=0.005,
+                    help='mujoco: the plant does not step while the newest command answers a '
+                    'state older than this [simulated s] (0: never waits; on a loaded machine '
+                    'the delay then grows without bound)')
+    ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--push-time', type=float, default=5.8, help='push start [s]')
     ap.add_argument('--push-duration', type=float, default=0.1, help='push length [s]')
     ap.add_argument('--lockstep', type=float, default=1.0)
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'closed_loop_quadruped.png'))
     ap.add_argument('--json', default=None, help='also write the result here')
+    ap.add_argument('--result', default=None, help='also write the result file (.md) here')
     ap.add_argument('--timeout', type=float, default=300.0, help='wall-clock limit [s]')
     return ap.parse_args(argv)
 
@@ -312,6 +338,12 @@ def summary_line(r):
 def main(argv=None):
     args = _parse(argv)
     import numpy as np
+    if args.plant == 'mujoco':
+        return main_mujoco(args)
+    if args.robot != 'quadruped':
+        raise SystemExit('--robot solo12 needs --plant mujoco')
+    if args.push is None:
+        args.push = 30.0
 
     import ros_dynamics as rd
     from common import machine_info
@@ -350,6 +382,67 @@ def main(argv=None):
         f'{log_dir}')
     say(line)
     return 0 if np.isfinite(r['com_rms_m']) else 1
+
+
+def main_mujoco(args):
+    """``--plant mujoco``: scripts/closed_loop_mujoco.py's closed loop, its result files."""
+    import numpy as np
+
+    import closed_loop_mujoco as cm
+    from common import machine_info
+    say = lambda *a: print(*a, flush=True)  # noqa: E731
+    _, xml = cm.robot_urdf(args.robot)
+    if args.push is None:
+        args.push = round(0.2 * 9.81 * (cm.robot_mass(xml) + args.hidden_load), 2)
+    duration = args.duration or 6.8
+    if args.out == os.path.join(ROOT, 'out', 'closed_loop_quadruped.png'):
+        args.out = os.path.join(ROOT, 'out', f'closed_loop_quadruped_mujoco_{args.robot}.png')
+    say(f'[closed_loop] ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID")} (LOCALHOST); '
+        f'{args.robot} on MuJoCo, {duration:g} s, hidden load {args.hidden_load:g} kg, push '
+        f'{args.push:g} N at {args.push_time:g} s, {args.sensing} sensing')
+    log_dir = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop_logs')
+    os.makedirs(log_dir, exist_ok=True)
+    truth, ref, stream, text = cm.run(args, duration, tempfile.mkdtemp(prefix='rd_mujoco_'),
+                                      log_dir, say)
+    r = cm.evaluate(truth, ref, stream, text, args)
+    cm.plot(r, args.out, args)
+    line = cm.summary_line(r, args)
+    res = {k: v for k, v in r.items() if not k.startswith('_')}
+    res.update(date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), machine=machine_info(),
+               load_average_1min=os.getloadavg()[0], commit=_commit(),
+               sensing=cm.SENSING[args.sensing],
+               args=dict(vars(args), out=os.path.relpath(args.out, ROOT),
+                         json=args.json and os.path.relpath(args.json, ROOT)), summary=line)
+    base = os.path.splitext(os.path.abspath(args.out))[0]
+    for path in filter(None, (base + '.json', args.json)):
+        with open(path, 'w') as f:
+            json.dump(res, f, indent=1, default=float)
+    for path in filter(None, (base + '.md', args.result)):
+        with open(path, 'w') as f:
+            f.write(f'# {args.robot} closed loop on MuJoCo over DDS (scripts/closed_loop_quadruped'
+                    f'.py --plant mujoco)\n\nWritten by `python scripts/closed_loop_quadruped.py '
+                    f'--plant mujoco --robot {args.robot} --hidden-load {args.hidden_load:g} '
+                    f'--link-error {args.link_error:g} --sensing {args.sensing}`. Run '
+                    f'{res["date"]} at commit {res["commit"]}. Machine: {res["machine"]}; load '
+                    f'average {res["load_average_1min"]:.2f} at the end of the run.\n\n'
+                    + ''.join(f'- {k}: {v}\n' for k, v in res.items()
+                              if k not in ('date', 'machine', 'summary')) + f'\n{line}\n')
+    say(f'[closed_loop] plot saved to {args.out}; result {base}.json, {base}.md; logs in '
+        f'{log_dir}')
+    say(line)
+    return 0 if np.isfinite(r['com_rms_m']) else 1
+
+
+def _commit():
+    import subprocess
+    try:
+        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True,
+                             capture_output=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
+                               cwd=ROOT, text=True, capture_output=True).stdout.strip()
+        return out + (' (with uncommitted changes)' if dirty else '')
+    except OSError:
+        return 'unknown'
 
 
 def _readable(res, duration):

@@ -52,6 +52,12 @@ PARAMETERS = (
     ('lift_foot', 'LF_foot', 'The foot the schedule lifts.'),
     ('friction', 0.5, 'Friction coefficient of the linearized cones.'),
     ('com_amplitude', 0.02, 'CoM trajectory amplitude [m].'),
+    ('com_gains', [400.0, 40.0], 'CoM task (K_p [1/s^2], K_d [1/s]): accelerations, so any '
+     'mass.'),
+    ('orientation_gains', [400.0, 40.0], 'Trunk orientation task (K_p, K_d).'),
+    ('swing_gains', [900.0, 60.0], 'Swing foot task (K_p, K_d).'),
+    ('normal_force_range', [0.0125, 2.5], 'Bounds of each stance foot\'s normal force, in '
+     'units of the robot\'s weight m g (from the stream): scales with the robot.'),
     ('step_height', 0.05, 'Swing height [m].'),
     ('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.'),
     ('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.'),
@@ -74,6 +80,12 @@ class WBCController(Node):
         if not self.urdf:
             raise ValueError('robot_description (URDF) is needed for the effort limits')
         self.feet = list(p('feet'))
+        for name in ('com_gains', 'orientation_gains', 'swing_gains', 'normal_force_range'):
+            x = list(p(name))
+            if len(x) != 2 or not all(np.isfinite(x)) or min(x) < 0 or (
+                    name == 'normal_force_range' and not x[0] < x[1]):
+                raise ValueError(f'{name} must be two finite values >= 0 (range: low < high), '
+                                 f'not {x}')
         self.lift = p('lift_foot')
         self.mu, self.amp, self.height = p('friction'), p('com_amplitude'), p('step_height')
         self.wbc = self.schedule = self.t0 = None
@@ -131,13 +143,18 @@ class WBCController(Node):
 
     def _start(self, stamp, state):
         joints = state.names[6:]
-        self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
-                                            mu=self.mu)
-        idx = [state.frames.index(f) for f in self.feet]
+        p = lambda n: self.get_parameter(n).value  # noqa: E731
         weight = np.linalg.norm(state.g[:3])          # the base force rows of g: m |g|
+        f_min, f_max = (weight * x for x in p('normal_force_range'))
+        self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
+                                            mu=self.mu, normal_force=(f_min, f_max),
+                                            com_gains=tuple(p('com_gains')),
+                                            orientation_gains=tuple(p('orientation_gains')),
+                                            swing_gains=tuple(p('swing_gains')))
+        idx = [state.frames.index(f) for f in self.feet]
         self.schedule = StandStepSchedule(self.feet, state.com, state.positions[idx],
                                           lift=self.lift, amplitude=self.amp,
-                                          step_height=self.height,
+                                          step_height=self.height, f_max=f_max,
                                           unload_from=weight / len(self.feet))
         self.t0 = stamp
         self.cmd.name = list(joints)

@@ -1,0 +1,217 @@
+"""The quadruped's closed loop on a MuJoCo plant that is not the model (``closed_loop_quadruped.py
+--plant mujoco``): ``sim_mujoco`` (MuJoCo at 1 kHz, soft contacts, optional hidden trunk load,
+link mass errors, sensor noise, late and slower odometry; commands applied as they arrive, no
+lock-step) + dynamics node + ``wbc_controller``, three processes over loopback DDS.
+
+Every figure is the plant's truth: the CoM of MuJoCo's robot (its hidden load included) against
+the reference the controller published for the same stamp, falls, the lifted foot's rise, the
+stance feet's slide (``ros_dynamics.simulation.legged_metrics``); QP solved from the
+controller's log; the transport delay (simulated time from a joint state to the step its
+command acts on) from the simulator's.
+"""
+import os
+import re
+import time
+
+from demo import _stop, _write_params, spin_until_ended, start_program
+
+#: robots by parameters only: URDF, feet, lifted foot, standing pose, foot sphere radius
+ROBOTS = {
+    'quadruped': dict(urdf=('bundled', 'quadruped'),
+                      feet=['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], lift='LF_foot',
+                      pose={f'{leg}_{j}': a for leg in ('LF', 'RF', 'LH', 'RH')
+                            for j, a in (('HFE', 0.7), ('KFE', -1.4))}, foot_radius=0.02),
+    'solo12': dict(urdf=('example-robot-data', 'solo_description/robots/solo12.urdf'),
+                   feet=['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT'], lift='FL_FOOT',
+                   pose={**{f'{leg}_{j}': a for leg in ('FL', 'FR')
+                            for j, a in (('HFE', 0.8), ('KFE', -1.6))},
+                         **{f'{leg}_{j}': a for leg in ('HL', 'HR')
+                            for j, a in (('HFE', -0.8), ('KFE', 1.6))}}, foot_radius=0.016),
+}
+
+#: the sensing of a legged robot (issue: odometry 0.03 m/s white noise on the linear twist,
+#: 10 ms late, 200 Hz; joint velocity noise 0.05 rad/s)
+SENSING = {
+    'clean': dict(),
+    'noisy': dict(noise_velocity=0.05, noise_effort=0.05, odom_rate=200.0, odom_delay=0.01,
+                  odom_noise_linear=0.03, odom_noise_angular=0.01),
+}
+
+
+def robot_urdf(name):
+    """(path, XML) of a robot of :data:`ROBOTS`."""
+    kind, rel = ROBOTS[name]['urdf']
+    if kind == 'bundled':
+        import ros_dynamics as rd
+        path = rd.bundled_urdf(rel)
+    else:
+        from example_robot_data.path import EXAMPLE_ROBOT_DATA_MODEL_DIR as root
+        path = os.path.join(root, rel)
+    with open(path) as f:
+        return path, f.read()
+
+
+def robot_mass(xml):
+    import numpy as np
+
+    import ros_dynamics as rd
+    model = rd.load_urdf(xml, floating_base=True)
+    return float(rd.task_space(model, np.r_[0, 0, 0, 0, 0, 0, 1, np.zeros(model.nv - 6)],
+                               np.zeros(model.nv), rd.task_frames(model, [])).mass)
+
+
+def run(args, duration, tmp, log_dir, say):
+    """Start the three processes, record the controller's CoM references and the stream's CoM
+    until the simulator ends; returns (truth arrays, references, stream CoM, logs)."""
+    import numpy as np
+    import rclpy
+    from geometry_msgs.msg import PointStamped
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from demo import stamp_key
+    from ros_dynamics.ros.process import make_executor
+    from ros_dynamics.ros.wbc_stream import task_space_msg_type
+    robot = ROBOTS[args.robot]
+    _, xml = robot_urdf(args.robot)
+    truth_path = os.path.join(tmp, 'truth.npz')
+    push = [args.push_time, args.push_duration, 0.0, args.push, 0.0]
+    files = {n: os.path.join(tmp, f'{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
+    _write_params(files['sim'], 'sim', dict(
+        robot_description=xml, feet=robot['feet'], foot_radius=robot['foot_radius'],
+        pose=[f'{j}={a}' for j, a in robot['pose'].items()], duration=duration,
+        real_time_factor=args.real_time_factor, command_delay=args.command_delay,
+        max_delay=args.max_delay,
+        hidden_load=args.hidden_load, load_offset=list(args.load_offset),
+        link_mass_error=args.link_error, base_push=push, wait_for_subscribers=1,
+        wait_timeout=120.0, truth_record=truth_path, seed=args.seed,
+        **SENSING[args.sensing]))
+    _write_params(files['dyn'], 'dynamics', dict(
+        robot_description=xml, floating_base=True, task_frames=robot['feet'],
+        christoffel_stream=False, input_qos_depth=2000, qos_depth=2000))
+    _write_params(files['ctl'], 'wbc_controller', dict(
+        robot_description=xml, feet=robot['feet'], lift_foot=robot['lift'], report_period=0.0))
+    logs = {n: os.path.join(log_dir, f'{args.robot}_mujoco_{n}.log')
+            for n in ('sim', 'dynamics_node', 'wbc_controller')}
+    procs = []
+    rclpy.init(args=[])
+    lis = Node('closed_loop_listener')
+    qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+    ref, stream = {}, {}
+    sub_ts = lis.create_subscription(task_space_msg_type(), '/dynamics/task_space', lambda m: (
+        stream.__setitem__(stamp_key(m), np.array((m.com.x, m.com.y, m.com.z)))), qos)
+    sub_ref = lis.create_subscription(PointStamped, '/wbc_controller/com_reference', lambda m: (
+        ref.__setitem__(stamp_key(m), np.array((m.point.x, m.point.y, m.point.z)))), qos)
+    t_start = time.monotonic()
+    try:
+        start_program(procs, logs['dynamics_node'], ['-m', 'ros_dynamics.ros.dynamics_node'],
+                      files['dyn'])
+        start_program(procs, logs['wbc_controller'], ['-m', 'ros_dynamics.ros.wbc_node'],
+                      files['ctl'])
+        executor = make_executor('events')
+        executor.add_node(lis)
+        say('[closed_loop] waiting for the dynamics node and the controller to be discovered')
+        while ((sub_ts.get_publisher_count() < 1 or sub_ref.get_publisher_count() < 1)
+               and time.monotonic() - t_start < args.timeout):
+            executor.spin_once(timeout_sec=0.05)
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError(f'a process ended before the start; logs in {log_dir}')
+        sim = start_program(procs, logs['sim'], ['-m', 'ros_dynamics.ros.mujoco_sim_node'],
+                            files['sim'])
+        say(f'[closed_loop] {args.robot} on MuJoCo: sim_mujoco + dynamics node + '
+            f'wbc_controller started; {duration:g} simulated s at real-time factor '
+            f'{args.real_time_factor:g}, no lock-step')
+        spin_until_ended(executor, sim, t_start + args.timeout,
+                         lambda: say(f'[closed_loop]   {len(ref)} CoM references so far'))
+    finally:
+        _stop(procs)
+        lis.destroy_node()
+        rclpy.try_shutdown()
+    text = {n: open(p).read() for n, p in logs.items()}
+    if not os.path.exists(truth_path):
+        raise RuntimeError(f'the simulator wrote no truth record; its log: {text["sim"][-3000:]}')
+    truth = dict(np.load(truth_path))
+    say(f'[closed_loop] {len(ref)} CoM references, {len(truth["stamp_ns"])} plant steps '
+        f'({time.monotonic() - t_start:.0f} s wall)')
+    return truth, ref, stream, text
+
+
+def evaluate(truth, ref, stream, text, args):
+    import numpy as np
+
+    from ros_dynamics.control.stand_step import StandStepSchedule
+    from ros_dynamics.simulation.legged_metrics import closed_loop_metrics
+    robot = ROBOTS[args.robot]
+    sched = StandStepSchedule(robot['feet'], np.zeros(3), np.zeros((4, 3)))
+    r = closed_loop_metrics(truth, ref, robot['feet'].index(robot['lift']),
+                            (sched.t_swing, sched.t_down))
+    gap = [np.linalg.norm(stream[k] - c) for k, c in zip(r['_stamps'], r['_com']) if k in stream]
+    ctl = re.findall(r'served (\d+)/(\d+) pairs, QP solved (\d+)/(\d+)', text['wbc_controller'])
+    served, pairs, solved, _ = (int(x) for x in ctl[-1]) if ctl else (0, 0, 0, 0)
+    qp_us = re.findall(r'QP CPU time p50 (\d+) us, p99 (\d+) us', text['wbc_controller'])
+    delay = re.findall(r'transport delay p50 ([\d.]+) ms, p99 ([\d.]+) ms', text['sim'])
+    steps = re.findall(r'joint states published: (\d+); commands applied (\d+), hold steps '
+                       r'(\d+)', text['sim'])
+    r.update({'qp_solved_fraction': solved / served if served else 0.0,
+              'cycles_served': served, 'pairs_received': pairs,
+              'stream_com_vs_plant_rms_m': float(np.sqrt(np.mean(np.square(gap)))) if gap
+              else None,
+              'qp_cpu_time_us_p50_p99': [int(x) for x in qp_us[-1]] if qp_us else None,
+              'transport_delay_ms_p50_p99': [float(x) for x in delay[-1]] if delay else None,
+              'plant_steps_commands_hold': [int(x) for x in steps[-1]] if steps else None,
+              'plant_mass_kg': float(truth['mass']), '_sched': sched})
+    return r
+
+
+def summary_line(r, args):
+    return (f'{args.robot} on MuJoCo (hidden load {args.hidden_load:g} kg, {args.sensing} '
+            f'sensing): CoM rms {r["com_rms_m"]:.5f} m, falls {r["falls"]}, lifted foot '
+            f'{r["lift_foot_height_m"] or 0.0:.4f} m, stance slide {r["stance_slide_max_m"]:.4f} '
+            f'm, QP solved {100 * r["qp_solved_fraction"]:.2f} %')
+
+
+def plot(r, path, args):
+    import matplotlib
+    import numpy as np
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    t, com, ref, s = r['_t'], r['_com'], r['_ref'], r['_sched']
+    fig, axs = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+    for ax in axs:
+        ax.axvspan(s.t_swing, s.t_down, color='C1', alpha=0.15)
+        if args.push:
+            ax.axvspan(args.push_time, args.push_time + args.push_duration, color='C3',
+                       alpha=0.3)
+    for j, (lab, col) in enumerate(zip('xyz', ('C0', 'C2', 'C4'))):
+        axs[0].plot(t, (ref[:, j] - ref[0, j]) * 1e3, '--', color=col, lw=1.2,
+                    label=f'{lab} reference')
+        axs[0].plot(t, (com[:, j] - ref[0, j]) * 1e3, color=col, lw=0.8,
+                    label=f'{lab} MuJoCo (truth)')
+    axs[0].axhline(0, color='k', lw=0.3)
+    axs[0].set_ylabel('CoM - start [mm]')
+    axs[0].legend(fontsize=8, ncol=3)
+    axs[0].set_title(f'MuJoCo\'s CoM against the controller\'s reference: rms '
+                     f'{r["com_rms_m"] * 1e3:.2f} mm (target 10 mm); orange: swing, red: '
+                     f'{args.push:.1f} N push')
+    axs[1].plot(r['_ta'], r['_rise'] * 1e2, 'C1', label='lifted foot height')
+    axs[1].plot(r['_ta'], r['_slide'] * 1e2, 'C3', label='stance feet slide (max)')
+    axs[1].axhline(2.0, color='k', ls=':', lw=1, label='2 cm (lift >= it, slide <= it)')
+    axs[1].set_ylabel('[cm]')
+    axs[1].legend(fontsize=8)
+    win = np.ones(20) / 20.0                   # 20 ms moving average: the noise is the sensors'
+    for f, foot in enumerate(ROBOTS[args.robot]['feet']):
+        axs[2].plot(r['_ta'], np.convolve(r['_fz'][:, f], win, mode='same'), lw=0.9, label=foot)
+    axs[2].set_ylabel('MuJoCo normal force, 20 ms mean [N]')
+    axs[2].set_xlabel('time since the controller started [s]')
+    axs[2].legend(fontsize=8, ncol=4)
+    for ax in axs:
+        ax.grid(alpha=0.3)
+    d = r['transport_delay_ms_p50_p99']
+    fig.suptitle(f'{args.robot} ({r["plant_mass_kg"]:.2f} kg in MuJoCo, {args.hidden_load:g} kg '
+                 f'of it unknown to the URDF), {args.sensing} sensing, over DDS without '
+                 f'lock-step: falls {r["falls"]}, QP solved {100 * r["qp_solved_fraction"]:.2f} %'
+                 + (f', delay {d[0]:.1f} ms p50' if d else ''), fontsize=10)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
