@@ -9,8 +9,11 @@ stance feet's slide (``ros_dynamics.simulation.legged_metrics``); QP solved from
 controller's log; the transport delay (simulated time from a joint state to the step its
 command acts on) from the simulator's.
 """
+import copy
+import json
 import os
 import re
+import tempfile
 import time
 
 from demo import _stop, _write_params, spin_until_ended, start_program
@@ -38,6 +41,17 @@ SENSING = {
 }
 
 
+def schedule(args):
+    """The controller's schedule for ``--schedule`` (its phase times; no start state needed)."""
+    import numpy as np
+
+    from ros_dynamics.control.stand_step import StandStepSchedule
+    t_track, segment, shift, unload, swing, stand = args.schedule
+    return StandStepSchedule(['a', 'b', 'c', 'd'], np.zeros(3), np.zeros((4, 3)),
+                             t_track=t_track, segment=segment, shift=shift, unload=unload,
+                             swing=swing, stand=stand)
+
+
 def robot_urdf(name):
     """(path, XML) of a robot of :data:`ROBOTS`."""
     kind, rel = ROBOTS[name]['urdf']
@@ -45,8 +59,15 @@ def robot_urdf(name):
         import ros_dynamics as rd
         path = rd.bundled_urdf(rel)
     else:
-        from example_robot_data.path import EXAMPLE_ROBOT_DATA_MODEL_DIR as root
-        path = os.path.join(root, rel)
+        import glob
+        import sys
+        found = [p for root in sys.path if root.endswith('site-packages')
+                 for p in glob.glob(os.path.join(root, '**', 'example-robot-data', 'robots',
+                                                 rel), recursive=True)]
+        if not found:
+            raise FileNotFoundError(f'example-robot-data\'s {rel} not found (pip install '
+                                    'example-robot-data: requirements-dev.txt)')
+        path = found[0]
     with open(path) as f:
         return path, f.read()
 
@@ -90,7 +111,8 @@ def run(args, duration, tmp, log_dir, say):
         robot_description=xml, floating_base=True, task_frames=robot['feet'],
         christoffel_stream=False, input_qos_depth=2000, qos_depth=2000))
     _write_params(files['ctl'], 'wbc_controller', dict(
-        robot_description=xml, feet=robot['feet'], lift_foot=robot['lift'], report_period=0.0))
+        robot_description=xml, feet=robot['feet'], lift_foot=robot['lift'], report_period=0.0,
+        schedule=list(args.schedule)))
     logs = {n: os.path.join(log_dir, f'{args.robot}_mujoco_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
     procs = []
@@ -139,10 +161,9 @@ def run(args, duration, tmp, log_dir, say):
 def evaluate(truth, ref, stream, text, args):
     import numpy as np
 
-    from ros_dynamics.control.stand_step import StandStepSchedule
     from ros_dynamics.simulation.legged_metrics import closed_loop_metrics
     robot = ROBOTS[args.robot]
-    sched = StandStepSchedule(robot['feet'], np.zeros(3), np.zeros((4, 3)))
+    sched = schedule(args)
     r = closed_loop_metrics(truth, ref, robot['feet'].index(robot['lift']),
                             (sched.t_swing, sched.t_down))
     gap = [np.linalg.norm(stream[k] - c) for k, c in zip(r['_stamps'], r['_com']) if k in stream]
@@ -152,7 +173,12 @@ def evaluate(truth, ref, stream, text, args):
     delay = re.findall(r'transport delay p50 ([\d.]+) ms, p99 ([\d.]+) ms', text['sim'])
     steps = re.findall(r'joint states published: (\d+); commands applied (\d+), hold steps '
                        r'(\d+)', text['sim'])
-    r.update({'qp_solved_fraction': solved / served if served else 0.0,
+    t, com = r['_t'], r['_com']
+    win = (t >= args.push_time) & (t < args.push_time + 0.5)
+    at = np.searchsorted(t, args.push_time)
+    r.update({'com_push_response_m': (float(np.abs(com[win, 1] - com[at, 1]).max())
+                                      if win.any() and at < len(t) else None),
+              'qp_solved_fraction': solved / served if served else 0.0,
               'cycles_served': served, 'pairs_received': pairs,
               'stream_com_vs_plant_rms_m': float(np.sqrt(np.mean(np.square(gap)))) if gap
               else None,
@@ -215,3 +241,118 @@ def plot(r, path, args):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+#: (name, options) of ``--variants``: what the plant hides from the controller
+VARIANTS = (
+    ('nominal, clean sensing', dict(hidden_load=0.0, link_error=0.0, sensing='clean')),
+    ('hidden trunk load, noisy sensing', dict(hidden_load=1.0, link_error=0.0, sensing='noisy')),
+    ('hidden load off-centre, link masses +-20 %, noisy sensing',
+     dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy')),
+)
+
+COLUMNS = (('plant mass [kg]', 'plant_mass_kg', 1, '.2f'),
+           ('CoM rms [mm]', 'com_rms_m', 1e3, '.2f'),
+           ('CoM max [mm]', 'com_max_m', 1e3, '.1f'), ('falls', 'falls', 1, 'd'),
+           ('lifted foot [cm]', 'lift_foot_height_m', 1e2, '.1f'),
+           ('stance slide [cm]', 'stance_slide_max_m', 1e2, '.2f'),
+           ('QP solved [%]', 'qp_solved_fraction', 1e2, '.2f'),
+           ('max tilt [deg]', 'max_tilt_deg', 1, '.1f'))
+
+
+def _commit(root):
+    import subprocess
+    try:
+        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, text=True,
+                             capture_output=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
+                               cwd=root, text=True, capture_output=True).stdout.strip()
+        return out + (' (with uncommitted changes)' if dirty else '')
+    except OSError:
+        return 'unknown'
+
+
+def once(args, root, say):
+    """One closed loop: (result dict, metrics with time series); writes the plot and json."""
+    _, xml = robot_urdf(args.robot)
+    if args.push is None:
+        args.push = round(0.2 * 9.81 * (robot_mass(xml) + args.hidden_load), 2)
+    duration = args.duration or schedule(args).duration
+    say(f'[closed_loop] ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID")} (LOCALHOST); '
+        f'{args.robot} on MuJoCo, {duration:g} s, hidden load {args.hidden_load:g} kg, link '
+        f'error {args.link_error:g}, push {args.push:g} N at {args.push_time:g} s, '
+        f'{args.sensing} sensing')
+    log_dir = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop_logs')
+    os.makedirs(log_dir, exist_ok=True)
+    truth, ref, stream, text = run(args, duration, tempfile.mkdtemp(prefix='rd_mujoco_'),
+                                   log_dir, say)
+    r = evaluate(truth, ref, stream, text, args)
+    plot(r, args.out, args)
+    res = {k: v for k, v in r.items() if not k.startswith('_')}
+    res.update(sensing=SENSING[args.sensing], push_N=args.push, summary=summary_line(r, args),
+               args=dict(vars(args), out=os.path.relpath(args.out, root),
+                         json=args.json and os.path.relpath(args.json, root)))
+    base = os.path.splitext(os.path.abspath(args.out))[0]
+    for path in filter(None, (base + '.json', args.json)):
+        with open(path, 'w') as f:
+            json.dump(res, f, indent=1, default=float)
+    say(f'[closed_loop] plot saved to {args.out}; logs in {log_dir}')
+    say(res['summary'])
+    return res
+
+
+def main(args, root):
+    """``closed_loop_quadruped.py --plant mujoco``: one run, or ``--variants``; the result file
+    (.md, next to the plot and to ``--result``) names date, machine, load, script and commit."""
+    import numpy as np
+
+    from common import machine_info
+    say = lambda *a: print(*a, flush=True)  # noqa: E731
+    if args.out == os.path.join(root, 'out', 'closed_loop_quadruped.png'):
+        args.out = os.path.join(root, 'out', f'closed_loop_quadruped_mujoco_{args.robot}.png')
+    stem = os.path.splitext(os.path.abspath(args.out))[0]
+    commit, date = _commit(root), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    rows = []
+    for i, (name, opts) in enumerate(VARIANTS if args.variants else (('as given', {}),)):
+        a = copy.deepcopy(args)
+        vars(a).update(opts)
+        if args.variants:
+            a.out, a.json = f'{stem}_{i}.png', None
+        rows.append((name, once(a, root, say)))
+    head = ['variant', 'hidden load [kg]', 'link error', 'sensing', 'push [N]'] + [
+        c[0] for c in COLUMNS] + ['delay p50/p99 [ms]']
+    lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+    for name, res in rows:
+        a = res['args']
+        cells = [name, f'{a["hidden_load"]:g}', f'{a["link_error"]:g}', a['sensing'],
+                 f'{res["push_N"]:g}']
+        cells += [format(res[k] * s if k != 'falls' else res[k], f) if res[k] is not None
+                  else '-' for _, k, s, f in COLUMNS]
+        d = res['transport_delay_ms_p50_p99']
+        cells.append(f'{d[0]:.1f}/{d[1]:.1f}' if d else '-')
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    cmd = ('python scripts/closed_loop_quadruped.py --plant mujoco --robot ' + args.robot
+           + (' --variants' if args.variants else f' --hidden-load {args.hidden_load:g} '
+              f'--link-error {args.link_error:g} --sensing {args.sensing}'))
+    text = (f'# {args.robot} closed loop on a MuJoCo plant over DDS\n\nWritten by `{cmd}` '
+            f'(scripts/closed_loop_quadruped.py with scripts/closed_loop_mujoco.py). Run {date} '
+            f'at commit {commit}. Machine: {machine_info()}; load average '
+            f'{os.getloadavg()[0]:.2f} at the end.\n\n'
+            'Plant: MuJoCo steps the robot at 1 kHz (soft contacts, elliptic cones, foot '
+            'spheres); the controller never sees its state, only the dynamics node\'s stream '
+            'computed from the joint states and odometry it publishes; commands act as they '
+            'arrive over DDS (no lock-step), no earlier than 2 ms and the plant waits when they '
+            'fall more than 5 ms behind (simulated time). Clean sensing: exact joint states and '
+            'odometry at 1 kHz. Noisy: joint velocity noise 0.05 rad/s, effort 0.05 N m; '
+            'odometry 200 Hz, 10 ms late, white noise 0.03 m/s on the linear and 0.01 rad/s on '
+            'the angular twist. Push: 20 % of the weight, lateral, 0.1 s at '
+            f'{args.push_time:g} s. Every figure is MuJoCo\'s truth (legged_metrics): its CoM '
+            'against the controller\'s reference, its feet, its base.\n\n'
+            + '\n'.join(lines) + '\n\n' + '\n'.join(f'- {n}: {r["summary"]}' for n, r in rows)
+            + '\n')
+    for path in filter(None, (stem + '.md', args.result)):
+        with open(path, 'w') as f:
+            f.write(text)
+    say(f'[closed_loop] result {stem}.md' + (f', {args.result}' if args.result else ''))
+    say(rows[-1][1]['summary'])                 # the last line: the (last) run's summary
+    return 0 if all(np.isfinite(r['com_rms_m']) for _, r in rows) else 1

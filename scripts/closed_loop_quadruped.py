@@ -75,12 +75,18 @@ def _parse(argv=None):
                     'state older than this [simulated s] (0: never waits; on a loaded machine '
                     'the delay then grows without bound)')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--schedule', type=float, nargs=6, default=(0.5, 0.5, 0.8, 0.1, 0.5, 1.5),
+                    help='mujoco: the controller\'s phase durations [s] (wbc_controller\'s '
+                    'schedule parameter)')
     ap.add_argument('--push-time', type=float, default=5.8, help='push start [s]')
     ap.add_argument('--push-duration', type=float, default=0.1, help='push length [s]')
     ap.add_argument('--lockstep', type=float, default=1.0)
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'closed_loop_quadruped.png'))
     ap.add_argument('--json', default=None, help='also write the result here')
     ap.add_argument('--result', default=None, help='also write the result file (.md) here')
+    ap.add_argument('--variants', action='store_true',
+                    help='mujoco: run closed_loop_mujoco.VARIANTS (nominal; hidden load and '
+                    'noisy sensing; also link masses off) and write one table')
     ap.add_argument('--timeout', type=float, default=300.0, help='wall-clock limit [s]')
     return ap.parse_args(argv)
 
@@ -339,7 +345,8 @@ def main(argv=None):
     args = _parse(argv)
     import numpy as np
     if args.plant == 'mujoco':
-        return main_mujoco(args)
+        import closed_loop_mujoco
+        return closed_loop_mujoco.main(args, ROOT)
     if args.robot != 'quadruped':
         raise SystemExit('--robot solo12 needs --plant mujoco')
     if args.push is None:
@@ -356,8 +363,8 @@ def main(argv=None):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     log_dir = os.path.join(out_dir, 'closed_loop_logs')
     os.makedirs(log_dir, exist_ok=True)
-    ts, odom, ext, ref, js, text = run(args, xml, duration, tempfile.mkdtemp(prefix='rd_quadruped_'),
-                              log_dir, say)
+    ts, odom, ext, ref, js, text = run(args, xml, duration,
+                                       tempfile.mkdtemp(prefix='rd_quadruped_'), log_dir, say)
     r = evaluate(ts, odom, ext, ref, js, text, args, duration)
     plot(r, args.out, args)
     line = summary_line(r)
@@ -382,67 +389,6 @@ def main(argv=None):
         f'{log_dir}')
     say(line)
     return 0 if np.isfinite(r['com_rms_m']) else 1
-
-
-def main_mujoco(args):
-    """``--plant mujoco``: scripts/closed_loop_mujoco.py's closed loop, its result files."""
-    import numpy as np
-
-    import closed_loop_mujoco as cm
-    from common import machine_info
-    say = lambda *a: print(*a, flush=True)  # noqa: E731
-    _, xml = cm.robot_urdf(args.robot)
-    if args.push is None:
-        args.push = round(0.2 * 9.81 * (cm.robot_mass(xml) + args.hidden_load), 2)
-    duration = args.duration or 6.8
-    if args.out == os.path.join(ROOT, 'out', 'closed_loop_quadruped.png'):
-        args.out = os.path.join(ROOT, 'out', f'closed_loop_quadruped_mujoco_{args.robot}.png')
-    say(f'[closed_loop] ROS_DOMAIN_ID={os.environ.get("ROS_DOMAIN_ID")} (LOCALHOST); '
-        f'{args.robot} on MuJoCo, {duration:g} s, hidden load {args.hidden_load:g} kg, push '
-        f'{args.push:g} N at {args.push_time:g} s, {args.sensing} sensing')
-    log_dir = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop_logs')
-    os.makedirs(log_dir, exist_ok=True)
-    truth, ref, stream, text = cm.run(args, duration, tempfile.mkdtemp(prefix='rd_mujoco_'),
-                                      log_dir, say)
-    r = cm.evaluate(truth, ref, stream, text, args)
-    cm.plot(r, args.out, args)
-    line = cm.summary_line(r, args)
-    res = {k: v for k, v in r.items() if not k.startswith('_')}
-    res.update(date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), machine=machine_info(),
-               load_average_1min=os.getloadavg()[0], commit=_commit(),
-               sensing=cm.SENSING[args.sensing],
-               args=dict(vars(args), out=os.path.relpath(args.out, ROOT),
-                         json=args.json and os.path.relpath(args.json, ROOT)), summary=line)
-    base = os.path.splitext(os.path.abspath(args.out))[0]
-    for path in filter(None, (base + '.json', args.json)):
-        with open(path, 'w') as f:
-            json.dump(res, f, indent=1, default=float)
-    for path in filter(None, (base + '.md', args.result)):
-        with open(path, 'w') as f:
-            f.write(f'# {args.robot} closed loop on MuJoCo over DDS (scripts/closed_loop_quadruped'
-                    f'.py --plant mujoco)\n\nWritten by `python scripts/closed_loop_quadruped.py '
-                    f'--plant mujoco --robot {args.robot} --hidden-load {args.hidden_load:g} '
-                    f'--link-error {args.link_error:g} --sensing {args.sensing}`. Run '
-                    f'{res["date"]} at commit {res["commit"]}. Machine: {res["machine"]}; load '
-                    f'average {res["load_average_1min"]:.2f} at the end of the run.\n\n'
-                    + ''.join(f'- {k}: {v}\n' for k, v in res.items()
-                              if k not in ('date', 'machine', 'summary')) + f'\n{line}\n')
-    say(f'[closed_loop] plot saved to {args.out}; result {base}.json, {base}.md; logs in '
-        f'{log_dir}')
-    say(line)
-    return 0 if np.isfinite(r['com_rms_m']) else 1
-
-
-def _commit():
-    import subprocess
-    try:
-        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True,
-                             capture_output=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
-                               cwd=ROOT, text=True, capture_output=True).stdout.strip()
-        return out + (' (with uncommitted changes)' if dirty else '')
-    except OSError:
-        return 'unknown'
 
 
 def _readable(res, duration):

@@ -59,6 +59,8 @@ PARAMETERS = (
     ('normal_force_range', [0.0125, 2.5], 'Bounds of each stance foot\'s normal force, in '
      'units of the robot\'s weight m g (from the stream): scales with the robot.'),
     ('step_height', 0.05, 'Swing height [m].'),
+    ('schedule', [0.5, 0.5, 0.8, 0.1, 0.5, 1.5], 'Phase durations [s]: stand, each CoM '
+     'segment, weight shift, unload (and load), swing, final stand.'),
     ('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.'),
     ('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.'),
     ('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.'),
@@ -86,6 +88,8 @@ class WBCController(Node):
                     name == 'normal_force_range' and not x[0] < x[1]):
                 raise ValueError(f'{name} must be two finite values >= 0 (range: low < high), '
                                  f'not {x}')
+        if len(p('schedule')) != 6 or not all(x > 0 for x in p('schedule')):
+            raise ValueError(f'schedule must be six durations > 0, not {list(p("schedule"))}')
         self.lift = p('lift_foot')
         self.mu, self.amp, self.height = p('friction'), p('com_amplitude'), p('step_height')
         self.wbc = self.schedule = self.t0 = None
@@ -152,8 +156,11 @@ class WBCController(Node):
                                             orientation_gains=tuple(p('orientation_gains')),
                                             swing_gains=tuple(p('swing_gains')))
         idx = [state.frames.index(f) for f in self.feet]
+        t_track, segment, shift, unload, swing, stand = p('schedule')
         self.schedule = StandStepSchedule(self.feet, state.com, state.positions[idx],
-                                          lift=self.lift, amplitude=self.amp,
+                                          lift=self.lift, amplitude=self.amp, t_track=t_track,
+                                          segment=segment, shift=shift, unload=unload,
+                                          swing=swing, stand=stand,
                                           step_height=self.height, f_max=f_max,
                                           unload_from=weight / len(self.feet))
         self.t0 = stamp

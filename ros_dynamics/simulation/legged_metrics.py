@@ -54,5 +54,6 @@ def closed_loop_metrics(truth, references, lift, swing):
             'stance_slide_max_m': float(slide.max()),
             'lift_foot_max_normal_force_mid_swing_N': (float(np.abs(forces[mid, lift, 2]).max())
                                                        if mid.any() else None),
-            'samples': len(ks), '_stamps': ks, '_t': t, '_com': com, '_ref': ref, '_ta': ta, '_rise': rise,
+            'samples': len(ks), '_stamps': ks, '_t': t, '_com': com, '_ref': ref, '_ta': ta,
+            '_rise': rise,
             '_slide': slide.max(axis=1), '_fz': forces[:, :, 2]}

@@ -170,7 +170,8 @@ class MujocoLegged:
 class Odometry:
     """A legged robot's base state estimate from the plant's truth: each :meth:`sample` call
     (every plant step) stores (t, q, v); every ``1/rate`` s it returns the state of ``delay`` s
-    ago (stamped with that time; the first state stands for the times before it) with white noise ``noise_linear`` (m/s) and ``noise_angular``
+    ago (stamped with that time; the first state stands for the times before it) with white
+    noise ``noise_linear`` (m/s) and ``noise_angular``
     (rad/s) and the constant ``bias_linear`` (m/s, base frame) on the twist, and white noise
     ``noise_position`` (m) on the position; else None."""
 
