@@ -85,8 +85,10 @@ class MujocoLegged:
                                 conaffinity=1, friction=[o.mu, 0.005, 0.0001])
         if o.hidden_load > 0:
             r = 0.01
-            root.add_body(name='hidden_load', pos=list(o.load_offset), mass=o.hidden_load,
-                          inertia=[0.4 * o.hidden_load * r * r] * 3, explicitinertial=True)
+            load = root.add_body()
+            load.name, load.pos, load.mass = 'hidden_load', list(o.load_offset), o.hidden_load
+            load.ipos, load.inertia = [0.0, 0.0, 0.0], [0.4 * o.hidden_load * r * r] * 3
+            load.explicitinertial = True
         for j in spec.joints:
             if j.type != mujoco.mjtJoint.mjJNT_FREE:
                 j.armature, j.frictionloss = o.armature, o.joint_friction
