@@ -23,6 +23,11 @@ cycles; joint states answered = commands the simulator received answering the la
 state / joint states it published.  Foot forces in the plot: the ground reactions from the
 simulator's true external joint torque, f = J_leg^-T tau_ext,leg per leg (J from the stream).
 Writes out/closed_loop_quadruped.{png,json,md}; the last line of the output is the summary.
+
+``--plant mujoco`` runs the loop on a MuJoCo plant that is not the model instead (``--robot
+quadruped|solo12``, ``--hidden-load``, ``--link-error``, ``--sensing noisy``, ``--push``,
+``--variants``; scripts/closed_loop_mujoco.py), every figure from MuJoCo's truth; it writes
+out/closed_loop_quadruped_mujoco_<robot>*.{png,json,md} (and ``--result``).
 """
 import argparse
 import json
