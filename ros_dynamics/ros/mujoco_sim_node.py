@@ -105,7 +105,10 @@ class MujocoSim(Node):
         pose = {}
         for item in p('pose'):
             joint, _, angle = item.partition('=')
-            pose[joint.strip()] = float(angle)
+            try:
+                pose[joint.strip()] = float(angle)
+            except ValueError:
+                raise ValueError(f'pose entry {item!r} is not "joint=angle"') from None
         opts = LeggedPlantOptions(
             hidden_load=p('hidden_load'), load_offset=tuple(p('load_offset')),
             link_mass_error=p('link_mass_error'), armature=p('armature'),
@@ -133,6 +136,7 @@ class MujocoSim(Node):
         self.delays, self.hold_steps, self.rejected = [], 0, 0
         self.truth = TruthRecord()
         self._odo = None
+        self._t0_ns = 0
         self.done = threading.Event()
         qos = QoSProfile(depth=max(200, int(2.0 * rate)), reliability=ReliabilityPolicy.RELIABLE)
         self.pub_js = self.create_publisher(JointState, 'joint_states', qos)
@@ -154,6 +158,8 @@ class MujocoSim(Node):
                 raise ValueError(nmap.error)
             tau = np.empty(len(self.names))
             nmap.efforts(np.asarray(msg.effort, dtype=float), tau)
+            if not np.all(np.isfinite(tau)):
+                raise ValueError('non-finite effort')
         except ValueError as exc:
             self.rejected += 1
             self.get_logger().warning(f'effort command rejected: {exc}', throttle_duration_sec=1.0)
@@ -197,12 +203,14 @@ class MujocoSim(Node):
     def _publish(self, stamp_ns, q, v, tau, again=False):
         def stamp(ns):
             return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
-        odo = self._odo if again else self.odometry.sample(stamp_ns * 1e-9, q, v)
+        # the odometry's clock: simulated seconds since the first state (float seconds of the
+        # epoch would lose the nanoseconds)
+        odo = self._odo if again else self.odometry.sample((stamp_ns - self._t0_ns) * 1e-9, q, v)
         self._odo = odo
         if odo is not None:                   # first: the dynamics node pairs the latest odom
             t_odo, q7, v6 = odo
             m = OdometryMsg()
-            m.header.stamp = stamp(int(round(t_odo * 1e9)))
+            m.header.stamp = stamp(self._t0_ns + int(round(t_odo * 1e9)))
             m.header.frame_id, m.child_frame_id = 'world', self.plant.root_name
             pos, ori = m.pose.pose.position, m.pose.pose.orientation
             pos.x, pos.y, pos.z, ori.x, ori.y, ori.z, ori.w = (float(x) for x in q7)
@@ -230,7 +238,7 @@ class MujocoSim(Node):
             for _ in range(int(round(p('settle') / plant.dt))):
                 plant.step(plant.hold(kp * plant.mass, kd * plant.mass))
             plant.t = 0.0
-            t0_ns = self.get_clock().now().nanoseconds
+            t0_ns = self._t0_ns = self.get_clock().now().nanoseconds
             dt_ns, rtf = int(round(plant.dt * 1e9)), float(p('real_time_factor'))
             t0, k, state = time.monotonic(), 0, dict(stamp=None, tau=None)
             t_push, d_push = p('base_push')[:2]

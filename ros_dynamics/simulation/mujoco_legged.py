@@ -77,6 +77,9 @@ class MujocoLegged:
         root = spec.worldbody.first_body()
         root.add_freejoint()
         self.root_name, self.feet = root.name, list(feet)
+        missing = [f for f in self.feet if spec.body(f) is None]
+        if missing or len(self.feet) < 3:
+            raise ValueError(f'feet {self.feet}: {missing or "fewer than 3"} not links of the URDF')
         for foot in self.feet:
             spec.body(foot).add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[o.foot_radius, 0, 0],
                                      contype=1, conaffinity=0, friction=[o.mu, 0.005, 0.0001],
@@ -111,6 +114,9 @@ class MujocoLegged:
         self._root = m.body(self.root_name).id
         self._foot_body = {m.body(f).id: i for i, f in enumerate(self.feet)}
         self.mass = float(np.sum(m.body_mass))
+        unknown = sorted(set(pose or {}) - set(self.joints))
+        if unknown:
+            raise ValueError(f'pose names {unknown}, not joints of the URDF')
         self.q_pose = np.array([float((pose or {}).get(n, 0.0)) for n in self.joints])
         d.qpos[self._qadr] = self.q_pose
         d.qpos[3] = 1.0
