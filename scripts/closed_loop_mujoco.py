@@ -234,7 +234,9 @@ def plot(r, path, args):
         ax.grid(alpha=0.3)
     d = r['transport_delay_ms_p50_p99']
     fig.suptitle(f'{args.robot} ({r["plant_mass_kg"]:.2f} kg in MuJoCo, {args.hidden_load:g} kg '
-                 f'of it unknown to the URDF), {args.sensing} sensing, over DDS without '
+                 f'of it unknown to the URDF' + (f', links ±{100 * args.link_error:.0f} %'
+                                                 if args.link_error else '')
+                 + f'), {args.sensing} sensing, over DDS without '
                  f'lock-step: falls {r["falls"]}, QP solved {100 * r["qp_solved_fraction"]:.2f} %'
                  + (f', delay {d[0]:.1f} ms p50' if d else ''), fontsize=10)
     fig.tight_layout()
@@ -265,7 +267,8 @@ def _commit(root):
     try:
         out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, text=True,
                              capture_output=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no', '--',
+                                '.', ':!benchmarks/results'],     # (a result file just written)
                                cwd=root, text=True, capture_output=True).stdout.strip()
         return out + (' (with uncommitted changes)' if dirty else '')
     except OSError:
