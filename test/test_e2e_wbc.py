@@ -56,8 +56,8 @@ def test_summary_line_and_targets_on_the_plants_truth(result):
     assert m and m.group(1) == robot, out[-2000:]
     # measured in three runs each (2026-11-28, load average 10-16): quadruped / Solo12
     assert res['falls'] == 0 and res['max_tilt_deg'] < 1.7, out   # 0.53-0.55 / 0.40-0.41 deg
-    # MuJoCo's CoM against the reference: 2.65-2.66 mm / 4.81 mm rms (Solo12: the unknown 40 %
-    # sags it by about Δm g / (m K_p)); 3x, capped by the target 1 cm
+    # MuJoCo's CoM against the reference: 2.63-2.66 mm / 4.78-4.81 mm rms (Solo12: its mass
+    # 40 % off, the CoM task sags); 3x, capped by the target 1 cm
     assert res['com_rms_m'] <= {'quadruped': 0.008, 'solo12': 0.01}[robot], out
     # the lifted foot against its step height 5 cm: 5.03-5.04 / 5.08-5.13 cm
     assert abs(res['lift_foot_height_m'] - 0.05) <= 0.004, out
