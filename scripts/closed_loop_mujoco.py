@@ -16,7 +16,7 @@ import re
 import tempfile
 import time
 
-from demo import _stop, _write_params, spin_until_ended, start_program
+from demo import _write_params
 
 #: robots by parameters only: URDF, feet, lifted foot, standing pose, foot sphere radius
 ROBOTS = {
@@ -91,7 +91,6 @@ def run(args, duration, tmp, log_dir, say):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     from demo import stamp_key
-    from ros_dynamics.ros.process import make_executor
     from ros_dynamics.ros.wbc_stream import task_space_msg_type
     robot = ROBOTS[args.robot]
     _, xml = robot_urdf(args.robot)
@@ -115,7 +114,6 @@ def run(args, duration, tmp, log_dir, say):
         schedule=list(args.schedule)))
     logs = {n: os.path.join(log_dir, f'{args.robot}_mujoco_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
-    procs = []
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
@@ -124,31 +122,12 @@ def run(args, duration, tmp, log_dir, say):
         stream.__setitem__(stamp_key(m), np.array((m.com.x, m.com.y, m.com.z)))), qos)
     sub_ref = lis.create_subscription(PointStamped, '/wbc_controller/com_reference', lambda m: (
         ref.__setitem__(stamp_key(m), np.array((m.point.x, m.point.y, m.point.z)))), qos)
-    t_start = time.monotonic()
-    try:
-        start_program(procs, logs['dynamics_node'], ['-m', 'ros_dynamics.ros.dynamics_node'],
-                      files['dyn'])
-        start_program(procs, logs['wbc_controller'], ['-m', 'ros_dynamics.ros.wbc_node'],
-                      files['ctl'])
-        executor = make_executor('events')
-        executor.add_node(lis)
-        say('[closed_loop] waiting for the dynamics node and the controller to be discovered')
-        while ((sub_ts.get_publisher_count() < 1 or sub_ref.get_publisher_count() < 1)
-               and time.monotonic() - t_start < args.timeout):
-            executor.spin_once(timeout_sec=0.05)
-            if any(p.poll() is not None for p in procs):
-                raise RuntimeError(f'a process ended before the start; logs in {log_dir}')
-        sim = start_program(procs, logs['sim'], ['-m', 'ros_dynamics.ros.mujoco_sim_node'],
-                            files['sim'])
-        say(f'[closed_loop] {args.robot} on MuJoCo: sim_mujoco + dynamics node + '
-            f'wbc_controller started; {duration:g} simulated s at real-time factor '
-            f'{args.real_time_factor:g}, no lock-step')
-        spin_until_ended(executor, sim, t_start + args.timeout,
-                         lambda: say(f'[closed_loop]   {len(ref)} CoM references so far'))
-    finally:
-        _stop(procs)
-        lis.destroy_node()
-        rclpy.try_shutdown()
+    from closed_loop_quadruped import run_stack
+    t_start = run_stack(
+        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.mujoco_sim_node', args, log_dir,
+        say, f'[closed_loop] {args.robot} on MuJoCo: sim_mujoco + dynamics node + wbc_controller '
+        f'started; {duration:g} simulated s at real-time factor {args.real_time_factor:g}, no '
+        'lock-step', lambda: say(f'[closed_loop]   {len(ref)} CoM references so far'))
     text = {n: open(p).read() for n, p in logs.items()}
     if not os.path.exists(truth_path):
         raise RuntimeError(f'the simulator wrote no truth record; its log: {text["sim"][-3000:]}')

@@ -106,7 +106,6 @@ def run(args, xml, duration, tmp, log_dir, say):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.ros.process import make_executor
     from ros_dynamics.ros.wbc_stream import task_space_msg_type
     push = [args.push_time, args.push_duration, 0.0, args.push, 0.0] if args.push else []
     files = {n: os.path.join(tmp, f'{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
@@ -123,11 +122,6 @@ def run(args, xml, duration, tmp, log_dir, say):
     _write_params(files['ctl'], 'wbc_controller', dict(robot_description=xml, report_period=0.0))
     logs = {n: os.path.join(log_dir, f'quadruped_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
-    procs = []
-
-    def start(name, module, params):
-        return start_program(procs, logs[name], ['-m', module], params)
-
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
@@ -157,34 +151,49 @@ def run(args, xml, duration, tmp, log_dir, say):
         key(m), (list(m.name), np.array(m.position))), qos)
     lis.create_subscription(JointState, '/sim/external_torque_truth', lambda m: ext.__setitem__(
         key(m), (list(m.name), np.array(m.effort))), qos)
-    t_start = time.monotonic()
+    t_start = run_stack(
+        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.sim_node', args, log_dir, say,
+        f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; {duration:g} '
+        'simulated s in lock-step (a few wall minutes on a loaded machine)',
+        lambda: say(f'[closed_loop]   {len(ts)} task-space messages so far'))
+    text = {n: open(p).read() for n, p in logs.items()}
+    say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
+        f'({time.monotonic() - t_start:.0f} s wall)')
+    return ts, odom, ext, ref, js, text
+
+
+def run_stack(lis, subs, logs, files, sim_module, args, log_dir, say, started, progress):
+    """Start the dynamics node and the controller (``files['dyn']``, ``files['ctl']``), wait
+    until the listener ``lis``'s subscriptions ``subs`` are matched with their publishers, start
+    the simulator ``sim_module`` (``files['sim']``) and spin ``lis`` until it ends; then stop
+    every process and shut rclpy down. Returns the monotonic start time."""
+    import rclpy
+
+    from ros_dynamics.ros.process import make_executor
+    procs, t_start = [], time.monotonic()
     try:
-        start('dynamics_node', 'ros_dynamics.ros.dynamics_node', files['dyn'])
-        start('wbc_controller', 'ros_dynamics.ros.wbc_node', files['ctl'])
+        for name, module, f in (('dynamics_node', 'ros_dynamics.ros.dynamics_node', 'dyn'),
+                                ('wbc_controller', 'ros_dynamics.ros.wbc_node', 'ctl')):
+            start_program(procs, logs[name], ['-m', module], files[f])
         executor = make_executor('events')
         executor.add_node(lis)
         # the simulator waits only for its joint_states subscribers: start it once this
         # listener is matched with the dynamics node's and the controller's publishers too, or
         # the first cycles' task space or CoM references go unrecorded under load
         say('[closed_loop] waiting for the dynamics node and the controller to be discovered')
-        while ((sub_ts.get_publisher_count() < 1 or sub_ref.get_publisher_count() < 1)
+        while (any(s.get_publisher_count() < 1 for s in subs)
                and time.monotonic() - t_start < args.timeout):
             executor.spin_once(timeout_sec=0.05)
             if any(p.poll() is not None for p in procs):
                 raise RuntimeError(f'a process ended before the start; logs in {log_dir}')
-        sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
-        say(f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; '
-            f'{duration:g} simulated s in lock-step (a few wall minutes on a loaded machine)')
-        spin_until_ended(executor, sim, t_start + args.timeout,
-                         lambda: say(f'[closed_loop]   {len(ts)} task-space messages so far'))
+        sim = start_program(procs, logs['sim'], ['-m', sim_module], files['sim'])
+        say(started)
+        spin_until_ended(executor, sim, t_start + args.timeout, progress)
     finally:
         _stop(procs)
         lis.destroy_node()
         rclpy.try_shutdown()
-    text = {n: open(p).read() for n, p in logs.items()}
-    say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
-        f'({time.monotonic() - t_start:.0f} s wall)')
-    return ts, odom, ext, ref, js, text
+    return t_start
 
 
 def _true_com(odom, js, ks):
