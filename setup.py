@@ -36,6 +36,7 @@ setup(
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
             'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
             'sim = ros_dynamics.ros.sim_node:main',
+            'sim_mujoco = ros_dynamics.ros.mujoco_sim_node:main',
             'tracking_controller = ros_dynamics.ros.tracking_controller:main',
             'wbc_controller = ros_dynamics.ros.wbc_node:main',
             'calibrate = ros_dynamics.identification.calibrate:main',

@@ -23,6 +23,11 @@ cycles; joint states answered = commands the simulator received answering the la
 state / joint states it published.  Foot forces in the plot: the ground reactions from the
 simulator's true external joint torque, f = J_leg^-T tau_ext,leg per leg (J from the stream).
 Writes out/closed_loop_quadruped.{png,json,md}; the last line of the output is the summary.
+
+``--plant mujoco`` runs the loop on a MuJoCo plant that is not the model instead (``--robot
+quadruped|solo12``, ``--hidden-load``, ``--link-error``, ``--sensing noisy``, ``--push``,
+``--variants``; scripts/closed_loop_mujoco.py), every figure from MuJoCo's truth; it writes
+out/closed_loop_quadruped_mujoco_<robot>*.{png,json,md} (and ``--result``).
 """
 import argparse
 import json
@@ -46,15 +51,47 @@ FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
 
 def _parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--robot', default='quadruped', choices=('quadruped',))
+    ap.add_argument('--plant', default='rigid', choices=('rigid', 'mujoco'),
+                    help='rigid: the project\'s simulator on the model, lock-step; mujoco: '
+                    'MuJoCo (soft contacts), not the model, no lock-step')
+    ap.add_argument('--robot', default='quadruped', choices=('quadruped', 'solo12'),
+                    help='solo12 (example-robot-data): --plant mujoco only')
     ap.add_argument('--duration', type=float, default=None,
                     help='simulated seconds (default: the whole schedule, 6.8 s)')
-    ap.add_argument('--push', type=float, default=30.0, help='push force [N] (0: none)')
+    ap.add_argument('--push', type=float, default=None,
+                    help='lateral push force [N] (0: none; default 30 N on the rigid plant, '
+                    '20 %% of the weight on MuJoCo)')
+    ap.add_argument('--hidden-load', type=float, default=0.0,
+                    help='mujoco: kg on the trunk that the URDF does not know')
+    ap.add_argument('--load-offset', type=float, nargs=3, default=(0.0, 0.0, 0.0),
+                    help='mujoco: where on the trunk (its frame) [m]')
+    ap.add_argument('--link-error', type=float, default=0.0,
+                    help='mujoco: every other link\'s mass and inertia x (1 + e u), |u| <= 1')
+    ap.add_argument('--sensing', default='clean', choices=('clean', 'noisy'),
+                    help='mujoco: noisy = joint velocity noise 0.05 rad/s, odometry 200 Hz, '
+                    '10 ms late, 0.03 m/s noise on the linear twist')
+    ap.add_argument('--real-time-factor', type=float, default=1.0,
+                    help='mujoco: simulated seconds per wall second')
+    ap.add_argument('--command-delay', type=float, default=0.002,
+                    help='mujoco: least simulated delay from a joint state to its command '
+                    'acting [s]')
+    ap.add_argument('--max-delay', type=float, default=0.005,
+                    help='mujoco: the plant does not step while the newest command answers a '
+                    'state older than this [simulated s] (0: never waits; on a loaded machine '
+                    'the delay then grows without bound)')
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--schedule', type=float, nargs=6, default=(0.5, 0.5, 0.8, 0.1, 0.5, 1.5),
+                    help='mujoco: the controller\'s phase durations [s] (wbc_controller\'s '
+                    'schedule parameter)')
     ap.add_argument('--push-time', type=float, default=5.8, help='push start [s]')
     ap.add_argument('--push-duration', type=float, default=0.1, help='push length [s]')
     ap.add_argument('--lockstep', type=float, default=1.0)
     ap.add_argument('--out', default=os.path.join(ROOT, 'out', 'closed_loop_quadruped.png'))
     ap.add_argument('--json', default=None, help='also write the result here')
+    ap.add_argument('--result', default=None, help='also write the result file (.md) here')
+    ap.add_argument('--variants', action='store_true',
+                    help='mujoco: run closed_loop_mujoco.VARIANTS (nominal; hidden load and '
+                    'noisy sensing; also link masses off) and write one table')
     ap.add_argument('--timeout', type=float, default=300.0, help='wall-clock limit [s]')
     return ap.parse_args(argv)
 
@@ -69,7 +106,6 @@ def run(args, xml, duration, tmp, log_dir, say):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.ros.process import make_executor
     from ros_dynamics.ros.wbc_stream import task_space_msg_type
     push = [args.push_time, args.push_duration, 0.0, args.push, 0.0] if args.push else []
     files = {n: os.path.join(tmp, f'{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
@@ -86,11 +122,6 @@ def run(args, xml, duration, tmp, log_dir, say):
     _write_params(files['ctl'], 'wbc_controller', dict(robot_description=xml, report_period=0.0))
     logs = {n: os.path.join(log_dir, f'quadruped_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
-    procs = []
-
-    def start(name, module, params):
-        return start_program(procs, logs[name], ['-m', module], params)
-
     rclpy.init(args=[])
     lis = Node('closed_loop_listener')
     qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
@@ -120,34 +151,49 @@ def run(args, xml, duration, tmp, log_dir, say):
         key(m), (list(m.name), np.array(m.position))), qos)
     lis.create_subscription(JointState, '/sim/external_torque_truth', lambda m: ext.__setitem__(
         key(m), (list(m.name), np.array(m.effort))), qos)
-    t_start = time.monotonic()
+    t_start = run_stack(
+        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.sim_node', args, log_dir, say,
+        f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; {duration:g} '
+        'simulated s in lock-step (a few wall minutes on a loaded machine)',
+        lambda: say(f'[closed_loop]   {len(ts)} task-space messages so far'))
+    text = {n: open(p).read() for n, p in logs.items()}
+    say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
+        f'({time.monotonic() - t_start:.0f} s wall)')
+    return ts, odom, ext, ref, js, text
+
+
+def run_stack(lis, subs, logs, files, sim_module, args, log_dir, say, started, progress):
+    """Start the dynamics node and the controller (``files['dyn']``, ``files['ctl']``), wait
+    until the listener ``lis``'s subscriptions ``subs`` are matched with their publishers, start
+    the simulator ``sim_module`` (``files['sim']``) and spin ``lis`` until it ends; then stop
+    every process and shut rclpy down. Returns the monotonic start time."""
+    import rclpy
+
+    from ros_dynamics.ros.process import make_executor
+    procs, t_start = [], time.monotonic()
     try:
-        start('dynamics_node', 'ros_dynamics.ros.dynamics_node', files['dyn'])
-        start('wbc_controller', 'ros_dynamics.ros.wbc_node', files['ctl'])
+        for name, module, f in (('dynamics_node', 'ros_dynamics.ros.dynamics_node', 'dyn'),
+                                ('wbc_controller', 'ros_dynamics.ros.wbc_node', 'ctl')):
+            start_program(procs, logs[name], ['-m', module], files[f])
         executor = make_executor('events')
         executor.add_node(lis)
         # the simulator waits only for its joint_states subscribers: start it once this
         # listener is matched with the dynamics node's and the controller's publishers too, or
         # the first cycles' task space or CoM references go unrecorded under load
         say('[closed_loop] waiting for the dynamics node and the controller to be discovered')
-        while ((sub_ts.get_publisher_count() < 1 or sub_ref.get_publisher_count() < 1)
+        while (any(s.get_publisher_count() < 1 for s in subs)
                and time.monotonic() - t_start < args.timeout):
             executor.spin_once(timeout_sec=0.05)
             if any(p.poll() is not None for p in procs):
                 raise RuntimeError(f'a process ended before the start; logs in {log_dir}')
-        sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
-        say(f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; '
-            f'{duration:g} simulated s in lock-step (a few wall minutes on a loaded machine)')
-        spin_until_ended(executor, sim, t_start + args.timeout,
-                         lambda: say(f'[closed_loop]   {len(ts)} task-space messages so far'))
+        sim = start_program(procs, logs['sim'], ['-m', sim_module], files['sim'])
+        say(started)
+        spin_until_ended(executor, sim, t_start + args.timeout, progress)
     finally:
         _stop(procs)
         lis.destroy_node()
         rclpy.try_shutdown()
-    text = {n: open(p).read() for n, p in logs.items()}
-    say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
-        f'({time.monotonic() - t_start:.0f} s wall)')
-    return ts, odom, ext, ref, js, text
+    return t_start
 
 
 def _true_com(odom, js, ks):
@@ -312,6 +358,13 @@ def summary_line(r):
 def main(argv=None):
     args = _parse(argv)
     import numpy as np
+    if args.plant == 'mujoco':
+        import closed_loop_mujoco
+        return closed_loop_mujoco.main(args, ROOT)
+    if args.robot != 'quadruped':
+        raise SystemExit('--robot solo12 needs --plant mujoco')
+    if args.push is None:
+        args.push = 30.0
 
     import ros_dynamics as rd
     from common import machine_info
@@ -324,8 +377,8 @@ def main(argv=None):
     out_dir = os.path.dirname(os.path.abspath(args.out))
     log_dir = os.path.join(out_dir, 'closed_loop_logs')
     os.makedirs(log_dir, exist_ok=True)
-    ts, odom, ext, ref, js, text = run(args, xml, duration, tempfile.mkdtemp(prefix='rd_quadruped_'),
-                              log_dir, say)
+    ts, odom, ext, ref, js, text = run(args, xml, duration,
+                                       tempfile.mkdtemp(prefix='rd_quadruped_'), log_dir, say)
     r = evaluate(ts, odom, ext, ref, js, text, args, duration)
     plot(r, args.out, args)
     line = summary_line(r)

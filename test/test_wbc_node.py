@@ -66,8 +66,12 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
     sim = standing_quadruped(model, path)
     q = sim.q.copy()
     v = 0.05 * np.sin(np.arange(model.nv))              # moving a little: C v and J̇ v matter
+    # gains and force bounds other than the defaults: the parameters reach the QP (the torques
+    # below differ from the defaults' by 0.44 N m at most: the damping terms act, v != 0)
+    gains = dict(com_gains=[300.0, 30.0], orientation_gains=[200.0, 20.0],
+                 swing_gains=[800.0, 50.0], normal_force_range=[0.02, 2.0])
     node = NodeProcess(ros_env, str(tmp_path), 'wbcn', dict(robot_description=xml,
-                                                            report_period=0.0),
+                                                            report_period=0.0, **gains),
                        node_name='wbc_controller', module='ros_dynamics.ros.wbc_node')
     cli = rclpy.create_node('wbc_probe', context=rclpy_context)
     ex = SingleThreadedExecutor(context=rclpy_context)
@@ -107,12 +111,19 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
         cmd = cmds[-1]
         assert (cmd.header.stamp.sec, cmd.header.stamp.nanosec) == (5, 0)
         assert list(cmd.name) == list(model.joint_names)
-        ctl = TaskSpaceInverseDynamics(FEET, effort_limits_from_urdf(xml, model.joint_names))
-        sched = StandStepSchedule(FEET, state.com, state.positions,
-                                  unload_from=np.linalg.norm(state.g[:3]) / 4)
+        weight = np.linalg.norm(state.g[:3])
+        ctl = TaskSpaceInverseDynamics(
+            FEET, effort_limits_from_urdf(xml, model.joint_names),
+            normal_force=tuple(weight * x for x in gains['normal_force_range']),
+            com_gains=tuple(gains['com_gains']),
+            orientation_gains=tuple(gains['orientation_gains']),
+            swing_gains=tuple(gains['swing_gains']))
+        sched = StandStepSchedule(FEET, state.com, state.positions, unload_from=weight / 4)
         sol = ctl.solve(state, sched(0.0))
         assert sol.solved
         np.testing.assert_allclose(cmd.effort, sol.tau, rtol=1e-6, atol=1e-6)
+        default = TaskSpaceInverseDynamics(FEET, effort_limits_from_urdf(xml, model.joint_names))
+        assert np.abs(default.solve(state, sched(0.0)).tau - sol.tau).max() > 1e-3
         r = refs[-1].point
         np.testing.assert_allclose((r.x, r.y, r.z), state.com, atol=1e-12)
         node.stop()

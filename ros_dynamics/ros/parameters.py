@@ -7,7 +7,7 @@ allowed lengths of an array, the choices, whether it is read-only, and what a ch
 ``input``: the joint-input policy; ``output``: takes effect at the next cycle; ``start-up``:
 read-only).  The machinery (validation, ROS descriptors, generated files) is
 :mod:`ros_dynamics.ros.parameter_table`, shared by every node; the other nodes' tables are in
-their modules (``sim_node``, ``tracking_controller``, ``wbc_node``).
+their modules (``sim_node``, ``tracking_controller``, ``wbc_node``, ``mujoco_sim_node``).
 ``python -m ros_dynamics.ros.parameters --write`` writes ``config/dynamics.yaml`` and
 ``docs/parameters.md`` (a section per node); a test checks that both are up to date.  No rclpy
 is needed except for :func:`descriptor` and the generator (which imports the other nodes).
@@ -205,7 +205,8 @@ def tables():
     from .sim_node import PARAMETERS as SIM
     from .tracking_controller import PARAMETERS as TRACKING
     from .wbc_node import PARAMETERS as WBC
-    return (TABLE, SIM, TRACKING, WBC)
+    from .mujoco_sim_node import PARAMETERS as SIM_MUJOCO
+    return (TABLE, SIM, TRACKING, WBC, SIM_MUJOCO)
 
 
 def yaml_text():
@@ -217,8 +218,8 @@ def markdown_text():
     every = tables()
     lines = ['# Parameters', '',
              'Generated from the parameter table of each node (`ros_dynamics/ros/parameters.py` '
-             'for the dynamics node, `PARAMETERS` in `sim_node.py`, `tracking_controller.py` and '
-             '`wbc_node.py`, one machinery: `ros_dynamics/ros/parameter_table.py`) by '
+             'for the dynamics node, `PARAMETERS` in `sim_node.py`, `tracking_controller.py`, '
+             '`wbc_node.py` and `mujoco_sim_node.py`, one machinery: `ros_dynamics/ros/parameter_table.py`) by '
              '`python -m ros_dynamics.ros.parameters --write`. A running node describes each '
              'parameter, its range and its rule to `ros2 param describe`; a value outside the '
              'rules is refused with the rule (at start-up the node exits with status 2 and '

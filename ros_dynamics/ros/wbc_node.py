@@ -49,6 +49,13 @@ def _needs_description(checked):
         raise ValueError('robot_description (URDF) is needed for the effort limits')
 
 
+def _force_range_ordered(checked):
+    low, high = checked['normal_force_range']
+    if not low < high:
+        raise ValueError(f'normal_force_range must be [low, high] with low < high, not '
+                         f'{[low, high]}')
+
+
 P = Param
 #: the controller's parameters (all read-only; docs/parameters.md); a plain (name, default,
 #: description) entry is a parameter with no rule but its type
@@ -61,7 +68,19 @@ PARAMETERS = ParameterTable('wbc_controller', (
     P('friction', 0.5, 'Friction coefficient of the linearized cones.', 'start-up',
       0.0, 100.0, True),
     P('com_amplitude', 0.02, 'CoM trajectory amplitude [m].', 'start-up', 0.0, 1.0),
+    P('com_gains', [400.0, 40.0], 'CoM task (K_p [1/s^2], K_d [1/s]): accelerations, so any '
+      'mass.', 'start-up', 0.0, 1e6, lengths=(2,)),
+    P('orientation_gains', [400.0, 40.0], 'Trunk orientation task (K_p, K_d).', 'start-up',
+      0.0, 1e6, lengths=(2,)),
+    P('swing_gains', [900.0, 60.0], 'Swing foot task (K_p, K_d).', 'start-up', 0.0, 1e6,
+      lengths=(2,)),
+    P('normal_force_range', [0.0125, 2.5], 'Bounds of each stance foot\'s normal force, in '
+      'units of the robot\'s weight m g (from the stream): scales with the robot.', 'start-up',
+      0.0, 100.0, lengths=(2,)),
     P('step_height', 0.05, 'Swing height [m].', 'start-up', 0.0, 1.0),
+    P('schedule', [0.5, 0.5, 0.8, 0.1, 0.5, 1.5], 'Phase durations [s]: stand, each CoM '
+      'segment, weight shift, unload (and load), swing, final stand.', 'start-up', 0.0, 1e4,
+      True, lengths=(6,)),
     P('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.', 'start-up'),
     P('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.',
       'start-up'),
@@ -71,7 +90,7 @@ PARAMETERS = ParameterTable('wbc_controller', (
       1, 1000000),
     P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
       'start-up', 0.0, 1e6),
-), rules=(_needs_description,), about='The whole-body controller (docs/ros_interface.md, '
+), rules=(_needs_description, _force_range_ordered), about='The whole-body controller (docs/ros_interface.md, '
     '"Whole-body controller `wbc_controller`"). Every parameter is read at start-up '
     '(read-only).')
 
@@ -142,13 +161,21 @@ class WBCController(Node):
 
     def _start(self, stamp, state):
         joints = state.names[6:]
-        self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
-                                            mu=self.mu)
-        idx = [state.frames.index(f) for f in self.feet]
+        p = lambda n: self.get_parameter(n).value  # noqa: E731
         weight = np.linalg.norm(state.g[:3])          # the base force rows of g: m |g|
+        f_min, f_max = (weight * x for x in p('normal_force_range'))
+        self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
+                                            mu=self.mu, normal_force=(f_min, f_max),
+                                            com_gains=tuple(p('com_gains')),
+                                            orientation_gains=tuple(p('orientation_gains')),
+                                            swing_gains=tuple(p('swing_gains')))
+        idx = [state.frames.index(f) for f in self.feet]
+        t_track, segment, shift, unload, swing, stand = p('schedule')
         self.schedule = StandStepSchedule(self.feet, state.com, state.positions[idx],
-                                          lift=self.lift, amplitude=self.amp,
-                                          step_height=self.height,
+                                          lift=self.lift, amplitude=self.amp, t_track=t_track,
+                                          segment=segment, shift=shift, unload=unload,
+                                          swing=swing, stand=stand,
+                                          step_height=self.height, f_max=f_max,
                                           unload_from=weight / len(self.feet))
         self.t0 = stamp
         self.cmd.name = list(joints)

@@ -1,0 +1,235 @@
+"""Any quadruped URDF in MuJoCo (Todorov, Erez & Tassa 2012) as a plant that is not the model:
+the whole-body controller's closed loop is judged on it (``sim_mujoco`` runs it as a node).
+
+Built from the URDF text by MuJoCo's own importer (the visual and collision shapes dropped, so no
+mesh file is needed), a free joint on the root link, a floor plane and one sphere per foot
+(centred on the foot frame, the only geoms that touch the floor; MuJoCo's soft contacts,
+pyramidal friction ``mu``).  What the URDF does not say, the plant may differ in:
+
+* ``hidden_load`` kg on the root link at ``load_offset`` (its frame), a body the URDF lacks;
+* ``link_mass_error``: every other link's mass and rotational inertia scaled by ``1 + e u``,
+  ``u`` uniform in [−1, 1] per link (seeded);
+* ``armature`` (rotor inertia, kg m²) and ``joint_friction`` (dry, N m) on every joint.
+
+Everything in and out is in the project's coordinates (docs/conventions.md):
+``q = [x y z qx qy qz qw, joints]``, ``v = [base linear (base frame), base angular (base frame),
+joints]``; MuJoCo's free joint keeps ``[x y z qw qx qy qz]`` and the linear velocity in world
+axes.  :class:`Odometry` is what a legged robot's state estimator gives: the base pose and twist
+``delay`` s late, at ``rate`` Hz, with white noise and a constant bias on the twist.
+
+The module lacking in :mod:`.mujoco_quadruped` (the bundled robot only, driven by its own
+PD) is why this one exists: the robot, its feet and its stance come from parameters here.
+mujoco is imported when a plant is made (a development dependency, requirements-dev.txt).
+"""
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ['LeggedPlantOptions', 'MujocoLegged', 'Odometry', 'TruthRecord']
+
+
+@dataclass
+class LeggedPlantOptions:
+    """How the plant differs from the URDF (module docstring); zeros: it does not."""
+    hidden_load: float = 0.0
+    load_offset: tuple = (0.0, 0.0, 0.0)
+    link_mass_error: float = 0.0
+    armature: float = 0.0
+    joint_friction: float = 0.0
+    mu: float = 0.8
+    impratio: float = 100.0
+    foot_radius: float = 0.02
+    seed: int = 0
+
+
+def _strip_shapes(xml):
+    """The URDF without visual/collision elements (no meshes to find) and without a
+    ``<mujoco>`` element of its own."""
+    for tag in ('visual', 'collision', 'mujoco'):
+        xml = re.sub(rf'<{tag}\b.*?</{tag}>', '', xml, flags=re.S)
+        xml = re.sub(rf'<{tag}\b[^>]*/>', '', xml)
+    return re.sub(r'(<robot\b[^>]*>)', r'\1<mujoco><compiler discardvisual="true" '
+                  r'fusestatic="false" balanceinertia="true"/></mujoco>', xml, count=1)
+
+
+class MujocoLegged:
+    """The robot of ``xml`` (URDF text) in MuJoCo, standing on the floor z = 0 at the joint
+    angles ``pose`` {joint: rad} (the others 0), stepped at ``dt``.
+
+    ``joints``: the joint order of the arrays in and out (default: MuJoCo's, i.e. the URDF's);
+    ``feet``: the foot links.
+    Each :meth:`step` applies the joint torques ``tau`` (project order) and a world force
+    ``push`` at the root's centre of mass over one period.
+    """
+
+    def __init__(self, xml, feet, joints=None, pose=None, dt=1e-3, options=None):
+        import mujoco
+        self._mj = mujoco
+        self.options = o = options or LeggedPlantOptions()
+        spec = mujoco.MjSpec.from_string(_strip_shapes(xml))
+        spec.option.timestep = dt
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        spec.option.impratio = o.impratio
+        root = spec.worldbody.first_body()
+        root.add_freejoint()
+        self.root_name, self.feet = root.name, list(feet)
+        missing = [f for f in self.feet if spec.body(f) is None]
+        if missing or len(self.feet) < 3:
+            raise ValueError(f'feet {self.feet}: {missing or "fewer than 3"} not links of the URDF')
+        for foot in self.feet:
+            spec.body(foot).add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[o.foot_radius, 0, 0],
+                                     contype=1, conaffinity=0, friction=[o.mu, 0.005, 0.0001],
+                                     mass=0.0, density=0.0)
+        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=0,
+                                conaffinity=1, friction=[o.mu, 0.005, 0.0001])
+        if o.hidden_load > 0:
+            r = 0.01
+            load = root.add_body()
+            load.name, load.pos, load.mass = 'hidden_load', list(o.load_offset), o.hidden_load
+            load.ipos, load.inertia = [0.0, 0.0, 0.0], [0.4 * o.hidden_load * r * r] * 3
+            load.explicitinertial = True
+        for j in spec.joints:
+            if j.type != mujoco.mjtJoint.mjJNT_FREE:
+                j.armature, j.frictionloss = o.armature, o.joint_friction
+        self.m = m = spec.compile()
+        if o.link_mass_error > 0:
+            rng = np.random.default_rng(o.seed)
+            for b in range(2, m.nbody):          # 0 world, 1 root
+                if m.body(b).name == 'hidden_load':
+                    continue
+                s = 1.0 + o.link_mass_error * rng.uniform(-1.0, 1.0)
+                m.body_mass[b] *= s
+                m.body_inertia[b] *= s
+        self.d = d = mujoco.MjData(m)
+        mujoco.mj_setConst(m, d)
+        self.dt = dt
+        self.joints = list(joints) if joints is not None else [
+            m.joint(j).name for j in range(m.njnt) if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE]
+        self._qadr = np.array([m.joint(n).qposadr[0] for n in self.joints])
+        self._vadr = np.array([m.joint(n).dofadr[0] for n in self.joints])
+        self._root = m.body(self.root_name).id
+        self._foot_body = {m.body(f).id: i for i, f in enumerate(self.feet)}
+        self.mass = float(np.sum(m.body_mass))
+        unknown = sorted(set(pose or {}) - set(self.joints))
+        if unknown:
+            raise ValueError(f'pose names {unknown}, not joints of the URDF')
+        self.q_pose = np.array([float((pose or {}).get(n, 0.0)) for n in self.joints])
+        d.qpos[self._qadr] = self.q_pose
+        d.qpos[3] = 1.0
+        mujoco.mj_kinematics(m, d)
+        lowest = min(d.xpos[b][2] for b in self._foot_body) - o.foot_radius
+        d.qpos[2] = -lowest
+        mujoco.mj_forward(m, d)
+        self.t = 0.0
+        self.tau = np.zeros(len(self.joints))
+        self.foot_forces = np.zeros((len(self.feet), 3))
+
+    def state(self):
+        """(q, v) in the project's coordinates."""
+        d = self.d
+        q = np.concatenate([d.qpos[:3], d.qpos[4:7], d.qpos[3:4], d.qpos[self._qadr]])
+        R = d.xmat[self._root].reshape(3, 3)
+        v = np.concatenate([R.T @ d.qvel[:3], d.qvel[3:6], d.qvel[self._vadr]])
+        return q, v
+
+    def com(self):
+        """The whole robot's centre of mass (world), the plant's truth (load included)."""
+        return self.d.subtree_com[self._root].copy()
+
+    def foot_positions(self):
+        """(k, 3) the feet frames' origins (world)."""
+        return np.array([self.d.xpos[b] for b in self._foot_body])
+
+    def step(self, tau, push=(0.0, 0.0, 0.0)):
+        """Apply ``tau`` (joints, project order) and ``push`` (N, world) over one step; the
+        feet's contact forces over it are then in :attr:`foot_forces` (world, on the foot)."""
+        mj, m, d = self._mj, self.m, self.d
+        self.tau = np.asarray(tau, dtype=float).copy()
+        d.qfrc_applied[:] = 0.0
+        d.qfrc_applied[self._vadr] = self.tau
+        d.xfrc_applied[:] = 0.0
+        d.xfrc_applied[self._root, :3] = push
+        mj.mj_step(m, d)
+        mj.mj_forward(m, d)       # positions-dependent quantities (CoM, frames) at the new t
+        self.t += self.dt
+        F, f6 = np.zeros((len(self.feet), 3)), np.zeros(6)
+        for i in range(d.ncon):
+            c = d.contact[i]
+            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
+            foot = self._foot_body.get(b2, self._foot_body.get(b1))
+            if foot is None:
+                continue
+            mj.mj_contactForce(m, d, i, f6)
+            fw = c.frame.reshape(3, 3).T @ f6[:3]     # on geom2, from geom1, world axes
+            F[foot] += fw if b2 in self._foot_body else -fw
+        self.foot_forces = F
+
+    def hold(self, kp, kd):
+        """Joint PD torques towards the standing pose (before the first command, and when
+        commands stop)."""
+        q, v = self.state()
+        return kp * (self.q_pose - q[7:]) - kd * v[6:]
+
+
+class Odometry:
+    """A legged robot's base state estimate from the plant's truth: each :meth:`sample` call
+    (every plant step) stores (t, q, v); every ``1/rate`` s it returns the state of ``delay`` s
+    ago (stamped with that time; the first state stands for the times before it) with white
+    noise ``noise_linear`` (m/s) and ``noise_angular``
+    (rad/s) and the constant ``bias_linear`` (m/s, base frame) on the twist, and white noise
+    ``noise_position`` (m) on the position; else None."""
+
+    def __init__(self, rate=1000.0, delay=0.0, noise_linear=0.0, noise_angular=0.0,
+                 bias_linear=(0.0, 0.0, 0.0), noise_position=0.0, seed=0):
+        if not rate > 0 or delay < 0:
+            raise ValueError('odometry rate must be > 0 and delay >= 0')
+        self.period, self.delay = 1.0 / rate, float(delay)
+        self.noise = (float(noise_linear), float(noise_angular), float(noise_position))
+        self.bias = np.asarray(bias_linear, dtype=float)
+        self.rng = np.random.default_rng(seed)
+        self.history = deque()
+        self._next = 0.0
+
+    def sample(self, t, q, v):
+        """(stamp t', q7, v6) of the state at t' = t − delay when one is due, else None."""
+        self.history.append((t, q[:7].copy(), v[:6].copy()))
+        if t + 1e-9 < self._next:
+            return None
+        while len(self.history) > 1 and self.history[1][0] <= t - self.delay + 1e-9:
+            self.history.popleft()
+        ts, q7, v6 = self.history[0]
+        # before delay s of history: the first state (the plant settled at rest before it)
+        ts = min(ts, t - self.delay)
+        self._next = t + self.period - 1e-9
+        nl, na, npos = self.noise
+        v6 = v6.copy()
+        v6[:3] += self.bias + nl * self.rng.standard_normal(3)
+        v6[3:] += na * self.rng.standard_normal(3)
+        q7 = q7.copy()
+        q7[:3] += npos * self.rng.standard_normal(3)
+        return ts, q7, v6
+
+
+class TruthRecord:
+    """What the plant did, per step (its truth, for the metrics): stamp, CoM, base pose, feet
+    positions and contact forces, the push."""
+
+    FIELDS = ('stamp_ns', 'com', 'base', 'feet', 'foot_forces', 'push', 'tau')
+
+    def __init__(self):
+        self.rows = {k: [] for k in self.FIELDS}
+
+    def add(self, stamp_ns, plant, push):
+        q, _ = plant.state()
+        for k, x in zip(self.FIELDS, (stamp_ns, plant.com(), q[:7], plant.foot_positions(),
+                                      plant.foot_forces.copy(), np.asarray(push, float),
+                                      plant.tau.copy())):
+            self.rows[k].append(x)
+
+    def save(self, path, **meta):
+        np.savez(path, **{k: np.asarray(v) for k, v in self.rows.items()},
+                 **{k: np.asarray(v) for k, v in meta.items()})
