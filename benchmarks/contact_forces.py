@@ -200,8 +200,8 @@ def main(argv=None):
                      state=min(worst['state'], m['state_accuracy']),
                      push=max(worst['push'], m['push_relative_error']))
     results['realistic worst over draws'] = worst
-    lines += ['', f'Worst over the draws {SEEDS[0]}-{SEEDS[-1]}: foot {_fmt(worst["foot"])}, state accuracy '
-              f'{100 * worst["state"]:.2f} %, push {_fmt(worst["push"])}.']
+    lines += ['', f'Worst over the draws {SEEDS[0]}-{SEEDS[-1]}: foot {_fmt(worst["foot"])}, '
+              f'state accuracy {100 * worst["state"]:.2f} %, push {_fmt(worst["push"])}.']
     lines += ['', '## The project\'s rigid-contact simulator (exact sensing)', ''] + HEADER
     for label, kw in (('rigid standing K=50', dict(plant='standing')),
                       ('rigid trot K=50', dict(plant='trot')),

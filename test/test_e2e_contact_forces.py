@@ -3,8 +3,8 @@ independent engine) standing, shifting its weight, lifting a foot and pushed on 
 its joint states and odometry (stamped at 1 kHz) sent to a running dynamics_node, paced by its
 answers; every joint state answered on ~/contact_forces (>= 99 %), each foot's force within
 5 % of the weight (rms, at every sample) of the engine's foot force through the exact K/(s+K),
-the contact state right (against MuJoCo's contacts) in >= 98 % of the samples, the push's generalized force in the unexplained part within
-15 %."""
+the contact state right (against MuJoCo's contacts) in >= 98 % of the samples, the push's
+generalized force in the unexplained part within 15 %."""
 import numpy as np
 import pytest
 

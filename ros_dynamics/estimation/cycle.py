@@ -31,10 +31,10 @@ from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
-from .stance_residual import StanceResidual
 from .observer import R, TAU, ContactDetector, MomentumObserver, estimate_contact_wrench
 from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
                     terms_finite)
+from .stance_residual import StanceResidual
 
 PERIOD_WINDOW = 64
 
