@@ -131,9 +131,9 @@ def test_push_survives_the_odometry_of_a_legged_state_estimator():
     (0.03 m/s white noise on the linear twist, 10 ms late, 200 Hz held, joint states at 1 kHz):
     judged on MuJoCo's truth, every foot within 4.8 % of the weight, the contact state right in
     >= 99.1 % of the samples, the push in the unexplained part within 15 %.  Worst measured over
-    the odometry's noise draws 0-5 (benchmarks/results/contact_forces.md): 1.51 %, 99.70 %,
-    9.49 %; 1.60 % for draw 2 in an earlier run (two runs of the same draw can differ in the
-    worst foot by a few tenths of a percent: ProxQP's solutions differ at 1e-8 between runs
+    the odometry's noise draws 0-5 (benchmarks/results/contact_forces.md): 1.60 %, 99.70 %,
+    9.49 % (two runs of the same draw can differ in the worst foot by a few tenths of a
+    percent, draw 2 gave 1.04 % in another run: ProxQP's solutions differ at 1e-8 between runs
     and a contact state can then flip a sample earlier or later); bounds 3x 1.60 %, 0.30 %
     missed states, the push's the requirement (tighter than 3x).  From
     the odometry's twist as is (odom_twist_noise 0) the push is lost in the noise (92.91 %
