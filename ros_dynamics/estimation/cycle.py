@@ -32,9 +32,9 @@ from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
 from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
-from .stance_residual import StanceResidual
 from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
                     terms_finite)
+from .stance_residual import StanceResidual
 
 PERIOD_WINDOW = 64
 

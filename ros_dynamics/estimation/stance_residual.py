@@ -61,9 +61,9 @@ def stance_twist(G, v, odom_weight, foot_weight):
 def fused_twist(A, v, stance, d, odom_weight, foot_weight, gate, vh, H):
     """(1) for the frames ``stance`` (k,) bool, whose velocity rows are the columns of ``A``
     (nv × k d, ``d`` per frame), then again without the fastest stance frame while one is
-    faster than ``gate`` under the result: ``vh`` (nv,) = ``v`` with the base twist v̂_b; ``stance`` keeps the
-    frames used.  ``H`` (6 × 7): workspace (the normal equations and their right-hand side,
-    solved by Cholesky)."""
+    faster than ``gate`` under the result: ``vh`` (nv,) = ``v`` with the base twist v̂_b;
+    ``stance`` keeps the frames used.  ``H`` (6 × 7): workspace (the normal equations and
+    their right-hand side, solved by Cholesky)."""
     nv, k = A.shape[0], stance.shape[0]
     for i in range(nv):
         vh[i] = v[i]

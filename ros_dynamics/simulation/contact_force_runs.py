@@ -135,9 +135,12 @@ def metrics(out, settle=0.5):
     plant's foot force through K/(s+K) at every sample (also where the estimate says "no
     contact" and the plant has one, and vice versa); contact-state accuracy against the
     plant's contact data (``touching``: MuJoCo's contacts; the rigid simulator's positive
-    normal forces); touch-down and lift-off delays; the push found in the unexplained part
-    (relative error of its generalized force, over the samples where the filtered push exceeds
-    90 % of its peak)."""
+    normal forces); touch-down and lift-off delays (to the estimate's nearest such transition
+    within 0.1 s); the push found in the unexplained part (relative error of its generalized
+    force, over the samples where the filtered push exceeds 90 % of its peak), also as the
+    change of the unexplained part from its mean over the 0.5 s before the push (what a
+    constant model error, a hidden load, leaves), and the lag of the unexplained part behind
+    the push's K/(s+K) (the shift that fits it best, within ±0.1 s)."""
     t, w = out['t'], out['weight']
     m = t >= settle
     err = out['estimate'] - out['filtered']
@@ -160,7 +163,7 @@ def metrics(out, settle=0.5):
                         acc_list.append(t[near] - t[j])
     push = np.linalg.norm(out['push'], axis=1)
     sel = push > 0.9 * push.max() if push.max() > 0 else np.zeros(len(t), bool)
-    push_err = change_err = None
+    push_err = change_err = lag = None
     if sel.any():
         u = out['unexplained']
         push_err = float(np.linalg.norm(u[sel] - out['push'][sel], axis=1).mean()
@@ -169,6 +172,13 @@ def metrics(out, settle=0.5):
         before = (t >= t[start] - 0.5) & (t < t[start])
         change_err = float(np.linalg.norm(u[sel] - u[before].mean(axis=0) - out['push'][sel],
                                           axis=1).mean() / push[sel].mean())
+        # the lag of the unexplained part behind the push's K/(s+K): the delay in [-0.1, 0.1] s
+        # that fits it best over the push and 0.2 s around it
+        idx = np.flatnonzero(push > 0)
+        win = np.arange(max(idx[0] - 200, 100), min(idx[-1] + 200, len(t) - 100))
+        shifts = np.arange(-100, 101)
+        cost = [np.linalg.norm(u[win + s] - out['push'][win], axis=1).mean() for s in shifts]
+        lag = float(shifts[int(np.argmin(cost))] * out['dt'])
     return dict(rms_per_foot=rms.tolist(), rms_per_phase=phases, state_accuracy=acc,
                 touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err,
-                push_change_error=change_err)
+                push_change_error=change_err, push_lag=lag)

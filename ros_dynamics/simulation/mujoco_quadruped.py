@@ -133,7 +133,8 @@ class MujocoQuadruped:
     (nv,)) over the period ending at t: what the feet and the push applied during that step,
     the true state and the applied torque; :attr:`touching` (4,) then says which feet MuJoCo
     had in contact (a contact of its contact data with a positive normal force).  ``options``:
-    :class:`PlantOptions` (the plant's departures from the URDF).
+    :class:`PlantOptions` (the plant's departures from the URDF); ``pose``: the initial
+    (HAA, HFE, KFE) of every leg (:func:`joint_pose`), the feet put on the floor.
     """
 
     def __init__(self, urdf_path, model, controller, trajectory, dt=1e-3, mu=0.8,
