@@ -10,7 +10,8 @@ Python pipeline (:meth:`JointStateAssembler.add
   joint, from the held values of the others (``gather_checked``): finite, within the input
   bounds, held values fresh enough;
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
-* when every joint has an effort, the observer (De Luca et al., 2006): the time since its last
+* when every joint has an effort (or a commanded torque is given: ``torque_source``), the
+  observer (De Luca et al., 2006): the time since its last
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
   (``residual_step``), with the joint friction (``friction_into``); whether the residual is
   below every contact threshold (``any_above``);
@@ -55,6 +56,9 @@ MADE = (OK, NO_EFFORT, BRIDGED, ABOVE)
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity)
 MAX_LEAD, MAX_AGE, RESET_JUMP, PBOUND, EPS, MISSING_VELOCITY = range(6)
 
+#: ``torque_source``: the observer's torque is the message's efforts, the given torques, or none
+TORQUE_MESSAGE, TORQUE_GIVEN, TORQUE_NONE = range(3)
+
 #: the output layout, stated once: where each result goes, (topic, field), in the order of
 #: ``outputs``' offsets: M, C, dM/dt, g of ~/dynamics, the gravity torque, the residual
 OUTPUT_FIELDS = (('dynamics', 'mass_matrix'), ('dynamics', 'coriolis_matrix'),
@@ -74,10 +78,10 @@ OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_to
 
 @entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD, OBS, OUTPUTS, VEC,
        types.int64, types.int64, types.int64, types.int64, types.int64, types.float64,
-       types.boolean, types.int64, cache=True, nogil=True)
+       types.boolean, types.int64, VEC, types.int64, cache=True, nogil=True)
 def fused_step(model, work, gather, message, state, bounds, held_values, observer, outputs,
                limits, sec, nanosec, now_ns, last_ns, obs_last_ns, gap_limit, clock_jumped,
-               n_names):
+               n_names, torque, torque_source):
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
     entries (the last ``gather.shape[0]``) it writes; ``bounds``: the velocity and effort
@@ -86,8 +90,10 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
     torque and the residual go in them; ``limits`` (MAX_LEAD ... EPS); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
     sample (< 0: it restarts, which the pipeline does), its gap limit [s],
-    whether the receiving clock jumped back, and the message's number of names.  Returns OK,
-    ABOVE, BRIDGED, NO_EFFORT or why it declined."""
+    whether the receiving clock jumped back, and the message's number of names; the observer's
+    torque: the message's efforts (``torque_source`` TORQUE_MESSAGE), ``torque`` (the joints'
+    torques, TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).
+    Returns OK, ABOVE, BRIDGED, NO_EFFORT or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
@@ -107,6 +113,12 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
                                  limits[PBOUND], bounds[0], bounds[1])
     if code != GATHER_OK:
         return INPUT
+    if torque_source == TORQUE_GIVEN:
+        for k in range(nj):
+            tau[bv + k] = torque[k]
+        all_e = True
+    elif torque_source == TORQUE_NONE:
+        all_e = False
     observed = obs.shape[0] > 0 and all_e
     if observed and obs_last_ns < 0:
         return OBSERVER
