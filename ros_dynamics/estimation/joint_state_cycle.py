@@ -23,8 +23,8 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import (ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, TORQUE_GIVEN,
-                          TORQUE_MESSAGE, TORQUE_NONE, compile_fused, fused_step)
+from .fused_cycle import (ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, TORQUE, TORQUE_GIVEN,
+                          TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, compile_fused, fused_step)
 from .rules import NS
 
 
@@ -85,7 +85,9 @@ class JointStateCycle:
         self._args = self._fixed_arguments(outputs) + (np.array(
             [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
              assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
-             float(assembler.allow_missing_velocity)]),)
+             float(assembler.allow_missing_velocity), float(TORQUE_MESSAGE)]),)
+        # the observer's torque: the messages' efforts, always, or the commanded torque
+        self._own_torque = effort_source == 'joint_state' or obs is None
 
     def _fixed_arguments(self, outputs):
         asm, cycle = self.assembler, self.cycle
@@ -94,7 +96,7 @@ class JointStateCycle:
         observer = ((obs.state, obs.last_q, cycle.detector.threshold) if obs else
                     (np.zeros((0, 0)), np.zeros(0), np.zeros(0)))
         return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
-                np.ascontiguousarray([b.velocity, b.effort]),
+                np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))]),
                 (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
 
     def compile(self):
@@ -144,13 +146,18 @@ class JointStateCycle:
             else:
                 gather, last_ns, clock_jumped = src
                 obs_last_ns = cycle.fused_time
-                (model, work), state, bounds, held, observer, outputs, limits = self._args
-                torque, source, why = self._torque_source(command)
+                (model, work), state, per_joint, held, observer, outputs, limits = self._args
+                why = _NO_EFFORT
+                if not self._own_torque:      # the commanded torque (or none) this message
+                    torque, source, why = self._torque_source(command)
+                    limits[TORQUE_SOURCE] = source
+                    if source == TORQUE_GIVEN:
+                        per_joint[TORQUE] = torque
                 try:
                     status = fused_step(model, work, gather, (position, velocity, effort), state,
-                                        bounds, held, observer, outputs, limits, sec, nanosec,
+                                        per_joint, held, observer, outputs, limits, sec, nanosec,
                                         now_ns, last_ns, obs_last_ns, cycle.gap_limit,
-                                        clock_jumped, len(names), torque, source)
+                                        clock_jumped, len(names))
                 except TypeError:   # other array types (e.g. read-only): the pipeline converts
                     status = None
                 if status is not None:
