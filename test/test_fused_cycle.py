@@ -92,18 +92,19 @@ def _stream(model, rng, n_msgs=700):
     return msgs
 
 
-def _stepper(model, base, outputs=None, coordinates='joint', **settings):
+def _stepper(model, base, outputs=None, coordinates='joint', effort_source='joint_state',
+             **settings):
     asm, cycle = _pipeline(model, coordinates, **settings)
     q, v, tau = np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv)
     q[:len(base[0])], v[:len(base[1])] = base
-    js = JointStateCycle(asm, cycle, q, v, tau, outputs)
+    js = JointStateCycle(asm, cycle, q, v, tau, outputs, effort_source, commanded_timeout=0.5)
     if outputs is not None:      # (the reference is never compiled: the pipeline alone)
         js.compile()
     return js
 
 
 def _compare(model, msgs, events=None, observer=True, bases=None, coordinates='joint',
-             **more_settings):
+             commands=None, **more_settings):
     nb = model.nv - len(model.joint_names)
     base = ((np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]), np.zeros(6)) if nb
             else (np.zeros(0), np.zeros(0)))
@@ -112,8 +113,9 @@ def _compare(model, msgs, events=None, observer=True, bases=None, coordinates='j
     settings = dict(gain=40.0, threshold=threshold, friction_viscous=0.3,
                     friction_coulomb=0.4, torque_offset=0.25, **more_settings) if observer else {}
     out = Outputs(model.nv)
-    ref_js = _stepper(model, base, None, coordinates, **settings)
-    js = _stepper(model, base, (out.dyn, out.grav, out.ext, out.offsets), coordinates,
+    source = 'joint_state' if commands is None else 'commanded_torque'
+    ref_js = _stepper(model, base, None, coordinates, source, **settings)
+    js = _stepper(model, base, (out.dyn, out.grav, out.ext, out.offsets), coordinates, source,
                   **settings)
     odom = base if nb else None
     seen_contact = [0, 0]      # cycles in contact: all, and those the compiled call made
@@ -123,8 +125,9 @@ def _compare(model, msgs, events=None, observer=True, bases=None, coordinates='j
         gamma = k % 10 == 0
         before = js.fast_cycles
         b = (bases or {}).get(k, odom)
-        ref = ref_js.step(*msg, base=b, christoffel=gamma)
-        got = js.step(*msg, base=b, christoffel=gamma)
+        cmd = commands(k) if commands is not None else None
+        ref = ref_js.step(*msg, base=b, command=cmd, christoffel=gamma)
+        got = js.step(*msg, base=b, command=cmd, christoffel=gamma)
         assert got.verdict == ref.verdict and got.refusal == ref.refusal, (k, got.verdict,
                                                                            ref.refusal)
         assert got.notes == ref.notes and got.t_ns == ref.t_ns, k
@@ -227,6 +230,24 @@ def test_the_compiled_cycle_in_other_published_coordinates():
     js, _ = _compare(quad, msgs, coordinates='center_of_mass')
     assert js.fast_cycles >= 0.8 * len(msgs), js.counts
     assert not js.outcome.written
+
+
+def test_the_compiled_cycle_with_the_commanded_torque():
+    """effort_source 'commanded_torque': the observer's torque is the latest command (none yet,
+    then one, then a stale one: no observer update, noted), in one compiled call, as the
+    pipeline does; the messages' own efforts are still checked against their bounds."""
+    import time
+    arm = rd.load_urdf(rd.bundled_urdf('arm7'))
+    msgs = _stream(arm, np.random.default_rng(10), n_msgs=300)
+    command = np.linspace(-3.0, 3.0, 7)
+
+    def commands(k):
+        if k < 20:
+            return None                                        # no command yet
+        stale = 150 <= k < 170                                 # received 2 s ago (> 0.5 s)
+        return (command + 0.01 * k, time.monotonic_ns() - (2 * NS if stale else 0))
+    js, _ = _compare(arm, msgs, commands=commands)
+    assert js.fast_cycles >= 0.8 * len(msgs), js.counts
 
 
 def test_a_declined_message_changes_nothing():

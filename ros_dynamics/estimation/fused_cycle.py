@@ -10,7 +10,8 @@ Python pipeline (:meth:`JointStateAssembler.add
   joint, from the held values of the others (``gather_checked``): finite, within the input
   bounds, held values fresh enough;
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
-* when every joint has an effort, the observer (De Luca et al., 2006): the time since its last
+* when every joint has an effort (or a commanded torque is given: TORQUE_SOURCE), the
+  observer (De Luca et al., 2006): the time since its last
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
   (``residual_step``), with the joint friction (``friction_into``); whether the residual is
   below every contact threshold (``any_above``);
@@ -52,8 +53,15 @@ DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
-#: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity)
-MAX_LEAD, MAX_AGE, RESET_JUMP, PBOUND, EPS, MISSING_VELOCITY = range(6)
+#: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
+#: TORQUE_SOURCE: the observer's torque, below, the one entry set per message)
+MAX_LEAD, MAX_AGE, RESET_JUMP, PBOUND, EPS, MISSING_VELOCITY, TORQUE_SOURCE = range(7)
+#: the rows of ``per_joint``: the velocity and effort bounds, a given torque
+VBOUND, EBOUND, TORQUE = range(3)
+
+#: ``limits[TORQUE_SOURCE]``: the observer's torque is the message's efforts, the row TORQUE of
+#: ``per_joint``, or none
+TORQUE_MESSAGE, TORQUE_GIVEN, TORQUE_NONE = range(3)
 
 #: the output layout, stated once: where each result goes, (topic, field), in the order of
 #: ``outputs``' offsets: M, C, dM/dt, g of ~/dynamics, the gravity torque, the residual
@@ -75,19 +83,21 @@ OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_to
 @entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD, OBS, OUTPUTS, VEC,
        types.int64, types.int64, types.int64, types.int64, types.int64, types.float64,
        types.boolean, types.int64, cache=True, nogil=True)
-def fused_step(model, work, gather, message, state, bounds, held_values, observer, outputs,
+def fused_step(model, work, gather, message, state, per_joint, held_values, observer, outputs,
                limits, sec, nanosec, now_ns, last_ns, obs_last_ns, gap_limit, clock_jumped,
                n_names):
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
-    entries (the last ``gather.shape[0]``) it writes; ``bounds``: the velocity and effort
-    bounds per joint; ``observer``: its state rows (empty: no observer), its last q and the
-    contact detector's thresholds (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
-    torque and the residual go in them; ``limits`` (MAX_LEAD ... EPS); the stamp (sec,
+    entries (the last ``gather.shape[0]``) it writes; ``per_joint``: rows of the velocity and
+    effort bounds per joint and of a given torque (VBOUND, EBOUND, TORQUE); ``observer``: its
+    state rows (empty: no observer), its last q and the contact detector's thresholds
+    (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
+    torque and the residual go in them; ``limits`` (MAX_LEAD ... TORQUE_SOURCE); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
     sample (< 0: it restarts, which the pipeline does), its gap limit [s],
-    whether the receiving clock jumped back, and the message's number of names.  Returns OK,
-    ABOVE, BRIDGED, NO_EFFORT or why it declined."""
+    whether the receiving clock jumped back, and the message's number of names.  The observer's
+    torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
+    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE, BRIDGED, NO_EFFORT or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
@@ -104,9 +114,16 @@ def fused_step(model, work, gather, message, state, bounds, held_values, observe
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
     code, all_e = gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort,
                                  stamp_ns, np.int64(limits[MAX_AGE]), q[bq:], v[bv:], tau[bv:],
-                                 limits[PBOUND], bounds[0], bounds[1])
+                                 limits[PBOUND], per_joint[VBOUND], per_joint[EBOUND])
     if code != GATHER_OK:
         return INPUT
+    torque_source = limits[TORQUE_SOURCE]
+    if torque_source == TORQUE_GIVEN:
+        for k in range(nj):
+            tau[bv + k] = per_joint[TORQUE, k]
+        all_e = True
+    elif torque_source == TORQUE_NONE:
+        all_e = False
     observed = obs.shape[0] > 0 and all_e
     if observed and obs_last_ns < 0:
         return OBSERVER

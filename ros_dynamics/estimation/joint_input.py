@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, LAYOUT_OK, LAYOUT_POSITIONS,
-                    LAYOUT_VELOCITIES, NO_STAMP, NS, STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
-                    STAMP_UNSTAMPED, STAMP_ZERO, all_within, gather_checked, hold,
-                    layout_verdict, stamp_verdict)
+                    LAYOUT_VELOCITIES, NO_STAMP, NS, STAMP_CLOCK_RESET, STAMP_FUTURE,
+                    STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET, STAMP_UNSTAMPED, STAMP_ZERO,
+                    all_within, gather_checked, hold, layout_verdict, stamp_verdict)
 
 _NO_EFFORT = np.zeros(0)
 

@@ -1,7 +1,8 @@
 """One joint-state message in, one cycle's results (or why there are none) out, without ROS.
 
 :class:`JointStateCycle` is the one place that decides how a message is processed: the
-usual case (a known source in free motion, nothing to reset) in one compiled call
+usual case (a known source, in any published coordinates, with either torque source; nothing
+to reject or reset) in one compiled call
 (:func:`~ros_dynamics.estimation.fused_cycle.fused_step`), everything else step by step in
 Python (:class:`~ros_dynamics.estimation.joint_input.JointStateAssembler`, then
 :class:`~ros_dynamics.estimation.cycle.Cycle`), which gives the verdicts their reasons.  Both
@@ -10,6 +11,8 @@ the cost of a cycle, never its outcome (test_fused_cycle runs both on the same m
 
 It also owns the torque the observer is given (``effort_source``: the joint states' efforts,
 or the latest commanded torque if recent enough) and a floating base's pose and twist.
+:func:`node_cycle` and :func:`replay` run the node's cycle outside the node (calibration,
+identification, tests).
 """
 from __future__ import annotations
 
@@ -20,11 +23,14 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, compile_fused, fused_step
+from .fused_cycle import (ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, TORQUE, TORQUE_GIVEN,
+                          TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, compile_fused, fused_step)
 from .rules import NS
 
 
 _NO_NOTES = ()
+_NO_TORQUE = np.zeros(0)
+_NO_EFFORT = ('no_effort', 'joint_states without effort: observer not updated', 'info')
 
 
 class Outcome:
@@ -69,20 +75,19 @@ class JointStateCycle:
         self.outcome = Outcome()
         self.counts = [0] * (ABOVE + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
-        self._compiled = False       # the compiled call serves (compile() done, _fast)
+        self._compiled = False       # the compiled call serves (compile() done)
         # it writes the outputs when they are the model's own coordinates in the buffers given;
         # else into buffers of its own, and the published coordinates are made after it
         self._written = outputs is not None and cycle.coords.identity
         if not self._written:
             outputs = output_buffers(int(cycle.model.nv))
-        # the compiled call serves the joint states' efforts (not the commanded torque)
-        self._fast = effort_source == 'joint_state' or cycle.observer is None
-        if self._fast:
-            obs = cycle.observer
-            self._args = self._fixed_arguments(outputs) + (np.array(
-                [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
-                 assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
-                 float(assembler.allow_missing_velocity)]),)
+        obs = cycle.observer
+        self._args = self._fixed_arguments(outputs) + (np.array(
+            [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
+             assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
+             float(assembler.allow_missing_velocity), float(TORQUE_MESSAGE)]),)
+        # the observer's torque: the messages' efforts, always, or the commanded torque
+        self._own_torque = effort_source == 'joint_state' or obs is None
 
     def _fixed_arguments(self, outputs):
         asm, cycle = self.assembler, self.cycle
@@ -91,14 +96,14 @@ class JointStateCycle:
         observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
                     (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
         return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
-                np.ascontiguousarray([b.velocity, b.effort]),
+                np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))]),
                 (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
 
     def compile(self):
         """Compile (or load) the compiled call's kernels (any thread); it serves from the next
         message on."""
         compile_fused()
-        self._compiled = self._fast     # the compiled call serves from the next message on
+        self._compiled = True           # the compiled call serves from the next message on
 
     @property
     def fast_cycles(self):
@@ -107,9 +112,6 @@ class JointStateCycle:
 
     def summary(self):
         """How the cycles ran (for /diagnostics)."""
-        if not self._fast:
-            return ('Python pipeline (the compiled call serves the joint states\' efforts, not '
-                    'the commanded torque)')
         if not self._compiled:
             return 'Python pipeline (the compiled call is being compiled)'
         counts = self.counts
@@ -144,10 +146,16 @@ class JointStateCycle:
             else:
                 gather, last_ns, clock_jumped = src
                 obs_last_ns = cycle.fused_time
-                (model, work), state, bounds, held, observer, outputs, limits = self._args
+                (model, work), state, per_joint, held, observer, outputs, limits = self._args
+                why = _NO_EFFORT
+                if not self._own_torque:      # the commanded torque (or none) this message
+                    torque, source, why = self._torque_source(command)
+                    limits[TORQUE_SOURCE] = source
+                    if source == TORQUE_GIVEN:
+                        per_joint[TORQUE] = torque
                 try:
                     status = fused_step(model, work, gather, (position, velocity, effort), state,
-                                        bounds, held, observer, outputs, limits, sec, nanosec,
+                                        per_joint, held, observer, outputs, limits, sec, nanosec,
                                         now_ns, last_ns, obs_last_ns, cycle.gap_limit,
                                         clock_jumped, len(names))
                 except TypeError:   # other array types (e.g. read-only): the pipeline converts
@@ -155,7 +163,8 @@ class JointStateCycle:
                 if status is not None:
                     self.counts[status] += 1
                     if status in MADE:
-                        return self._made(status, sec * NS + nanosec, obs_last_ns, christoffel)
+                        return self._made(status, sec * NS + nanosec, obs_last_ns, christoffel,
+                                          why)
         return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
                                    base, command, christoffel)
 
@@ -174,8 +183,9 @@ class JointStateCycle:
                        's): nothing is computed from an old base state', 'warning')
         return True
 
-    def _made(self, status, stamp_ns, obs_last_ns, christoffel):
-        """:attr:`outcome` of a cycle the compiled call made (``status``: its answer)."""
+    def _made(self, status, stamp_ns, obs_last_ns, christoffel, why=_NO_EFFORT):
+        """:attr:`outcome` of a cycle the compiled call made (``status``: its answer; ``why``:
+        the note of a cycle without an observer update)."""
         asm, cycle, out = self.assembler, self.cycle, self.outcome
         asm.fused_accepted(stamp_ns)
         observed = status != NO_EFFORT and cycle.observer is not None
@@ -191,7 +201,7 @@ class JointStateCycle:
         out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, self._written
         out.tau = self.tau if observed else None
         if status == NO_EFFORT:
-            out.note('no_effort', 'joint_states without effort: observer not updated', 'info')
+            out.note(*why)
         elif status == BRIDGED:
             self._bridged(res)
         return out
@@ -242,28 +252,33 @@ class JointStateCycle:
             'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
             f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
 
-    def _observer_torque(self, command, out):
-        """The observer's applied torque (nv,) for a cycle of the pipeline, from the assembled
-        joint state or the latest commanded torque, as ``effort_source`` says; or None (the
-        observer is not updated; why is noted in ``out``)."""
-        if self.cycle.observer is None:
-            return None
-        if self.effort_source == 'joint_state':
-            if not self.assembler.has_effort:
-                out.note('no_effort', 'joint_states without effort: observer not updated',
-                         'info')
-                return None
-            self.tau[self.base_v:] = self.assembler.e
-            return self.tau
+    def _torque_source(self, command):
+        """(torque, source, note) of the observer's torque for a message, as ``effort_source``
+        says: the message's efforts (TORQUE_MESSAGE; its note if it has none), the latest
+        commanded torque ``command`` (TORQUE_GIVEN) or none (TORQUE_NONE: no command yet, or one
+        older than ``commanded_timeout``; the note says which)."""
+        if self.effort_source == 'joint_state' or self.cycle.observer is None:
+            return _NO_TORQUE, TORQUE_MESSAGE, _NO_EFFORT
         if command is None:
-            out.note('no_cmd', 'no ~/commanded_torque yet: observer not updated', 'info')
-            return None
+            return _NO_TORQUE, TORQUE_NONE, ('no_cmd', 'no ~/commanded_torque yet: observer not '
+                                             'updated', 'info')
         if self.commanded_timeout > 0 and (
                 time.monotonic_ns() - command[1]) > self.commanded_timeout * NS:
-            out.note('stale_cmd', '~/commanded_torque is stale: observer not updated',
-                     'warning')
+            return _NO_TORQUE, TORQUE_NONE, ('stale_cmd', '~/commanded_torque is stale: '
+                                             'observer not updated', 'warning')
+        return command[0], TORQUE_GIVEN, None
+
+    def _observer_torque(self, command, out):
+        """The observer's applied torque (nv,) for a cycle of the pipeline
+        (:meth:`_torque_source`), or None (the observer is not updated; why is noted in
+        ``out``)."""
+        if self.cycle.observer is None:
             return None
-        self.tau[self.base_v:] = command[0]
+        torque, source, why = self._torque_source(command)
+        if source == TORQUE_MESSAGE and not self.assembler.has_effort or source == TORQUE_NONE:
+            out.note(*why)
+            return None
+        self.tau[self.base_v:] = self.assembler.e if source == TORQUE_MESSAGE else torque
         return self.tau
 
 
