@@ -290,6 +290,14 @@ def _cpu_name():
         return None
 
 
+def _revision():
+    """The commit measured (benchmarks/common.py's revision(), one statement of it)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    'benchmarks'))
+    from common import revision
+    return revision()
+
+
 def write_report(path, results, names, args):
     """The result file: when, where, how it was run, then the RMS errors per joint [mrad], each
     law's ratio to PD + gravity and the loop's counts (what the docs quote)."""
@@ -302,7 +310,7 @@ def write_report(path, results, names, args):
              f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
              f'`python scripts/closed_loop.py {" ".join(sys.argv[1:])}`; '
              f'{_cpu_name() or platform.machine()}, {os.cpu_count()} cores, Python '
-             f'{platform.python_version()}; load average {load[0]:.2f} / {load[1]:.2f} '
+             f'{platform.python_version()}; {_revision()}; load average {load[0]:.2f} / {load[1]:.2f} '
              f'(1 / 5 min) at the end; lock-step {args.lockstep:g} s, ω = '
              f'{args.bandwidth:g} rad/s, A = {args.amplitude:g} rad, f = {args.frequency:g} Hz, '
              f'{args.duration:g} s' + (
