@@ -147,7 +147,7 @@ def one(seed, rate, tmp, noise=1.0):
     scale = 1.0 + rng.choice((-1, 1), 7) * rng.uniform(0.01, 0.03, 7)
     truth = perturbed_model(MODEL, spread=(0.2, 0.3), seed=seed)
     out = plant(truth, 3, EXCITE, rate, scale, noise=noise).run(30.0)
-    path = os.path.join(tmp, f'plant{seed}_{rate}')
+    path = os.path.join(tmp, f'plant{seed}_{rate}_{noise:g}')
     bags.write_joint_states(path, out, names=MODEL.joint_names, storage='mcap')
     s = bags.read_joint_states(path, joint_names=MODEL.joint_names)
     t0 = time.process_time()

@@ -120,7 +120,7 @@ def test_no_false_contact_on_other_motion_and_the_report_says_held_out(identifie
     assert ck.onsets == 0 and ck.contact_time == 0.0, ck.summary()
     # not bought with thresholds so wide that contacts go unseen: the largest threshold stays
     # below what the contacts below put on the joints (8-12 N m on the shoulder and elbow)
-    assert np.all(ck.detectable < 5.0), ck.detectable
+    assert np.all(ck.detectable < 5.0), ck.detectable     # measured at most 3.95 N m
 
 
 def test_both_contacts_detected_isolated_and_estimated(identified):
@@ -143,9 +143,10 @@ def test_both_contacts_detected_isolated_and_estimated(identified):
         j = MODEL.joint_names.index(link.replace('link', 'joint'))
         own = np.abs(out['tau_ext'][win, j]) > 1.5 * ck.threshold[win, j]
         assert own.sum() > 200 and np.mean(named[own] == link) >= 0.95, (link, set(named))
+        #                                                      (measured 1.0 on both)
         ref = np.mean(out['tau_ext'][win], axis=0)
         err = np.linalg.norm(np.mean(ck.r[win], axis=0) - ref) / np.linalg.norm(ref)
-        assert err < 0.05, (link, err)
+        assert err < 0.05, (link, err)    # the target; measured 3.9 % and 4.7 %
     assert not ck.contact[~busy].any(), ck.summary()
 
 
@@ -153,5 +154,6 @@ def test_payload_against_a_no_load_recording_with_default_options(identified):
     s, _ = identified
     _, withp = run(rd.attach_payload(TRUTH, 'arm_link_7', *TOOL), EXCITE, 4, 25.0)
     _, cal = payload_against_reference(MODEL, withp, s, 'arm_link_7', gain=K)
-    assert cal.payload_mass == pytest.approx(TOOL[0], rel=0.05)
-    assert np.linalg.norm(cal.payload_com - TOOL[1]) < 0.01
+    # measured -0.78 % and 1.7 mm on this plant (2026-11-28); asserted ~3x: 2.5 % and 5 mm
+    assert cal.payload_mass == pytest.approx(TOOL[0], rel=0.025)
+    assert np.linalg.norm(cal.payload_com - TOOL[1]) < 0.005
