@@ -391,6 +391,9 @@ def _common(ap, urdf=True):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == 'replay':
+        raise SystemExit("calibrate: 'replay' is now 'calibrate check' (the same replay through "
+                         "the node's cycle, with a report)")
     cmd = argv[0] if argv and argv[0] in ('check', 'record', 'excite') else 'calibrate'
     if cmd != 'calibrate':
         argv = argv[1:]

@@ -46,6 +46,7 @@ class Check:
     detectable: np.ndarray = None  # (nj,) median threshold
     detectable_sure: np.ndarray = None   # (nj,) max threshold + max free |r|
     stretches: list = field(default_factory=list)   # detections: dicts
+    closest: list = field(default_factory=list)     # free motion's closest calls: dicts
     label: str = ''
 
     def summary(self):
@@ -57,6 +58,10 @@ class Check:
                    'how far below 1)')
         out.append(f'  smallest detected external torque per joint [N m]: median threshold '
                    f'{f(self.detectable)}; at every sample above {f(self.detectable_sure)}')
+        for c in self.closest:
+            out.append(f'  closest free-motion call at {c["t"]:.2f} s: joint {c["joint"]!r} at '
+                       f'{c["ratio"]:.2f} of its threshold ({c["r"]:.3g} of {c["threshold"]:.3g} '
+                       'N m)')
         for s in self.stretches[:5]:
             out.append(f'  detection {s["start"]:.2f}-{s["stop"]:.2f} s ({s["duration"]:.3f} s) '
                        f'on {s["joints"]}, link {s["link"]!r}, peak |r| {f(s["peak"])} N m')
@@ -94,6 +99,19 @@ def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_co
     ck.ratio = np.max(a / thr[free], axis=0) if free.any() else np.zeros(len(names))
     ck.detectable = np.median(thr[ok], axis=0) if ok.any() else base
     ck.detectable_sure = np.max(thr[ok], axis=0) + np.max(a, axis=0) if ok.any() else base
+    if free.any():      # the worst free-motion moments, at least 0.5 s apart
+        idx = np.flatnonzero(free)
+        q = np.abs(r[idx]) / thr[idx]
+        peak = np.max(q, axis=1)
+        for k in np.argsort(-peak):
+            tk = samples.t[idx[k]]
+            if len(ck.closest) == 3:
+                break
+            if all(abs(tk - samples.t[0] - c['t']) > 0.5 for c in ck.closest):
+                j = int(np.argmax(q[k]))
+                ck.closest.append({'t': float(tk - samples.t[0]), 'joint': names[j],
+                                   'ratio': float(q[k, j]), 'r': float(r[idx[k], j]),
+                                   'threshold': float(thr[idx[k], j])})
     for i, j in runs(contact):
         seg = r[i:j]
         above = np.any(np.abs(seg) > thr[i:j], axis=0)
