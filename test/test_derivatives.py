@@ -1,5 +1,7 @@
-"""dtau/dv from Algorithm 1 (Echeandia & Wensing 2021, Remark 3; exact free-joint correction) and the coordinate
-changes of Sec. 3.3 (centre-of-mass coordinates, Remark 6; mimic reduction, Theorem 1).
+"""dtau/dv from Algorithm 1 (Echeandia & Wensing 2021, Remark 3; exact free-joint correction), the
+analytical RNEA and forward-dynamics derivatives (Carpentier & Mansard 2018: dtau/dq, dtau/dv,
+da/dq, da/dv, M^-1; single calls, data= workspaces, batches) and the coordinate changes of
+Sec. 3.3 (centre-of-mass coordinates, Remark 6; mimic reduction, Theorem 1).
 
 References independent of the code under test: central differences of RNEA, Pinocchio
 (computeRNEADerivatives, centerOfMass, aba; test-only), finite differences of Mbar along a
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
-from _oracle import REAL_ROBOTS, PinocchioOracle, random_state, rel_err
+from _oracle import REAL_ROBOTS, PinocchioOracle, erd_urdf, random_state, rel_err
 from test_urdf import joint, link, robot
 
 pytestmark = pytest.mark.core
@@ -229,3 +231,244 @@ def test_mimic_reduced_gripper_outputs():
     tau = lambda w: mc.A.T @ rd.inverse_dynamics(model, q, mc.A @ w, np.zeros(model.nv))
     Dfd = np.array([(tau(vbar + e) - tau(vbar - e)) / 2.0 for e in np.eye(n)]).T
     assert rel_err(Dbar, Dfd) < TOL and rel_err(Dbar, 2 * d.C) < TOL
+
+
+# -- dtau/dq, dtau/dv, da/dq, da/dv, M^-1 (Carpentier & Mansard 2018) -------------------------------
+
+#: a 50-DoF humanoid (44 joints, twelve of them mimic joints, independent coordinates here as in
+#: inverse_dynamics and in Pinocchio's URDF parser) on a floating base
+HUMANOID = ('talos_full_floating', lambda: erd_urdf('talos_data/robots/talos_full_v2.urdf'), True)
+DERIV_ROBOTS = ROBOTS + [HUMANOID]
+DERIV_IDS = [r[0] for r in DERIV_ROBOTS]
+
+
+def _plus(model, q, e):
+    """q (+) e: the manifold step (the free joint's displacement in the base frame)."""
+    return rd.configuration.integrate(model, q, e)
+
+
+def central_q(model, f, q, h=1e-3):
+    """d f(q (+) e)/de at e = 0, fourth-order central differences (the curve t -> q (+) t e_j is
+    smooth, so the five-point stencil's error is O(h^4))."""
+    cols = []
+    for e in np.eye(model.nv):
+        f2, f1 = f(_plus(model, q, 2 * h * e)), f(_plus(model, q, h * e))
+        m1, m2 = f(_plus(model, q, -h * e)), f(_plus(model, q, -2 * h * e))
+        cols.append((-f2 + 8 * f1 - 8 * m1 + m2) / (12 * h))
+    return np.array(cols).T
+
+
+def central_v(model, f, v):
+    """d f/dv by central differences with a unit step: exact (up to rounding) for the functions
+    here, which are quadratic in v (tau = M a + C v + g; a = M^-1 (tau - C v - g))."""
+    return np.array([(f(v + e) - f(v - e)) / 2.0 for e in np.eye(model.nv)]).T
+
+
+def _pin_copy(results):
+    """Pinocchio returns views of its Data: copied before the next call overwrites them."""
+    return [np.array(x) for x in results]
+
+
+# Tolerances, relative to the largest entry: about 3x the worst value measured over 5 seeds
+# (4 states each against Pinocchio, 2 each against differences), (other robots, the humanoid).
+# Pinocchio: inverse 2.6e-15 everywhere; forward 5.7e-13 / 3.8e-12 (the humanoid's M has
+# cond ~ 1e7).  Differences: dtau/dq 7.3e-13 (five-point stencil, h = 1e-3); dtau/dv and da/dtau
+# 2.6e-15 (exact quotients: rounding only); da/dv 3.6e-13 / 2.2e-11; da/dq 6.7e-10 / 7.0e-8, where
+# the differences' rounding dominates (it grows as h shrinks: 2.6e-7 at h = 3e-4 on the
+# humanoid), so Pinocchio is the tight reference there.
+TOL_PIN_ID = 8e-15
+TOL_PIN_FD = (1.5e-12, 1.2e-11)
+TOL_FD_TAU_Q, TOL_FD_EXACT = 2.2e-12, 8e-15
+TOL_FD_A_V, TOL_FD_A_Q = (1.1e-12, 7e-11), (2e-9, 2e-7)
+
+
+def _tol(pair, entry):
+    return pair[entry is HUMANOID]
+
+
+def _compare_with_pinocchio(pin, model, q, v, a, tau, tol_fd):
+    P = pin.pin
+    dq, dv = rd.inverse_dynamics_derivatives(model, q, v, a)
+    rq, rv, _ = _pin_copy(P.computeRNEADerivatives(pin.pm, pin.pd, pin.q(q), pin.v(v), pin.v(a)))
+    assert rel_err(dq, pin.mat(rq)) < TOL_PIN_ID
+    assert rel_err(dv, pin.mat(rv)) < TOL_PIN_ID
+    fq, fv, Minv = rd.forward_dynamics_derivatives(model, q, v, tau)
+    pq, pv, pMinv = _pin_copy(P.computeABADerivatives(pin.pm, pin.pd, pin.q(q), pin.v(v), pin.v(tau)))
+    pMinv = np.triu(pMinv) + np.triu(pMinv, 1).T        # (Pinocchio may fill the upper part only)
+    for ours, ref in ((fq, pq), (fv, pv), (Minv, pMinv)):
+        assert rel_err(ours, pin.mat(ref)) < tol_fd
+    return fq
+
+
+@pytest.mark.parametrize('entry', DERIV_ROBOTS, ids=DERIV_IDS)
+def test_dynamics_derivatives_match_pinocchio(entry):
+    import pinocchio  # noqa: F401 - a test dependency: missing fails
+    path, model = _load(entry)
+    pin = PinocchioOracle(path, model)
+    rng = np.random.default_rng(21)
+    for _ in range(4):
+        q, v, a = random_state(model, rng)
+        _compare_with_pinocchio(pin, model, q, v, a, rng.uniform(-5, 5, model.nv), _tol(TOL_PIN_FD, entry))
+
+
+FD_ROBOTS = [ROBOTS[0], FLOATING[0], ROBOTS[-1], HUMANOID]
+
+
+@pytest.mark.parametrize('entry', FD_ROBOTS, ids=[r[0] for r in FD_ROBOTS])
+def test_dynamics_derivatives_match_central_differences_on_the_manifold(entry):
+    _, model = _load(entry)
+    rng = np.random.default_rng(22)
+    for _ in range(2):
+        q, v, a = random_state(model, rng)
+        tau = rng.uniform(-5, 5, model.nv)
+        dq, dv = rd.inverse_dynamics_derivatives(model, q, v, a)
+        assert rel_err(dq, central_q(model, lambda x: rd.inverse_dynamics(model, x, v, a), q)) < TOL_FD_TAU_Q
+        assert rel_err(dv, central_v(model, lambda x: rd.inverse_dynamics(model, q, x, a), v)) < TOL_FD_EXACT
+        fq, fv, Minv = rd.forward_dynamics_derivatives(model, q, v, tau)
+        assert rel_err(fq, central_q(model, lambda x: rd.forward_dynamics(model, x, v, tau), q)) < _tol(TOL_FD_A_Q, entry)
+        assert rel_err(fv, central_v(model, lambda x: rd.forward_dynamics(model, q, x, tau), v)) < _tol(TOL_FD_A_V, entry)
+        # a is affine in tau: da/dtau by unit central differences too
+        assert rel_err(Minv, central_v(model, lambda x: rd.forward_dynamics(model, q, v, x), tau)) < TOL_FD_EXACT
+
+
+def test_dynamics_derivatives_with_armature_match_pinocchio():
+    """Rotor inertia adds armature * a to tau: M and M^-1 change, dtau/dq and dtau/dv do not,
+    and da/dq, da/dv follow M^-1 (Pinocchio's Model.armature; tolerances as without it)."""
+    import pinocchio  # noqa: F401 - a test dependency: missing fails
+    entry = FLOATING[-1]
+    path, plain = _load(entry)
+    armature = np.r_[np.zeros(6), np.linspace(0.1, 0.5, plain.nv - 6)]
+    model = plain.copy(armature=armature)
+    pin = PinocchioOracle(path, model)
+    pin.pm.armature = pin.v(armature)
+    pin.pd = pin.pm.createData()
+    rng = np.random.default_rng(23)
+    for _ in range(2):
+        q, v, a = random_state(model, rng)
+        tau = rng.uniform(-5, 5, model.nv)
+        fq = _compare_with_pinocchio(pin, model, q, v, a, tau, TOL_PIN_FD[0])
+        assert rel_err(fq, rd.forward_dynamics_derivatives(plain, q, v, tau)[0]) > 1e-2
+
+
+@pytest.mark.parametrize('entry', [ROBOTS[0], FLOATING[0], HUMANOID], ids=lambda r: r[0])
+def test_dynamics_derivatives_identities(entry):
+    """Relations the two algorithms do not build in: dtau/dv equals Algorithm 1's (Echeandia &
+    Wensing, another recursion), dtau/da = M (the CRBA), M^-1 M = 1, and the forward derivatives
+    are -M^-1 times the inverse ones evaluated at a = forward_dynamics(q, v, tau)."""
+    _, model = _load(entry)
+    data = rd.Data(model)
+    rng = np.random.default_rng(24)
+    q, v, a = random_state(model, rng)
+    tau = rng.uniform(-5, 5, model.nv)
+    dq, dv = rd.inverse_dynamics_derivatives(model, q, v, a, data=data)
+    assert rel_err(dv, rd.inverse_dynamics_dv(model, q, v)) < 1e-14
+    M = rd.mass_matrix(model, q)
+    assert rel_err(data.M, M) < 1e-15                      # dtau/da, left by the same pass
+    fq, fv, Minv = rd.forward_dynamics_derivatives(model, q, v, tau)
+    assert np.allclose(Minv @ M, np.eye(model.nv), rtol=0, atol=1e-12 * np.linalg.cond(M))
+    acc = rd.forward_dynamics(model, q, v, tau)
+    dq_a, dv_a = rd.inverse_dynamics_derivatives(model, q, v, acc)
+    scale = np.linalg.cond(M) * 1e-15                     # what the solve may lose
+    assert rel_err(fq, -np.linalg.solve(M, dq_a)) < scale
+    assert rel_err(fv, -np.linalg.solve(M, dv_a)) < scale
+
+
+def test_dynamics_derivatives_of_mimic_joints_are_those_of_independent_coordinates():
+    """Mimic joints stay independent coordinates (as in inverse_dynamics): the derivatives are
+    the unconstrained ones, here of a gripper with a prismatic mimic joint, against differences."""
+    model = rd.load_urdf(GRIPPER)
+    rng = np.random.default_rng(25)
+    q, v, a = rng.uniform(-1, 1, model.nv), rng.uniform(-2, 2, model.nv), rng.uniform(-3, 3, model.nv)
+    dq, dv = rd.inverse_dynamics_derivatives(model, q, v, a)
+    assert rel_err(dq, central_q(model, lambda x: rd.inverse_dynamics(model, x, v, a), q)) < TOL_FD_TAU_Q
+    assert rel_err(dv, central_v(model, lambda x: rd.inverse_dynamics(model, q, x, a), v)) < TOL_FD_EXACT
+    tau = rd.inverse_dynamics(model, q, v, a)
+    fq, _, _ = rd.forward_dynamics_derivatives(model, q, v, tau)
+    assert rel_err(fq, central_q(model, lambda x: rd.forward_dynamics(model, x, v, tau), q)) < TOL_FD_A_Q[0]
+
+
+@pytest.mark.parametrize('entry', [ROBOTS[0], FLOATING[0]], ids=lambda r: r[0])
+def test_dynamics_derivatives_into_data_are_views_and_allocate_nothing(entry):
+    import tracemalloc
+    _, model = _load(entry)
+    data = rd.Data(model)
+    rng = np.random.default_rng(26)
+    q, v, a = random_state(model, rng)
+    tau = rng.uniform(-5, 5, model.nv)
+    dq, dv = rd.inverse_dynamics_derivatives(model, q, v, a, data=data)
+    assert dq is data.dtau_dq and dv is data.dtau_dv
+    assert all(np.array_equal(x, y) for x, y in zip((dq, dv), rd.inverse_dynamics_derivatives(model, q, v, a)))
+    out = rd.forward_dynamics_derivatives(model, q, v, tau, data=data)
+    assert out[0] is data.da_dq and out[1] is data.da_dv and out[2] is data.Minv
+    assert all(np.array_equal(x, y) for x, y in zip(out, rd.forward_dynamics_derivatives(model, q, v, tau)))
+    assert np.array_equal(data.ddq, rd.forward_dynamics(model, q, v, tau))
+    # no new arrays: numpy reports its allocations to tracemalloc; one (nv, nv) output would
+    # show as nv^2 * 8 bytes (the calls' own Python objects take a few hundred bytes)
+    tracemalloc.start()
+    try:
+        for _ in range(3):
+            rd.inverse_dynamics_derivatives(model, q, v, a, data=data)
+            rd.forward_dynamics_derivatives(model, q, v, tau, data=data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < model.nv ** 2 * 8
+
+
+@pytest.mark.parametrize('entry', [ROBOTS[0], HUMANOID], ids=lambda r: r[0])
+def test_dynamics_derivatives_batch_equals_the_loop(entry):
+    """On every thread numba has (the humanoid's 9 states fill two blocks on two cores).  The
+    batch kernel is compiled on its own (another vectorization of the same code): over 4 seeds
+    the inverse derivatives differ by 8e-16 at most, the forward ones by 3.5e-14 (2.4e-13 on
+    the humanoid: M^-1 amplifies the last bits), M^-1 not at all; tolerances 3x that."""
+    _, model = _load(entry)
+    rng = np.random.default_rng(27)
+    states = [random_state(model, rng) for _ in range(9)]
+    Q, V, A = (np.array([s[i] for s in states]) for i in range(3))
+    TAU = rng.uniform(-5, 5, V.shape)
+    dq, dv = rd.inverse_dynamics_derivatives_batch(model, Q, V, A)
+    fq, fv, Minv = rd.forward_dynamics_derivatives_batch(model, Q, V, TAU)
+    assert dq.shape == fq.shape == Minv.shape == (9, model.nv, model.nv)
+    for k in range(9):
+        ref = rd.inverse_dynamics_derivatives(model, Q[k], V[k], A[k])
+        assert rel_err(dq[k], ref[0]) < 2.5e-15 and rel_err(dv[k], ref[1]) < 2.5e-15
+        ref = rd.forward_dynamics_derivatives(model, Q[k], V[k], TAU[k])
+        tol = 7.5e-13 if entry is HUMANOID else 1.1e-13
+        assert rel_err(fq[k], ref[0]) < tol and rel_err(fv[k], ref[1]) < tol
+        assert rel_err(Minv[k], ref[2]) < 2.5e-15
+    empty = rd.inverse_dynamics_derivatives_batch(model, Q[:0], V[:0], A[:0])
+    assert empty[0].shape == (0, model.nv, model.nv)
+
+
+def test_dynamics_derivatives_reject_bad_input_and_change_nothing():
+    model = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
+    data = rd.Data(model)
+    rng = np.random.default_rng(28)
+    q, v, a = random_state(model, rng)
+    rd.forward_dynamics_derivatives(model, q, v, a, data=data)
+    before = data.derivatives.copy()
+    n = model.nv
+    bad_quaternion = q.copy()
+    bad_quaternion[3:7] *= 2.0
+    for args in ((q[:-1], v, a), (q, v[:-1], a), (q, v, np.full(n, np.nan)), (bad_quaternion, v, a),
+                 (q, np.full(n, np.inf), a), (q, 'v', a)):
+        with pytest.raises(ValueError):
+            rd.inverse_dynamics_derivatives(model, *args, data=data)
+        with pytest.raises(ValueError):
+            rd.forward_dynamics_derivatives(model, *args, data=data)
+    assert np.array_equal(data.derivatives, before)
+    with pytest.raises(ValueError, match='inverse_dynamics_derivatives'):   # a Data of another model
+        rd.inverse_dynamics_derivatives(model, q, v, a, data=rd.Data(rd.load_urdf(rd.bundled_urdf('arm7'))))
+    Q, V = np.array([q, q]), np.array([v, v])
+    with pytest.raises(ValueError, match='same number of rows'):
+        rd.forward_dynamics_derivatives_batch(model, Q, V, V[:1])
+    with pytest.raises(ValueError):
+        rd.inverse_dynamics_derivatives_batch(model, Q[:, :-1], V, V)
+    with pytest.raises(ValueError):
+        rd.inverse_dynamics_derivatives_batch(model, np.array([q, bad_quaternion]), V, V)
+    # a moving link without mass or inertia: M is singular, forward dynamics refuses
+    massless = model.copy(mass=np.r_[model.mass[:-1], 0.0], inertia=np.r_[model.inertia[:-1], np.zeros((1, 3, 3))])
+    with pytest.raises(ValueError, match='positive definite'):
+        rd.forward_dynamics_derivatives(massless, q, v, a)
+    with pytest.raises(ValueError, match=r'Q\[0\]'):            # the first row named
+        rd.forward_dynamics_derivatives_batch(massless, Q, V, V)

@@ -24,7 +24,9 @@ from .coordinates import (BASE_DOF_NAMES, CENTER_OF_MASS_NAMES, COORDINATES,
                           MimicCoordinates, Output, output_coordinates, transform_christoffel,
                           transform_dynamics)
 from .data import Data, Dynamics
-from .derivatives import inverse_dynamics_dv
+from .derivatives import (forward_dynamics_derivatives, forward_dynamics_derivatives_batch,
+                          inverse_dynamics_derivatives, inverse_dynamics_derivatives_batch,
+                          inverse_dynamics_dv)
 from .model import Model, attach_payload
 from .task_space import TaskFrames, TaskSpace
 from .urdf import URDFWarning, load_urdf, load_urdf_string
@@ -37,7 +39,9 @@ __all__ = [
     'check_vector', 'christoffel', 'christoffel_batch', 'compute_all_terms',
     'compute_all_terms_unchecked', 'configuration', 'contact_compliance', 'contact_nodes',
     'coriolis_matrix', 'coriolis_transpose_times_v', 'dynamics', 'dynamics_batch',
-    'forward_dynamics', 'gravity', 'inverse_dynamics', 'inverse_dynamics_dv', 'link_jacobian',
+    'forward_dynamics', 'forward_dynamics_derivatives', 'forward_dynamics_derivatives_batch',
+    'gravity', 'inverse_dynamics', 'inverse_dynamics_derivatives',
+    'inverse_dynamics_derivatives_batch', 'inverse_dynamics_dv', 'link_jacobian',
     'link_placement', 'load_urdf', 'load_urdf_string', 'mass_matrix', 'mass_matrix_derivative',
     'momentum', 'observer_terms', 'output_coordinates', 'TaskFrames', 'TaskSpace', 'task_frames',
     'task_space', 'task_space_after_terms', 'transform_christoffel', 'transform_dynamics',

@@ -61,6 +61,8 @@ USAGE = {
     'link_jacobian': 'link_jacobian(model, q, link, point=None, data=None)',
     'contact_compliance': 'contact_compliance(model, q, points, spatial=False, data=None)',
     'task_space': 'task_space(model, q, v, frames, data=None)',
+    'inverse_dynamics_derivatives': 'inverse_dynamics_derivatives(model, q, v, a, data=None)',
+    'forward_dynamics_derivatives': 'forward_dynamics_derivatives(model, q, v, tau, data=None)',
 }
 
 
@@ -105,6 +107,9 @@ def _run(kernel, model, data, caller, names, q, *args):
         raise ValueError('the mass matrix is not positive definite at this configuration'
                          + _massless_hint(model))
     return work
+
+
+run_kernel = _run      # for the public functions of other modules (derivatives.py)
 
 
 def _massless_hint(model):

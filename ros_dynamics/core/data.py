@@ -30,8 +30,10 @@ class Data:
     Output views (overwritten by the next call that computes them): ``M``, ``C``, ``Mdot``
     (nv, nv); ``g``, ``p`` (= M v), ``ctv`` (= C^T v), ``tau`` (inverse dynamics), ``ddq``
     (forward dynamics) (nv,); ``J`` (6, nv) (link Jacobian); ``q``, ``v``: the state
-    :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv) and ``dtau_dv`` (nv, nv)
-    (:func:`inverse_dynamics_dv`), whose memory is taken when first written; ``Lambda`` (the last
+    :func:`compute_all_terms` last computed at; ``Gamma`` (nv, nv, nv), ``dtau_dq``, ``dtau_dv``
+    (:func:`inverse_dynamics_derivatives`, :func:`inverse_dynamics_dv`), ``da_dq``, ``da_dv``,
+    ``Minv`` (:func:`forward_dynamics_derivatives`) (nv, nv), whose memory is taken when first
+    written; ``Lambda`` (the last
     :func:`contact_compliance`; its size follows the number of nodes, None before);
     ``A_G`` (6, nv), ``A_G_dot_v`` (6,), ``centroid`` ([mass, CoM, CoM velocity]) and
     ``task_space`` (the last :func:`task_space` result, None before).
@@ -61,8 +63,29 @@ class Data:
         return np.zeros((self.nv,) * 3)
 
     @cached_property
+    def derivatives(self):
+        """(5, nv, nv): dtau_dq, dtau_dv, da_dq, da_dv, Minv (the views below)."""
+        return np.zeros((5, self.nv, self.nv))
+
+    @cached_property
+    def dtau_dq(self):
+        return self.derivatives[0]
+
+    @cached_property
     def dtau_dv(self):
-        return np.zeros((self.nv,) * 2)
+        return self.derivatives[1]
+
+    @cached_property
+    def da_dq(self):
+        return self.derivatives[2]
+
+    @cached_property
+    def da_dv(self):
+        return self.derivatives[3]
+
+    @cached_property
+    def Minv(self):
+        return self.derivatives[4]
 
     def __repr__(self):
         N, nv, nq = self.dims

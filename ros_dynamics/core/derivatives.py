@@ -1,4 +1,11 @@
-"""dtau/dv of inverse dynamics from Algorithm 1 (Echeandia & Wensing 2021, Remark 3), floating base included.
+"""The public derivatives of the dynamics: dtau/dv from Algorithm 1 (Echeandia & Wensing 2021,
+Remark 3, below), and dtau/dq, dtau/dv, da/dq, da/dv, M^-1 by the analytical RNEA derivatives of
+Carpentier & Mansard 2018 (rnea_derivatives.py, forward_dynamics_derivatives.py), one state or
+a batch.  Derivatives with respect to q are in the tangent space: column j is d/de_j at e = 0 of
+the function at q (+) e (configuration.integrate; a floating base's displacement in its own
+frame), as Pinocchio's computeRNEADerivatives / computeABADerivatives.
+
+dtau/dv of inverse dynamics from Algorithm 1 (Echeandia & Wensing 2021, Remark 3), floating base included.
 
 Inverse dynamics is tau = M(q) a + h(q, v) + g(q) with the bias h = C(q, v) v, quadratic in v.
 With Gamma[i, j, k] := dC_ij/dv_k (C_ij = sum_k Gamma[i, j, k] v_k, the conventions' index order)
@@ -53,8 +60,10 @@ quasi-velocities do not commute (their structure constants are those of (nu_0 x)
 import numpy as np
 from numba import njit
 
-from .api import dynamics
+from . import kernels
+from .api import batch_call, batch_threads, dynamics, run_kernel
 from .jit import JIT
+from .validation import check_batch
 
 
 @njit(**JIT)
@@ -92,3 +101,71 @@ def inverse_dynamics_dv(model, q, v, data=None):
     if model.floating_base:
         free_joint_correction(d.M, np.asarray(v, dtype=float), out)
     return out
+
+
+# -- Carpentier & Mansard 2018: dtau/dq, dtau/dv and the forward dynamics derivatives -------------
+
+def inverse_dynamics_derivatives(model, q, v, a, data=None):
+    """(dtau/dq, dtau/dv), each (nv, nv), of tau = inverse_dynamics(q, v, a), by the analytical
+    RNEA derivatives (Carpentier & Mansard 2018; rnea_derivatives.py); q in the tangent space.
+    dtau/da is the mass matrix (with ``data``: left in ``data.M``).
+
+    With ``data``: written into ``data.dtau_dq``, ``data.dtau_dv`` and returned (views, no
+    allocation); without, new arrays.  ValueError for bad input.
+    """
+    out = np.empty((2, model.nv, model.nv)) if data is None else data.derivatives
+    run_kernel(kernels.derivatives, model, data, 'inverse_dynamics_derivatives', ('q', 'v', 'a'),
+               q, v, a, out, 0)
+    if data is not None:
+        return data.dtau_dq, data.dtau_dv
+    return out[0], out[1]
+
+
+def forward_dynamics_derivatives(model, q, v, tau, data=None):
+    """(da/dq, da/dv, da/dtau = M^-1), each (nv, nv), of a = forward_dynamics(q, v, tau):
+    -M^-1 times the RNEA derivatives at that a (Carpentier & Mansard 2018;
+    forward_dynamics_derivatives.py); q in the tangent space.
+
+    With ``data``: written into ``data.da_dq``, ``data.da_dv``, ``data.Minv`` and returned
+    (views, no allocation; ``data.ddq`` holds a, ``data.dtau_dq`` and ``data.dtau_dv`` the RNEA
+    derivatives at a).  ValueError for bad input or a mass matrix that is not positive definite.
+    """
+    out = np.empty((5, model.nv, model.nv)) if data is None else data.derivatives
+    run_kernel(kernels.derivatives, model, data, 'forward_dynamics_derivatives',
+               ('q', 'v', 'tau'), q, v, tau, out, kernels.FORWARD)
+    if data is not None:
+        return data.da_dq, data.da_dv, data.Minv
+    return out[2], out[3], out[4]
+
+
+_NO_MINV = np.zeros((0, 0, 0))
+
+
+def _batch(model, Q, V, X, name, forward):
+    Q = check_batch(model, Q, model.nq, 'Q', True)
+    V, X = check_batch(model, V, model.nv, 'V'), check_batch(model, X, model.nv, name)
+    K, n = Q.shape[0], model.nv
+    if V.shape[0] != K or X.shape[0] != K:
+        raise ValueError(f'Q, V and {name} must have the same number of rows '
+                         f'({K}, {V.shape[0]}, {X.shape[0]})')
+    out = np.empty((3 if forward else 2, K, n, n))
+    Minv = out[2] if forward else _NO_MINV
+    bad = batch_call(kernels.derivatives_batch, batch_threads(K, len(out) * n * n),
+                     model.packed, Q, V, X, out[0], out[1], Minv,
+                     kernels.FORWARD if forward else 0)
+    if bad >= 0:
+        raise ValueError(f'the mass matrix is not positive definite at Q[{bad}]')
+    return tuple(out)
+
+
+def inverse_dynamics_derivatives_batch(model, Q, V, A):
+    """:func:`inverse_dynamics_derivatives` for K states in one compiled call: Q (K, nq), V, A
+    (K, nv) -> (dtau/dq, dtau/dv), each (K, nv, nv), on numba's threads as
+    :func:`dynamics_batch` (one contiguous block of rows per thread)."""
+    return _batch(model, Q, V, A, 'A', False)
+
+
+def forward_dynamics_derivatives_batch(model, Q, V, TAU):
+    """:func:`forward_dynamics_derivatives` for K states in one compiled call: Q (K, nq), V, TAU
+    (K, nv) -> (da/dq, da/dv, M^-1), each (K, nv, nv); threads as :func:`dynamics_batch`."""
+    return _batch(model, Q, V, TAU, 'TAU', True)

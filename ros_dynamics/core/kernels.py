@@ -29,6 +29,7 @@ from .coriolis import EQ10, coriolis, coriolis_sweep
 from .coriolis import EQ9 as EQ9_FACTORIZATION
 from .crba import crba
 from .forward_dynamics import forward_dynamics as ltdl_forward_dynamics
+from .forward_dynamics_derivatives import forward_dynamics_derivatives
 from .frame_kinematics import bias_accelerations, frame_kinematics
 from .jacobian import point_jacobian
 from .jit import JIT, entry
@@ -36,6 +37,7 @@ from .kinematics import (forward_kinematics, keep_alive, per_body_6x6, placement
                          velocities, workspace, world_inertias)
 from .momentum import momentum_terms
 from .rnea import generalized_gravity, rnea
+from .rnea_derivatives import rnea_derivatives
 from .validation import valid_state, valid_vector
 
 OK, INVALID, SINGULAR = 0, 1, 2
@@ -44,6 +46,9 @@ OK, INVALID, SINGULAR = 0, 1, 2
 PRODUCTS = 1        # and p = M v, C^T v and copies of q, v in the workspace
 UNCHECKED = 2       # the inputs passed the boundary already: no check
 EQ9 = 4             # the factorization B = (v x*) I of eq. (9) instead of eq. (10)
+
+# flags of ``derivatives``
+FORWARD = 1         # x is tau: forward dynamics and its derivatives, else x is a: the RNEA's
 
 # flags of ``geometry`` (low bits), and the body of the Jacobian (bits from BODY_SHIFT on: body + 1)
 CHRISTOFFEL = 1     # Gamma (Algorithm 2)
@@ -194,6 +199,23 @@ def forward_dynamics(packed, work, q, v, tau):
     return OK if ltdl_forward_dynamics(m, q, v, tau, w.ddq, w) else SINGULAR
 
 
+@entry(types.int64, MODEL, VEC, VEC, VEC, VEC, GAMMA, types.int64)
+def derivatives(packed, work, q, v, x, out, flags):
+    """The RNEA derivatives at (q, v, a = x) into out[0] = dtau/dq, out[1] = dtau/dv (and
+    w.M, w.tau); with FORWARD, at (q, v, tau = x): out[2] = da/dq, out[3] = da/dv, out[4] =
+    M^-1 (out[0], out[1]: the RNEA derivatives at a = w.ddq, the forward dynamics)."""
+    m = tree(packed)
+    if not (valid_state(m, q, v) and valid_vector(m, x)):
+        return INVALID
+    w = workspace(m, work)
+    if flags & FORWARD == 0:
+        rnea_derivatives(m, q, v, x, out[0], out[1], w.M, w.tau, w, True)
+        return OK
+    if forward_dynamics_derivatives(m, q, v, x, w.ddq, out[2], out[3], out[4], out[0], out[1], w):
+        return OK
+    return SINGULAR
+
+
 @entry(types.int64, MODEL, VEC, VEC, types.int64[::1], MAT, types.int64, MAT)
 def contact_compliance(packed, work, q, cbody, clocal, width, Lam):
     """Lambda = J M^-1 J^T of the contact nodes (contact_compliance.py)."""
@@ -264,3 +286,38 @@ def christoffel_batch(packed, Q, Gamma, threads):
     work = np.empty((threads, _padded(tree(packed).work[-1])))
     for t in prange(threads):
         christoffel_rows(packed, Q, Gamma, work[t], K * t // threads, K * (t + 1) // threads)
+
+
+@njit(**JIT)
+def derivatives_rows(packed, Q, V, X, A, B, Minv, flags, work, scratch, lo, hi):
+    """``derivatives`` for rows lo..hi-1 of a batch into A[k], B[k] (and Minv[k] with FORWARD),
+    with one workspace ``work`` and (2, nv, nv) ``scratch``; the first row whose mass matrix is
+    singular, or -1."""
+    m = tree(packed)
+    w = workspace(m, work)
+    for k in range(lo, hi):
+        if flags & FORWARD == 0:
+            rnea_derivatives(m, Q[k], V[k], X[k], A[k], B[k], w.M, w.tau, w, False)
+        elif not forward_dynamics_derivatives(m, Q[k], V[k], X[k], w.ddq, A[k], B[k], Minv[k],
+                                              scratch[0], scratch[1], w):
+            return k
+    return -1
+
+
+@entry(types.int64, MODEL, MAT, MAT, MAT, GAMMA, GAMMA, GAMMA, types.int64, types.int64, **BATCH)
+def derivatives_batch(packed, Q, V, X, A, B, Minv, flags, threads):
+    """``derivatives`` for every row of Q, V, X in ``threads`` blocks, one per thread of the
+    team: A, B = dtau/dq, dtau/dv, or with FORWARD da/dq, da/dv and Minv = M^-1.  Returns the
+    first row whose mass matrix is singular (nothing else is guaranteed then), or -1."""
+    K, nv = Q.shape[0], V.shape[1]
+    work = np.empty((threads, _padded(tree(packed).work[-1])))
+    scratch = np.empty((threads, 2, nv, nv))
+    bad = np.empty(threads, dtype=np.int64)
+    for t in prange(threads):
+        bad[t] = derivatives_rows(packed, Q, V, X, A, B, Minv, flags, work[t], scratch[t],
+                                  K * t // threads, K * (t + 1) // threads)
+    first = -1
+    for t in range(threads):
+        if bad[t] >= 0 and (first < 0 or bad[t] < first):
+            first = bad[t]
+    return first

@@ -35,7 +35,8 @@ the outputs were computed at, the centroidal A_G, dA_G/dt v and [mass, CoM, CoM 
 revolute joints' cos q and sin q, motion subspaces Phi, Phid, world inertias I, body
 velocities vel, per-body 6x6 rows W, an nv x nv matrix H and an nv vector tmp; the
 operational-space compliance's articulated-body P, U, D and path products seg; the task
-space's bias accelerations acc and body inertias Ib).
+space's bias accelerations acc and body inertias Ib; the RNEA derivatives' body forces force and
+per-DoF vectors dcols).
 ``WORK_FIELDS`` is the single definition of that layout: Python's Data views and the kernels'
 ``kinematics.workspace`` read the same offsets.
 """
@@ -63,6 +64,9 @@ WORK_FIELDS = (
     ('P', ('nv', 6, 6)), ('U', ('nv', 6)), ('D', ('nv',)), ('seg', ('nv', 6, 6)),
     # task space (frame_kinematics.py, centroidal.py): bias accelerations, body inertias
     ('acc', ('N', 6)), ('Ib', ('N', NI)),
+    # RNEA derivatives (rnea_derivatives.py): body forces (composite after the backward pass),
+    # per DoF the 6-vectors u_k, D_k, e_k of the forward pass
+    ('force', ('N', 6)), ('dcols', ('nv', 3, 6)),
 )
 WORK_INDEX = {name: k for k, (name, _) in enumerate(WORK_FIELDS)}
 N_HEADER = 3          # ints[0:3] = N, nv, nq

@@ -32,13 +32,7 @@ def newton_euler(m, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
             a = (0.0, 0.0, 0.0, -gravity[0], -gravity[1], -gravity[2])
         else:
             a = row6(acc, parent)
-        s = m.v_idx[i]
-        while s < nv and dof_body[s] == i:              # a_i = a_p(i) + Phi_i qdd_i + Phid_i qd_i  (12)
-            x, y = qdd[s], qd[s]
-            a = (a[0] + Phi[s, 0] * x + Phid[s, 0] * y, a[1] + Phi[s, 1] * x + Phid[s, 1] * y,
-                 a[2] + Phi[s, 2] * x + Phid[s, 2] * y, a[3] + Phi[s, 3] * x + Phid[s, 3] * y,
-                 a[4] + Phi[s, 4] * x + Phid[s, 4] * y, a[5] + Phi[s, 5] * x + Phid[s, 5] * y)
-            s += 1
+        a = joint_acceleration(a, Phi, Phid, qd, qdd, dof_body, m.v_idx[i], i)   # (12)
         set6(acc, i, a)
         v = row6(vel, i)                                # f_i = I_i a_i + v_i x* I_i v_i  (7)
         set6(f, i, add6(inertia_times(I, i, a), force_cross(v, inertia_times(I, i, v))))
@@ -49,6 +43,20 @@ def newton_euler(m, Phi, Phid, I, vel, qd, qdd, acc, f, tau):
             s -= 1
         if m.parent[i] >= 0:
             add_row(f, i, m.parent[i])
+
+
+@njit(inline='always', **JIT)
+def joint_acceleration(a, Phi, Phid, qd, qdd, dof_body, s, i):
+    """a_i = a + Phi_i qdd_i + Phid_i qd_i (eq. (12)) for a = a_p(i), summed over the DoFs of
+    body i (its first DoF: s)."""
+    nv = dof_body.shape[0]
+    while s < nv and dof_body[s] == i:
+        x, y = qdd[s], qd[s]
+        a = (a[0] + Phi[s, 0] * x + Phid[s, 0] * y, a[1] + Phi[s, 1] * x + Phid[s, 1] * y,
+             a[2] + Phi[s, 2] * x + Phid[s, 2] * y, a[3] + Phi[s, 3] * x + Phid[s, 3] * y,
+             a[4] + Phi[s, 4] * x + Phid[s, 4] * y, a[5] + Phi[s, 5] * x + Phid[s, 5] * y)
+        s += 1
+    return a
 
 
 @njit(inline='always', **JIT)

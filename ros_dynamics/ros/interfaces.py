@@ -30,6 +30,13 @@ except ImportError:  # pragma: no cover - an interface package built before Task
     HAVE_TASK_SPACE = False
 
 try:    # newer still
+    from ros_dynamics_msgs.srv import GetLinearization
+    HAVE_LINEARIZATION = True
+except ImportError:  # pragma: no cover - an interface package built before GetLinearization
+    GetLinearization = None
+    HAVE_LINEARIZATION = False
+
+try:    # newer still
     from ros_dynamics_msgs.msg import ContactForces
     HAVE_CONTACT_FORCES = True
 except ImportError:  # pragma: no cover - an interface package built before ContactForces

@@ -2,7 +2,8 @@
 
 ``~/get_dynamics``, ``~/get_christoffel``, ``~/get_operational_space`` (Lambda = J M^-1 J^T of
 requested nodes; Khatib 1987; the O(N) + O(m^2) recursion of Jain's contact dynamics in
-minimal coordinates), ``~/estimate_payload`` (mass and CoM of a tool from the recorded static
+minimal coordinates), ``~/get_linearization`` (A = d(v, a)/d(q, v), B = d(v, a)/d(tau) by the
+core's analytical derivatives), ``~/estimate_payload`` (mass and CoM of a tool from the recorded static
 poses; ros_dynamics.identification.payload) and ``~/reset_observer`` live on a companion node (``<name>_services``)
 spun by its own executor thread, under the dynamics node's names, so that a slow request delays
 only itself and never waits behind the joint-state backlog.  Requests obey the joint_states
@@ -20,6 +21,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ..core.api import christoffel, dynamics, mass_matrix
+from ..core.derivatives import forward_dynamics_derivatives
 from ..identification.payload import estimate_payload
 from . import interfaces as itf
 from .outputs import stamp_msg
@@ -76,6 +78,8 @@ class Services:
             make(itf.EstimatePayload, f'{base}/estimate_payload', self.estimate_payload)
         if itf.HAVE_TASK_SPACE:
             make(itf.GetTaskSpace, f'{base}/get_task_space', self.get_task_space)
+        if itf.HAVE_LINEARIZATION:
+            make(itf.GetLinearization, f'{base}/get_linearization', self.get_linearization)
         make(itf.Trigger, f'{base}/reset_observer', self.reset_observer)
         self.executor = SingleThreadedExecutor(context=host.context)
         self.executor.add_node(self.srv_node)
@@ -158,6 +162,37 @@ class Services:
                 'mass_matrix_dot': array.array('d', d.Mdot.ravel()),
                 'gravity': array.array('d', d.g)}
         return self._serve(response, 'dynamics', compute)
+
+    def get_linearization(self, request, response):
+        """A = d(v, a)/d(q, v), B = d(v, a)/d(tau) at the request's state (or the latest) and
+        effort (empty: zero), q in the tangent space (core.derivatives, Carpentier & Mansard)."""
+        try:
+            eng, q, v, _ = self._state(request, with_velocity=True)
+            if not eng.coords.identity:
+                raise ValueError('get_linearization answers in joint coordinates: not with '
+                                 'output coordinates other than joint')
+            n = eng.nv
+            tau = np.zeros(n) if len(request.effort) == 0 else np.asarray(request.effort, float)
+            if tau.shape != (n,):
+                raise ValueError(f'effort must have {n} values (one per name), got {tau.size}')
+            da_dq, da_dv, Minv = forward_dynamics_derivatives(eng.model, q, v, tau)
+            A = np.zeros((2 * n, 2 * n))
+            A[:n, n:] = np.eye(n)
+            A[n:, :n], A[n:, n:] = da_dq, da_dv
+            B = np.zeros((2 * n, n))
+            B[n:] = Minv
+            if not _finite(A, B):
+                raise ValueError('non-finite result at the requested state')
+        except Exception as exc:  # noqa: BLE001 - the reason goes back to the caller
+            response.success = False
+            response.message = str(exc) if isinstance(exc, ValueError) else (
+                f'{type(exc).__name__}: {exc}')
+            return response
+        response.names = list(eng.coords.names)
+        response.position, response.velocity = array.array('d', q), array.array('d', v)
+        response.a_matrix, response.b_matrix = array.array('d', A.ravel()), array.array('d', B.ravel())
+        response.success = True
+        return response
 
     def get_christoffel(self, request, response):
         def compute():
