@@ -19,7 +19,7 @@ setup(
     extras_require={
         # what the executables import beyond install_requires (package.xml: the rosdep keys)
         'viewer': ['viser', 'trimesh', 'urdf-parser-py'],          # viewer
-        'calibrate': ['rosbags', 'matplotlib', 'cvxpy>=1.9', 'scipy>=1.17', 'pin'],   # calibrate
+        'calibrate': ['rosbags', 'matplotlib', 'cvxpy>=1.9', 'scipy>=1.17'],   # calibrate
         'wbc': ['proxsuite>=0.8.0'],                                # wbc_controller (its QP)
         'contact_forces': ['proxsuite>=0.8.0'],                     # contact_frames (its QP)
         'test': ['pytest', 'pin', 'example-robot-data', 'urdf-parser-py', 'matplotlib', 'pillow',

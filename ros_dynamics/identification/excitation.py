@@ -26,7 +26,7 @@ coefficients,
     dσ/dx = Σ_k u_kᵀ [∂τ/∂q B_q + ∂τ/∂q̇ B_v + ∂τ/∂q̈ B_a]_k,
 
 with ``B_q, B_v, B_a`` the series' linear maps (eq. 18 and its derivatives) and the partial
-derivatives of the inverse dynamics of ``θ``'s inertial part from Pinocchio's analytical RNEA
+derivatives of the inverse dynamics of ``θ``'s inertial part from the core's analytical RNEA
 derivatives (Carpentier & Mansard 2018), plus the friction's ``F_v + F_c (1 − tanh²(q̇/ε))/ε``
 and the armature's ``I_a`` on the diagonals.  No finite difference: two singular values cost
 four sweeps of the derivatives over the samples, where differencing the cost cost one regressor
@@ -36,7 +36,7 @@ per coefficient.
 import numpy as np
 
 from ..core.api import dynamics_batch
-from ..core.configuration import PRISMATIC, REVOLUTE
+from ..core.derivatives import inverse_dynamics_derivatives_batch
 from .payload import skew2
 from .whole_model import BASE_TOLERANCE, inertial_parameters, parameter_scales, unit_models
 from ..estimation.observer import friction_torque
@@ -99,44 +99,30 @@ def _regressor(model, q, v, acc, units):
 
 class InverseDynamicsDerivatives:
     """``∂τ/∂q, ∂τ/∂q̇, ∂τ/∂q̈`` of the inverse dynamics of ``model``'s kinematics with any
-    inertial parameters ``π`` (N, 10) (not necessarily a physical body; no armature), from
-    Pinocchio's analytical RNEA derivatives (Carpentier & Mansard 2018) on a Pinocchio model
-    built from ``model``'s own joint frames and axes (body ``i`` is Pinocchio's joint ``i + 1``).
-    """
+    inertial parameters ``π`` (N, 10) (not necessarily a physical body; no armature), from the
+    core's analytical RNEA derivatives (Carpentier & Mansard 2018,
+    :func:`ros_dynamics.core.derivatives.inverse_dynamics_derivatives_batch`) and its mass
+    matrix (∂τ/∂q̈ = M)."""
 
     def __init__(self, model):
-        import pinocchio as pin
         if model.floating_base or model.mimic:
             raise ValueError('derivatives for fixed-base models without mimic joints')
-        self.pin, self.model = pin, model
-        pm = pin.Model()
-        pm.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
-        self.joint = []
-        for i in range(model.nbodies):
-            kind = {REVOLUTE: pin.JointModelRevoluteUnaligned,
-                    PRISMATIC: pin.JointModelPrismaticUnaligned}[int(model.jtype[i])]
-            parent = 0 if model.parent[i] < 0 else self.joint[model.parent[i]]
-            self.joint.append(pm.addJoint(parent, kind(*model.axis[i]),
-                                          pin.SE3(np.array(model.X_R[i]), np.array(model.X_p[i])),
-                                          f'body{i}'))
-        self.pm, self.pd = pm, pm.createData()
-        # our v index of Pinocchio's DoF
-        self.perm = np.array([int(model.v_idx[i]) for i in range(model.nbodies)])
+        self.model = model
 
-    def _set(self, pi):
-        pin = self.pin
-        for i, jid in enumerate(self.joint):
-            m = float(pi[i, 0])
-            c = pi[i, 1:4] / m
-            Io = np.array([[pi[i, 4], pi[i, 5], pi[i, 6]], [pi[i, 5], pi[i, 7], pi[i, 8]],
-                           [pi[i, 6], pi[i, 8], pi[i, 9]]])
-            self.pm.inertias[jid] = pin.Inertia(m, c, Io - m * skew2(c))
+    def _body_model(self, pi):
+        """The model with the bodies of ``pi`` (N, 10), each with positive mass."""
+        m = pi[:, 0].copy()
+        c = pi[:, 1:4] / m[:, None]
+        Io = np.array([[[p[4], p[5], p[6]], [p[5], p[7], p[8]], [p[6], p[8], p[9]]] for p in pi])
+        Ic = Io - m[:, None, None] * np.array([skew2(x) for x in c])
+        return self.model.copy(mass=m, com=c, inertia=Ic,
+                               armature=np.zeros(int(self.model.nv)))
 
     def vjp(self, pi, Q, V, A, U):
         """``(u_kᵀ ∂τ_k/∂q, u_kᵀ ∂τ_k/∂q̇, u_kᵀ ∂τ_k/∂q̈)`` for the K states ``Q, V, A`` and
         weights ``U`` (each (K, nv)): exact, linear in ``π``, which is split as
         ``(π + π_s) − π_s`` with ``π_s`` a body at each origin (mass ``s``, inertia ``α 1``)
-        large enough that both parts are bodies Pinocchio accepts (positive mass and
+        large enough that both parts are bodies the model accepts (positive mass and
         inertia)."""
         pi = np.asarray(pi, dtype=float).reshape(-1, 10)
         shift = np.zeros_like(pi)
@@ -146,22 +132,15 @@ class InverseDynamicsDerivatives:
             alpha = 1.0 + np.abs(Io).sum() + p[1:4] @ p[1:4] / m
             shift[i, 0] = m - p[0]
             shift[i, [4, 7, 9]] = alpha
-        K, n = U.shape
-        P = self.perm
-        D = np.zeros((3, K, n, n))                 # ∂τ/∂(q, q̇, q̈) in Pinocchio's order
-        lower = np.tril_indices(n, -1)
+        Q, V, A, U = (np.ascontiguousarray(x, dtype=float) for x in (Q, V, A, U))
+        out = np.zeros((3, U.shape[0], U.shape[1]))
         for sign, params in ((1.0, pi + shift), (-1.0, shift)):
-            self._set(params)
-            for k in range(K):
-                dq, dv, da = self.pin.computeRNEADerivatives(self.pm, self.pd, Q[k, P], V[k, P],
-                                                             A[k, P])
-                da = np.array(da)
-                da[lower] = da.T[lower]            # Pinocchio fills M's upper triangle
-                D[0, k] += sign * dq
-                D[1, k] += sign * dv
-                D[2, k] += sign * da
-        out = np.empty((3, K, n))
-        out[:, :, P] = np.einsum('ki,xkij->xkj', U[:, P], D)
+            mdl = self._body_model(params)
+            dq, dv = inverse_dynamics_derivatives_batch(mdl, Q, V, A)
+            M = dynamics_batch(mdl, Q, np.zeros_like(V)).M
+            out[0] += sign * np.einsum('ki,kij->kj', U, dq)
+            out[1] += sign * np.einsum('ki,kij->kj', U, dv)
+            out[2] += sign * np.einsum('ki,kij->kj', U, M)
         return out
 
 
