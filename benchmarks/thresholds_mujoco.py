@@ -52,7 +52,7 @@ from ros_dynamics.identification.calibration import calibrate
 from ros_dynamics.identification.check import check_recording
 from ros_dynamics.identification.samples import Samples
 from ros_dynamics.identification.thresholds import calibrate_thresholds
-from ros_dynamics.identification.whole_model import (_typical_blocks, identify_recording,
+from ros_dynamics.identification.whole_model import (typical_blocks, identify_recording,
                                                      payload_against_reference)
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant, perturbed_model
@@ -111,7 +111,7 @@ def previous_thresholds(ident, s):
     """The rule before this benchmark's commit: held-out blocks far above the rest left out of
     the thresholds, max(0.2, 2 max |r|) of the identifier's prediction on the others."""
     ref = ident.residual_after_test
-    keep = _typical_blocks(s.t[ident.test_rows], ref)
+    keep = typical_blocks(s.t[ident.test_rows], ref)
     return calibrate_thresholds(ref[keep], margin=2.0, floor=0.2), int((~keep).sum())
 
 

@@ -405,7 +405,7 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     for _ in range(3):
         x, rank, sv, determined, status = solve(np.repeat(use, nj))
         e = (As[:, free] @ x[free] + bs).reshape(fit_rows.size, nj)
-        keep = _typical_blocks(samples.t[fit_rows], e)
+        keep = typical_blocks(samples.t[fit_rows], e)
         if np.array_equal(keep, use) or keep.sum() < 0.5 * fit_rows.size:
             break
         use = keep
@@ -502,7 +502,7 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     return ident
 
 
-def _typical_blocks(t, e, block=0.25, ratio=25.0):
+def typical_blocks(t, e, block=0.25, ratio=25.0):
     """Mask of the rows of ``e`` (n, nj) in 0.25 s blocks whose mean square on every joint is
     at most ``ratio`` x that of the median block (a contact shows on some joints only)."""
     k = np.floor((t - t[0]) / block).astype(int)
