@@ -301,22 +301,9 @@ class MujocoSim(Node):
             self.get_logger().info(f'truth written to {path}')
 
 
-def _start(node):
-    node.thread = threading.Thread(target=node.loop, daemon=True)
-    node.thread.start()
-
-
-def _stop(node):
-    node.done.set()
-    if getattr(node, 'thread', None) is not None:
-        node.thread.join(timeout=5.0)
-    node.summary()
-
-
 def main(args=None):
     """Entry point of ``sim_mujoco``: spins until SIGINT/SIGTERM or the end of ``duration``."""
-    return process.run(MujocoSim, args, before_spin=_start, on_stop=_stop,
-                       keep_going=lambda node: not node.done.is_set())
+    return process.run_with_loop(MujocoSim, args, join_timeout=5.0)
 
 
 if __name__ == '__main__':

@@ -141,6 +141,27 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
     return 0
 
 
+def run_with_loop(make_node, args=None, join_timeout=5.0) -> int:
+    """:func:`run` for a node whose work is its ``loop()`` in a thread of its own (the
+    simulators): the thread starts once the node exists; spinning ends on a signal or when the
+    node's ``done`` event is set, which also ends the loop; then the thread is joined and the
+    node's ``summary()`` logged."""
+    import threading
+
+    def start(node):
+        node.thread = threading.Thread(target=node.loop, daemon=True)
+        node.thread.start()
+
+    def stop(node):
+        node.done.set()
+        if getattr(node, 'thread', None) is not None:
+            node.thread.join(timeout=join_timeout)
+        node.summary()
+
+    return run(make_node, args, before_spin=start, on_stop=stop,
+               keep_going=lambda node: not node.done.is_set())
+
+
 def make_executor(kind: str, logger=None):
     """An rclpy executor by name: 'events' (rclpy.experimental.EventsExecutor, rclpy >= 9 /
     Kilted; falls back to 'single' where it does not exist) or 'single'."""

@@ -366,23 +366,10 @@ class SimNode(Node):
             self.done.set()
 
 
-def _start(node):
-    node.thread = threading.Thread(target=node.loop, daemon=True)
-    node.thread.start()
-
-
-def _stop(node):
-    node.done.set()
-    if getattr(node, 'thread', None) is not None:
-        node.thread.join(timeout=2.0)
-    node.summary()
-
-
 def main(args=None):
     """Entry point of ``sim``: spins until SIGINT/SIGTERM or the end of ``duration``; exit
     status 0, no traceback."""
-    return process.run(SimNode, args, before_spin=_start, on_stop=_stop,
-                       keep_going=lambda node: not node.done.is_set())
+    return process.run_with_loop(SimNode, args, join_timeout=2.0)
 
 
 if __name__ == '__main__':

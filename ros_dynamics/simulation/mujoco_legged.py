@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .mujoco_contacts import foot_contact_forces
+
 __all__ = ['LeggedPlantOptions', 'MujocoLegged', 'Odometry', 'TruthRecord']
 
 
@@ -156,17 +158,7 @@ class MujocoLegged:
         mj.mj_step(m, d)
         mj.mj_forward(m, d)       # positions-dependent quantities (CoM, frames) at the new t
         self.t += self.dt
-        F, f6 = np.zeros((len(self.feet), 3)), np.zeros(6)
-        for i in range(d.ncon):
-            c = d.contact[i]
-            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
-            foot = self._foot_body.get(b2, self._foot_body.get(b1))
-            if foot is None:
-                continue
-            mj.mj_contactForce(m, d, i, f6)
-            fw = c.frame.reshape(3, 3).T @ f6[:3]     # on geom2, from geom1, world axes
-            F[foot] += fw if b2 in self._foot_body else -fw
-        self.foot_forces = F
+        self.foot_forces, _ = foot_contact_forces(mj, m, d, self._foot_body)
 
     def hold(self, kp, kd):
         """Joint PD torques towards the standing pose (before the first command, and when

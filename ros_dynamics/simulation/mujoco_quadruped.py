@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .mujoco_contacts import foot_contact_forces
+
 FEET = ('LF_foot', 'RF_foot', 'LH_foot', 'RH_foot')
 
 
@@ -247,19 +249,7 @@ class MujocoQuadruped:
         push = self._generalized(push)
         mj.mj_step(m, d)
         self.t += self.dt
-        feet = np.zeros((len(FEET), 3))
-        self.touching = np.zeros(len(FEET), dtype=bool)
-        f6 = np.zeros(6)
-        for i in range(d.ncon):
-            c = d.contact[i]
-            b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
-            foot = self._foot_body.get(b2, self._foot_body.get(b1))
-            if foot is None:
-                continue
-            mj.mj_contactForce(m, d, i, f6)
-            fw = c.frame.reshape(3, 3).T @ f6[:3]   # on geom2, from geom1, world axes
-            feet[foot] += fw if b2 in self._foot_body else -fw
-            self.touching[foot] |= f6[0] > 0.0      # a contact of MuJoCo's that pushes
+        feet, self.touching = foot_contact_forces(mj, m, d, self._foot_body)
         q1, v1 = self.state()
         return self.t, q1, v1, tau, feet, push
 
