@@ -120,7 +120,10 @@ class ExcitingStandSchedule:
     Phases (seconds from the start), every reference a rest-to-rest minimum-jerk segment:
 
     1. stand ``stand`` s;
-    2. trunk sway in six directions: the CoM to ``+sway[k]`` and ``−sway[k]`` m along world x,
+    2. each foot lifted in turn (the order of ``feet``): weight shift to the centroid of the
+       other three (``shift`` s), unload (``unload`` s), swing (``swing`` s, height
+       ``step_height``, ending ``press`` m below where it started), load, shift back;
+    3. trunk sway in six directions: the CoM to ``+sway[k]`` and ``−sway[k]`` m along world x,
        y and z, then the trunk rolled, pitched and yawed to ``±tilt[k]`` rad (each out and back
        ``repeats`` times, ``segment`` s per move);
     3. weight shifts: the CoM ``shift_ratio`` of the way towards each foot in turn and back
@@ -155,6 +158,20 @@ class ExcitingStandSchedule:
             coms.append(c)
             angles.append(a)
 
+        self.steps = []                     # (foot, t_lift, t_swing, t_down, t_loaded)
+        for f in self.feet:                                  # each foot lifted in turn
+            others = [g for g in self.feet if g != f]
+            centroid = np.mean([self.feet0[g] for g in others], axis=0)
+            shifted = np.array([centroid[0], centroid[1], c0[2]])
+            start = t
+            move(shifted, z3, shift)
+            t_lift = t
+            t_swing, t_down = t_lift + unload, t_lift + unload + swing
+            t_loaded = t_down + unload
+            move(shifted, z3, t_loaded - t_lift)
+            move(c0, z3, shift)
+            self.steps.append((f, t_lift, t_swing, t_down, t_loaded))
+            self.phases.append((f'lift_{f}', start, t))
         start = t
         for k in range(3):                                   # CoM along x, y, z
             e = np.eye(3)[k] * np.broadcast_to(sway, (3,))[k]
@@ -175,20 +192,6 @@ class ExcitingStandSchedule:
             move(toward, z3, 2 * segment)
             move(c0, z3, 2 * segment)
         self.phases.append(('weight_shift', start, t))
-        self.steps = []                     # (foot, t_lift, t_swing, t_down, t_loaded)
-        for f in self.feet:                                  # each foot lifted in turn
-            others = [g for g in self.feet if g != f]
-            centroid = np.mean([self.feet0[g] for g in others], axis=0)
-            shifted = np.array([centroid[0], centroid[1], c0[2]])
-            start = t
-            move(shifted, z3, shift)
-            t_lift = t
-            t_swing, t_down = t_lift + unload, t_lift + unload + swing
-            t_loaded = t_down + unload
-            move(shifted, z3, t_loaded - t_lift)
-            move(c0, z3, shift)
-            self.steps.append((f, t_lift, t_swing, t_down, t_loaded))
-            self.phases.append((f'lift_{f}', start, t))
         move(c0, z3, stand)
         self.phases.append(('stand', t - stand, t))
         self.duration = t

@@ -39,13 +39,18 @@ an interval use one stance set, the feet in stance at either end (a foot in the 
 carries no force only removes equations, it adds no error).
 
 Stance from the recording (unless it is given, e.g. from the node's ``~/contact_forces``): a
-loaded foot does not move, so foot ``c`` is in stance at sample ``k`` when the speed of its
-frame origin ``|J_c v|``, averaged over :data:`STANCE_WINDOW`, is below :data:`STANCE_SPEED`,
-at ``k`` or within :data:`STANCE_PAD` of it (the set is widened, never narrowed: the only
-harmful error is a loaded foot left out).
+loaded foot does not move, and it is on the ground.  The only harmful error is a loaded foot
+left out of the set (a foot in the set that carries no force only removes equations), and
+feet do slip a little under load, so the rule is conservative: foot ``c`` is in the air at
+sample ``k`` only when it is both moving — the speed of its frame origin ``|J_c v|``, averaged
+over :data:`STANCE_WINDOW`, above :data:`STANCE_SPEED` — and raised — more than
+:data:`STANCE_HEIGHT` above the lowest it was within :data:`GROUND_WINDOW` s (its local
+ground, world z from the odometry and the kinematics); it is in stance otherwise and within
+:data:`STANCE_PAD` of such a sample.
 
 Base parameters, physical consistency and the prior toward the URDF are those of
-:mod:`.whole_model`: the scaled regressor's singular values below :data:`BASE_TOLERANCE` of the
+:mod:`.whole_model`: the scaled regressor's singular values below
+:data:`FLOATING_BASE_TOLERANCE` (1 %, ten times the fixed base's: fewer equations per sample) of the
 largest span what the recording does not determine; the convex fit keeps every body's
 pseudo-inertia positive definite (Wensing, Kim & Slotine 2017) and friction and armature
 non-negative (cvxpy, Clarabel).  The first ``1 − holdout`` of the recording is fitted; the rest
@@ -68,16 +73,24 @@ from .samples import CalibrationError
 from .whole_model import (BASE_TOLERANCE, Identification, inertial_parameters, parameter_scales,
                           pseudo_inertia, regressor_columns)
 
-__all__ = ['STANCE_SPEED', 'STANCE_WINDOW', 'STANCE_PAD', 'FloatingBaseIdentification',
+__all__ = ['FLOATING_BASE_TOLERANCE', 'STANCE_SPEED', 'STANCE_HEIGHT', 'GROUND_WINDOW',
+           'STANCE_WINDOW', 'STANCE_PAD', 'FloatingBaseIdentification',
            'foot_kinematics', 'detect_stance', 'null_space_projectors', 'identify_floating_base',
            'identify_floating_recording', 'consistent_fit']
 
 #: foot speed [m/s] below which a foot is in stance (the speed averaged over STANCE_WINDOW)
 STANCE_SPEED = 0.15
+#: height [m] above its lowest (within GROUND_WINDOW) below which a foot counts as down
+STANCE_HEIGHT = 0.02
+#: the window [s] (either side) of a foot's lowest height, its local ground
+GROUND_WINDOW = 1.0
 #: averaging window of the foot speed [s]
 STANCE_WINDOW = 0.02
 #: a foot is in stance within this time [s] of a sample where the rule holds
 STANCE_PAD = 0.03
+#: relative singular value below which a direction counts as not identified (held at the URDF):
+#: ten times the fixed base's, since the projected equations are fewer per sample (nv − 3k)
+FLOATING_BASE_TOLERANCE = 10 * BASE_TOLERANCE
 #: relative regularisation of J_S J_Sᵀ in (2), of its largest eigenvalue (a stretched leg)
 PROJECTOR_EPS = 1e-9
 
@@ -101,8 +114,13 @@ def foot_kinematics(model, q, v, frames):
     return J, pos, np.einsum('tkin,tn->tki', J, v)
 
 
-def detect_stance(t, velocities, speed=STANCE_SPEED, window=STANCE_WINDOW, pad=STANCE_PAD):
-    """(T, k) bool: the feet in stance (module docstring) from their velocities (T, k, 3)."""
+def detect_stance(t, positions, velocities, speed=STANCE_SPEED, height=STANCE_HEIGHT,
+                  window=STANCE_WINDOW, pad=STANCE_PAD, ground_window=GROUND_WINDOW):
+    """(T, k) bool: the feet in stance (module docstring) from their positions and velocities
+    (T, k, 3, world axes): in the air only while both moving (speed averaged over ``window``
+    above ``speed``) and raised (more than ``height`` above the lowest the foot was within
+    ``ground_window`` s), then widened by ``pad`` s."""
+    from scipy.ndimage import minimum_filter1d
     t = np.asarray(t, dtype=float)
     dt = float(np.median(np.diff(t))) if t.size > 1 else 1.0
     s = np.linalg.norm(velocities, axis=2)
@@ -112,12 +130,15 @@ def detect_stance(t, velocities, speed=STANCE_SPEED, window=STANCE_WINDOW, pad=S
         lo = np.clip(np.arange(len(s)) - n // 2, 0, len(s))
         hi = np.clip(lo + n, 0, len(s))
         s = (c[hi] - c[lo]) / (hi - lo)[:, None]
-    slow = s < speed
+    z = positions[:, :, 2]
+    ground = minimum_filter1d(z, size=2 * max(1, int(round(ground_window / dt))) + 1, axis=0,
+                              mode='nearest')
+    down = (s < speed) | (z - ground < height)
     m = int(round(pad / dt))
-    out = slow.copy()
+    out = down.copy()
     for d in range(1, m + 1):             # widened by the pad, both ways
-        out[d:] |= slow[:-d]
-        out[:-d] |= slow[d:]
+        out[d:] |= down[:-d]
+        out[:-d] |= down[d:]
     return out
 
 
@@ -153,19 +174,25 @@ def _interval_projectors(J, stance):
 def _filtered(t, P, B, Pa, Pb, restart, gain, keep):
     """The observer's filter on w_k of eq. (4) for columns (P, B) (T, nv, p) (the momentum and
     β per unit parameter); returns the rows ``keep``."""
-    T = P.shape[0]
     dt = np.diff(t)
-    Pm = 0.5 * (Pa[1:] + Pb[1:])
     w = np.zeros(P.shape)
-    w[1:] = (np.einsum('kij,kjp->kip', Pm, P[1:] - P[:-1]) / dt[:, None, None]
+    w[1:] = (np.einsum('kij,kjp->kip', 0.5 * (Pa[1:] + Pb[1:]), P[1:] - P[:-1])
+             / dt[:, None, None]
              - 0.5 * (np.einsum('kij,kjp->kip', Pb[1:], B[1:])
                       + np.einsum('kij,kjp->kip', Pa[1:], B[:-1])))
-    K = np.broadcast_to(np.asarray(gain, dtype=float), (P.shape[1],))[:, None]
-    a = np.exp(-K[None] * np.concatenate([[0.0], dt])[:, None, None])
-    out = np.empty((keep.size,) + P.shape[1:])
+    return _filter(t, w, restart, gain, keep)
+
+
+def _filter(t, w, restart, gain, keep):
+    """``ρ_k = a ρ_{k−1} + (1 − a) w_k``, ``a = e^{−K Δt}``, zero where ``restart``; the rows
+    ``keep`` of ρ."""
+    T = w.shape[0]
+    K = np.broadcast_to(np.asarray(gain, dtype=float), (w.shape[1],))[:, None]
+    a = np.exp(-K[None] * np.concatenate([[0.0], np.diff(t)])[:, None, None])
+    out = np.empty((keep.size,) + w.shape[1:])
     pos = np.full(T, -1)
     pos[keep] = np.arange(keep.size)
-    cur = np.zeros(P.shape[1:])
+    cur = np.zeros(w.shape[1:])
     for k in range(T):
         if restart[k]:
             cur[:] = 0.0
@@ -285,14 +312,56 @@ class FloatingBaseIdentification(Identification):
         return out + lines
 
 
+def projected_regressor(model, samples, frames, stance=None, gain=50.0, max_rows=6000,
+                        velocity_eps=VELOCITY_EPS):
+    """The filtered, projected equations (4) on ``samples``: a dict with ``rho`` (n, nv, p) the
+    columns (10 per body, then F_v, F_c, armature, offset per joint), ``y`` (n, nv) the measured
+    side, ``rows`` (n,) the sample indices kept (every ``T / max_rows``-th), ``stance`` (T, k)
+    and ``source`` (how stance was found)."""
+    nv, N = int(model.nv), model.nbodies
+    nj = len(model.joint_names)
+    T = len(samples)
+    t, q, v = samples.t, samples.q, samples.v
+    J, pos, vel = foot_kinematics(model, q, v, frames)
+    source = 'given'
+    if stance is None:
+        stance = detect_stance(t, pos, vel)
+        source = (f'from the recording: in the air while faster than {STANCE_SPEED:g} m/s '
+                  f'(over {1e3 * STANCE_WINDOW:.0f} ms) and {1e3 * STANCE_HEIGHT:.0f} mm above '
+                  f'its lowest within {GROUND_WINDOW:g} s, widened by '
+                  f'{1e3 * STANCE_PAD:.0f} ms')
+    stance = np.asarray(stance, dtype=bool)
+    if stance.shape != J.shape[:2]:
+        raise ValueError(f'stance must be ({T}, {J.shape[1]}), got {stance.shape}')
+    Pa, Pb = _interval_projectors(J, stance)
+    dt = np.diff(t)
+    restart = np.concatenate([[True], dt > 5.0 * np.median(dt)])   # gaps restart the filter
+    stride = max(1, -(-T // max_rows))
+    keep = np.arange(0, T, stride)
+    keep = keep[~restart[keep]]
+    npar = 10 * N + 4 * nj
+    rho = np.empty((keep.size, nv, npar))
+    for i in range(N):
+        P, B = regressor_columns(model, q, v, i)
+        rho[:, :, 10 * i:10 * i + 10] = _filtered(t, P, B, Pa, Pb, restart, gain, keep)
+    P, B = _joint_columns(model, v, velocity_eps)
+    rho[:, :, 10 * N:] = _filtered(t, P, B, Pa, Pb, restart, gain, keep)
+    # the measured side Π̄ Sᵀ τ_k of eq. (4), filtered alike
+    wy = np.einsum('kij,kj->ki', 0.5 * (Pa + Pb), samples.tau)[:, :, None]
+    y = _filter(t, wy, restart, gain, keep)[:, :, 0]
+    return dict(rho=rho, y=y, rows=keep, stance=stance, source=source)
+
+
 def identify_floating_base(model, samples, frames, stance=None, gain=50.0, holdout=0.3,
-                           max_rows=6000, friction=True, armature=True, offset=True,
-                           velocity_eps=VELOCITY_EPS):
-    """Fit every body's inertial parameters, joint friction, armature and torque offsets of a
-    floating-base ``model`` from ``samples`` (q with the base pose, v with the base twist, tau
+                           max_rows=6000, friction=True, armature=True, offset=False,
+                           velocity_eps=VELOCITY_EPS, tol=FLOATING_BASE_TOLERANCE, regressor=None):
+    """Fit every body's inertial parameters, joint friction and armature (torque offsets only
+    with ``offset``: constant joint torques are what standing takes, so offsets would trade
+    against the weight) of a floating-base ``model`` from ``samples`` (q with the base pose, v with the base twist, tau
     with zero base rows) on the feet ``frames`` (module docstring).  ``stance`` (T, k) bool or
-    None (found from the recording).  Returns a :class:`FloatingBaseIdentification` (no
-    thresholds: :func:`identify_floating_recording`)."""
+    None (found from the recording).  ``regressor``: :func:`projected_regressor`'s result, if
+    already computed.  Returns a :class:`FloatingBaseIdentification` (no thresholds:
+    :func:`identify_floating_recording`)."""
     if not model.floating_base:
         raise CalibrationError('the model has a fixed base: use whole_model.identify_recording')
     nv, N = int(model.nv), model.nbodies
@@ -303,35 +372,13 @@ def identify_floating_base(model, samples, frames, stance=None, gain=50.0, holdo
     if T < 200:
         raise CalibrationError(f'{T} samples: too few to identify a model (need >= 200, better '
                                'tens of seconds of exciting motion)')
-    t, q, v = samples.t, samples.q, samples.v
-    J, _, vel = foot_kinematics(model, q, v, frames)
-    source = 'given'
-    if stance is None:
-        stance = detect_stance(t, vel)
-        source = (f'from the recording: foot speed < {STANCE_SPEED:g} m/s over '
-                  f'{1e3 * STANCE_WINDOW:.0f} ms, widened by {1e3 * STANCE_PAD:.0f} ms')
-    stance = np.asarray(stance, dtype=bool)
-    if stance.shape != J.shape[:2]:
-        raise ValueError(f'stance must be ({T}, {J.shape[1]}), got {stance.shape}')
-    Pa, Pb = _interval_projectors(J, stance)
-    dt = np.diff(t)
-    restart = np.concatenate([[True], dt > 5.0 * np.median(dt)])   # gaps restart the filter
-    stride = max(1, -(-T // max_rows))
-    keep = np.arange(0, T, stride)
-    keep = keep[~restart[keep]]
+    reg = regressor or projected_regressor(model, samples, frames, stance, gain, max_rows,
+                                           velocity_eps)
+    rho, y, keep, stance, source = (reg[k] for k in ('rho', 'y', 'rows', 'stance', 'source'))
+    t = samples.t
     t_split = t[0] + (1.0 - holdout) * (t[-1] - t[0])
     fit = t[keep] <= t_split
-    npar = 10 * N + 4 * nj
-    rho = np.empty((keep.size, nv, npar))
-    for i in range(N):
-        P, B = regressor_columns(model, q, v, i)
-        rho[:, :, 10 * i:10 * i + 10] = _filtered(t, P, B, Pa, Pb, restart, gain, keep)
-    P, B = _joint_columns(model, v, velocity_eps)
-    rho[:, :, 10 * N:] = _filtered(t, P, B, Pa, Pb, restart, gain, keep)
-    # the measured side: Π̄ Sᵀ τ (eq. 4), filtered alike (as a column with P = 0, B = −Sᵀτ)
-    y = _filtered(t, np.zeros((T, nv, 1)), -samples.tau[:, :, None], Pa, Pb, restart, gain,
-                  keep)[:, :, 0]
-    del P, B
+    npar = rho.shape[2]
     pi0 = inertial_parameters(model)
     theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
     theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nv - nj:]
@@ -351,7 +398,8 @@ def identify_floating_base(model, samples, frames, stance=None, gain=50.0, holdo
     bs = (e0[fit] * w).reshape(-1)
     nonneg = np.zeros(npar, dtype=bool)
     nonneg[10 * N:10 * N + 3 * nj] = True
-    x, rank, sv, determined, status = consistent_fit(As, bs, theta0, scale, N, nonneg, free)
+    x, rank, sv, determined, status = consistent_fit(As, bs, theta0, scale, N, nonneg, free,
+                                                     tol)
     theta = theta0 + x * scale
     theta[nonneg] = np.maximum(theta[nonneg], 0.0)
     names = [f'{b}.{p}' for b in model.body_names
@@ -383,7 +431,7 @@ def unexplained(model, samples, frames, rows, gain=50.0, friction_viscous=0.0,
     """The node's cycle (:func:`.calibration.observer_residuals`) replayed on ``samples`` and its
     residual split over the contact ``frames`` by the contact-force estimator, at the samples
     ``rows`` (from the first on, the estimator's state carried along): (len(rows), nv) of
-    ``unexplained`` and (len(rows), k, 3) foot forces."""
+    ``unexplained``, (len(rows), k, 3) foot forces and (len(rows), k) contact states."""
     from ..estimation.contact_forces import ContactForceEstimator
     from .calibration import observer_residuals
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
@@ -391,11 +439,12 @@ def unexplained(model, samples, frames, rows, gain=50.0, friction_viscous=0.0,
     est = ContactForceEstimator(model, frames, threshold=force_threshold)
     U = np.full((len(rows), int(model.nv)), np.nan)
     F = np.full((len(rows), len(frames), 3), np.nan)
+    C = np.zeros((len(rows), len(frames)), dtype=bool)
     for n, k in enumerate(rows):
         if np.all(np.isfinite(res['r'][k])):
             c = est.update(samples.q[k], res['r'][k])
-            U[n], F[n] = c.unexplained, c.wrenches[:, :3]
-    return U, F
+            U[n], F[n], C[n] = c.unexplained, c.wrenches[:, :3], c.in_contact
+    return U, F, C
 
 
 def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, holdout=0.3,
@@ -422,7 +471,7 @@ def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, 
             ('unexplained_before', model, 0.0, 0.0, 0.0),
             ('unexplained_after', ident.model(model), ident.friction_viscous,
              ident.friction_coulomb, ident.torque_offset)):
-        U, _ = unexplained(mdl, samples, ident.frames, rows, gain, fv, fc, off, force_threshold)
+        U, _, _ = unexplained(mdl, samples, ident.frames, rows, gain, fv, fc, off, force_threshold)
         U = U[np.all(np.isfinite(U), axis=1)]
         setattr(ident, key, {'rms': np.sqrt(np.mean(U ** 2, axis=0)),
                              'max': np.max(np.abs(U), axis=0)})

@@ -81,7 +81,8 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     ``t, q, v`` (the odometry's base state: ``odom_noise`` = (pose noise [m, rad], twist noise
     [m/s, rad/s]) white, 1 σ per sample), ``q_true, v_true, tau`` (joint torques, base rows
     zero), ``feet`` (T, 4, 3) the true foot forces, ``push`` (T, nv) its generalized force,
-    ``phase``, ``weight`` (the plant's) and ``failed`` (unsolved QPs).  ``push``: (start, end,
+    ``phase``, ``weight`` (the plant's) and ``failed`` (unsolved QPs); if the trunk falls below
+    half its start height the recording ends 0.5 s before.  ``push``: (start, end,
     force (3,) world) on the trunk.  ``controller_model``: the controller's model (default the
     URDF's; the plant's own keeps it standing through larger motions when the URDF is far
     off)."""
@@ -92,10 +93,14 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     duration = duration or ctl.schedule.duration
     rng = np.random.default_rng(seed)
     rows = []
+    z0 = plant.state()[0][2]
     for _ in range(int(round(duration / dt))):
         if push is not None:
             plant.push = np.asarray(push[2], float) if push[0] <= plant.t < push[1] else np.zeros(3)
         rows.append(plant.step())
+        if not rows[-1][1][2] > 0.5 * z0:             # fell: the recording ends before
+            rows = rows[:max(1, len(rows) - 500)]
+            break
     out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
         ('t', 'q_true', 'v_true', 'tau', 'feet', 'push'))}
     q, v = out['q_true'].copy(), out['v_true'].copy()
