@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Floating-base identification (calibrate --floating-base) on a MuJoCo quadruped (~15 min).
+"""Floating-base identification (calibrate --floating-base) on a MuJoCo quadruped (~20 min).
 
 The plant is the bundled quadruped in MuJoCo (ros_dynamics.simulation.mujoco_quadruped) with
 every link's mass, CoM and principal inertias 20-30 % off the URDF
@@ -12,9 +12,10 @@ with white noise on it (pose 1 mm / 1 mrad, twist 0.01 m/s / 0.01 rad/s, 1 sigma
 and the whole model is identified from it with the default options (stance from the foot
 speeds; fit on the first 70 %).
 
-Judged on other motion, with clean odometry: MuJoCo's ShiftLiftPush scenario on the same plant
-(stand, weight shift, the left front foot lifted and put down, a 15.8 N push on the trunk; PD +
-gravity control on the URDF's model), replayed through the node's cycle
+Judged on other motion, with clean odometry: control.stand_step.StandStepSchedule played by the
+same controller on the same plant (stand, CoM trajectory, weight shift, the left front foot
+lifted and put down, shift back, stand) with a 15.8 N push on the trunk from 6.0 to 6.8 s,
+replayed through the node's cycle
 (identification.calibration.observer_residuals) with the URDF as shipped and with the
 identified model, its residual split by estimation.contact_forces.ContactForceEstimator over
 the four feet (threshold 8 N, release 4 N): per-foot force rms error as a fraction of the
@@ -37,32 +38,14 @@ from common import add_out_dir, docstring_report, log, output, provenance, repor
 from ros_dynamics.identification import bags
 from ros_dynamics.identification.floating_base import identify_floating_recording, unexplained
 from ros_dynamics.identification.samples import Samples
-from ros_dynamics.simulation.contact_force_runs import POSE, filtered, metrics
+from ros_dynamics.simulation.contact_force_runs import filtered, metrics
 from ros_dynamics.simulation.legged_identification import plant_urdf, record, shipped
-from ros_dynamics.simulation.mujoco_quadruped import FEET, MujocoQuadruped, ShiftLiftPush
-from ros_dynamics.simulation.plant import PDGravityController
+from ros_dynamics.simulation.mujoco_quadruped import FEET
 
 K = 50.0
 NOISE = (1e-3, 0.01)            # odometry: pose [m, rad], twist [m/s, rad/s], 1 sigma
 THRESHOLD = 8.0                 # foot-force threshold [N] (release 4 N), as contact_forces.py
-
-
-def evaluation_run(path, model):
-    """ShiftLiftPush on the plant of ``path``: dict of t, q, v, tau, feet, push, phase."""
-    pose = np.array([POSE[n.split('_')[1]] for n in model.joint_names])
-    traj = ShiftLiftPush(model, pose)
-    plant = MujocoQuadruped(path, model, PDGravityController(model, 60.0, 1.0), traj)
-    start, end, force = traj.PUSH
-    rows = []
-    for _ in range(int(round(traj.DURATION / plant.dt))):
-        plant.push = force if start <= plant.t < end else np.zeros(3)
-        rows.append(plant.step())
-    out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
-        ('t', 'q', 'v', 'tau', 'feet', 'push'))}
-    out['phase'] = np.array([traj.phase(t - 0.5 * plant.dt) for t in out['t']])
-    out['weight'] = float(np.sum(plant.m.body_mass) * -plant.m.opt.gravity[2])
-    out['dt'] = plant.dt
-    return out
+PUSH = (6.0, 6.8, np.array([5.0, 15.0, 0.0]))     # on the trunk [s, s, N world]
 
 
 def judge(run, model, fv=0.0, fc=0.0):
@@ -100,8 +83,9 @@ def main():
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         path, truth = plant_urdf(tmp, seed=args.seed)
-        log('evaluation run (ShiftLiftPush with a push) ...')
-        run = evaluation_run(path, model)
+        log('evaluation run (StandStepSchedule with a push) ...')
+        run = record(path, 'stand_step', controller_model=truth, push=PUSH)
+        run['q'], run['v'] = run['q_true'], run['v_true']
         w = run['weight']
         lines += [f'Plant seed {args.seed}: mass {truth.total_mass():.3f} kg (URDF '
                   f'{model.total_mass():.3f} kg), weight {w:.1f} N.', '']

@@ -8,7 +8,9 @@ stream's quantities as the dynamics node would) playing a schedule of
 
 :func:`plant_urdf` writes the plant's URDF (the shipped one with perturbed inertials,
 :func:`ros_dynamics.simulation.mujoco_plant.perturbed_model`); :func:`record` runs a schedule
-and returns the samples, the true foot forces (world axes) and the push's generalized force.
+and returns the samples, the true foot forces (world axes) and the push's generalized force;
+:func:`shift_lift_push` runs MuJoCo's contact-force scenario (PD + gravity control on the
+URDF's model) on such a plant.
 """
 
 import os
@@ -21,7 +23,8 @@ from ..control.stand_step import ExcitingStandSchedule, StandStepSchedule
 from ..control.wbc import StreamState, TaskSpaceInverseDynamics, effort_limits_from_urdf
 from ..identification.urdf_inertials import replace_inertials
 from .mujoco_plant import perturbed_model
-from .mujoco_quadruped import FEET, MujocoQuadruped
+from .mujoco_quadruped import FEET, MujocoQuadruped, ShiftLiftPush
+from .plant import PDGravityController
 
 SCHEDULES = ('excite', 'stand_step')
 BASE = ['floating_base/' + c for c in ('linear_x', 'linear_y', 'linear_z', 'angular_x',
@@ -120,4 +123,25 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     out.update(q=q, v=v, model=model, dt=dt, failed=ctl.failed,
                phase=np.array([ctl.schedule.phase(t - 0.5 * dt) for t in out['t']]),
                weight=float(np.sum(mj.body_mass) * -mj.opt.gravity[2]))
+    return out
+
+
+def shift_lift_push(plant_path, model, push=True, gains=(60.0, 1.0), lift=0.6):
+    """:class:`ShiftLiftPush` (stand, weight shift, the left front foot lifted and put down, a
+    push on the trunk if ``push``; ``lift`` [rad] the knee's flexion, 0: no lift) on the plant
+    of ``plant_path``, PD + gravity control on ``model``: a dict of ``t, q, v, tau, feet, push, phase, weight`` (the plant's), ``dt``."""
+    from .contact_force_runs import POSE
+    pose = np.array([POSE[n.split('_')[1]] for n in model.joint_names])
+    traj = ShiftLiftPush(model, pose, lift=lift)
+    plant = MujocoQuadruped(plant_path, model, PDGravityController(model, *gains), traj)
+    start, end, force = traj.PUSH
+    rows = []
+    for _ in range(int(round(traj.DURATION / plant.dt))):
+        plant.push = force if push and start <= plant.t < end else np.zeros(3)
+        rows.append(plant.step())
+    out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
+        ('t', 'q', 'v', 'tau', 'feet', 'push'))}
+    out['phase'] = np.array([traj.phase(t - 0.5 * plant.dt) for t in out['t']])
+    out['weight'] = float(np.sum(plant.m.body_mass) * -plant.m.opt.gravity[2])
+    out['dt'] = plant.dt
     return out
