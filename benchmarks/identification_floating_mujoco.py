@@ -5,8 +5,10 @@ The plant is the bundled quadruped in MuJoCo (ros_dynamics.simulation.mujoco_qua
 every link's mass, CoM and principal inertias 20-30 % off the URDF
 (ros_dynamics.simulation.legged_identification.plant_urdf, seed 1).  The identification
 recording: the whole-body controller (given the plant's own model, so that it stays standing)
-plays control.stand_step.ExcitingStandSchedule (trunk sway in six directions, weight shifts,
-each foot lifted in turn) at 1 kHz; joint states and the base pose and twist are written to a
+plays control.stand_step.ExcitingStandSchedule at 1 kHz (three feet lifted in turn: on MuJoCo's
+soft floor the feet creep and the fourth lift tips this plant over; then the trunk swayed in
+six directions and the weight shifted towards each foot; the recording ends 0.5 s before a
+fall, if any); joint states and the base pose and twist are written to a
 bag (joint_states + nav_msgs/Odometry) and read back, once with the odometry clean and once
 with white noise on it (pose 1 mm / 1 mrad, twist 0.01 m/s / 0.01 rad/s, 1 sigma per sample),
 and the whole model is identified from it with the default options (stance from the foot
@@ -92,7 +94,7 @@ def main():
         res = {'URDF as shipped': judge(run, model)}
         log('identification recording (ExcitingStandSchedule) ...')
         rec = record(path, 'excite', duration=args.duration, controller_model=truth,
-                     repeats=1)
+                     repeats=1, lifts=FEET[:3])
         lines.append(f'Identification recording: {rec["t"][-1]:.1f} s, {rec["failed"]} '
                      'unsolved QPs.')
         rng = np.random.default_rng(7)

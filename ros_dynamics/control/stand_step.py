@@ -120,7 +120,7 @@ class ExcitingStandSchedule:
     Phases (seconds from the start), every reference a rest-to-rest minimum-jerk segment:
 
     1. stand ``stand`` s;
-    2. each foot lifted in turn (the order of ``feet``): weight shift to the centroid of the
+    2. each foot of ``lifts`` (default: all, in the order of ``feet``) lifted in turn: weight shift to the centroid of the
        other three (``shift`` s), unload (``unload`` s), swing (``swing`` s, height
        ``step_height``, ending ``press`` m below where it started), load, shift back;
     3. trunk sway in six directions: the CoM to ``+sway[k]`` and ``−sway[k]`` m along world x,
@@ -139,7 +139,7 @@ class ExcitingStandSchedule:
 
     def __init__(self, feet, com0, feet0, sway=(0.02, 0.01, 0.015), tilt=(0.08, 0.08, 0.12), segment=0.5, shift_ratio=0.3,
                  shift=0.6, unload=0.1, swing=0.5, step_height=0.05, press=0.003, stand=0.5,
-                 f_max=200.0, unload_from=20.0, repeats=2):
+                 f_max=200.0, unload_from=20.0, repeats=2, lifts=None):
         self.feet = list(feet)
         c0 = np.asarray(com0, dtype=float)
         P = np.asarray(feet0, dtype=float)
@@ -159,7 +159,11 @@ class ExcitingStandSchedule:
             angles.append(a)
 
         self.steps = []                     # (foot, t_lift, t_swing, t_down, t_loaded)
-        for f in self.feet:                                  # each foot lifted in turn
+        lifts = self.feet if lifts is None else list(lifts)
+        unknown = [f for f in lifts if f not in self.feet]
+        if unknown:
+            raise ValueError(f'lifts {unknown} are not among the feet {self.feet}')
+        for f in lifts:                                      # each foot lifted in turn
             others = [g for g in self.feet if g != f]
             centroid = np.mean([self.feet0[g] for g in others], axis=0)
             shifted = np.array([centroid[0], centroid[1], c0[2]])

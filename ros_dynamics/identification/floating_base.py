@@ -282,6 +282,7 @@ class FloatingBaseIdentification(Identification):
     stance_source: str = ''
     unexplained_before: dict = field(default_factory=dict)
     unexplained_after: dict = field(default_factory=dict)
+    tolerance: float = FLOATING_BASE_TOLERANCE
     mass_urdf: float = float('nan')
     mass_identified: float = float('nan')
 
@@ -298,7 +299,8 @@ class FloatingBaseIdentification(Identification):
         out.append(f'total mass: URDF {self.mass_urdf:.4g} kg -> identified '
                    f'{self.mass_identified:.4g} kg')
         lines = super().summary()
-        lines = [x for x in lines if not x.startswith('held-out residual')]
+        lines = [x.replace(f'(tolerance {BASE_TOLERANCE:g} ', f'(tolerance {self.tolerance:g} ')
+                 for x in lines if not x.startswith('held-out residual')]
         for k, name in (('before', 'URDF'), ('after', 'identified')):
             s = getattr(self, k)
             if s:
@@ -414,7 +416,7 @@ def identify_floating_base(model, samples, frames, stance=None, gain=50.0, holdo
         identifiable=[n for n, d in zip(names, determined) if d], velocity_eps=velocity_eps,
         gain=np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy(),
         fit_rows=keep[fit], test_rows=keep[~fit], frames=list(task_frames(model, frames).names),
-        stance=stance, stance_source=source, mass_urdf=float(pi0[:, 0].sum()),
+        stance=stance, stance_source=source, tolerance=tol, mass_urdf=float(pi0[:, 0].sum()),
         mass_identified=float(theta[:10 * N:10].sum()))
     if status != 'optimal':
         ident.notes.append(f'note: the consistent fit ended {status}')
