@@ -23,7 +23,8 @@ identified model, its residual split by estimation.contact_forces.ContactForceEs
 the four feet (threshold 8 N, release 4 N): per-foot force rms error as a fraction of the
 plant's weight (reference: MuJoCo's foot forces through the observer's exact K/(s+K)), contact
 state accuracy, and the push's generalized force found in the unexplained part (relative
-error), as in benchmarks/contact_forces.py.
+error), as in benchmarks/contact_forces.py; the same with the plant's own inertials shows what
+the estimator itself leaves.
 
     python benchmarks/identification_floating_mujoco.py [--out-dir out/benchmarks]
 """
@@ -91,7 +92,8 @@ def main():
         w = run['weight']
         lines += [f'Plant seed {args.seed}: mass {truth.total_mass():.3f} kg (URDF '
                   f'{model.total_mass():.3f} kg), weight {w:.1f} N.', '']
-        res = {'URDF as shipped': judge(run, model)}
+        res = {'URDF as shipped': judge(run, model),
+               "the plant's own inertials (the estimator's limit)": judge(run, truth)}
         log('identification recording (ExcitingStandSchedule) ...')
         rec = record(path, 'excite', duration=args.duration, controller_model=truth,
                      repeats=1, lifts=FEET[:3])
