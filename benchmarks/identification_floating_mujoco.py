@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Floating-base identification (calibrate --floating-base) on a MuJoCo quadruped (~20 min).
+"""Floating-base identification (calibrate --floating-base) on a MuJoCo quadruped (~3 min).
 
 The plant is the bundled quadruped in MuJoCo (ros_dynamics.simulation.mujoco_quadruped) with
 every link's mass, CoM and principal inertias 20-30 % off the URDF
@@ -97,8 +97,11 @@ def main():
         log('identification recording (ExcitingStandSchedule) ...')
         rec = record(path, 'excite', duration=args.duration, controller_model=truth,
                      repeats=1, lifts=FEET[:3])
-        lines.append(f'Identification recording: {rec["t"][-1]:.1f} s, {rec["failed"]} '
-                     'unsolved QPs.')
+        end = rec['t'][-1]
+        fell = (f'; the plant fell in the phase {rec["phase"][-1]!r}, the recording ends 0.5 s '
+                'before' if end < rec['planned'] - 1e-6 else '')
+        lines.append(f'Identification recording: {end:.1f} s of the schedule\'s '
+                     f'{rec["planned"]:.1f} s{fell}; {rec["failed"]} unsolved QPs.')
         rng = np.random.default_rng(7)
         for label, noise in (('clean odometry', (0.0, 0.0)), ('noisy odometry', NOISE)):
             q, v = rec['q_true'].copy(), rec['v_true'].copy()

@@ -84,8 +84,9 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     ``t, q, v`` (the odometry's base state: ``odom_noise`` = (pose noise [m, rad], twist noise
     [m/s, rad/s]) white, 1 σ per sample), ``q_true, v_true, tau`` (joint torques, base rows
     zero), ``feet`` (T, 4, 3) the true foot forces, ``push`` (T, nv) its generalized force,
-    ``phase``, ``weight`` (the plant's) and ``failed`` (unsolved QPs); if the trunk falls below
-    half its start height the recording ends 0.5 s before.  ``push``: (start, end,
+    ``phase``, ``weight`` (the plant's), ``failed`` (unsolved QPs) and ``planned`` (the
+    duration asked for); if the trunk falls below half its start height the recording ends
+    0.5 s before.  ``push``: (start, end,
     force (3,) world) on the trunk.  ``controller_model``: the controller's model (default the
     URDF's; the plant's own keeps it standing through larger motions when the URDF is far
     off)."""
@@ -120,7 +121,7 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     if sv > 0:
         v[:, :6] += sv * rng.standard_normal((len(v), 6))
     mj = plant.m
-    out.update(q=q, v=v, model=model, dt=dt, failed=ctl.failed,
+    out.update(q=q, v=v, model=model, dt=dt, failed=ctl.failed, planned=duration,
                phase=np.array([ctl.schedule.phase(t - 0.5 * dt) for t in out['t']]),
                weight=float(np.sum(mj.body_mass) * -mj.opt.gravity[2]))
     return out
