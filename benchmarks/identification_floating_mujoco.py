@@ -98,7 +98,7 @@ def main():
         rec = record(path, 'excite', duration=args.duration, controller_model=truth,
                      repeats=1, lifts=FEET[:3])
         end = rec['t'][-1]
-        fell = (f'; the plant fell in the phase {rec["phase"][-1]!r}, the recording ends 0.5 s '
+        fell = (f'; the plant fell in the phase {str(rec["phase"][-1])!r}, the recording ends 0.5 s '
                 'before' if end < rec['planned'] - 1e-6 else '')
         lines.append(f'Identification recording: {end:.1f} s of the schedule\'s '
                      f'{rec["planned"]:.1f} s{fell}; {rec["failed"]} unsolved QPs.')
