@@ -145,3 +145,30 @@ def test_calibrate_floating_base_command(recording):
         main([bag, '--urdf', urdf, '--floating-base', '--links', 'all', '--out', out])
     assert os.path.exists(out)
 
+
+
+def test_exciting_schedule_covers_six_directions_and_each_foot():
+    """ExcitingStandSchedule: each foot swung once (out of stance while swinging, 5 cm up), the
+    CoM to ±sway along x, y, z, the trunk to ±tilt about x, y, z, back to the start."""
+    from ros_dynamics.control.stand_step import ExcitingStandSchedule
+    from ros_dynamics.control.wbc import rotation_log
+    feet0 = np.array([[0.19, 0.11, 0.0], [0.19, -0.11, 0.0], [-0.19, 0.11, 0.0],
+                      [-0.19, -0.11, 0.0]])
+    c0 = np.array([0.0, 0.0, 0.3])
+    sch = ExcitingStandSchedule(FEET, c0, feet0, repeats=1)
+    t = np.arange(0.0, sch.duration, 2e-3)
+    refs = [sch(x) for x in t]
+    com = np.array([r.com for r in refs]) - c0
+    rot = np.array([rotation_log(r.R_ref) for r in refs])
+    sway = np.array([sch.phase(x) == 'sway' for x in t])
+    np.testing.assert_allclose(com[sway].max(axis=0), [0.02, 0.01, 0.015], atol=1e-6)
+    np.testing.assert_allclose(-com[sway].min(axis=0), [0.02, 0.01, 0.015], atol=1e-6)
+    np.testing.assert_allclose(rot.max(axis=0), [0.08, 0.08, 0.12], atol=1e-6)
+    np.testing.assert_allclose(-rot.min(axis=0), [0.08, 0.08, 0.12], atol=1e-6)
+    for foot in FEET:
+        out = np.array([foot not in r.stance for r in refs])
+        assert 0.4 < out.sum() * 2e-3 < 0.6                    # the 0.5 s swing
+        h = max(r.swing[foot][0][2] for r in refs if foot in r.swing)
+        assert abs(h - (0.05 - 0.003 / 2)) < 1e-4            # minus half the 3 mm press
+    np.testing.assert_allclose(com[-1], 0.0, atol=1e-12)
+    np.testing.assert_allclose(rot[-1], 0.0, atol=1e-12)

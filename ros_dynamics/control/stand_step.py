@@ -11,6 +11,10 @@ The lifted foot is unloaded before lift-off and loaded after touch-down by rampi
 force bound between ``unload_from`` (N, about its share of the weight: below it the bound acts
 over most of the ramp) and 0, so the QP moves the weight to the other feet over the ramp
 instead of in one cycle.
+
+:class:`ExcitingStandSchedule` is a standing motion for identification (each foot lifted in
+turn, the trunk swayed in six directions, the weight shifted towards each foot), the same
+references for the same controller.
 """
 
 import numpy as np
@@ -120,26 +124,27 @@ class ExcitingStandSchedule:
     Phases (seconds from the start), every reference a rest-to-rest minimum-jerk segment:
 
     1. stand ``stand`` s;
-    2. each foot of ``lifts`` (default: all, in the order of ``feet``) lifted in turn: weight shift to the centroid of the
-       other three (``shift`` s), unload (``unload`` s), swing (``swing`` s, height
-       ``step_height``, ending ``press`` m below where it started), load, shift back;
+    2. each foot of ``lifts`` (default: all, in the order of ``feet``) lifted in turn: weight
+       shift to the centroid of the other three (``shift`` s), unload (``unload`` s), swing
+       (``swing`` s, height ``step_height``, ending ``press`` m below where it started), load,
+       shift back;
     3. trunk sway in six directions: the CoM to ``+sway[k]`` and ``−sway[k]`` m along world x,
        y and z, then the trunk rolled, pitched and yawed to ``±tilt[k]`` rad (each out and back
        ``repeats`` times, ``segment`` s per move);
-    3. weight shifts: the CoM ``shift_ratio`` of the way towards each foot in turn and back
-       (``segment`` s each way);
-    4. each foot lifted in turn (the order of ``feet``): weight shift to the centroid of the
-       other three (``shift`` s), unload (``unload`` s), swing (``swing`` s, height
-       ``step_height``, ending ``press`` m below where it started), load, shift back;
+    4. weight shifts: the CoM ``shift_ratio`` of the way towards each foot in turn and back
+       (``2 segment`` s each way);
     5. stand ``stand`` s.
+
+    The feet are lifted first, while they stand where they started (feet creep under a
+    swaying trunk on a soft floor).
 
     ``feet``, ``com0``, ``feet0`` as :class:`StandStepSchedule`; ``unload_from`` its normal-force
     ramp.
     """
 
-    def __init__(self, feet, com0, feet0, sway=(0.02, 0.01, 0.015), tilt=(0.08, 0.08, 0.12), segment=0.5, shift_ratio=0.3,
-                 shift=0.6, unload=0.1, swing=0.5, step_height=0.05, press=0.003, stand=0.5,
-                 f_max=200.0, unload_from=20.0, repeats=2, lifts=None):
+    def __init__(self, feet, com0, feet0, sway=(0.02, 0.01, 0.015), tilt=(0.08, 0.08, 0.12),
+                 segment=0.5, shift_ratio=0.3, shift=0.6, unload=0.1, swing=0.5, step_height=0.05,
+                 press=0.003, stand=0.5, f_max=200.0, unload_from=20.0, repeats=2, lifts=None):
         self.feet = list(feet)
         c0 = np.asarray(com0, dtype=float)
         P = np.asarray(feet0, dtype=float)

@@ -58,6 +58,17 @@ def _open(path):
     return reader
 
 
+def _connections(reader, path, topic, msgtype):
+    """The reader's connections of ``topic``, which must be there with type ``msgtype``."""
+    topics = {name: info.msgtype for name, info in reader.topics.items()}
+    if topic not in topics:
+        present = ', '.join(f'{n} ({t})' for n, t in sorted(topics.items())) or 'none'
+        raise BagError(f'{path}: no topic {topic!r} in the bag; topics present: {present}')
+    if topics[topic] != msgtype:
+        raise BagError(f'{path}: topic {topic!r} has type {topics[topic]}, not {msgtype}')
+    return [c for c in reader.connections if c.topic == topic]
+
+
 def bag_topics(path):
     """{topic: message type} of a bag."""
     reader = _open(path)
@@ -77,13 +88,7 @@ def read_joint_states(path, topic='/joint_states', joint_names=None):
     """
     reader = _open(path)
     try:
-        topics = {name: info.msgtype for name, info in reader.topics.items()}
-        if topic not in topics:
-            present = ', '.join(f'{n} ({t})' for n, t in sorted(topics.items())) or 'none'
-            raise BagError(f'{path}: no topic {topic!r} in the bag; topics present: {present}')
-        if topics[topic] != JOINT_STATE:
-            raise BagError(f'{path}: topic {topic!r} has type {topics[topic]}, not {JOINT_STATE}')
-        conns = [c for c in reader.connections if c.topic == topic]
+        conns = _connections(reader, path, topic, JOINT_STATE)
         names = list(joint_names) if joint_names is not None else None
         maps = {}   # one name map per message layout
         t, t_rx, q, v, tau = [], [], [], [], []
@@ -201,13 +206,7 @@ def read_odometry(path, topic='/odom'):
     base frame (``child_frame_id``), REP 105."""
     reader = _open(path)
     try:
-        topics = {name: info.msgtype for name, info in reader.topics.items()}
-        if topic not in topics:
-            present = ', '.join(f'{n} ({t})' for n, t in sorted(topics.items())) or 'none'
-            raise BagError(f'{path}: no topic {topic!r} in the bag; topics present: {present}')
-        if topics[topic] != ODOMETRY:
-            raise BagError(f'{path}: topic {topic!r} has type {topics[topic]}, not {ODOMETRY}')
-        conns = [c for c in reader.connections if c.topic == topic]
+        conns = _connections(reader, path, topic, ODOMETRY)
         t, t_rx, pose, twist = [], [], [], []
         for conn, ts, raw in reader.messages(connections=conns):
             m = reader.deserialize(raw, conn.msgtype)

@@ -366,8 +366,8 @@ def identify_floating_base(model, samples, frames, stance=None, gain=FIT_GAIN, h
                            velocity_eps=VELOCITY_EPS, tol=FLOATING_BASE_TOLERANCE, regressor=None):
     """Fit every body's inertial parameters, joint friction and armature (torque offsets only
     with ``offset``: constant joint torques are what standing takes, so offsets would trade
-    against the weight) of a floating-base ``model`` from ``samples`` (q with the base pose, v with the base twist, tau
-    with zero base rows) on the feet ``frames`` (module docstring).  ``stance`` (T, k) bool or
+    against the weight) of a floating-base ``model`` from ``samples`` (q with the base pose,
+    v with the base twist, tau with zero base rows) on the feet ``frames`` (module docstring).  ``stance`` (T, k) bool or
     None (found from the recording).  ``regressor``: :func:`projected_regressor`'s result, if
     already computed.  Returns a :class:`FloatingBaseIdentification` (no thresholds:
     :func:`identify_floating_recording`)."""

@@ -130,7 +130,8 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
 def shift_lift_push(plant_path, model, push=True, gains=(60.0, 1.0), lift=0.6):
     """:class:`ShiftLiftPush` (stand, weight shift, the left front foot lifted and put down, a
     push on the trunk if ``push``; ``lift`` [rad] the knee's flexion, 0: no lift) on the plant
-    of ``plant_path``, PD + gravity control on ``model``: a dict of ``t, q, v, tau, feet, push, phase, weight`` (the plant's), ``dt``."""
+    of ``plant_path``, PD + gravity control on ``model``: a dict of ``t, q, v, tau, feet, push,
+    phase, weight`` (the plant's), ``dt``."""
     from .contact_force_runs import POSE
     pose = np.array([POSE[n.split('_')[1]] for n in model.joint_names])
     traj = ShiftLiftPush(model, pose, lift=lift)
