@@ -4,6 +4,8 @@
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
     calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
     calibrate BAG --urdf URDF --payload-link LINK --reference BAG_WITHOUT --out PARAMS.yaml
+    calibrate BAG --urdf URDF --floating-base [--odom-topic /odom] --contact-frames F1 F2 ...
+              --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
     calibrate check BAG --urdf URDF [--params PARAMS.yaml] [--out CSV] [--plots DIR]
     calibrate excite --urdf URDF --out TRAJECTORY.yaml [--duration S]
     calibrate record BAG [--topic /joint_states] [--duration S] [--count N] [--storage sqlite3|mcap]
@@ -217,6 +219,9 @@ def cmd_reference(args):
 
 def cmd_calibrate(args):
     import numpy as np
+    if args.floating_base:
+        from ros_dynamics.identification.floating_base import command
+        return command(args)
     if args.links == 'all':
         return cmd_identify(args)
     if args.reference:
@@ -409,6 +414,14 @@ def main(argv=None):
                         '(the whole model; with --out-urdf)')
         ap.add_argument('--out-urdf', default=None,
                         help='with --links all: write the URDF with the identified inertials')
+        ap.add_argument('--floating-base', action='store_true',
+                        help='a legged robot (with --links all and --contact-frames): joint '
+                        'states and nav_msgs/Odometry from the bag, the feet\'s unknown forces '
+                        'eliminated by projection (docs/calibration.md)')
+        ap.add_argument('--odom-topic', default='/odom',
+                        help='with --floating-base: nav_msgs/Odometry topic (default /odom)')
+        ap.add_argument('--contact-frames', nargs='+', default=None,
+                        help='with --floating-base: the feet (frames of the URDF)')
         ap.add_argument('--reference', default=None,
                         help='with --payload-link: a bag of the same robot without the payload; '
                         'the robot is identified from it and the payload is the difference')

@@ -1,0 +1,545 @@
+"""Whole-model identification of a floating-base robot standing on its feet, without force
+sensors (no ROS).
+
+The equations of motion with point feet,
+
+    M(q) v̇ + h(q, v) = Sᵀ τ + Σ_c J_cᵀ f_c,                                            (1)
+
+carry the unknown foot forces ``f_c``.  ``J_S`` (3k × nv) stacks the linear rows of the stance
+feet's Jacobians (frame origins, world axes: :func:`ros_dynamics.core.api.task_space`); the
+orthogonal projector onto its null space
+
+    Π(q) = 1 − J_S⁺ J_S = 1 − J_Sᵀ (J_S J_Sᵀ)⁻¹ J_S                                      (2)
+
+has ``Π J_Sᵀ = (J_S Π)ᵀ = 0``, so
+
+    Π (M v̇ + h − Sᵀ τ) = 0                                                             (3)
+
+holds whatever the forces are (Aghili 2005; Mistry, Schaal & Yamane 2009): nv − 3k equations
+per sample (six with four feet down: those of the base, Ayusawa et al. 2014), linear in every
+body's ten inertial parameters, the joint friction, the armature and the torque offsets, the
+unknowns of the fixed-base fit (:mod:`.whole_model`, whose columns this module uses).
+
+Acceleration-free, in the observer's filtered momentum form.  With ``p = M v`` and
+``β = Cᵀv − g`` (``Ṁ = C + Cᵀ``), (3) is ``Π (ṗ − β − Sᵀτ) = 0``.  Since Π depends on q,
+``Π ṗ`` is not a time derivative; over one sample interval the discrete product rule
+``Π_k p_k − Π_{k−1} p_{k−1} − (Π_k − Π_{k−1}) p̄ = Π̄ (p_k − p_{k−1})`` (bars: the mean of the
+interval's two ends) gives
+
+    w_k = Π̄ (p_k − p_{k−1}) / Δt − ½ (Π_k β_k + Π_{k−1} β_{k−1}) = Π̄ Sᵀ τ_k,            (4)
+
+the interval's mean of (3) to second order in Δt (the order of the observer's own trapezoidal
+β), with no acceleration and no derivative of the projector (its ``Π̇ p`` term is inside
+``Π̄ Δp``).  ``τ_k`` is the torque that acted over the interval (the joint-state convention).
+Both sides of (4) pass through the observer's filter ``ρ_k = a ρ_{k−1} + (1 − a) w_k``,
+``a = e^{−K Δt}`` (:func:`ros_dynamics.estimation.observer.filtered_columns`), which averages
+the noise of the momentum difference over ``1/K``: (4) holds at every sample, so its filtered
+form holds exactly, from a zero start, with no lag between the two sides, at any gain.  The
+fit's gain is its own, :data:`FIT_GAIN` (5 1/s), well below the node's observer gain: noise on
+the velocities (an odometry's twist) passes the filtered momentum difference with a variance
+that grows with K, and noise in the regressor biases a least-squares fit toward zero (errors
+in the variables); measured on the MuJoCo quadruped with 0.01 m/s of twist noise, the total
+mass came out 14 % light at K = 50 1/s, 1.3 % at 10 and 0.1 % at 3.  Both projectors of
+an interval use one stance set, the feet in stance at either end (a foot in the set that
+carries no force only removes equations, it adds no error).
+
+Stance from the recording (unless it is given, e.g. from the node's ``~/contact_forces``): a
+loaded foot does not move, and it is on the ground.  The only harmful error is a loaded foot
+left out of the set (a foot in the set that carries no force only removes equations), and
+feet do slip a little under load, so the rule is conservative: foot ``c`` is in the air at
+sample ``k`` only when it is both moving — the speed of its frame origin ``|J_c v|``, averaged
+over :data:`STANCE_WINDOW`, above :data:`STANCE_SPEED` — and raised — more than
+:data:`STANCE_HEIGHT` above the lowest it was within :data:`GROUND_WINDOW` s (its local
+ground, world z from the odometry and the kinematics); it is in stance otherwise and within
+:data:`STANCE_PAD` of such a sample.
+
+Base parameters, physical consistency and the prior toward the URDF are those of
+:mod:`.whole_model`: the scaled regressor's singular values below
+:data:`FLOATING_BASE_TOLERANCE` (1 %, ten times the fixed base's: fewer equations per sample) of the
+largest span what the recording does not determine; the convex fit keeps every body's
+pseudo-inertia positive definite (Wensing, Kim & Slotine 2017) and friction and armature
+non-negative (cvxpy, Clarabel).  The first ``1 − holdout`` of the recording is fitted; the rest
+is reported twice: the projected residual of (4) (what the model cannot explain once the foot
+forces are eliminated), and the node's own cycle replayed with the URDF's and the identified
+model, its momentum residual split by the contact-force estimator
+(:class:`ros_dynamics.estimation.contact_forces.ContactForceEstimator`) over the same feet:
+the ``unexplained`` part, which the contact thresholds are calibrated on.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.api import task_frames, task_space
+from ..core.data import Data
+from ..estimation.observer import friction_torque
+from .calibration import VELOCITY_EPS
+from .samples import CalibrationError
+from .whole_model import (BASE_TOLERANCE, Identification, inertial_parameters, parameter_scales,
+                          pseudo_inertia, regressor_columns)
+
+__all__ = ['FIT_GAIN', 'FLOATING_BASE_TOLERANCE', 'STANCE_SPEED', 'STANCE_HEIGHT', 'GROUND_WINDOW',
+           'STANCE_WINDOW', 'STANCE_PAD', 'FloatingBaseIdentification',
+           'foot_kinematics', 'detect_stance', 'null_space_projectors', 'identify_floating_base',
+           'identify_floating_recording', 'consistent_fit']
+
+#: foot speed [m/s] below which a foot is in stance (the speed averaged over STANCE_WINDOW)
+STANCE_SPEED = 0.15
+#: height [m] above its lowest (within GROUND_WINDOW) below which a foot counts as down
+STANCE_HEIGHT = 0.02
+#: the window [s] (either side) of a foot's lowest height, its local ground
+GROUND_WINDOW = 1.0
+#: averaging window of the foot speed [s]
+STANCE_WINDOW = 0.02
+#: a foot is in stance within this time [s] of a sample where the rule holds
+STANCE_PAD = 0.03
+#: the fit's filter gain K [1/s] (its own, below the node's observer gain: module docstring)
+FIT_GAIN = 5.0
+#: relative singular value below which a direction counts as not identified (held at the URDF):
+#: ten times the fixed base's, since the projected equations are fewer per sample (nv − 3k)
+FLOATING_BASE_TOLERANCE = 10 * BASE_TOLERANCE
+#: relative regularisation of J_S J_Sᵀ in (2), of its largest eigenvalue (a stretched leg)
+PROJECTOR_EPS = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# Feet, stance and the projectors
+
+
+def foot_kinematics(model, q, v, frames):
+    """(J (T, k, 3, nv) the linear rows of the feet's Jacobians, positions (T, k, 3), velocities
+    (T, k, 3)), world axes, from one kinematics pass per sample (``task_space``)."""
+    fr = task_frames(model, frames)
+    T, k, nv = q.shape[0], len(fr.names), int(model.nv)
+    J = np.empty((T, k, 3, nv))
+    pos = np.empty((T, k, 3))
+    data = Data(model)
+    for i in range(T):
+        ts = task_space(model, q[i], v[i], fr, data=data)
+        J[i] = ts.jacobians[:, :3, :]
+        pos[i] = ts.positions
+    return J, pos, np.einsum('tkin,tn->tki', J, v)
+
+
+def detect_stance(t, positions, velocities, speed=STANCE_SPEED, height=STANCE_HEIGHT,
+                  window=STANCE_WINDOW, pad=STANCE_PAD, ground_window=GROUND_WINDOW):
+    """(T, k) bool: the feet in stance (module docstring) from their positions and velocities
+    (T, k, 3, world axes): in the air only while both moving (speed averaged over ``window``
+    above ``speed``) and raised (more than ``height`` above the lowest the foot was within
+    ``ground_window`` s), then widened by ``pad`` s."""
+    from scipy.ndimage import minimum_filter1d
+    t = np.asarray(t, dtype=float)
+    dt = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+    s = np.linalg.norm(velocities, axis=2)
+    n = max(1, int(round(window / dt)))
+    if n > 1:           # centred moving average
+        c = np.cumsum(np.vstack([np.zeros((1, s.shape[1])), s]), axis=0)
+        lo = np.clip(np.arange(len(s)) - n // 2, 0, len(s))
+        hi = np.clip(lo + n, 0, len(s))
+        s = (c[hi] - c[lo]) / (hi - lo)[:, None]
+    z = positions[:, :, 2]
+    ground = minimum_filter1d(z, size=2 * max(1, int(round(ground_window / dt))) + 1, axis=0,
+                              mode='nearest')
+    down = (s < speed) | (z - ground < height)
+    m = int(round(pad / dt))
+    out = down.copy()
+    for d in range(1, m + 1):             # widened by the pad, both ways
+        out[d:] |= down[:-d]
+        out[:-d] |= down[d:]
+    return out
+
+
+def null_space_projectors(J, eps=PROJECTOR_EPS):
+    """Π = 1 − J_Sᵀ (J_S J_Sᵀ)⁻¹ J_S (eq. 2) for a batch of stacked Jacobians J (n, m, nv)."""
+    n, m, nv = J.shape
+    eye = np.broadcast_to(np.eye(nv), (n, nv, nv))
+    if m == 0:
+        return eye.copy()
+    G = J @ J.transpose(0, 2, 1)
+    G += (eps * np.max(np.linalg.eigvalsh(G), axis=1))[:, None, None] * np.eye(m)
+    return eye - J.transpose(0, 2, 1) @ np.linalg.solve(G, J)
+
+
+def _interval_projectors(J, stance):
+    """(Π at the start, Π at the end) (T, nv, nv) of every interval k−1 → k, both with the feet
+    in stance at either end (row 0: the identity, unused)."""
+    T, k, _, nv = J.shape
+    sets = stance[1:] | stance[:-1]
+    Pa = np.empty((T, nv, nv))
+    Pb = np.empty((T, nv, nv))
+    Pa[0] = Pb[0] = np.eye(nv)
+    code = sets @ (1 << np.arange(k))
+    for c in np.unique(code):
+        idx = np.flatnonzero(code == c) + 1
+        feet = np.flatnonzero((c >> np.arange(k)) & 1)
+        for P, rows in ((Pa, idx - 1), (Pb, idx)):
+            Js = J[rows][:, feet].reshape(len(rows), 3 * len(feet), nv)
+            P[idx] = null_space_projectors(Js)
+    return Pa, Pb
+
+
+def _filtered(t, P, B, Pa, Pb, restart, gain, keep):
+    """The observer's filter on w_k of eq. (4) for columns (P, B) (T, nv, p) (the momentum and
+    β per unit parameter); returns the rows ``keep``."""
+    dt = np.diff(t)
+    w = np.zeros(P.shape)
+    w[1:] = (np.einsum('kij,kjp->kip', 0.5 * (Pa[1:] + Pb[1:]), P[1:] - P[:-1])
+             / dt[:, None, None]
+             - 0.5 * (np.einsum('kij,kjp->kip', Pb[1:], B[1:])
+                      + np.einsum('kij,kjp->kip', Pa[1:], B[:-1])))
+    return _filter(t, w, restart, gain, keep)
+
+
+def _filter(t, w, restart, gain, keep):
+    """``ρ_k = a ρ_{k−1} + (1 − a) w_k``, ``a = e^{−K Δt}``, zero where ``restart``; the rows
+    ``keep`` of ρ."""
+    T = w.shape[0]
+    K = np.broadcast_to(np.asarray(gain, dtype=float), (w.shape[1],))[:, None]
+    a = np.exp(-K[None] * np.concatenate([[0.0], np.diff(t)])[:, None, None])
+    out = np.empty((keep.size,) + w.shape[1:])
+    pos = np.full(T, -1)
+    pos[keep] = np.arange(keep.size)
+    cur = np.zeros(w.shape[1:])
+    for k in range(T):
+        if restart[k]:
+            cur[:] = 0.0
+        else:
+            cur = a[k] * cur + (1.0 - a[k]) * w[k]
+        if pos[k] >= 0:
+            out[pos[k]] = cur
+    return out
+
+
+def _joint_columns(model, v, velocity_eps):
+    """(P, B) (T, nv, 4 nj) of F_v, F_c (the observer's friction basis in β), armature (in p)
+    and torque offset (β gains −b), as in the fixed-base fit."""
+    T, nv = v.shape
+    nj = len(model.joint_names)
+    nb = nv - nj
+    P, B = np.zeros((T, nv, 4 * nj)), np.zeros((T, nv, 4 * nj))
+    for j in range(nj):
+        vj = v[:, nb + j]
+        B[:, nb + j, j] = -friction_torque(vj, 1.0, 0.0, velocity_eps)
+        B[:, nb + j, nj + j] = -friction_torque(vj, 0.0, 1.0, velocity_eps)
+        P[:, nb + j, 2 * nj + j] = vj
+        B[:, nb + j, 3 * nj + j] = -1.0
+    return P, B
+
+
+# ---------------------------------------------------------------------------------------------
+# The physically consistent, regularised fit
+
+
+def consistent_fit(As, bs, theta0, scale, nbodies, nonnegative, free=None, tol=BASE_TOLERANCE):
+    """``x`` minimising ``‖As x + bs‖² + λ² ‖x‖²`` (``θ = θ0 + scale x``, ``λ = tol σ_max``)
+    subject to every body's pseudo-inertia ``J(π_i) ⪰ δ_i 1`` (``δ_i`` 1e-6 of its inertia
+    scale) and ``θ[nonnegative] >= 0``; the data term compressed to p rows through the Gram
+    matrix.  Returns (x, rank, singular values, determined (p,) bool, solver status)."""
+    import cvxpy as cp
+    npar = As.shape[1]
+    free = np.ones(npar, dtype=bool) if free is None else free
+    Af = As[:, free]
+    G, g = Af.T @ Af, Af.T @ bs
+    lam2, V = np.linalg.eigh(G)
+    lam2, V = np.maximum(lam2[::-1], 0.0), V[:, ::-1]
+    sv = np.sqrt(lam2)
+    rank = int(np.sum(sv > tol * sv[0]))
+    determined = np.zeros(npar, dtype=bool)
+    null = V[:, rank:]
+    determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
+    nf = int(free.sum())
+    pos = sv > 1e-12 * sv[0]
+    R = sv[:, None] * V.T
+    rb = np.zeros(nf)
+    rb[pos] = (V.T @ g)[pos] / sv[pos]
+    xv = cp.Variable(nf)
+    full = np.zeros((npar, nf))
+    full[np.flatnonzero(free), np.arange(nf)] = 1.0
+    th = theta0 + cp.multiply(scale, full @ xv)
+    E = np.stack([pseudo_inertia(e) for e in np.eye(10)])
+    cons = [sum(th[10 * i + j] * E[j] for j in range(10)) >> 1e-6 * scale[10 * i + 4] * np.eye(4)
+            for i in range(nbodies)]
+    if np.any(nonnegative):
+        cons.append(th[np.flatnonzero(nonnegative)] >= 0)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ xv + rb)
+                                  + (tol * sv[0]) ** 2 * cp.sum_squares(xv)), cons)
+    try:
+        prob.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError as exc:
+        raise CalibrationError(f'the physically consistent fit failed: {exc}') from None
+    if xv.value is None:
+        raise CalibrationError(f'the physically consistent fit failed ({prob.status})')
+    x = np.zeros(npar)
+    x[free] = xv.value
+    return x, rank, sv, determined, prob.status
+
+
+# ---------------------------------------------------------------------------------------------
+# The identification
+
+
+@dataclass
+class FloatingBaseIdentification(Identification):
+    """:class:`.whole_model.Identification` of a floating base, with the contact frames, the
+    stance found, and the held-out figures: ``before``/``after`` the projected residual of eq.
+    (4) per coordinate (rms, max); ``unexplained_before``/``_after`` the node cycle's
+    ``unexplained`` part over the contact frames (rms, max per coordinate)."""
+    frames: list = field(default_factory=list)
+    stance: np.ndarray = None                # (T, k) bool
+    stance_source: str = ''
+    unexplained_before: dict = field(default_factory=dict)
+    unexplained_after: dict = field(default_factory=dict)
+    tolerance: float = FLOATING_BASE_TOLERANCE
+    mass_urdf: float = float('nan')
+    mass_identified: float = float('nan')
+
+    def node_parameters(self):
+        out = super().node_parameters()
+        out['contact_frames'] = list(self.frames)
+        out['contact_frame_model'] = 'point'
+        return out
+
+    def summary(self):
+        f = lambda a: '[' + ', '.join(f'{x:.3g}' for x in a) + ']'  # noqa: E731
+        out = [f'stance ({self.stance_source}): ' + ', '.join(
+            f'{n} {100 * s:.0f} %' for n, s in zip(self.frames, self.stance.mean(axis=0)))]
+        out.append(f'total mass: URDF {self.mass_urdf:.4g} kg -> identified '
+                   f'{self.mass_identified:.4g} kg')
+        lines = super().summary()
+        lines = [x.replace(f'(tolerance {BASE_TOLERANCE:g} ', f'(tolerance {self.tolerance:g} ')
+                 for x in lines if not x.startswith('held-out residual')]
+        for k, name in (('before', 'URDF'), ('after', 'identified')):
+            s = getattr(self, k)
+            if s:
+                out.append(f'held-out projected residual (eq. 4), {name}: rms base '
+                           f'{f(s["rms"][:6])}, joints {f(s["rms"][6:])}')
+        for k, name in (('unexplained_before', 'URDF'), ('unexplained_after', 'identified')):
+            s = getattr(self, k)
+            if s:
+                out.append(f'held-out unexplained (node cycle, contact frames), {name}: rms base '
+                           f'{f(s["rms"][:6])}, joints {f(s["rms"][6:])}')
+        return out + lines
+
+
+def projected_regressor(model, samples, frames, stance=None, gain=FIT_GAIN, max_rows=6000,
+                        velocity_eps=VELOCITY_EPS):
+    """The filtered, projected equations (4) on ``samples``: a dict with ``rho`` (n, nv, p) the
+    columns (10 per body, then F_v, F_c, armature, offset per joint), ``y`` (n, nv) the measured
+    side, ``rows`` (n,) the sample indices kept (every ``T / max_rows``-th), ``stance`` (T, k)
+    and ``source`` (how stance was found)."""
+    nv, N = int(model.nv), model.nbodies
+    nj = len(model.joint_names)
+    T = len(samples)
+    t, q, v = samples.t, samples.q, samples.v
+    J, pos, vel = foot_kinematics(model, q, v, frames)
+    source = 'given'
+    if stance is None:
+        stance = detect_stance(t, pos, vel)
+        source = (f'from the recording: in the air while faster than {STANCE_SPEED:g} m/s '
+                  f'(over {1e3 * STANCE_WINDOW:.0f} ms) and {1e3 * STANCE_HEIGHT:.0f} mm above '
+                  f'its lowest within {GROUND_WINDOW:g} s, widened by '
+                  f'{1e3 * STANCE_PAD:.0f} ms')
+    stance = np.asarray(stance, dtype=bool)
+    if stance.shape != J.shape[:2]:
+        raise ValueError(f'stance must be ({T}, {J.shape[1]}), got {stance.shape}')
+    Pa, Pb = _interval_projectors(J, stance)
+    dt = np.diff(t)
+    restart = np.concatenate([[True], dt > 5.0 * np.median(dt)])   # gaps restart the filter
+    stride = max(1, -(-T // max_rows))
+    keep = np.arange(0, T, stride)
+    keep = keep[~restart[keep]]
+    npar = 10 * N + 4 * nj
+    rho = np.empty((keep.size, nv, npar))
+    for i in range(N):
+        P, B = regressor_columns(model, q, v, i)
+        rho[:, :, 10 * i:10 * i + 10] = _filtered(t, P, B, Pa, Pb, restart, gain, keep)
+    P, B = _joint_columns(model, v, velocity_eps)
+    rho[:, :, 10 * N:] = _filtered(t, P, B, Pa, Pb, restart, gain, keep)
+    # the measured side Π̄ Sᵀ τ_k of eq. (4), filtered alike
+    wy = np.einsum('kij,kj->ki', 0.5 * (Pa + Pb), samples.tau)[:, :, None]
+    y = _filter(t, wy, restart, gain, keep)[:, :, 0]
+    return dict(rho=rho, y=y, rows=keep, stance=stance, source=source)
+
+
+def identify_floating_base(model, samples, frames, stance=None, gain=FIT_GAIN, holdout=0.3,
+                           max_rows=6000, friction=True, armature=True, offset=False,
+                           velocity_eps=VELOCITY_EPS, tol=FLOATING_BASE_TOLERANCE, regressor=None):
+    """Fit every body's inertial parameters, joint friction and armature (torque offsets only
+    with ``offset``: constant joint torques are what standing takes, so offsets would trade
+    against the weight) of a floating-base ``model`` from ``samples`` (q with the base pose,
+    v with the base twist, tau with zero base rows) on the feet ``frames`` (module docstring).  ``stance`` (T, k) bool or
+    None (found from the recording).  ``regressor``: :func:`projected_regressor`'s result, if
+    already computed.  Returns a :class:`FloatingBaseIdentification` (no thresholds:
+    :func:`identify_floating_recording`)."""
+    if not model.floating_base:
+        raise CalibrationError('the model has a fixed base: use whole_model.identify_recording')
+    nv, N = int(model.nv), model.nbodies
+    nj = len(model.joint_names)
+    T = len(samples)
+    if not 0.0 <= holdout < 1.0:
+        raise ValueError('holdout must be in [0, 1)')
+    if T < 200:
+        raise CalibrationError(f'{T} samples: too few to identify a model (need >= 200, better '
+                               'tens of seconds of exciting motion)')
+    reg = regressor or projected_regressor(model, samples, frames, stance, gain, max_rows,
+                                           velocity_eps)
+    rho, y, keep, stance, source = (reg[k] for k in ('rho', 'y', 'rows', 'stance', 'source'))
+    t = samples.t
+    t_split = t[0] + (1.0 - holdout) * (t[-1] - t[0])
+    fit = t[keep] <= t_split
+    npar = rho.shape[2]
+    pi0 = inertial_parameters(model)
+    theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
+    theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nv - nj:]
+    e0 = rho @ theta0 - y                          # the projected residual with the URDF
+    free = np.ones(npar, dtype=bool)
+    if not friction:
+        free[10 * N:10 * N + 2 * nj] = False
+    if not armature:
+        free[10 * N + 2 * nj:10 * N + 3 * nj] = False
+    if not offset:
+        free[10 * N + 3 * nj:] = False
+    # rows weighted by 1 / (the coordinate's rms of Π̄ Sᵀ τ), so that every coordinate counts
+    w = 1.0 / np.maximum(np.sqrt(np.mean(y[fit] ** 2, axis=0)),
+                         1e-3 * np.sqrt(np.mean(y[fit] ** 2)))
+    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj)])
+    As = ((rho[fit] * w[None, :, None]).reshape(-1, npar)) * scale
+    bs = (e0[fit] * w).reshape(-1)
+    nonneg = np.zeros(npar, dtype=bool)
+    nonneg[10 * N:10 * N + 3 * nj] = True
+    x, rank, sv, determined, status = consistent_fit(As, bs, theta0, scale, N, nonneg, free,
+                                                     tol)
+    theta = theta0 + x * scale
+    theta[nonneg] = np.maximum(theta[nonneg], 0.0)
+    names = [f'{b}.{p}' for b in model.body_names
+             for p in ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')]
+    names += [f'{k}[{j}]' for k in ('Fv', 'Fc', 'Ia', 'b') for j in model.joint_names]
+    ident = FloatingBaseIdentification(
+        list(model.joint_names), list(model.body_names), theta[:10 * N].reshape(N, 10), pi0,
+        theta[10 * N:10 * N + nj], theta[10 * N + nj:10 * N + 2 * nj],
+        theta[10 * N + 2 * nj:10 * N + 3 * nj], theta[10 * N + 3 * nj:], rank=rank,
+        n_parameters=int(free.sum()),
+        condition=float(sv[0] / sv[rank - 1]) if rank else float('inf'),
+        identifiable=[n for n, d in zip(names, determined) if d], velocity_eps=velocity_eps,
+        gain=np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy(),
+        fit_rows=keep[fit], test_rows=keep[~fit], frames=list(task_frames(model, frames).names),
+        stance=stance, stance_source=source, tolerance=tol, mass_urdf=float(pi0[:, 0].sum()),
+        mass_identified=float(theta[:10 * N:10].sum()))
+    if status != 'optimal':
+        ident.notes.append(f'note: the consistent fit ended {status}')
+    if (~fit).any():
+        e1 = e0[~fit] + rho[~fit] @ (theta - theta0)
+        ident.before = {'rms': np.sqrt(np.mean(e0[~fit] ** 2, axis=0)),
+                        'max': np.max(np.abs(e0[~fit]), axis=0)}
+        ident.after = {'rms': np.sqrt(np.mean(e1 ** 2, axis=0)), 'max': np.max(np.abs(e1), axis=0)}
+    return ident
+
+
+def unexplained(model, samples, frames, rows, gain=50.0, friction_viscous=0.0,
+                friction_coulomb=0.0, torque_offset=0.0, force_threshold=10.0):
+    """The node's cycle (:func:`.calibration.observer_residuals`) replayed on ``samples`` and its
+    residual split over the contact ``frames`` by the contact-force estimator, at the samples
+    ``rows`` (from the first on, the estimator's state carried along): (len(rows), nv) of
+    ``unexplained``, (len(rows), k, 3) foot forces and (len(rows), k) contact states."""
+    from ..estimation.contact_forces import ContactForceEstimator
+    from .calibration import observer_residuals
+    res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
+                             torque_offset=torque_offset)
+    est = ContactForceEstimator(model, frames, threshold=force_threshold)
+    U = np.full((len(rows), int(model.nv)), np.nan)
+    F = np.full((len(rows), len(frames), 3), np.nan)
+    C = np.zeros((len(rows), len(frames)), dtype=bool)
+    for n, k in enumerate(rows):
+        if np.all(np.isfinite(res['r'][k])):
+            c = est.update(samples.q[k], res['r'][k])
+            U[n], F[n], C[n] = c.unexplained, c.wrenches[:, :3], c.in_contact
+    return U, F, C
+
+
+def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, holdout=0.3,
+                                margin=2.0, floor=0.2, force_threshold=10.0, fit_gain=FIT_GAIN,
+                                **options):
+    """:func:`identify_floating_base`, then the held-out part replayed through the node's cycle
+    with the URDF's and the identified model (the ``unexplained`` part over the contact
+    frames) and per-joint ``contact_threshold = max(floor, margin · max |u|)`` from the
+    identified one's.  ``gain``: the node's observer gain (the replay and the parameter file);
+    ``fit_gain``: the fit's filter (:data:`FIT_GAIN`)."""
+    from .calibration import increasing_in_time
+    from .thresholds import calibrate_thresholds
+    if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != int(model.nv):
+        raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
+                               f'{samples.v.shape[1]} velocities; the model needs {model.nq} '
+                               f'and {model.nv}')
+    samples = increasing_in_time(samples)
+    ident = identify_floating_base(model, samples, frames, stance, gain=fit_gain,
+                                   holdout=holdout, **options)
+    ident.gain = np.broadcast_to(np.asarray(gain, dtype=float), (int(model.nv),)).copy()
+    ident.notes += samples.notes
+    if ident.test_rows.size == 0:
+        raise CalibrationError('no held-out samples to derive the thresholds from (holdout 0)')
+    rows = np.arange(ident.test_rows[0], len(samples))
+    nb = int(model.nv) - len(model.joint_names)
+    for key, mdl, fv, fc, off in (
+            ('unexplained_before', model, 0.0, 0.0, 0.0),
+            ('unexplained_after', ident.model(model), ident.friction_viscous,
+             ident.friction_coulomb, ident.torque_offset)):
+        U, _, _ = unexplained(mdl, samples, ident.frames, rows, gain, fv, fc, off, force_threshold)
+        U = U[np.all(np.isfinite(U), axis=1)]
+        setattr(ident, key, {'rms': np.sqrt(np.mean(U ** 2, axis=0)),
+                             'max': np.max(np.abs(U), axis=0)})
+    ident.thresholds = calibrate_thresholds(U[:, nb:], margin=margin, floor=floor)
+    return ident
+
+
+def command(args):
+    """``calibrate BAG --urdf U --floating-base --contact-frames F.. --links all --out P
+    [--out-urdf U2] [--odom-topic /odom]``: read joint states and odometry from the bag, identify,
+    write the node's parameter file and the identified URDF (the command of
+    :mod:`.calibrate`)."""
+    import os
+
+    import yaml
+
+    from ..core.urdf import load_urdf
+    from .bags import BagError, read_floating_base
+    from .urdf_inertials import replace_inertials
+    if args.links != 'all':
+        raise SystemExit('calibrate: --floating-base identifies the whole model: add --links all')
+    if not args.contact_frames:
+        raise SystemExit('calibrate: --floating-base needs --contact-frames (the feet)')
+    if not os.path.exists(args.urdf):
+        raise SystemExit(f'calibrate: URDF file {args.urdf!r} not found')
+    model = load_urdf(args.urdf, floating_base=True)
+    try:
+        task_frames(model, args.contact_frames)
+        s = read_floating_base(args.bag, model.joint_names, args.topic, args.odom_topic)
+    except (BagError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    if args.start is not None or args.stop is not None:
+        s = s.slice(args.start, args.stop)
+    print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} and '
+          f'{args.odom_topic} from {args.bag}; identifying every link of the floating base '
+          f'(feet {", ".join(args.contact_frames)}; fit on the first {1 - args.holdout:.0%}, '
+          'report on the rest) ...', flush=True)
+    try:
+        ident = identify_floating_recording(model, s, args.contact_frames, gain=args.gain,
+                                            holdout=args.holdout, margin=args.margin,
+                                            floor=args.floor)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    for line in ident.summary():
+        print('  ' + line)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as f:
+        f.write('# written by ros_dynamics calibrate --floating-base\n')
+        yaml.safe_dump({args.node: {'ros__parameters': ident.node_parameters()}}, f,
+                       default_flow_style=None, sort_keys=False)
+    print(f'calibrate: wrote the parameters of node {args.node!r} to {args.out}')
+    if args.out_urdf:
+        with open(args.urdf) as f:
+            text = f.read()
+        os.makedirs(os.path.dirname(os.path.abspath(args.out_urdf)), exist_ok=True)
+        with open(args.out_urdf, 'w') as f:
+            f.write(replace_inertials(text, model, ident.model(model)))
+        print(f'calibrate: wrote the identified URDF to {args.out_urdf}')
+    return 0
