@@ -315,23 +315,14 @@ def test_a_number_from_another_row_is_caught():
     assert problems('docs/performance.md', say.format('average', number)) == []
 
 
-# Result files other branches re-write this session (their scripts' header names the commit
-# through common.machine_info): strict, so the entry must go once the file names its commit.
-REWRITTEN_ELSEWHERE = {'derivatives.md', 'identification_mujoco.md', 'calibration_mujoco.md',
-                       'closed_loop_quadruped.md', 'contact_forces.md'}
-
-
-@pytest.mark.parametrize('result', [
-    pytest.param(os.path.basename(p), marks=pytest.mark.xfail(
-        strict=True, reason='re-written on another branch this session'))
-    if os.path.basename(p) in REWRITTEN_ELSEWHERE else os.path.basename(p)
-    for p in sorted(glob.glob(os.path.join(RESULTS, '*.md')))])
+@pytest.mark.parametrize('result', sorted(os.path.basename(p)
+                                    for p in glob.glob(os.path.join(RESULTS, '*.md'))))
 def test_every_result_file_names_the_commit_it_measured(result):
     """Each result file names the commit whose code it measured (``commit <hash>``, written by
     benchmarks/common.py's machine_info from ``git rev-parse --short HEAD``), and that commit
     is in this repository's history."""
     import subprocess
-    m = re.search(r'commit\W{0,4}([0-9a-f]{7,40})\b', _read(os.path.join('benchmarks', 'results',
+    m = re.search(r'commit(?: measured)?\W{0,4}([0-9a-f]{7,40})\b', _read(os.path.join('benchmarks', 'results',
                                                                       result)))
     assert m, f'{result}: names no commit'
     known = subprocess.run(['git', 'cat-file', '-e', m.group(1) + '^{commit}'], cwd=REPO_ROOT,
