@@ -11,7 +11,8 @@ Python pipeline (:meth:`JointStateAssembler.add
   bounds, held values fresh enough;
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
 * when every joint has an effort (or a commanded torque is given: TORQUE_SOURCE), the
-  observer (De Luca et al., 2006): the time since its last
+  observer (De Luca et al., 2006): its (re)start at this sample when it is due (at the first
+  sample with a torque, after a reset or a request: residual zero), else the time since its last
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
   (``residual_step``), with the joint friction (``friction_into``); whether the residual is
   below every contact threshold (``any_above``);
@@ -24,8 +25,8 @@ contact wrench) is judged after it, on the residual it leaves, by the same Pytho
 both paths (:meth:`Cycle.fused_done <ros_dynamics.estimation.cycle.Cycle.fused_done>`): in
 contact as in free motion, the usual cycle is one compiled call.  It declines, before it has
 changed anything but the state vectors and the workspace, every joint state whose verdict is
-not "a cycle" (a rejection, a reset, an observer to start): those need the reasons and the
-bookkeeping that only the pipeline has, and
+not "a cycle" (a rejection, a source reset): those need the reasons and the bookkeeping that
+only the pipeline has, and
 :class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` then runs the pipeline.
 """
 from __future__ import annotations
@@ -46,11 +47,11 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 
 #: fused_step's answers: a cycle made (OK: the observer updated, its residual below every
 #: contact threshold; ABOVE: updated, a residual above one; BRIDGED: updated across a gap;
-#: NO_EFFORT: without the observer update, not every joint has an effort); or why it declined
-#: (DECLINED[code - 1])
-OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED, ABOVE = range(10)
-DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'nonfinite')
-MADE = (OK, NO_EFFORT, BRIDGED, ABOVE)
+#: NO_EFFORT: without the observer update, not every joint has an effort; RESTARTED: the
+#: observer (re)started at this sample, residual zero); or why it declined (DECLINED[code - 1])
+OK, STAMP, INPUT, STATE, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED = range(10)
+DECLINED = ('stamp', 'input', 'state', 'interval', 'nonfinite')
+MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
@@ -94,10 +95,11 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
     torque and the residual go in them; ``limits`` (MAX_LEAD ... TORQUE_SOURCE); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
-    sample (< 0: it restarts, which the pipeline does), its gap limit [s],
+    sample (< 0: it (re)starts at this one: RESTARTED), its gap limit [s],
     whether the receiving clock jumped back, and the message's number of names.  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
-    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE, BRIDGED, NO_EFFORT or why it declined."""
+    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE,
+    BRIDGED, NO_EFFORT, RESTARTED or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
@@ -125,8 +127,6 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     elif torque_source == TORQUE_NONE:
         all_e = False
     observed = obs.shape[0] > 0 and all_e
-    if observed and obs_last_ns < 0:
-        return OBSERVER
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
     if terms(model, work, q, v, PRODUCTS) != 0:
         return STATE
@@ -134,8 +134,22 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     nv = v.shape[0]
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
     r = obs[R] if observed else np.empty(0)
-    bridged = False
-    if observed:
+    bridged = restarted = False
+    if observed and obs_last_ns < 0:
+        # the observer (re)starts here (De Luca et al. 2006, r(0) = 0): p, beta = C^T v - g -
+        # tau_f(v) and tau of this sample, once the terms are known finite
+        if not terms_finite(M, C, Mdot, g, np.empty(0)):
+            return NONFINITE
+        restarted = True
+        tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
+        for i in range(nv):
+            r[i] = 0.0
+            obs[P, i] = w.p[i]
+            obs[BETA, i] = w.ctv[i] - g[i] - tf[i]
+            obs[TAU, i] = tau[i]
+        obs[V] = v
+        obs_q[:] = q
+    elif observed:
         dt = (stamp_ns - obs_last_ns) / NS
         interval = observer_interval(dt, gap_limit)
         if interval != INTERVAL_UPDATE and interval != INTERVAL_GAP:
@@ -168,6 +182,8 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
         grav[oG + i] = g[i]
     if not observed:
         return NO_EFFORT if obs.shape[0] > 0 else OK
+    if restarted:
+        return RESTARTED
     if bridged:
         return BRIDGED
     return ABOVE if any_above(r, threshold, v, tau) else OK

@@ -23,8 +23,9 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import (ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, TORQUE, TORQUE_GIVEN,
-                          TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, compile_fused, fused_step)
+from .fused_cycle import (BRIDGED, DECLINED, MADE, NO_EFFORT, OK, RESTARTED, TORQUE,
+                          TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, compile_fused,
+                          fused_step)
 from .rules import NS
 
 
@@ -73,7 +74,7 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (ABOVE + 1)       # per answer of fused_step (a list: cheap +1)
+        self.counts = [0] * (max(MADE) + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done)
         # it writes the outputs when they are the model's own coordinates in the buffers given;
@@ -192,7 +193,8 @@ class JointStateCycle:
         out.notes, out.refusal = _NO_NOTES, None
         res = out.result = cycle.fused_done(self.q, self.v, stamp_ns,
                                             (stamp_ns - obs_last_ns) / NS, observed,
-                                            status == BRIDGED, status == OK, christoffel)
+                                            status == BRIDGED, status == OK, christoffel,
+                                            status == RESTARTED)
         if res.error is not None:
             out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
             out.refusal = ('output', f'{res.error}: nothing published, observer '
