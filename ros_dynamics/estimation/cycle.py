@@ -216,7 +216,8 @@ class Cycle:
         judged = False
         if restarted:         # the compiled cycle (re)started the observer: r = 0, no verdict
             self.observer.sampled(restart=True)
-            self._restarted(res, self._pending or 'start', t_ns)
+            self._restarted(res, self._pending or 'start' if self._last_ns is None else
+                            _went_back(dt), t_ns)
             self._last_ns = t_ns
             self._pending = None
         elif observed:
@@ -249,8 +250,7 @@ class Cycle:
         if kind == INTERVAL_SAME:
             return None                   # the same stamp again: nothing new to integrate
         if kind == INTERVAL_BACK:         # (a reset the caller did not pass on)
-            return 'reset', (f'the time went back {-dt:.6g} s since the last joint state (a '
-                             'source or clock reset)')
+            return 'reset', _went_back(dt)
         return ('bridge' if kind == INTERVAL_GAP else 'update'), dt
 
     def _restarted(self, res, why, t_ns):
@@ -357,6 +357,11 @@ class Cycle:
 
 
 _EMPTY = np.zeros(0)
+
+
+def _went_back(dt):
+    """Why the observer restarts at a sample ``dt`` < 0 s after its last one."""
+    return f'the time went back {-dt:.6g} s since the last joint state (a source or clock reset)'
 
 
 def _failed(exc):

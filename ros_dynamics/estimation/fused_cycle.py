@@ -39,8 +39,8 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, LAYOUT_OK, NS, STAMP_OK,
-                    THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
+from .rules import (GATHER_OK, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, LAYOUT_OK, NS,
+                    STAMP_OK, THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
                     layout_verdict, observer_interval, stamp_verdict, terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
@@ -48,10 +48,12 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: fused_step's answers: a cycle made (OK: the observer updated, its residual below every
 #: contact threshold; ABOVE: updated, a residual above one; BRIDGED: updated across a gap;
 #: NO_EFFORT: without the observer update, not every joint has an effort; RESTARTED: the
-#: observer (re)started at this sample, residual zero); or why it declined (DECLINED[code - 1])
-OK, STAMP, INPUT, STATE, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED = range(10)
-DECLINED = ('stamp', 'input', 'state', 'interval', 'nonfinite')
-MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED)
+#: observer (re)started at this sample, residual zero: due, or the time went back since its
+#: last sample; SAME: without the observer update, the time of its last sample again); or why
+#: it declined (DECLINED[code - 1])
+OK, STAMP, INPUT, STATE, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME = range(10)
+DECLINED = ('stamp', 'input', 'state', 'nonfinite')
+MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
@@ -95,11 +97,12 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
     torque and the residual go in them; ``limits`` (MAX_LEAD ... TORQUE_SOURCE); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
-    sample (< 0: it (re)starts at this one: RESTARTED), its gap limit [s],
+    sample (< 0: it (re)starts at this one: RESTARTED, as when the time went back since;
+    the same time again: SAME, no update), its gap limit [s],
     whether the receiving clock jumped back, and the message's number of names.  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
     (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE,
-    BRIDGED, NO_EFFORT, RESTARTED or why it declined."""
+    BRIDGED, NO_EFFORT, RESTARTED, SAME or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
@@ -133,9 +136,15 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     w = workspace(tree(model), work)
     nv = v.shape[0]
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
+    interval, dt = INTERVAL_BACK, 0.0          # (a restart when due: obs_last_ns < 0)
+    if observed and obs_last_ns >= 0:
+        dt = (stamp_ns - obs_last_ns) / NS
+        interval = observer_interval(dt, gap_limit)
+    same = observed and interval == INTERVAL_SAME    # nothing new to integrate
+    observed = observed and not same
     r = obs[R] if observed else np.empty(0)
     bridged = restarted = False
-    if observed and obs_last_ns < 0:
+    if observed and interval == INTERVAL_BACK:
         # the observer (re)starts here (De Luca et al. 2006, r(0) = 0): p, beta = C^T v - g -
         # tau_f(v) and tau of this sample, once the terms are known finite
         if not terms_finite(M, C, Mdot, g, np.empty(0)):
@@ -149,11 +158,7 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
             obs[TAU, i] = tau[i]
         obs[V] = v
         obs_q[:] = q
-    elif observed:
-        dt = (stamp_ns - obs_last_ns) / NS
-        interval = observer_interval(dt, gap_limit)
-        if interval != INTERVAL_UPDATE and interval != INTERVAL_GAP:
-            return INTERVAL
+    elif observed:                 # INTERVAL_UPDATE or INTERVAL_GAP
         bridged = interval == INTERVAL_GAP
         saved = obs[R:V + 1].copy()     # r and the last sample, restored on a decline
         tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
@@ -180,6 +185,8 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
             dyn[oM + k], dyn[oC + k], dyn[oD + k] = M[i, j], C[i, j], Mdot[i, j]
         dyn[og + i] = g[i]
         grav[oG + i] = g[i]
+    if same:
+        return SAME
     if not observed:
         return NO_EFFORT if obs.shape[0] > 0 else OK
     if restarted:

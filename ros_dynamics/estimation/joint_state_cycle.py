@@ -24,8 +24,8 @@ from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
 from .fused_cycle import (BRIDGED, DECLINED, MADE, NO_EFFORT, OK, RESTARTED, TORQUE,
-                          TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, compile_fused,
-                          fused_step)
+                          TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, SAME,
+                          compile_fused, fused_step)
 from .rules import NS
 
 
@@ -189,7 +189,7 @@ class JointStateCycle:
         the note of a cycle without an observer update)."""
         asm, cycle, out = self.assembler, self.cycle, self.outcome
         asm.fused_accepted(stamp_ns)
-        observed = status != NO_EFFORT and cycle.observer is not None
+        observed = status != NO_EFFORT and status != SAME and cycle.observer is not None
         out.notes, out.refusal = _NO_NOTES, None
         res = out.result = cycle.fused_done(self.q, self.v, stamp_ns,
                                             (stamp_ns - obs_last_ns) / NS, observed,
@@ -201,7 +201,7 @@ class JointStateCycle:
                            're-initialized', 'error')
             return out
         out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, self._written
-        out.tau = self.tau if observed else None
+        out.tau = self.tau if observed or status == SAME else None
         if status == NO_EFFORT:
             out.note(*why)
         elif status == BRIDGED:
