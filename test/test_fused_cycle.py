@@ -20,7 +20,7 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import testing
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.fused_cycle import BRIDGED, DECLINED, OK, RESTARTED
+from ros_dynamics.estimation.fused_cycle import BRIDGED, DECLINED, OK, RESTARTED, STATE
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
 from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
 
@@ -206,7 +206,7 @@ def test_the_compiled_cycle_without_observer_and_on_a_floating_base():
     bad = (np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.6, 1.0]), np.zeros(6))   # |quaternion| != 1
     js, _ = _compare(quad, msgs, bases={40: bad})
     assert js.counts[OK] >= 90, js.counts
-    assert js.counts[DECLINED.index('state') + 1] == 1, js.counts
+    assert js.counts[STATE] == 1, js.counts          # refused in the compiled call
     arm = rd.load_urdf(rd.bundled_urdf('arm7'))
     js, _ = _compare(arm, _stream(arm, np.random.default_rng(5), n_msgs=120), observer=False)
     assert js.counts[OK] >= 100, js.counts
@@ -254,9 +254,9 @@ def test_the_compiled_cycle_with_the_commanded_torque():
 
 
 def test_a_declined_message_changes_nothing():
-    """A message the compiled call declines after its terms (here: a floating base whose
-    quaternion is not a unit one) leaves the observer and the outputs as they were; the
-    pipeline then refuses it with the reason."""
+    """A message whose state the compiled call refuses at its terms (here: a floating base
+    whose quaternion is not a unit one) leaves the observer and the outputs as they were and
+    is refused with the core's reason."""
     quad = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
     out = Outputs(quad.nv)
     base = (np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0]), np.zeros(6))
@@ -270,7 +270,7 @@ def test_a_declined_message_changes_nothing():
     before = js.counts.copy()
     bad = (np.array([0.1, 0.0, 0.5, 0.0, 0.0, 0.6, 1.0]), np.zeros(6))
     got = js.step(*msgs[40], base=bad)
-    assert js.counts[DECLINED.index('state') + 1] == before[DECLINED.index('state') + 1] + 1
+    assert js.counts[STATE] == before[STATE] + 1
     assert got.verdict == 'refused' and 'quaternion' in got.refusal[1], got.refusal
     np.testing.assert_array_equal(out.dyn, dyn)
     np.testing.assert_array_equal(out.ext, ext)

@@ -240,6 +240,20 @@ class Cycle:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
+    def refused_state(self, q, v):
+        """:attr:`result` of a state (q, v) that the compiled cycle refused (its terms declined
+        it, e.g. a floating base's quaternion not a unit one): ``error`` the core's reason for
+        it (its validation explains the code), the observer restarts at the next step."""
+        res = self.result
+        res.clear()
+        try:
+            compute_all_terms(self.model, q, v, self.data)
+            res.error = 'the dynamics refused this joint state'   # (not reached: explained)
+        except Exception as exc:  # noqa: BLE001 - the reason, as step() gives it
+            res.error = _failed(exc)
+        self.reset(f'{res.error} at the previous joint state')
+        return res
+
     def _observer_step(self, t_ns):
         """('reset', why), ('update', dt), ('bridge', dt) or None for this sample's time
         (:func:`~ros_dynamics.estimation.rules.observer_interval`)."""

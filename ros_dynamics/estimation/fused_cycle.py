@@ -16,7 +16,7 @@ Python pipeline (:meth:`JointStateAssembler.add
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
   (``residual_step``), with the joint friction (``friction_into``); whether the residual is
   below every contact threshold (``any_above``);
-* every result finite (``terms_finite``); a partial source's values held (``hold``);
+* a partial source's values held (``hold``); every result finite (``terms_finite``);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
 buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
@@ -50,10 +50,14 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: NO_EFFORT: without the observer update, not every joint has an effort; RESTARTED: the
 #: observer (re)started at this sample, residual zero: due, or the time went back since its
 #: last sample; SAME: without the observer update, the time of its last sample again); or why
-#: it declined (DECLINED[code - 1])
-OK, STAMP, INPUT, STATE, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME = range(10)
-DECLINED = ('stamp', 'input', 'state', 'nonfinite')
+#: it declined (DECLINED[code - 1]); or a message accepted whose state the dynamics refuse (STATE,
+#: e.g. a floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not
+#: have been updated, no torque): no cycle, the observer restarts at the next one
+OK, STAMP, INPUT, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, \
+    STATE_NO_TORQUE = range(11)
+DECLINED = ('stamp', 'input', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
+REFUSED = (STATE, STATE_NO_TORQUE)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
@@ -130,9 +134,13 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     elif torque_source == TORQUE_NONE:
         all_e = False
     observed = obs.shape[0] > 0 and all_e
+    for k in range(nj):
+        if gather[k] < 0:              # a partial source: its every accepted message is held
+            hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
+            break
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
     if terms(model, work, q, v, PRODUCTS) != 0:
-        return STATE
+        return STATE if observed or obs.shape[0] == 0 else STATE_NO_TORQUE
     w = workspace(tree(model), work)
     nv = v.shape[0]
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
@@ -173,10 +181,6 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
             ext[offsets[OUT_RESIDUAL] + i] = r[i]
     elif not terms_finite(M, C, Mdot, g, r):
         return NONFINITE
-    for k in range(nj):
-        if gather[k] < 0:              # a partial source: its every message is held
-            hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
-            break
     oM, oC, oD, og = offsets[OUT_M], offsets[OUT_C], offsets[OUT_MDOT], offsets[OUT_G]
     oG = offsets[OUT_GRAVITY]
     for i in range(nv):

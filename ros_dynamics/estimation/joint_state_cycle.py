@@ -23,7 +23,8 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import (BRIDGED, DECLINED, MADE, NO_EFFORT, OK, RESTARTED, TORQUE,
+from .fused_cycle import (BRIDGED, DECLINED, MADE, NO_EFFORT, OK, REFUSED, RESTARTED,
+                          STATE_NO_TORQUE, TORQUE,
                           TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, SAME,
                           compile_fused, fused_step)
 from .rules import NS
@@ -74,7 +75,7 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (max(MADE) + 1)       # per answer of fused_step (a list: cheap +1)
+        self.counts = [0] * (max(MADE + REFUSED) + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done)
         # it writes the outputs when they are the model's own coordinates in the buffers given;
@@ -166,6 +167,8 @@ class JointStateCycle:
                     if status in MADE:
                         return self._made(status, sec * NS + nanosec, obs_last_ns, christoffel,
                                           why)
+                    if status in REFUSED:
+                        return self._refused_state(status, sec * NS + nanosec, why)
         return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
                                    base, command, christoffel)
 
@@ -206,6 +209,21 @@ class JointStateCycle:
             out.note(*why)
         elif status == BRIDGED:
             self._bridged(res)
+        return out
+
+    def _refused_state(self, status, stamp_ns, why):
+        """:attr:`outcome` of a message the compiled call accepted but whose state the dynamics
+        refuse (``status`` STATE or STATE_NO_TORQUE: then ``why``, the note of a cycle without
+        an observer update, is noted first): the reason is the core's, the observer restarts."""
+        out = self.outcome
+        out.clear()
+        self.assembler.fused_accepted(stamp_ns)
+        if status == STATE_NO_TORQUE:
+            out.note(*why)
+        out.result = res = self.cycle.refused_state(self.q, self.v)
+        out.verdict = 'refused'
+        out.refusal = ('output', f'{res.error}: nothing published, observer re-initialized',
+                       'error')
         return out
 
     def _step_pipeline(self, names, position, velocity, effort, sec, nanosec, now_ns, base,
