@@ -20,7 +20,8 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import testing
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.fused_cycle import BRIDGED, DECLINED, OK, RESTARTED, STATE
+from ros_dynamics.estimation.fused_cycle import (BRIDGED, DECLINED, OK, REJECTED_STAMP, RESTARTED,
+                                                 STATE)
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
 from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
 
@@ -197,6 +198,9 @@ def test_the_compiled_cycle_is_the_pipeline_on_every_case():
     # the observer restarted in the compiled call (after the request at 450), as the pipeline
     # restarts it (the same reason, a zero residual: compared above)
     assert js.counts[RESTARTED] >= 1, js.counts
+    # the stamps going back (70), ahead of the clock (100), not normalized (360): rejected by
+    # the compiled call with the pipeline's reasons (compared above)
+    assert js.counts[REJECTED_STAMP] == 3, js.counts
     assert js.counts[BRIDGED] == 1 and js.cycle.bridged == 1   # the 30 ms gap
 
 

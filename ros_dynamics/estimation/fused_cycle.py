@@ -5,7 +5,8 @@ Python pipeline (:meth:`JointStateAssembler.add
 <ros_dynamics.estimation.joint_input.JointStateAssembler.add>`, then :meth:`Cycle.step
 <ros_dynamics.estimation.cycle.Cycle.step>`) applies them, calling the same compiled functions:
 
-* the stamp policy (``stamp_verdict``): accepted without a reset;
+* the message layout (``layout_verdict``), then the stamp policy (``stamp_verdict``): a stamp
+  it rejects is refused (REJECTED_STAMP), one accepted without a reset goes on;
 * one value per name; the joints gathered from the message and, for a source without every
   joint, from the held values of the others (``gather_checked``): finite, within the input
   bounds, held values fresh enough;
@@ -40,7 +41,8 @@ from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
 from .rules import (GATHER_OK, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, LAYOUT_OK, NS,
-                    STAMP_OK, THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
+                    STAMP_BACKWARDS, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_ZERO,
+                    THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
                     layout_verdict, observer_interval, stamp_verdict, terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
@@ -52,9 +54,10 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: last sample; SAME: without the observer update, the time of its last sample again); or why
 #: it declined (DECLINED[code - 1]); or a message accepted whose state the dynamics refuse (STATE,
 #: e.g. a floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not
-#: have been updated, no torque): no cycle, the observer restarts at the next one
+#: have been updated, no torque): no cycle, the observer restarts at the next one; or a stamp
+#: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back)
 OK, STAMP, INPUT, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, \
-    STATE_NO_TORQUE = range(11)
+    STATE_NO_TORQUE, REJECTED_STAMP = range(12)
 DECLINED = ('stamp', 'input', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
 REFUSED = (STATE, STATE_NO_TORQUE)
@@ -112,13 +115,17 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     held, h_ns, h_known, h_effort = held_values
     obs, obs_q, threshold = observer
     dyn, grav, ext, offsets = outputs
-    if stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
-                     np.int64(limits[RESET_JUMP]), clock_jumped) != STAMP_OK:
-        return STAMP
-    stamp_ns = sec * NS + nanosec
     if layout_verdict(n_names, pos.shape[0], vel.shape[0], eff.shape[0],
                       limits[MISSING_VELOCITY] != 0.0) != LAYOUT_OK:
         return INPUT
+    stamp = stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
+                          np.int64(limits[RESET_JUMP]), clock_jumped)
+    if stamp == STAMP_NANOSEC or stamp == STAMP_ZERO or stamp == STAMP_FUTURE or \
+            stamp == STAMP_BACKWARDS:
+        return REJECTED_STAMP
+    if stamp != STAMP_OK:          # a source or clock reset
+        return STAMP
+    stamp_ns = sec * NS + nanosec
     nj = gather.shape[0]
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
     code, all_e = gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort,

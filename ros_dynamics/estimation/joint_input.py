@@ -369,6 +369,15 @@ class JointStateAssembler:
             for k in nmap.slots[0]:
                 h_source[k] = src
 
+    def rejected_stamp(self, sec, nanosec, now_ns):
+        """The compiled cycle rejected the stamp of a message of the :meth:`fused_source`
+        layout: ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
+        src = self._last[1]
+        _, _, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns, self.max_lead_ns,
+                                       self.reset_jump_ns, src.epoch != self.epoch)
+        self.reason = (kind, text)
+        return kind, text
+
     def _reject(self, kind, text):
         self.reason = (kind, text)
         return 'reject'
