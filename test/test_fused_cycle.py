@@ -7,10 +7,10 @@ pipeline when it declines).
 The stream is physical (the torques are the model's inverse dynamics of the motion, plus
 noise) and carries every case the input policy names: a NaN, a velocity beyond its bound, a
 stamp going back, the same stamp again, a stamp ahead of the clock, a non-normalized stamp,
-another name order, a partial source, a message without efforts, a contact, a gap (bridged),
-a source reset, a clock reset and a reset request.  Per message: the same verdict, the same terms (the
-compiled cycle runs the same kernel: equal to the last bit) and residual (to rounding: the
-friction term is evaluated in compiled code), the same contact
+another name order, a partial source, a message without efforts, a short velocity, a contact,
+a gap (bridged), a source reset, a clock reset and a reset request.  Per message: the same
+verdict, the same terms (the compiled cycle runs the same kernel: equal to the last bit) and
+residual (to rounding: the friction term is evaluated in compiled code), the same contact
 state and observer restarts, the outputs written where they belong; and most messages take the
 compiled path, each kind of decline at least once.
 """
@@ -20,8 +20,8 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import testing
 from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.fused_cycle import (BRIDGED, DECLINED, OK, REJECTED_STAMP, RESTARTED,
-                                                 STATE)
+from ros_dynamics.estimation.fused_cycle import (BRIDGED, DECLINED, OK, REJECTED_LAYOUT,
+                                                 REJECTED_STAMP, RESTARTED, STATE)
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
 from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
 
@@ -81,6 +81,8 @@ def _stream(model, rng, n_msgs=700):
             nanosec += NS                                      # not normalized
         if k == 320:
             m_eff = np.zeros(0)                                # no efforts
+        if k == 330:
+            m_vel = vel[:-1]                                   # a velocity short
         if 90 <= k < 96:                                       # another name order
             order = np.arange(n)[::-1]
             m_names = tuple(names[i] for i in order)
@@ -201,6 +203,7 @@ def test_the_compiled_cycle_is_the_pipeline_on_every_case():
     # the stamps going back (70), ahead of the clock (100), not normalized (360): rejected by
     # the compiled call with the pipeline's reasons (compared above)
     assert js.counts[REJECTED_STAMP] == 3, js.counts
+    assert js.counts[REJECTED_LAYOUT] == 1, js.counts         # the short velocity (330)
     assert js.counts[BRIDGED] == 1 and js.cycle.bridged == 1   # the 30 ms gap
 
 

@@ -5,8 +5,9 @@ Python pipeline (:meth:`JointStateAssembler.add
 <ros_dynamics.estimation.joint_input.JointStateAssembler.add>`, then :meth:`Cycle.step
 <ros_dynamics.estimation.cycle.Cycle.step>`) applies them, calling the same compiled functions:
 
-* the message layout (``layout_verdict``), then the stamp policy (``stamp_verdict``): a stamp
-  it rejects is refused (REJECTED_STAMP), one accepted without a reset goes on;
+* the message layout (``layout_verdict``: refused, REJECTED_LAYOUT, if its arrays do not fit
+  its names), then the stamp policy (``stamp_verdict``): a stamp it rejects is refused
+  (REJECTED_STAMP), one accepted without a reset goes on;
 * one value per name; the joints gathered from the message and, for a source without every
   joint, from the held values of the others (``gather_checked``): finite, within the input
   bounds, held values fresh enough;
@@ -55,9 +56,10 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: it declined (DECLINED[code - 1]); or a message accepted whose state the dynamics refuse (STATE,
 #: e.g. a floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not
 #: have been updated, no torque): no cycle, the observer restarts at the next one; or a stamp
-#: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back)
+#: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back),
+#: or arrays that do not fit the names (REJECTED_LAYOUT)
 OK, STAMP, INPUT, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, \
-    STATE_NO_TORQUE, REJECTED_STAMP = range(12)
+    STATE_NO_TORQUE, REJECTED_STAMP, REJECTED_LAYOUT = range(13)
 DECLINED = ('stamp', 'input', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
 REFUSED = (STATE, STATE_NO_TORQUE)
@@ -117,7 +119,7 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     dyn, grav, ext, offsets = outputs
     if layout_verdict(n_names, pos.shape[0], vel.shape[0], eff.shape[0],
                       limits[MISSING_VELOCITY] != 0.0) != LAYOUT_OK:
-        return INPUT
+        return REJECTED_LAYOUT
     stamp = stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
                           np.int64(limits[RESET_JUMP]), clock_jumped)
     if stamp == STAMP_NANOSEC or stamp == STAMP_ZERO or stamp == STAMP_FUTURE or \

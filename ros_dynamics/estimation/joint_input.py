@@ -378,6 +378,13 @@ class JointStateAssembler:
         self.reason = (kind, text)
         return kind, text
 
+    def rejected_layout(self, n, n_position, n_velocity, n_effort):
+        """The compiled cycle rejected a message of ``n`` names whose arrays do not fit them:
+        ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
+        self.reason = layout_error(n, n_position, n_velocity, n_effort,
+                                   self.allow_missing_velocity)
+        return self.reason
+
     def _reject(self, kind, text):
         self.reason = (kind, text)
         return 'reject'
