@@ -41,7 +41,7 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, LAYOUT_OK, NS,
+from .rules import (GATHER_OK, GATHER_STALE, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, LAYOUT_OK, NS,
                     STAMP_BACKWARDS, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_ZERO,
                     THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
                     layout_verdict, observer_interval, stamp_verdict, terms_finite)
@@ -57,9 +57,10 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: e.g. a floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not
 #: have been updated, no torque): no cycle, the observer restarts at the next one; or a stamp
 #: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back),
-#: or arrays that do not fit the names (REJECTED_LAYOUT)
+#: or arrays that do not fit the names (REJECTED_LAYOUT); or a message accepted (its values
+#: held) whose state lacks a held joint, missing or too old (INCOMPLETE)
 OK, STAMP, INPUT, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, \
-    STATE_NO_TORQUE, REJECTED_STAMP, REJECTED_LAYOUT = range(13)
+    STATE_NO_TORQUE, REJECTED_STAMP, REJECTED_LAYOUT, INCOMPLETE = range(14)
 DECLINED = ('stamp', 'input', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
 REFUSED = (STATE, STATE_NO_TORQUE)
@@ -133,6 +134,9 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     code, all_e = gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort,
                                  stamp_ns, np.int64(limits[MAX_AGE]), q[bq:], v[bv:], tau[bv:],
                                  limits[PBOUND], per_joint[VBOUND], per_joint[EBOUND])
+    if code == GATHER_STALE:     # (a partial source's) accepted and held, but no cycle
+        hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
+        return INCOMPLETE
     if code != GATHER_OK:
         return INPUT
     torque_source = limits[TORQUE_SOURCE]

@@ -378,6 +378,14 @@ class JointStateAssembler:
         self.reason = (kind, text)
         return kind, text
 
+    def fused_incomplete(self, stamp_ns):
+        """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
+        ``stamp_ns`` and held its values, but a held joint is missing or too old: recorded as
+        :meth:`add` records it; returns ``reason`` ('incomplete', text)."""
+        self.fused_accepted(stamp_ns)
+        self._incomplete(self._last[0], stamp_ns)
+        return self.reason
+
     def rejected_layout(self, n, n_position, n_velocity, n_effort):
         """The compiled cycle rejected a message of ``n`` names whose arrays do not fit them:
         ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""

@@ -23,9 +23,9 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import (BRIDGED, DECLINED, MADE, NO_EFFORT, OK, REFUSED, REJECTED_LAYOUT,
-                          REJECTED_STAMP, RESTARTED, SAME, STATE_NO_TORQUE, TORQUE,
-                          TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE,
+from .fused_cycle import (BRIDGED, DECLINED, INCOMPLETE, MADE, NO_EFFORT, OK, REFUSED,
+                          REJECTED_LAYOUT, REJECTED_STAMP, RESTARTED, SAME, STATE_NO_TORQUE,
+                          TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE,
                           compile_fused, fused_step)
 from .rules import NS
 
@@ -75,7 +75,7 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (REJECTED_LAYOUT + 1)       # per answer of fused_step (a list: cheap +1)
+        self.counts = [0] * (INCOMPLETE + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done)
         # it writes the outputs when they are the model's own coordinates in the buffers given;
@@ -169,6 +169,12 @@ class JointStateCycle:
                                           why)
                     if status in REFUSED:
                         return self._refused_state(status, sec * NS + nanosec, why)
+                    if status == INCOMPLETE:
+                        out.clear()
+                        kind, text = asm.fused_incomplete(sec * NS + nanosec)
+                        out.verdict = 'refused'
+                        out.refusal = (kind, 'joint_states incomplete: ' + text, 'warning')
+                        return out
                     if status == REJECTED_STAMP or status == REJECTED_LAYOUT:
                         out.clear()
                         kind, text = (asm.rejected_stamp(sec, nanosec, now_ns)
