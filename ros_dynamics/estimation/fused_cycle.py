@@ -27,8 +27,8 @@ contact wrench) is judged after it, on the residual it leaves, by the same Pytho
 both paths (:meth:`Cycle.fused_done <ros_dynamics.estimation.cycle.Cycle.fused_done>`): in
 contact as in free motion, the usual cycle is one compiled call.  It declines, before it has
 changed anything but the state vectors and the workspace, every joint state whose verdict is
-not "a cycle" (a rejection, a source reset): those need the reasons and the bookkeeping that
-only the pipeline has, and
+not "a cycle" or a refusal it names (a source or clock reset, a non-finite result): those
+need the bookkeeping that only the pipeline has, and
 :class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` then runs the pipeline.
 """
 from __future__ import annotations
@@ -58,10 +58,11 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: have been updated, no torque): no cycle, the observer restarts at the next one; or a stamp
 #: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back),
 #: or arrays that do not fit the names (REJECTED_LAYOUT); or a message accepted (its values
-#: held) whose state lacks a held joint, missing or too old (INCOMPLETE)
-OK, STAMP, INPUT, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, \
-    STATE_NO_TORQUE, REJECTED_STAMP, REJECTED_LAYOUT, INCOMPLETE = range(14)
-DECLINED = ('stamp', 'input', 'nonfinite')
+#: held) whose state lacks a held joint, missing or too old (INCOMPLETE); or a value not finite
+#: or beyond its bound (REJECTED_BOUNDS: the joints gathered into the state vectors)
+OK, STAMP, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, STATE_NO_TORQUE, \
+    REJECTED_STAMP, REJECTED_LAYOUT, INCOMPLETE, REJECTED_BOUNDS = range(14)
+DECLINED = ('stamp', 'nonfinite')
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
 REFUSED = (STATE, STATE_NO_TORQUE)
 
@@ -137,8 +138,8 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     if code == GATHER_STALE:     # (a partial source's) accepted and held, but no cycle
         hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
         return INCOMPLETE
-    if code != GATHER_OK:
-        return INPUT
+    if code != GATHER_OK:        # GATHER_BOUNDS: every joint written (the reason reads them)
+        return REJECTED_BOUNDS
     torque_source = limits[TORQUE_SOURCE]
     if torque_source == TORQUE_GIVEN:
         for k in range(nj):

@@ -386,6 +386,13 @@ class JointStateAssembler:
         self._incomplete(self._last[0], stamp_ns)
         return self.reason
 
+    def rejected_bounds(self, q, v, e):
+        """The compiled cycle rejected a message of the :meth:`fused_source` layout whose
+        gathered joint values (q, v, e: e None without efforts) are not finite or beyond a
+        bound: ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
+        self.reason = self.bounds.violation(q, v, e)
+        return self.reason
+
     def rejected_layout(self, n, n_position, n_velocity, n_effort):
         """The compiled cycle rejected a message of ``n`` names whose arrays do not fit them:
         ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""

@@ -24,9 +24,9 @@ from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
 from .fused_cycle import (BRIDGED, DECLINED, INCOMPLETE, MADE, NO_EFFORT, OK, REFUSED,
-                          REJECTED_LAYOUT, REJECTED_STAMP, RESTARTED, SAME, STATE_NO_TORQUE,
-                          TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE,
-                          compile_fused, fused_step)
+                          REJECTED_BOUNDS, REJECTED_LAYOUT, REJECTED_STAMP, RESTARTED, SAME,
+                          STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE,
+                          TORQUE_SOURCE, compile_fused, fused_step)
 from .rules import NS
 
 
@@ -75,7 +75,7 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (INCOMPLETE + 1)       # per answer of fused_step (a list: cheap +1)
+        self.counts = [0] * (REJECTED_BOUNDS + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done)
         # it writes the outputs when they are the model's own coordinates in the buffers given;
@@ -175,12 +175,17 @@ class JointStateCycle:
                         out.verdict = 'refused'
                         out.refusal = (kind, 'joint_states incomplete: ' + text, 'warning')
                         return out
-                    if status == REJECTED_STAMP or status == REJECTED_LAYOUT:
+                    if status in (REJECTED_STAMP, REJECTED_LAYOUT, REJECTED_BOUNDS):
                         out.clear()
-                        kind, text = (asm.rejected_stamp(sec, nanosec, now_ns)
-                                      if status == REJECTED_STAMP else asm.rejected_layout(
-                                          len(names), len(position), len(velocity),
-                                          len(effort)))
+                        if status == REJECTED_STAMP:
+                            kind, text = asm.rejected_stamp(sec, nanosec, now_ns)
+                        elif status == REJECTED_LAYOUT:
+                            kind, text = asm.rejected_layout(len(names), len(position),
+                                                             len(velocity), len(effort))
+                        else:
+                            kind, text = asm.rejected_bounds(
+                                self.q[self.base_q:], self.v[self.base_v:],
+                                self.tau[self.base_v:] if len(effort) else None)
                         out.verdict = 'refused'
                         out.refusal = (kind, 'joint_states rejected: ' + text, 'warning')
                         return out
