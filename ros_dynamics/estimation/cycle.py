@@ -192,14 +192,16 @@ class Cycle:
         the observer: running (no restart due); else -1 (0 without an observer)."""
         if self.observer is None:
             return 0
-        if self._last_ns is None or self._pending is not None or not self.observer.fused_ready:
+        if self._last_ns is None or self._pending is not None:
             return -1
         return self._last_ns
 
-    def fused_done(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False):
+    def fused_done(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False,
+                   restarted=False):
         """:attr:`result` of a cycle that the compiled cycle made at (q, v), time ``t_ns``;
         ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
-        (``bridged``: across a gap; else the observer was not updated: no efforts).  Its terms
+        (``bridged``: across a gap; ``restarted``: it (re)started the observer at this sample,
+        as :attr:`fused_time` asked; else the observer was not updated: no efforts).  Its terms
         (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
         (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
         here as in :meth:`step` (:meth:`_judge`), unless it is a free-motion sample (``below``:
@@ -212,8 +214,14 @@ class Cycle:
             christoffel_after_terms(self.model, data)
         res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
         judged = False
-        if observed:
-            self.observer.count_sample()
+        if restarted:         # the compiled cycle (re)started the observer: r = 0, no verdict
+            self.observer.sampled(restart=True)
+            self._restarted(res, self._pending or 'start' if self._last_ns is None else
+                            _went_back(dt), t_ns)
+            self._last_ns = t_ns
+            self._pending = None
+        elif observed:
+            self.observer.sampled()
             res.residual = self.observer.state[R]
             self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
@@ -232,6 +240,20 @@ class Cycle:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
+    def refused_state(self, q, v):
+        """:attr:`result` of a state (q, v) that the compiled cycle refused (its terms declined
+        it, e.g. a floating base's quaternion not a unit one): ``error`` the core's reason for
+        it (its validation explains the code), the observer restarts at the next step."""
+        res = self.result
+        res.clear()
+        try:
+            compute_all_terms(self.model, q, v, self.data)
+            res.error = 'the dynamics refused this joint state'   # (not reached: explained)
+        except Exception as exc:  # noqa: BLE001 - the reason, as step() gives it
+            res.error = _failed(exc)
+        self.reset(f'{res.error} at the previous joint state')
+        return res
+
     def _observer_step(self, t_ns):
         """('reset', why), ('update', dt), ('bridge', dt) or None for this sample's time
         (:func:`~ros_dynamics.estimation.rules.observer_interval`)."""
@@ -242,9 +264,17 @@ class Cycle:
         if kind == INTERVAL_SAME:
             return None                   # the same stamp again: nothing new to integrate
         if kind == INTERVAL_BACK:         # (a reset the caller did not pass on)
-            return 'reset', (f'the time went back {-dt:.6g} s since the last joint state (a '
-                             'source or clock reset)')
+            return 'reset', _went_back(dt)
         return ('bridge' if kind == INTERVAL_GAP else 'update'), dt
+
+    def _restarted(self, res, why, t_ns):
+        """The observer (re)started at the sample of ``t_ns`` for the reason ``why``: the
+        detector and the contact forces released, the restart recorded in ``res``."""
+        self.detector.reset()
+        if self.contact_forces is not None:
+            self.contact_forces.reset()
+        self.last_reset = (why, t_ns)
+        res.observer, res.reset_reason = 'reset', why
 
     def _observed(self, res, kind, dt):
         """An observer update ('update' or 'bridge') a period ``dt`` after the last one: the
@@ -281,11 +311,7 @@ class Cycle:
             if step is not None:
                 if step[0] == 'reset':
                     self.observer.reset_from(data, tau)
-                    self.detector.reset()
-                    if self.contact_forces is not None:
-                        self.contact_forces.reset()
-                    self.last_reset = (step[1], t_ns)
-                    res.observer, res.reset_reason = 'reset', step[1]
+                    self._restarted(res, step[1], t_ns)
                 else:
                     res.residual = self.observer.update_from(data, tau, step[1],
                                                              step[0] == 'bridge')
@@ -345,6 +371,11 @@ class Cycle:
 
 
 _EMPTY = np.zeros(0)
+
+
+def _went_back(dt):
+    """Why the observer restarts at a sample ``dt`` < 0 s after its last one."""
+    return f'the time went back {-dt:.6g} s since the last joint state (a source or clock reset)'
 
 
 def _failed(exc):

@@ -5,17 +5,20 @@ Python pipeline (:meth:`JointStateAssembler.add
 <ros_dynamics.estimation.joint_input.JointStateAssembler.add>`, then :meth:`Cycle.step
 <ros_dynamics.estimation.cycle.Cycle.step>`) applies them, calling the same compiled functions:
 
-* the stamp policy (``stamp_verdict``): accepted without a reset;
+* the message layout (``layout_verdict``: refused, REJECTED_LAYOUT, if its arrays do not fit
+  its names), then the stamp policy (``stamp_verdict``): a stamp it rejects is refused
+  (REJECTED_STAMP), one accepted without a reset goes on;
 * one value per name; the joints gathered from the message and, for a source without every
   joint, from the held values of the others (``gather_checked``): finite, within the input
   bounds, held values fresh enough;
 * Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
 * when every joint has an effort (or a commanded torque is given: TORQUE_SOURCE), the
-  observer (De Luca et al., 2006): the time since its last
+  observer (De Luca et al., 2006): its (re)start at this sample when it is due (at the first
+  sample with a torque, after a reset or a request: residual zero), else the time since its last
   sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
   (``residual_step``), with the joint friction (``friction_into``); whether the residual is
   below every contact threshold (``any_above``);
-* every result finite (``terms_finite``); a partial source's values held (``hold``);
+* a partial source's values held (``hold``); every result finite (``terms_finite``);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
 buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
@@ -24,8 +27,8 @@ contact wrench) is judged after it, on the residual it leaves, by the same Pytho
 both paths (:meth:`Cycle.fused_done <ros_dynamics.estimation.cycle.Cycle.fused_done>`): in
 contact as in free motion, the usual cycle is one compiled call.  It declines, before it has
 changed anything but the state vectors and the workspace, every joint state whose verdict is
-not "a cycle" (a rejection, a reset, an observer to start): those need the reasons and the
-bookkeeping that only the pipeline has, and
+not "a cycle" or a refusal it names (a source or clock reset, a non-finite result): those
+need the bookkeeping that only the pipeline has, and
 :class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` then runs the pipeline.
 """
 from __future__ import annotations
@@ -38,7 +41,8 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, INTERVAL_GAP, INTERVAL_UPDATE, LAYOUT_OK, NS, STAMP_OK,
+from .rules import (GATHER_OK, GATHER_STALE, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, LAYOUT_OK, NS,
+                    STAMP_BACKWARDS, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_ZERO,
                     THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
                     layout_verdict, observer_interval, stamp_verdict, terms_finite)
 
@@ -46,11 +50,21 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 
 #: fused_step's answers: a cycle made (OK: the observer updated, its residual below every
 #: contact threshold; ABOVE: updated, a residual above one; BRIDGED: updated across a gap;
-#: NO_EFFORT: without the observer update, not every joint has an effort); or why it declined
-#: (DECLINED[code - 1])
-OK, STAMP, INPUT, STATE, OBSERVER, INTERVAL, NONFINITE, NO_EFFORT, BRIDGED, ABOVE = range(10)
-DECLINED = ('stamp', 'input', 'state', 'observer', 'interval', 'nonfinite')
-MADE = (OK, NO_EFFORT, BRIDGED, ABOVE)
+#: NO_EFFORT: without the observer update, not every joint has an effort; RESTARTED: the
+#: observer (re)started at this sample, residual zero: due, or the time went back since its
+#: last sample; SAME: without the observer update, the time of its last sample again); or why
+#: it declined (DECLINED[code - 1]); or a message accepted whose state the dynamics refuse (STATE,
+#: e.g. a floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not
+#: have been updated, no torque): no cycle, the observer restarts at the next one; or a stamp
+#: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back),
+#: or arrays that do not fit the names (REJECTED_LAYOUT); or a message accepted (its values
+#: held) whose state lacks a held joint, missing or too old (INCOMPLETE); or a value not finite
+#: or beyond its bound (REJECTED_BOUNDS: the joints gathered into the state vectors)
+OK, STAMP, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, STATE_NO_TORQUE, \
+    REJECTED_STAMP, REJECTED_LAYOUT, INCOMPLETE, REJECTED_BOUNDS = range(14)
+DECLINED = ('stamp', 'nonfinite')
+MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
+REFUSED = (STATE, STATE_NO_TORQUE)
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
@@ -94,29 +108,38 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
     torque and the residual go in them; ``limits`` (MAX_LEAD ... TORQUE_SOURCE); the stamp (sec,
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
-    sample (< 0: it restarts, which the pipeline does), its gap limit [s],
+    sample (< 0: it (re)starts at this one: RESTARTED, as when the time went back since;
+    the same time again: SAME, no update), its gap limit [s],
     whether the receiving clock jumped back, and the message's number of names.  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
-    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE, BRIDGED, NO_EFFORT or why it declined."""
+    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE,
+    BRIDGED, NO_EFFORT, RESTARTED, SAME or why it declined."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
     obs, obs_q, threshold = observer
     dyn, grav, ext, offsets = outputs
-    if stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
-                     np.int64(limits[RESET_JUMP]), clock_jumped) != STAMP_OK:
-        return STAMP
-    stamp_ns = sec * NS + nanosec
     if layout_verdict(n_names, pos.shape[0], vel.shape[0], eff.shape[0],
                       limits[MISSING_VELOCITY] != 0.0) != LAYOUT_OK:
-        return INPUT
+        return REJECTED_LAYOUT
+    stamp = stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
+                          np.int64(limits[RESET_JUMP]), clock_jumped)
+    if stamp == STAMP_NANOSEC or stamp == STAMP_ZERO or stamp == STAMP_FUTURE or \
+            stamp == STAMP_BACKWARDS:
+        return REJECTED_STAMP
+    if stamp != STAMP_OK:          # a source or clock reset
+        return STAMP
+    stamp_ns = sec * NS + nanosec
     nj = gather.shape[0]
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
     code, all_e = gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort,
                                  stamp_ns, np.int64(limits[MAX_AGE]), q[bq:], v[bv:], tau[bv:],
                                  limits[PBOUND], per_joint[VBOUND], per_joint[EBOUND])
-    if code != GATHER_OK:
-        return INPUT
+    if code == GATHER_STALE:     # (a partial source's) accepted and held, but no cycle
+        hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
+        return INCOMPLETE
+    if code != GATHER_OK:        # GATHER_BOUNDS: every joint written (the reason reads them)
+        return REJECTED_BOUNDS
     torque_source = limits[TORQUE_SOURCE]
     if torque_source == TORQUE_GIVEN:
         for k in range(nj):
@@ -125,21 +148,39 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     elif torque_source == TORQUE_NONE:
         all_e = False
     observed = obs.shape[0] > 0 and all_e
-    if observed and obs_last_ns < 0:
-        return OBSERVER
+    for k in range(nj):
+        if gather[k] < 0:              # a partial source: its every accepted message is held
+            hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
+            break
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
     if terms(model, work, q, v, PRODUCTS) != 0:
-        return STATE
+        return STATE if observed or obs.shape[0] == 0 else STATE_NO_TORQUE
     w = workspace(tree(model), work)
     nv = v.shape[0]
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
-    r = obs[R] if observed else np.empty(0)
-    bridged = False
-    if observed:
+    interval, dt = INTERVAL_BACK, 0.0          # (a restart when due: obs_last_ns < 0)
+    if observed and obs_last_ns >= 0:
         dt = (stamp_ns - obs_last_ns) / NS
         interval = observer_interval(dt, gap_limit)
-        if interval != INTERVAL_UPDATE and interval != INTERVAL_GAP:
-            return INTERVAL
+    same = observed and interval == INTERVAL_SAME    # nothing new to integrate
+    observed = observed and not same
+    r = obs[R] if observed else np.empty(0)
+    bridged = restarted = False
+    if observed and interval == INTERVAL_BACK:
+        # the observer (re)starts here (De Luca et al. 2006, r(0) = 0): p, beta = C^T v - g -
+        # tau_f(v) and tau of this sample, once the terms are known finite
+        if not terms_finite(M, C, Mdot, g, np.empty(0)):
+            return NONFINITE
+        restarted = True
+        tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
+        for i in range(nv):
+            r[i] = 0.0
+            obs[P, i] = w.p[i]
+            obs[BETA, i] = w.ctv[i] - g[i] - tf[i]
+            obs[TAU, i] = tau[i]
+        obs[V] = v
+        obs_q[:] = q
+    elif observed:                 # INTERVAL_UPDATE or INTERVAL_GAP
         bridged = interval == INTERVAL_GAP
         saved = obs[R:V + 1].copy()     # r and the last sample, restored on a decline
         tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
@@ -154,10 +195,6 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
             ext[offsets[OUT_RESIDUAL] + i] = r[i]
     elif not terms_finite(M, C, Mdot, g, r):
         return NONFINITE
-    for k in range(nj):
-        if gather[k] < 0:              # a partial source: its every message is held
-            hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
-            break
     oM, oC, oD, og = offsets[OUT_M], offsets[OUT_C], offsets[OUT_MDOT], offsets[OUT_G]
     oG = offsets[OUT_GRAVITY]
     for i in range(nv):
@@ -166,8 +203,12 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
             dyn[oM + k], dyn[oC + k], dyn[oD + k] = M[i, j], C[i, j], Mdot[i, j]
         dyn[og + i] = g[i]
         grav[oG + i] = g[i]
+    if same:
+        return SAME
     if not observed:
         return NO_EFFORT if obs.shape[0] > 0 else OK
+    if restarted:
+        return RESTARTED
     if bridged:
         return BRIDGED
     return ABOVE if any_above(r, threshold, v, tau) else OK

@@ -369,6 +369,37 @@ class JointStateAssembler:
             for k in nmap.slots[0]:
                 h_source[k] = src
 
+    def rejected_stamp(self, sec, nanosec, now_ns):
+        """The compiled cycle rejected the stamp of a message of the :meth:`fused_source`
+        layout: ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
+        src = self._last[1]
+        _, _, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns, self.max_lead_ns,
+                                       self.reset_jump_ns, src.epoch != self.epoch)
+        self.reason = (kind, text)
+        return kind, text
+
+    def fused_incomplete(self, stamp_ns):
+        """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
+        ``stamp_ns`` and held its values, but a held joint is missing or too old: recorded as
+        :meth:`add` records it; returns ``reason`` ('incomplete', text)."""
+        self.fused_accepted(stamp_ns)
+        self._incomplete(self._last[0], stamp_ns)
+        return self.reason
+
+    def rejected_bounds(self, q, v, e):
+        """The compiled cycle rejected a message of the :meth:`fused_source` layout whose
+        gathered joint values (q, v, e: e None without efforts) are not finite or beyond a
+        bound: ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
+        self.reason = self.bounds.violation(q, v, e)
+        return self.reason
+
+    def rejected_layout(self, n, n_position, n_velocity, n_effort):
+        """The compiled cycle rejected a message of ``n`` names whose arrays do not fit them:
+        ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
+        self.reason = layout_error(n, n_position, n_velocity, n_effort,
+                                   self.allow_missing_velocity)
+        return self.reason
+
     def _reject(self, kind, text):
         self.reason = (kind, text)
         return 'reject'

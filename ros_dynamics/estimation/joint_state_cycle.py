@@ -23,8 +23,10 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import (ABOVE, BRIDGED, DECLINED, MADE, NO_EFFORT, OK, TORQUE, TORQUE_GIVEN,
-                          TORQUE_MESSAGE, TORQUE_NONE, TORQUE_SOURCE, compile_fused, fused_step)
+from .fused_cycle import (BRIDGED, DECLINED, INCOMPLETE, MADE, NO_EFFORT, OK, REFUSED,
+                          REJECTED_BOUNDS, REJECTED_LAYOUT, REJECTED_STAMP, RESTARTED, SAME,
+                          STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE,
+                          TORQUE_SOURCE, compile_fused, fused_step)
 from .rules import NS
 
 
@@ -73,7 +75,7 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (ABOVE + 1)       # per answer of fused_step (a list: cheap +1)
+        self.counts = [0] * (REJECTED_BOUNDS + 1)       # per answer of fused_step (a list: cheap +1)
         self.not_tried = 0          # messages the compiled call was not given
         self._compiled = False       # the compiled call serves (compile() done)
         # it writes the outputs when they are the model's own coordinates in the buffers given;
@@ -165,6 +167,28 @@ class JointStateCycle:
                     if status in MADE:
                         return self._made(status, sec * NS + nanosec, obs_last_ns, christoffel,
                                           why)
+                    if status in REFUSED:
+                        return self._refused_state(status, sec * NS + nanosec, why)
+                    if status == INCOMPLETE:
+                        out.clear()
+                        kind, text = asm.fused_incomplete(sec * NS + nanosec)
+                        out.verdict = 'refused'
+                        out.refusal = (kind, 'joint_states incomplete: ' + text, 'warning')
+                        return out
+                    if status in (REJECTED_STAMP, REJECTED_LAYOUT, REJECTED_BOUNDS):
+                        out.clear()
+                        if status == REJECTED_STAMP:
+                            kind, text = asm.rejected_stamp(sec, nanosec, now_ns)
+                        elif status == REJECTED_LAYOUT:
+                            kind, text = asm.rejected_layout(len(names), len(position),
+                                                             len(velocity), len(effort))
+                        else:
+                            kind, text = asm.rejected_bounds(
+                                self.q[self.base_q:], self.v[self.base_v:],
+                                self.tau[self.base_v:] if len(effort) else None)
+                        out.verdict = 'refused'
+                        out.refusal = (kind, 'joint_states rejected: ' + text, 'warning')
+                        return out
         return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
                                    base, command, christoffel)
 
@@ -188,22 +212,38 @@ class JointStateCycle:
         the note of a cycle without an observer update)."""
         asm, cycle, out = self.assembler, self.cycle, self.outcome
         asm.fused_accepted(stamp_ns)
-        observed = status != NO_EFFORT and cycle.observer is not None
+        observed = status != NO_EFFORT and status != SAME and cycle.observer is not None
         out.notes, out.refusal = _NO_NOTES, None
         res = out.result = cycle.fused_done(self.q, self.v, stamp_ns,
                                             (stamp_ns - obs_last_ns) / NS, observed,
-                                            status == BRIDGED, status == OK, christoffel)
+                                            status == BRIDGED, status == OK, christoffel,
+                                            status == RESTARTED)
         if res.error is not None:
             out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
             out.refusal = ('output', f'{res.error}: nothing published, observer '
                            're-initialized', 'error')
             return out
         out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, self._written
-        out.tau = self.tau if observed else None
+        out.tau = self.tau if observed or status == SAME else None
         if status == NO_EFFORT:
             out.note(*why)
         elif status == BRIDGED:
             self._bridged(res)
+        return out
+
+    def _refused_state(self, status, stamp_ns, why):
+        """:attr:`outcome` of a message the compiled call accepted but whose state the dynamics
+        refuse (``status`` STATE or STATE_NO_TORQUE: then ``why``, the note of a cycle without
+        an observer update, is noted first): the reason is the core's, the observer restarts."""
+        out = self.outcome
+        out.clear()
+        self.assembler.fused_accepted(stamp_ns)
+        if status == STATE_NO_TORQUE:
+            out.note(*why)
+        out.result = res = self.cycle.refused_state(self.q, self.v)
+        out.verdict = 'refused'
+        out.refusal = ('output', f'{res.error}: nothing published, observer re-initialized',
+                       'error')
         return out
 
     def _step_pipeline(self, names, position, velocity, effort, sec, nanosec, now_ns, base,

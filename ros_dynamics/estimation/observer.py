@@ -310,19 +310,18 @@ class MomentumObserver:
         return self._step(data.p, data.ctv, data.g, data.q, data.v, tau, dt, bridge)
 
     @property
-    def fused_ready(self):
-        """Whether a compiled cycle (fused_cycle.py) may update this observer: initialized,
-        with the torque of the last sample and current-torque hold (no ``tau_average``)."""
-        return self._initialized and self._have_tau and not self.tau_average
-
-    @property
     def last_q(self):
         """The last sample's q (the array itself: a compiled cycle writes it)."""
         return self._q
 
-    def count_sample(self):
-        """One sample that a compiled cycle processed on :attr:`state` (and the last q)."""
-        self.samples += 1
+    def sampled(self, restart=False):
+        """One sample that a compiled cycle processed on :attr:`state` (and the last q):
+        an update, or with ``restart`` the (re)start at it (:meth:`reset_from` with its
+        torque; current-torque hold only, no ``tau_average``)."""
+        if restart:
+            self._initialized, self._have_tau, self.samples = True, True, 0
+        else:
+            self.samples += 1
 
     def _step(self, p, ctv, g, q, v, tau, dt, bridge=False):
         residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
