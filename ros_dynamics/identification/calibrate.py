@@ -157,7 +157,6 @@ def cmd_identify(args):
     """``--links all``: the whole model (ros_dynamics.identification.whole_model)."""
     from ros_dynamics.identification.whole_model import identify_recording
     from ros_dynamics.identification.samples import CalibrationError
-    from ros_dynamics.identification.urdf_inertials import replace_inertials
     model = _model(args.urdf)
     s = _samples(args, model)
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
@@ -169,6 +168,13 @@ def cmd_identify(args):
                                    state_thresholds=_state(args))
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
+    return _write_identified(args, model, ident)
+
+
+def _write_identified(args, model, ident):
+    """The report, the node's parameter file and (``--out-urdf``) the identified URDF of a
+    whole-model fit (fixed or floating base)."""
+    from ros_dynamics.identification.urdf_inertials import replace_inertials
     for line in ident.summary():
         print('  ' + line)
     _write_params(args.out, ident.node_parameters(), args.node)
@@ -181,6 +187,42 @@ def cmd_identify(args):
             f.write(replace_inertials(text, model, ident.model(model)))
         print(f'calibrate: wrote the identified URDF to {args.out_urdf}')
     return 0
+
+
+def cmd_floating_base(args):
+    """``--floating-base --contact-frames F.. --links all``: joint states and odometry from the
+    bag, the whole model by projection onto the stance feet's null space
+    (:mod:`ros_dynamics.identification.floating_base`)."""
+    from ros_dynamics.core.api import task_frames
+    from ros_dynamics.core.urdf import load_urdf
+    from ros_dynamics.identification.bags import BagError, read_floating_base
+    from ros_dynamics.identification.floating_base import identify_floating_recording
+    from ros_dynamics.identification.samples import CalibrationError
+    if args.links != 'all':
+        raise SystemExit('calibrate: --floating-base identifies the whole model: add --links all')
+    if not args.contact_frames:
+        raise SystemExit('calibrate: --floating-base needs --contact-frames (the feet)')
+    if not os.path.exists(args.urdf):
+        raise SystemExit(f'calibrate: URDF file {args.urdf!r} not found')
+    model = load_urdf(args.urdf, floating_base=True)
+    try:
+        task_frames(model, args.contact_frames)
+        s = read_floating_base(args.bag, model.joint_names, args.topic, args.odom_topic)
+    except (BagError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    if args.start is not None or args.stop is not None:
+        s = s.slice(args.start, args.stop)
+    print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} and '
+          f'{args.odom_topic} from {args.bag}; identifying every link of the floating base '
+          f'(feet {", ".join(args.contact_frames)}; fit on the first {1 - args.holdout:.0%}, '
+          'report on the rest) ...', flush=True)
+    try:
+        ident = identify_floating_recording(model, s, args.contact_frames, gain=args.gain,
+                                            holdout=args.holdout, margin=args.margin,
+                                            floor=args.floor)
+    except (CalibrationError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    return _write_identified(args, model, ident)
 
 
 def cmd_reference(args):
@@ -220,8 +262,7 @@ def cmd_reference(args):
 def cmd_calibrate(args):
     import numpy as np
     if args.floating_base:
-        from ros_dynamics.identification.floating_base import command
-        return command(args)
+        return cmd_floating_base(args)
     if args.links == 'all':
         return cmd_identify(args)
     if args.reference:
