@@ -75,13 +75,13 @@ from ..core.data import Data
 from ..estimation.observer import friction_torque
 from .calibration import VELOCITY_EPS
 from .samples import CalibrationError
-from .whole_model import (BASE_TOLERANCE, Identification, inertial_parameters, parameter_scales,
-                          pseudo_inertia, regressor_columns)
+from .whole_model import (BASE_TOLERANCE, Identification, consistent_fit, inertial_parameters,
+                          parameter_scales, regressor_columns)
 
 __all__ = ['FIT_GAIN', 'FLOATING_BASE_TOLERANCE', 'STANCE_SPEED', 'STANCE_HEIGHT', 'GROUND_WINDOW',
            'STANCE_WINDOW', 'STANCE_PAD', 'FloatingBaseIdentification',
            'foot_kinematics', 'detect_stance', 'null_space_projectors', 'identify_floating_base',
-           'identify_floating_recording', 'consistent_fit']
+           'identify_floating_recording']
 
 #: foot speed [m/s] below which a foot is in stance (the speed averaged over STANCE_WINDOW)
 STANCE_SPEED = 0.15
@@ -228,50 +228,6 @@ def _joint_columns(model, v, velocity_eps):
 
 # ---------------------------------------------------------------------------------------------
 # The physically consistent, regularised fit
-
-
-def consistent_fit(As, bs, theta0, scale, nbodies, nonnegative, free=None, tol=BASE_TOLERANCE):
-    """``x`` minimising ``‖As x + bs‖² + λ² ‖x‖²`` (``θ = θ0 + scale x``, ``λ = tol σ_max``)
-    subject to every body's pseudo-inertia ``J(π_i) ⪰ δ_i 1`` (``δ_i`` 1e-6 of its inertia
-    scale) and ``θ[nonnegative] >= 0``; the data term compressed to p rows through the Gram
-    matrix.  Returns (x, rank, singular values, determined (p,) bool, solver status)."""
-    import cvxpy as cp
-    npar = As.shape[1]
-    free = np.ones(npar, dtype=bool) if free is None else free
-    Af = As[:, free]
-    G, g = Af.T @ Af, Af.T @ bs
-    lam2, V = np.linalg.eigh(G)
-    lam2, V = np.maximum(lam2[::-1], 0.0), V[:, ::-1]
-    sv = np.sqrt(lam2)
-    rank = int(np.sum(sv > tol * sv[0]))
-    determined = np.zeros(npar, dtype=bool)
-    null = V[:, rank:]
-    determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
-    nf = int(free.sum())
-    pos = sv > 1e-12 * sv[0]
-    R = sv[:, None] * V.T
-    rb = np.zeros(nf)
-    rb[pos] = (V.T @ g)[pos] / sv[pos]
-    xv = cp.Variable(nf)
-    full = np.zeros((npar, nf))
-    full[np.flatnonzero(free), np.arange(nf)] = 1.0
-    th = theta0 + cp.multiply(scale, full @ xv)
-    E = np.stack([pseudo_inertia(e) for e in np.eye(10)])
-    cons = [sum(th[10 * i + j] * E[j] for j in range(10)) >> 1e-6 * scale[10 * i + 4] * np.eye(4)
-            for i in range(nbodies)]
-    if np.any(nonnegative):
-        cons.append(th[np.flatnonzero(nonnegative)] >= 0)
-    prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ xv + rb)
-                                  + (tol * sv[0]) ** 2 * cp.sum_squares(xv)), cons)
-    try:
-        prob.solve(solver=cp.CLARABEL)
-    except cp.error.SolverError as exc:
-        raise CalibrationError(f'the physically consistent fit failed: {exc}') from None
-    if xv.value is None:
-        raise CalibrationError(f'the physically consistent fit failed ({prob.status})')
-    x = np.zeros(npar)
-    x[free] = xv.value
-    return x, rank, sv, determined, prob.status
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,7 +56,8 @@ from .samples import CalibrationError
 
 __all__ = ['BASE_TOLERANCE', 'Identification', 'identify', 'identify_recording',
            'payload_against_reference', 'inertial_parameters',
-           'body_inertia', 'pseudo_inertia', 'pseudo_inertia_parameters', 'regressor_columns']
+           'body_inertia', 'pseudo_inertia', 'pseudo_inertia_parameters', 'regressor_columns',
+           'consistent_fit']
 
 #: relative singular value below which a direction of the scaled regressor counts as not
 #: identified (and is held at the URDF by the prior)
@@ -105,6 +106,54 @@ def pseudo_inertia_parameters(J):
 def _pseudo_basis():
     """E (10, 4, 4) with ``J(π) = Σ_k π_k E_k`` (J is linear in π)."""
     return np.stack([pseudo_inertia(e) for e in np.eye(10)])
+
+
+def consistent_fit(As, bs, theta0, scale, nbodies, nonnegative, free=None, tol=BASE_TOLERANCE):
+    """``x`` minimising ``‖As x + bs‖² + λ² ‖x‖²`` (``θ = θ0 + scale x``, ``λ = tol σ_max``)
+    subject to every body's pseudo-inertia ``J(π_i) ⪰ δ_i 1`` (``δ_i`` 1e-6 of its inertia
+    scale) and ``θ[nonnegative] >= 0``; the data term compressed to p rows through the Gram
+    matrix: ``‖Af x + bs‖² = ‖R x + r‖² + const``.  Physically consistent (Wensing, Kim &
+    Slotine 2017) and regularised toward the URDF, a convex problem (cvxpy, Clarabel); the base
+    parameters from the singular values of the scaled regressor's free columns (the
+    eigenvalues of its Gram matrix, p x p: cheap for long recordings).  Returns (x, rank,
+    singular values, determined (p,) bool, solver status)."""
+    import cvxpy as cp
+    npar = As.shape[1]
+    free = np.ones(npar, dtype=bool) if free is None else free
+    Af = As[:, free]
+    G, g = Af.T @ Af, Af.T @ bs
+    lam2, V = np.linalg.eigh(G)
+    lam2, V = np.maximum(lam2[::-1], 0.0), V[:, ::-1]
+    sv = np.sqrt(lam2)
+    rank = int(np.sum(sv > tol * sv[0]))
+    determined = np.zeros(npar, dtype=bool)
+    null = V[:, rank:]
+    determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
+    nf = int(free.sum())
+    pos = sv > 1e-12 * sv[0]
+    R = sv[:, None] * V.T
+    rb = np.zeros(nf)
+    rb[pos] = (V.T @ g)[pos] / sv[pos]
+    xv = cp.Variable(nf)
+    full = np.zeros((npar, nf))
+    full[np.flatnonzero(free), np.arange(nf)] = 1.0
+    th = theta0 + cp.multiply(scale, full @ xv)
+    E = _pseudo_basis()
+    cons = [sum(th[10 * i + j] * E[j] for j in range(10)) >> 1e-6 * scale[10 * i + 4] * np.eye(4)
+            for i in range(nbodies)]
+    if np.any(nonnegative):
+        cons.append(th[np.flatnonzero(nonnegative)] >= 0)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ xv + rb)
+                                  + (tol * sv[0]) ** 2 * cp.sum_squares(xv)), cons)
+    try:
+        prob.solve(solver=cp.CLARABEL)
+    except cp.error.SolverError as exc:
+        raise CalibrationError(f'the physically consistent fit failed: {exc}') from None
+    if xv.value is None:
+        raise CalibrationError(f'the physically consistent fit failed ({prob.status})')
+    x = np.zeros(npar)
+    x[free] = xv.value
+    return x, rank, sv, determined, prob.status
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,56 +395,14 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     bs = b * W
     theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
     theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nb:]     # the model's own
-    nf = int(free.sum())
-
     jb = np.arange(10 * N, 10 * N + 3 * nj)      # friction and armature: >= 0
+
+    nonnegative = np.zeros(npar, dtype=bool)
+    nonnegative[jb] = True
 
     def solve(sel):
         """The fit on the rows ``sel``: (x, rank, sv, determined, status)."""
-        # base parameters: the singular values of the scaled regressor (free columns), from the
-        # eigenvalues of its Gram matrix (p x p: cheap for long recordings)
-        Af = As[sel][:, free]
-        G, g = Af.T @ Af, Af.T @ bs[sel]
-        lam2, V = np.linalg.eigh(G)
-        lam2, V = np.maximum(lam2[::-1], 0.0), V[:, ::-1]
-        sv = np.sqrt(lam2)
-        tol = BASE_TOLERANCE * sv[0]
-        rank = int(np.sum(sv > tol))
-        null = V[:, rank:]
-        determined = np.zeros(npar, dtype=bool)
-        determined[free] = np.linalg.norm(null, axis=1) < 0.1 if null.size else True
-        lam = tol
-        x = np.zeros(npar)
-        # Physically consistent and regularised toward the URDF: the objective with the LMIs
-        # J(π_i) ⪰ δ_i 1 (Wensing, Kim & Slotine 2017) and friction, armature >= 0, a convex
-        # problem (cvxpy, Clarabel); the data term compressed to p rows through the Gram
-        # matrix: ‖Af x + bs‖² = ‖R x + r‖² + const
-        import cvxpy as cp
-        pos_ = sv > 1e-12 * sv[0]
-        R = sv[:, None] * V.T
-        rb = np.zeros(nf)
-        rb[pos_] = (V.T @ g)[pos_] / sv[pos_]
-        xv = cp.Variable(nf)
-        full = np.zeros((npar, nf))
-        full[np.flatnonzero(free), np.arange(nf)] = 1.0
-        th = theta0 + cp.multiply(scale, full @ xv)
-        E = _pseudo_basis()
-        cons = []
-        for i in range(N):
-            Ji = sum(th[10 * i + k] * E[k] for k in range(10))
-            delta = 1e-6 * scale[10 * i + 4]            # 1e-6 of the body's m_0 L²
-            cons.append(Ji >> delta * np.eye(4))
-        cons.append(th[jb] >= 0)
-        prob = cp.Problem(cp.Minimize(cp.sum_squares(R @ xv + rb) + lam ** 2 * cp.sum_squares(xv)),
-                          cons)
-        try:
-            prob.solve(solver=cp.CLARABEL)
-        except cp.error.SolverError as exc:
-            raise CalibrationError(f'the physically consistent fit failed: {exc}') from None
-        if xv.value is None:
-            raise CalibrationError(f'the physically consistent fit failed ({prob.status})')
-        x[free] = xv.value
-        return x, rank, sv, determined, prob.status
+        return consistent_fit(As[sel], bs[sel], theta0, scale, N, nonnegative, free)
 
     # Robustly (least trimmed squares over 0.25 s blocks, Rousseeuw 1984): blocks whose fitted
     # residual is far above the typical block's (mean square > 25x the median on a joint:
@@ -418,7 +425,7 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
         list(model.joint_names), list(model.body_names), theta[:10 * N].reshape(N, 10), pi0,
         theta[10 * N:10 * N + nj], theta[10 * N + nj:10 * N + 2 * nj],
         theta[10 * N + 2 * nj:10 * N + 3 * nj], theta[10 * N + 3 * nj:], rank=rank,
-        n_parameters=nf, condition=float(sv[0] / sv[rank - 1]) if rank else float('inf'),
+        n_parameters=int(free.sum()), condition=float(sv[0] / sv[rank - 1]) if rank else float('inf'),
         identifiable=[n for n, d in zip(names, determined) if d and free[names.index(n)]],
         velocity_eps=velocity_eps, gain=gain, fit_rows=fit_rows, test_rows=test_rows)
     if status != 'optimal':
