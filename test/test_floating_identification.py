@@ -16,10 +16,8 @@ from ros_dynamics.identification.whole_model import inertial_parameters, pseudo_
 
 pytestmark = pytest.mark.core
 
-pytest.importorskip('mujoco')
-from ros_dynamics.simulation.legged_identification import (plant_urdf, shift_lift_push,  # noqa
-                                                             shipped)
-from ros_dynamics.simulation.mujoco_quadruped import FEET  # noqa: E402
+from ros_dynamics.simulation.legged_identification import plant_urdf, shift_lift_push, shipped
+from ros_dynamics.simulation.mujoco_quadruped import FEET
 
 
 @pytest.fixture(scope='module')

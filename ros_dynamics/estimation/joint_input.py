@@ -131,6 +131,18 @@ class NameMaps:
             nmap = self._maps[key] = JointNameMap(key, self.joint_names, self.mimic, self.hint)
         return nmap
 
+    def efforts(self, names, effort):
+        """The joint torques (nj,) of efforts given by ``names`` (an effort command); ValueError
+        with the reason when the two lists differ in length or the names do not map."""
+        if len(effort) != len(names):
+            raise ValueError(f'{len(effort)} efforts for {len(names)} names')
+        nmap = self(names)
+        if nmap.error:
+            raise ValueError(nmap.error)
+        tau = np.empty(len(self.joint_names))
+        nmap.efforts(np.asarray(effort, dtype=float), tau)
+        return tau
+
 
 def joint_limits(model, key, default, factor=1.0):
     """Per joint ``factor`` x the URDF limit ``key`` ('velocity', 'effort'), ``default`` where

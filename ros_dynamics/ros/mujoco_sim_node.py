@@ -164,13 +164,7 @@ class MujocoSim(Node):
 
     def _on_command(self, msg):
         try:
-            if len(msg.effort) != len(msg.name):
-                raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
-            nmap = self._maps(msg.name)
-            if nmap.error:
-                raise ValueError(nmap.error)
-            tau = np.empty(len(self.names))
-            nmap.efforts(np.asarray(msg.effort, dtype=float), tau)
+            tau = self._maps.efforts(msg.name, msg.effort)
             if not np.all(np.isfinite(tau)):
                 raise ValueError('non-finite effort')
         except ValueError as exc:

@@ -216,13 +216,7 @@ class SimNode(Node):
 
     def _on_command(self, msg):
         try:
-            if len(msg.effort) != len(msg.name):
-                raise ValueError(f'{len(msg.effort)} efforts for {len(msg.name)} names')
-            nmap = self._maps(msg.name)
-            if nmap.error:
-                raise ValueError(nmap.error)
-            tau = np.empty(len(self.names))
-            nmap.efforts(np.asarray(msg.effort, dtype=float), tau)
+            tau = self._maps.efforts(msg.name, msg.effort)
             self.external.command(tau, self.sim.t)
         except ValueError as exc:
             self.get_logger().warning(f'effort command rejected: {exc}',
