@@ -75,8 +75,8 @@ from ..core.data import Data
 from ..estimation.observer import friction_torque
 from .calibration import VELOCITY_EPS
 from .samples import CalibrationError
-from .whole_model import (BASE_TOLERANCE, Identification, consistent_fit, inertial_parameters,
-                          parameter_scales, regressor_columns)
+from .whole_model import (BASE_TOLERANCE, Identification, consistent_fit, parameter_vector,
+                          regressor_columns)
 
 __all__ = ['FIT_GAIN', 'FLOATING_BASE_TOLERANCE', 'STANCE_SPEED', 'STANCE_HEIGHT', 'GROUND_WINDOW',
            'STANCE_WINDOW', 'STANCE_PAD', 'FloatingBaseIdentification',
@@ -344,32 +344,19 @@ def identify_floating_base(model, samples, frames, stance=None, gain=FIT_GAIN, h
     t_split = t[0] + (1.0 - holdout) * (t[-1] - t[0])
     fit = t[keep] <= t_split
     npar = rho.shape[2]
-    pi0 = inertial_parameters(model)
-    theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
-    theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nv - nj:]
+    par = parameter_vector(model, friction, armature, offset)
+    pi0, theta0, scale, free, nonneg = par.pi0, par.theta0, par.scale, par.free, par.nonnegative
     e0 = rho @ theta0 - y                          # the projected residual with the URDF
-    free = np.ones(npar, dtype=bool)
-    if not friction:
-        free[10 * N:10 * N + 2 * nj] = False
-    if not armature:
-        free[10 * N + 2 * nj:10 * N + 3 * nj] = False
-    if not offset:
-        free[10 * N + 3 * nj:] = False
     # rows weighted by 1 / (the coordinate's rms of Π̄ Sᵀ τ), so that every coordinate counts
     w = 1.0 / np.maximum(np.sqrt(np.mean(y[fit] ** 2, axis=0)),
                          1e-3 * np.sqrt(np.mean(y[fit] ** 2)))
-    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj)])
     As = ((rho[fit] * w[None, :, None]).reshape(-1, npar)) * scale
     bs = (e0[fit] * w).reshape(-1)
-    nonneg = np.zeros(npar, dtype=bool)
-    nonneg[10 * N:10 * N + 3 * nj] = True
     x, rank, sv, determined, status = consistent_fit(As, bs, theta0, scale, N, nonneg, free,
                                                      tol)
     theta = theta0 + x * scale
     theta[nonneg] = np.maximum(theta[nonneg], 0.0)
-    names = [f'{b}.{p}' for b in model.body_names
-             for p in ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')]
-    names += [f'{k}[{j}]' for k in ('Fv', 'Fc', 'Ia', 'b') for j in model.joint_names]
+    names = par.names
     ident = FloatingBaseIdentification(
         list(model.joint_names), list(model.body_names), theta[:10 * N].reshape(N, 10), pi0,
         theta[10 * N:10 * N + nj], theta[10 * N + nj:10 * N + 2 * nj],

@@ -57,7 +57,7 @@ from .samples import CalibrationError
 __all__ = ['BASE_TOLERANCE', 'Identification', 'identify', 'identify_recording',
            'payload_against_reference', 'inertial_parameters',
            'body_inertia', 'pseudo_inertia', 'pseudo_inertia_parameters', 'regressor_columns',
-           'consistent_fit']
+           'consistent_fit', 'ParameterVector', 'parameter_vector']
 
 #: relative singular value below which a direction of the scaled regressor counts as not
 #: identified (and is held at the URDF by the prior)
@@ -106,6 +106,45 @@ def pseudo_inertia_parameters(J):
 def _pseudo_basis():
     """E (10, 4, 4) with ``J(π) = Σ_k π_k E_k`` (J is linear in π)."""
     return np.stack([pseudo_inertia(e) for e in np.eye(10)])
+
+
+@dataclass
+class ParameterVector:
+    """The identification's parameters ``θ = [π_1 … π_N, F_v, F_c, I_a, b]`` (10 per body, then
+    per joint: viscous and Coulomb friction, armature, torque offset): their ``names``, the
+    URDF's inertial parameters ``pi0`` (N, 10), ``theta0`` (the URDF, the model's own armature),
+    the column ``scale``, which entries are ``free`` (fitted) and which are ``nonnegative``
+    (friction and armature)."""
+    names: list
+    pi0: np.ndarray
+    theta0: np.ndarray
+    scale: np.ndarray
+    free: np.ndarray
+    nonnegative: np.ndarray
+
+
+def parameter_vector(model, friction=True, armature=True, offset=True):
+    """The :class:`ParameterVector` of ``model`` (``friction``, ``armature``, ``offset``: whether
+    those entries are fitted)."""
+    N, nj = model.nbodies, len(model.joint_names)
+    nb = int(model.nv) - nj
+    names = [f'{b}.{p}' for b in model.body_names
+             for p in ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')]
+    names += [f'{k}[{j}]' for k in ('Fv', 'Fc', 'Ia', 'b') for j in model.joint_names]
+    pi0 = inertial_parameters(model)
+    theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
+    theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nb:]     # the model's own
+    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj)])
+    free = np.ones(len(names), dtype=bool)
+    if not friction:
+        free[10 * N:10 * N + 2 * nj] = False
+    if not armature:
+        free[10 * N + 2 * nj:10 * N + 3 * nj] = False
+    if not offset:
+        free[10 * N + 3 * nj:] = False
+    nonnegative = np.zeros(len(names), dtype=bool)
+    nonnegative[10 * N:10 * N + 3 * nj] = True
+    return ParameterVector(names, pi0, theta0, scale, free, nonnegative)
 
 
 def consistent_fit(As, bs, theta0, scale, nbodies, nonnegative, free=None, tol=BASE_TOLERANCE):
@@ -371,17 +410,9 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     P, B = _joint_columns(model, samples.v, velocity_eps)
     rho[:, :, 10 * N:] = _filter(samples.t, P, B, restart, gain, keep, bridge)
     del P, B
-    names = [f'{b}.{p}' for b in model.body_names
-             for p in ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')]
-    names += [f'{k}[{j}]' for k in ('Fv', 'Fc', 'Ia', 'b') for j in model.joint_names]
+    par = parameter_vector(model, friction, armature, offset)
+    names, pi0, theta0, scale, free = par.names, par.pi0, par.theta0, par.scale, par.free
     npar = len(names)
-    free = np.ones(npar, dtype=bool)
-    if not friction:
-        free[10 * N:10 * N + 2 * nj] = False
-    if not armature:
-        free[10 * N + 2 * nj:10 * N + 3 * nj] = False
-    if not offset:
-        free[10 * N + 3 * nj:] = False
     pos = {k: n for n, k in enumerate(keep)}
     fi = np.array([pos[k] for k in fit_rows])
     A = rho[fi][:, nb:, :].reshape(-1, npar)
@@ -389,20 +420,12 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     # rows weighted by 1 / (the joint's nominal residual rms), so every joint counts
     w = 1.0 / np.maximum(np.sqrt(np.mean(residual[fit_rows][:, nb:] ** 2, axis=0)), 1e-6)
     W = np.tile(w, fit_rows.size)
-    pi0 = inertial_parameters(model)
-    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj)])
     As = (A * W[:, None]) * scale
     bs = b * W
-    theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
-    theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nb:]     # the model's own
-    jb = np.arange(10 * N, 10 * N + 3 * nj)      # friction and armature: >= 0
-
-    nonnegative = np.zeros(npar, dtype=bool)
-    nonnegative[jb] = True
 
     def solve(sel):
         """The fit on the rows ``sel``: (x, rank, sv, determined, status)."""
-        return consistent_fit(As[sel], bs[sel], theta0, scale, N, nonnegative, free)
+        return consistent_fit(As[sel], bs[sel], theta0, scale, N, par.nonnegative, free)
 
     # Robustly (least trimmed squares over 0.25 s blocks, Rousseeuw 1984): blocks whose fitted
     # residual is far above the typical block's (mean square > 25x the median on a joint:
@@ -419,7 +442,7 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     dropped = fit_rows.size - int(use.sum())
 
     theta = theta0 + x * scale
-    theta[jb] = np.maximum(theta[jb], 0.0)
+    theta[par.nonnegative] = np.maximum(theta[par.nonnegative], 0.0)   # friction, armature
     dtheta = theta - theta0
     ident = Identification(
         list(model.joint_names), list(model.body_names), theta[:10 * N].reshape(N, 10), pi0,
