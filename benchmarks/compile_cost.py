@@ -64,23 +64,20 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 marks = {}
 import ros_dynamics as rd
-from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+from ros_dynamics.estimation.cycle import ObserverSettings
+from ros_dynamics.estimation.joint_state_cycle import node_cycle, step_sample
 marks['import ros_dynamics'] = time.process_time()
 step[0] = 'dynamics'
 m = rd.load_urdf(rd.bundled_urdf('arm7'))
-names = list(m.joint_names)
-asm = JointStateAssembler(names, InputBounds(m))
-cycle = Cycle(m, 'joint', ObserverSettings(m))
+js = node_cycle(m, ObserverSettings(m))
 q, v, tau = np.full(m.nq, 0.3), np.full(m.nv, 0.1), np.zeros(m.nv)
 for k in range(2):
-    asm.add(names, q, v, tau, 1, k, 0)
-    res = cycle.step(asm.q, asm.v, asm.e, 10**9 + k * 10**6)
-    assert res.error is None, res.error
+    out = step_sample(js, q, v, tau, 10**9 + k * 10**6)
+    assert out.verdict == 'cycle', out.refusal
 marks['first ~/dynamics (cycle: M, C, g, observer)'] = time.process_time()
 step[0] = 'gamma'
-res = cycle.step(q, v, None, 10**9 + 2 * 10**6, christoffel=True)
-assert res.error is None, res.error
+out = step_sample(js, q, v, tau, 10**9 + 2 * 10**6, christoffel=True)
+assert out.verdict == 'cycle', out.refusal
 rd.christoffel(m, q)
 marks['+ Gamma (cycle with Gamma, rd.christoffel)'] = time.process_time()
 step[0] = 'contact'

@@ -50,7 +50,7 @@ def main(argv=None):
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
         print(f'{cpu:.1f} s CPU ({wall:.1f} s wall)', flush=True)
     t0 = time.process_time()
-    print('  [+] the node pipeline (joint-state reader, joint input, finite check) ... ', end='', flush=True)
+    print('  [+] the node cycle (joint-state reader, the compiled step, what follows it) ... ', end='', flush=True)
     _warm_pipeline()
     print(f'{time.process_time() - t0:.1f} s CPU', flush=True)
     print(f'ros_dynamics: kernels ready ({time.process_time() - t_all:.1f} s CPU)', flush=True)
@@ -59,22 +59,19 @@ def main(argv=None):
 
 def _warm_pipeline():
     """The small kernels of the node's per-cycle pipeline outside the core, on the bundled
-    arm: the joint-state reader, the joint-input gather-and-check and the cycle's finite
-    check."""
+    arm: the joint-state reader and the node's cycle (its compiled step and what follows it)."""
     import numpy as np
     from ros_dynamics.core.bundled import bundled_urdf
     from ros_dynamics.core.urdf import load_urdf
-    from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-    from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+    from ros_dynamics.estimation.cycle import ObserverSettings
+    from ros_dynamics.estimation.joint_state_cycle import node_cycle
     from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader
     JointStateReader().read(EMPTY_JOINT_STATE)
     model = load_urdf(bundled_urdf('arm7'))
-    names, z = list(model.joint_names), np.zeros(model.nv)
-    asm = JointStateAssembler(names, InputBounds(model))
-    cycle = Cycle(model, 'joint', ObserverSettings(model))
+    names, z = tuple(model.joint_names), np.zeros(model.nv)
+    js = node_cycle(model, ObserverSettings(model))
     for k in range(2):
-        asm.add(names, z, z, z, 1, k, 0)
-        cycle.step(asm.q, asm.v, asm.e, 10**9 + k * 10**6)
+        js.step(names, z, z, z, 1, k, 0)
 
 
 if __name__ == '__main__':

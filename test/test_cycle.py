@@ -1,24 +1,25 @@
-"""The ROS-free per-cycle pipeline and joint-input assembly, checked against the core library
-called directly and against a simulated robot (no ROS).
+"""The node's one cycle (estimation/joint_state_cycle.py: the compiled step and what follows
+it), checked against the core library called directly and against a simulated robot (no ROS).
 
-* Cycle: terms equal the core's allocating calls; the residual equals a MomentumObserver fed
-  the same samples; Gamma only when asked; every observer restart has its reason; a
+* Terms equal the core's allocating calls; the residual equals a standalone MomentumObserver
+  fed the same samples; Gamma only when asked; every observer restart has its reason; a
   non-finite result publishes nothing and restarts the observer.
 * Gap policy: on an exact model in fast motion (integrated here with RK4 at 0.1 ms), a 30-90 ms
-  hole in a 1 kHz stream restarts the observer, so the residual after the gap stays within
-  twice its free-motion level; with the gap limit fixed at 0.1 s (the old policy) it does not.
-  At 100 Hz a 30 ms gap (3 periods) is integrated, a 60 ms one is not.
-* Assembly: an arm source and a gripper source give complete states at the arm's rate, a
+  hole in a 1 kHz stream is bridged, so the residual after the gap stays within twice its
+  free-motion level; with the gap limit fixed at 0.1 s (the old policy) it does not.
+  At 100 Hz a 30 ms gap (3 periods) is integrated, a 60 ms one is bridged.
+* Sources: an arm source and a gripper source give complete states at the arm's rate, a
   trailing source never restarts anything, held values expire, a source's stamps are judged
-  against its own history, a rejected message changes nothing.
+  against its own history, a refused message changes nothing.
 """
 import numpy as np
 import pytest
 
 import ros_dynamics as rd
 from ros_dynamics import testing
-from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
-from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
+from ros_dynamics.estimation.cycle import ObserverSettings
+from ros_dynamics.estimation.joint_input import InputBounds
+from ros_dynamics.estimation.joint_state_cycle import node_cycle, step_sample
 
 pytestmark = pytest.mark.core
 MS = 1_000_000
@@ -31,11 +32,13 @@ def arm():
 
 def test_cycle_matches_the_core(arm):
     rng = np.random.default_rng(1)
-    cyc = Cycle(arm, 'joint', ObserverSettings(arm, gain=30.0))
+    js = node_cycle(arm, ObserverSettings(arm, gain=30.0))
     obs = rd.MomentumObserver(arm, gain=30.0)
     for k in range(6):
         q, v, tau = rng.uniform(-1, 1, 7), rng.uniform(-1, 1, 7), rng.uniform(-5, 5, 7)
-        res = cyc.step(q, v, tau, 10**9 + k * MS, christoffel=(k == 3))
+        got = step_sample(js, q, v, tau, 10**9 + k * MS, christoffel=(k == 3))
+        assert got.verdict == 'cycle'
+        res = got.result
         d = rd.dynamics(arm, q, v)
         for name in ('M', 'C', 'Mdot', 'g'):
             np.testing.assert_allclose(getattr(res.terms, name), getattr(d, name), atol=1e-12)
@@ -51,15 +54,21 @@ def test_cycle_matches_the_core(arm):
 
 
 def test_nonfinite_result_restarts_the_observer(arm):
-    cyc = Cycle(arm, 'joint', ObserverSettings(arm))
+    """Input bounds wide enough to let a velocity of 1e200 rad/s through: C v overflows, the
+    compiled step finds the terms not finite, nothing is published, and the observer restarts
+    at the next cycle with the reason."""
+    js = node_cycle(arm, ObserverSettings(arm), bounds=InputBounds(arm, input_limit_factor=1e300))
     q, v, tau = np.zeros(7), np.zeros(7), np.zeros(7)
-    cyc.step(q, v, tau, 10**9)
-    cyc.step(q, v, tau, 10**9 + MS)
-    bad = v.copy()
-    bad[0] = np.nan
-    res = cyc.step(q, bad, tau, 10**9 + 2 * MS)
-    assert res.error is not None and res.residual is None
-    res = cyc.step(q, v, tau, 10**9 + 3 * MS)
+    assert step_sample(js, q, v, tau, 10**9).result.observer == 'reset'
+    assert step_sample(js, q, v, tau, 10**9 + MS).result.observer == 'update'
+    state = js.cycle.observer.state.copy()
+    huge = v.copy()
+    huge[0] = 1e200
+    got = step_sample(js, q, huge, tau, 10**9 + 2 * MS)
+    assert got.verdict == 'refused' and got.refusal[0] == 'output', got.refusal
+    assert 'non-finite' in got.refusal[1] and 're-initialized' in got.refusal[1]
+    np.testing.assert_array_equal(js.cycle.observer.state, state)    # left as it was
+    res = step_sample(js, q, v, tau, 10**9 + 3 * MS).result
     assert res.observer == 'reset' and 'previous joint state' in res.reset_reason
 
 
@@ -97,13 +106,19 @@ def motion(arm):
     return _fast_motion(arm, 1000, 1.2)
 
 
+def _wide(model, settings):
+    """The node's cycle with input bounds far beyond the URDF's limits (the fast motions here
+    exceed them: they test the observer, not the input policy)."""
+    return node_cycle(model, settings, bounds=InputBounds(model, input_limit_factor=1e6))
+
+
 def _run(model, samples, settings, skip=()):
-    cyc = Cycle(model, 'joint', settings)
+    js = _wide(model, settings)
     peak = 0.0
     for k, (t, q, v, tau) in enumerate(samples):
         if k in skip:
             continue
-        res = cyc.step(q, v, tau, int(round(t * 1e9)) + 10**9)
+        res = step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9).result
         if res.residual is not None and k > 100:
             peak = max(peak, float(np.abs(res.residual).max()))
     return peak
@@ -127,17 +142,20 @@ def test_gap_is_bridged_without_false_contacts(arm, motion, gap_ms):
 
 def test_gap_limit_follows_the_stream_rate(arm):
     slow = _fast_motion(arm, 100, 1.5)
-    cyc = Cycle(arm, 'joint', ObserverSettings(arm))
+    js = _wide(arm, ObserverSettings(arm))
+    cyc = js.cycle
     for t, q, v, tau in slow[:80]:
-        cyc.step(q, v, tau, int(round(t * 1e9)) + 10**9)
+        step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9)
     assert cyc.gap_limit == pytest.approx(0.05)          # 5 x 10 ms
     t, q, v, tau = slow[82]                               # 30 ms after the last: integrated
-    assert cyc.step(q, v, tau, int(round(t * 1e9)) + 10**9).observer == 'update'
+    assert step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9).result.observer == 'update'
     r = cyc.result.residual.copy()
     t, q, v, tau = slow[88]                               # 60 ms: bridged, residual kept
-    res = cyc.step(q, v, tau, int(round(t * 1e9)) + 10**9)
+    got = step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9)
+    res = got.result
     assert res.observer == 'bridge' and res.dt == pytest.approx(0.06)
     assert np.array_equal(res.residual, r) and cyc.bridged == 1
+    assert [n[0] for n in got.notes] == ['gap'], got.notes
 
 
 @pytest.mark.parametrize('gap_ms', [5, 13, 20, 50])
@@ -153,14 +171,15 @@ def test_hiccup_during_a_contact_keeps_it(arm, gap_ms):
         return ext if on <= t < off else np.zeros(arm.nv)
     samples = _fast_motion(arm, 1000, 1.1, amplitude=3.0, external=external)
     K = 50.0
-    cyc = Cycle(arm, 'joint', ObserverSettings(arm, gain=K, threshold=2.0))
+    js = _wide(arm, ObserverSettings(arm, gain=K, threshold=2.0))
+    cyc = js.cycle
     hole = range(600, 600 + gap_ms)
     onsets = releases = 0
     worst = 0.0
     for k, (t, q, v, tau) in enumerate(samples):
         if k in hole:
             continue
-        res = cyc.step(q, v, tau, int(round(t * 1e9)) + 10**9)
+        res = step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9).result
         c = res.contact
         if c is None:
             continue
@@ -173,118 +192,129 @@ def test_hiccup_during_a_contact_keeps_it(arm, gap_ms):
     assert worst < 0.05, worst
 
 
-# ---------------------------------------------------------------- assembly
+# ---------------------------------------------------------------- sources
 @pytest.fixture
 def gripper_arm():
     model = rd.load_urdf_string(testing.chain(9, seed=3))
-    return model, list(model.joint_names)
-
-
-def _asm(model, **kw):
-    return JointStateAssembler(model.joint_names, InputBounds(model), **kw)
+    return model, tuple(model.joint_names)
 
 
 def test_arm_and_gripper_sources(gripper_arm):
     model, names = gripper_arm
     arm_j, grip_j = names[:7], names[7:]
-    asm = _asm(model)
+    js = node_cycle(model, ObserverSettings(model, threshold=1e6))
     rng = np.random.default_rng(2)
     qa, va, ea = rng.uniform(-1, 1, (3, 7))
     qg, vg, eg = rng.uniform(-1, 1, (3, 2))
-    # the gripper first (50 Hz), then the arm at 1 kHz, stamps trailing by 3 ms
-    assert asm.add(arm_j, qa, va, ea, 10, 0, 0) == 'incomplete'
-    assert 'never received' in asm.reason[1]
-    assert asm.add(grip_j, qg, vg, eg, 10, 0, 0) == 'held'
-    for k in range(1, 30):
-        verdict = asm.add(arm_j, qa + k, va, ea, 10, k * MS, 0)
-        assert verdict == 'cycle'
-        np.testing.assert_array_equal(asm.q, np.r_[qa + k, qg])
-        np.testing.assert_array_equal(asm.e, np.r_[ea, eg])
-        if k % 5 == 0:    # a trailing source: its own history, never 'reset' or refused
-            assert asm.add(grip_j, qg, vg, eg, 10, (k - 3) * MS, 0) == 'held'
+    # the arm first: its source drives, the gripper's joints were never received
+    got = js.step(arm_j, qa, va, ea, 10, 0, 0)
+    assert got.verdict == 'refused' and got.refusal[0] == 'incomplete'
+    assert 'never received' in got.refusal[1], got.refusal
+    got = js.step(grip_j, qg, vg, eg, 10, 0, 0)          # the gripper (50 Hz): held
+    assert got.verdict == 'held' and got.notes[0][0] == 'held', got.notes
+    for k in range(1, 30):       # then the arm at 1 kHz, the gripper's stamps trailing by 3 ms
+        got = js.step(arm_j, qa + k, va, ea, 10, k * MS, 0)
+        assert got.verdict == 'cycle'
+        np.testing.assert_array_equal(js.q, np.r_[qa + k, qg])
+        if k > 1:            # (the first cycle starts the observer)
+            np.testing.assert_array_equal(got.tau, np.r_[ea, eg])
+        if k % 5 == 0:    # a trailing source: its own history, never a reset or a refusal
+            got = js.step(grip_j, qg, vg, eg, 10, (k - 3) * MS, 0)
+            assert got.verdict == 'held' and not got.notes
+    assert js.cycle.last_reset[0] == 'start'             # restarted once, at the first
     # held values expire after joint_hold_max_age
-    assert asm.add(arm_j, qa, va, ea, 11, 0, 0) == 'incomplete'
-    assert 'joint_hold_max_age' in asm.reason[1]
+    got = js.step(arm_j, qa, va, ea, 11, 0, 0)
+    assert got.verdict == 'refused' and 'joint_hold_max_age' in got.refusal[1]
 
 
 def test_stamps_are_judged_per_source(gripper_arm):
     model, names = gripper_arm
-    asm = _asm(model)
+    js = node_cycle(model, ObserverSettings(model))
     z = np.zeros(9)
-    assert asm.add(names, z, z, z, 100, 0, 0) == 'cycle'
-    assert asm.add(names, z, z, z, 99, 900_000_000, 0) == 'reject'        # 0.1 s back
-    assert asm.reason[0] == 'backwards'
-    assert asm.add(names, z, z, z, 90, 0, 0) == 'reset'                    # 10 s back
-    asm.clock_reset()                                                      # /clock jumped back
-    assert asm.add(names, z, z, z, 90, MS, 0) == 'cycle'       # the old episode, still queued
-    assert asm.add(names, z, z, z, 90, 2 * MS, 0) == 'cycle'
-    assert asm.add(names, z, z, z, 1, 0, 0) == 'reset'         # the new episode: any step back
-    assert asm.add(names, z, z, z, 0, 900 * MS, 0) == 'reject'    # and then back in order
+
+    def kind(sec, nanosec):
+        out = js.step(names, z, z, z, sec, nanosec, 0)
+        if out.verdict == 'refused':
+            return out.refusal[0]
+        return out.notes[0][0] if out.notes else out.verdict
+    assert kind(100, 0) == 'cycle'
+    assert kind(99, 900_000_000) == 'backwards'                # 0.1 s back
+    assert kind(90, 0) == 'source_reset'                       # 10 s back: accepted, restarts
+    assert js.outcome.result.observer == 'reset'
+    js.assembler.clock_reset()                                 # /clock jumped back
+    assert kind(90, MS) == 'cycle'                     # the old episode, still queued
+    assert kind(90, 2 * MS) == 'cycle'
+    assert kind(1, 0) == 'clock_reset'                 # the new episode: any step back
+    assert kind(0, 900 * MS) == 'backwards'            # and then back in order
+    assert kind(1, NS) == 'nanosec'
+    assert kind(0, 0) == 'zero_stamp'
+
+
+NS = 1_000_000_000
+
+
+def test_an_unstamped_source_runs_on_the_receiving_clock(gripper_arm):
+    """A source that sends no stamps (zero): its cycles are timed by the receiving clock."""
+    model, names = gripper_arm
+    js = node_cycle(model, ObserverSettings(model))
+    z = np.zeros(9)
+    for k in range(3):
+        got = js.step(names, z, z, z, 0, 0, 5 * NS + k * MS)
+        assert got.verdict == 'cycle' and got.t_ns == 5 * NS + k * MS
+    assert got.result.observer == 'update' and got.result.dt == pytest.approx(1e-3)
 
 
 def test_rejected_message_changes_nothing(gripper_arm):
     model, names = gripper_arm
-    asm = _asm(model)
+    js = node_cycle(model, ObserverSettings(model))
     q = np.linspace(0, 1, 9)
-    assert asm.add(names, q, q, q, 5, 0, 0) == 'cycle'
+    assert js.step(names, q, q, q, 5, 0, 0).verdict == 'cycle'
+    state = js.cycle.observer.state.copy()
     bad = q.copy()
     bad[4] = np.inf
-    assert asm.add(names, bad, q, q, 5, MS, 0) == 'reject' and asm.reason[0] == 'nonfinite'
-    np.testing.assert_array_equal(asm.q, q)
-    assert asm.add(names, q, q, q, 5, MS, 0) == 'cycle'    # its stamp was not consumed
+    got = js.step(names, bad, q, q, 5, MS, 0)
+    assert got.verdict == 'refused' and got.refusal[0] == 'nonfinite'
+    np.testing.assert_array_equal(js.cycle.observer.state, state)
+    assert js.step(names, q, q, q, 5, MS, 0).verdict == 'cycle'    # its stamp was not consumed
     over = q.copy()
     over[2] = 1e9
-    assert asm.add(names, q, over, q, 5, 2 * MS, 0) == 'reject'
-    assert asm.reason[0] == 'velocity' and repr(names[2]) in asm.reason[1]
+    got = js.step(names, q, over, q, 5, 2 * MS, 0)
+    assert got.refusal[0] == 'velocity' and repr(names[2]) in got.refusal[1], got.refusal
+    dup, q10 = names + (names[0],), np.r_[q, 0.0]
+    got = js.step(dup, q10, q10, q10, 5, 3 * MS, 0)
+    assert got.refusal[0] == 'duplicate' and 'more than once' in got.refusal[1], got.refusal
+    got = js.step(names, q, q[:8], q, 5, 3 * MS, 0)
+    assert got.refusal[0] == 'velocities', got.refusal
+    assert js.step(names, q, q, q, 5, 3 * MS, 0).verdict == 'cycle'
 
 
 def test_a_reset_of_split_sources_restarts_the_observer(gripper_arm):
     """Arm and gripper stamps jump back 2 s together (a restarted simulation): the arm's first
-    message after it is incomplete (the gripper's held values are 2 s away), the gripper's
-    first one only held; the reset is reported with the first cycle, which restarts the
-    observer, and the observer updates from the next one on (before, the reset was lost with
-    the messages that made no cycle, and the observer stood still for the 2 s until the
-    stamps caught up with the old ones)."""
+    message after it is incomplete (the gripper's held values are 2 s away) and noted as a
+    source reset, the gripper's first one only held (noted too); the first cycle then
+    restarts the observer (the reason the reset's), which updates from the next one on."""
     model, names = gripper_arm
     arm_j, grip_j = names[:7], names[7:]
-    asm = _asm(model)
-    cyc = Cycle(model, 'joint', ObserverSettings(model, threshold=1e6))
+    js = node_cycle(model, ObserverSettings(model, threshold=1e6))
     z7, z2 = np.zeros(7), np.zeros(2)
     g = rd.gravity(model, np.zeros(9))
 
     def arm(t_ms):
-        verdict = asm.add(arm_j, z7, z7, g[:7], 100, t_ms * MS, 0)
-        res = None
-        if verdict in ('cycle', 'reset'):
-            if verdict == 'reset':
-                cyc.reset(asm.reason[1])
-            res = cyc.step(asm.q, asm.v, asm.e, asm.stamp_ns)
-        return verdict, res
+        return js.step(arm_j, z7, z7, g[:7], 100, t_ms * MS, 0)
 
-    assert arm(0)[0] == 'incomplete'              # the arm drives; the gripper's values next
+    assert arm(0).verdict == 'refused'             # the arm drives; the gripper's values next
     for t in range(0, 40):
         if t % 10 == 0:
-            assert asm.add(grip_j, z2, z2, g[7:], 100, t * MS, 0) == 'held'
-        assert arm(t + 1)[0] == 'cycle'
-    assert cyc.result.observer == 'update'
+            assert js.step(grip_j, z2, z2, g[7:], 100, t * MS, 0).verdict == 'held'
+        assert arm(t + 1).verdict == 'cycle'
+    assert js.outcome.result.observer == 'update'
     back = -2000                                   # both sources: 2 s back
-    verdict, _ = arm(back)
-    assert verdict == 'incomplete'                 # the gripper's values are 2 s away
-    assert asm.add(grip_j, z2, z2, g[7:], 100, (back + 1) * MS, 0) == 'held'
-    verdict, res = arm(back + 2)
-    assert verdict == 'reset' and 'jumped back' in asm.reason[1]
-    assert res.observer == 'reset'
-    verdict, res = arm(back + 3)
-    assert verdict == 'cycle' and res.observer == 'update'
-
-
-def test_time_going_back_restarts_the_observer(arm):
-    """A cycle whose time is earlier than the observer's last sample (a reset its caller did
-    not report) restarts the observer with the reason, instead of skipping the update."""
-    cyc = Cycle(arm, 'joint', ObserverSettings(arm))
-    z = np.zeros(7)
-    cyc.step(z, z, z, 10 * 10**9)
-    assert cyc.step(z, z, z, 10 * 10**9 + MS).observer == 'update'
-    res = cyc.step(z, z, z, 9 * 10**9)
-    assert res.observer == 'reset' and 'went back 1' in res.reset_reason
-    assert cyc.step(z, z, z, 9 * 10**9 + MS).observer == 'update'
+    got = arm(back)
+    assert got.verdict == 'refused' and got.refusal[0] == 'incomplete'  # 2 s away
+    assert got.notes[0][0] == 'source_reset', got.notes
+    got = js.step(grip_j, z2, z2, g[7:], 100, (back + 1) * MS, 0)
+    assert got.verdict == 'held' and got.notes[0][0] == 'source_reset', got.notes
+    got = arm(back + 2)
+    assert got.verdict == 'cycle' and got.result.observer == 'reset'
+    assert 'jumped back' in got.result.reset_reason, got.result.reset_reason
+    assert arm(back + 3).result.observer == 'update'

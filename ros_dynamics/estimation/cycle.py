@@ -1,16 +1,17 @@
-"""One control cycle, without ROS: a checked joint state in, every result of that cycle out.
+"""What a cycle keeps between messages and what follows its compiled step (no ROS).
 
-:class:`Cycle` is what ``dynamics_node`` runs per joint state and what offline tools (bag
-replay, calibration, benchmarks) run over recorded data: one kinematics pass for M, C, dM/dt,
-g, p = M v and C^T v (and Gamma when asked; Echeandia & Wensing 2021, Algorithms 1-2), the
-change to the published coordinates, the momentum observer step (De Luca et al. 2006), with
-contact frames the forces at them and the part of the residual they leave unexplained
-(contact_forces.py), contact detection and isolation (on that unexplained part when there are
-contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench,
-and the check that everything is finite.
+The compiled step (:func:`~ros_dynamics.estimation.fused_cycle.fused_step`) makes the cycle:
+one kinematics pass for M, C, dM/dt, g, p = M v and C^T v (Echeandia & Wensing 2021,
+Algorithm 1), the momentum observer step (De Luca et al. 2006) and the finite check.
+:class:`Cycle` holds what it runs on (the workspace :attr:`Cycle.data`, the observer's state
+rows, the contact thresholds) and makes, in :meth:`Cycle.finish`, what follows it: Gamma when
+asked (Algorithm 2), the change to the published coordinates, with contact frames the forces
+at them and the part of the residual they leave unexplained (contact_forces.py), contact
+detection with hysteresis and isolation (on that unexplained part when there are contact
+frames: a standing robot's weight is its feet's, not a contact), the contact wrench.
 
-It owns the observer's timing and every rule that restarts it, in one place (:meth:`reset`):
-a source or clock reset, the time going back, a non-finite result, a request.  A gap in the
+It owns the observer's timing and the reasons of its restarts (:meth:`Cycle.reset`: a source
+or clock reset, the time going back, a non-finite result, a request).  A gap in the
 stamps longer than the gap limit does not restart it: the observer integrates the momentum
 over each period (zero-order hold of the torque), so a gap of many periods would turn the
 motion during it into a residual; it bridges the gap instead (the residual keeps its value, the
@@ -32,8 +33,7 @@ from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
 from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
-from .rules import (INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, NS, observer_interval,
-                    terms_finite)
+from .rules import terms_finite
 from .stance_residual import StanceResidual
 
 PERIOD_WINDOW = 64
@@ -180,32 +180,31 @@ class Cycle:
         self._pending = 'start'          # why the observer restarts at the next step
 
     def reset(self, why):
-        """Restart the observer at the next step with effort (residual zero, detector
+        """Restart the observer at the next cycle with effort (residual zero, detector
         released), for the reason ``why``."""
         self._pending = why
         self._last_ns = None
 
-    # -- the compiled cycle's part (fused_cycle.py) ---------------------------------------
     @property
-    def fused_time(self):
-        """The time [ns] of the observer's last sample when the compiled cycle may update
-        the observer: running (no restart due); else -1 (0 without an observer)."""
+    def observer_time(self):
+        """The time [ns] of the observer's last sample, for the compiled step: running (no
+        restart due); else -1 (0 without an observer)."""
         if self.observer is None:
             return 0
         if self._last_ns is None or self._pending is not None:
             return -1
         return self._last_ns
 
-    def fused_done(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False,
-                   restarted=False):
-        """:attr:`result` of a cycle that the compiled cycle made at (q, v), time ``t_ns``;
+    def finish(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False,
+               restarted=False):
+        """:attr:`result` of a cycle that the compiled step made at (q, v), time ``t_ns``;
         ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
         (``bridged``: across a gap; ``restarted``: it (re)started the observer at this sample,
-        as :attr:`fused_time` asked; else the observer was not updated: no efforts).  Its terms
-        (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
+        as :attr:`observer_time` asked; else the observer was not updated: no efforts).  Its
+        terms (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
         (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
-        here as in :meth:`step` (:meth:`_judge`), unless it is a free-motion sample (``below``:
-        it is below every contact threshold, the detector is free, no contact frames)."""
+        here (:meth:`_judge`), unless it is a free-motion sample (``below``: it is below every
+        contact threshold, the detector is free, no contact frames)."""
         res = self.result
         res.clear()
         data = self.data
@@ -214,14 +213,12 @@ class Cycle:
             christoffel_after_terms(self.model, data)
         res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
         judged = False
-        if restarted:         # the compiled cycle (re)started the observer: r = 0, no verdict
-            self.observer.sampled(restart=True)
+        if restarted:         # the compiled step (re)started the observer: r = 0, no verdict
             self._restarted(res, self._pending or 'start' if self._last_ns is None else
                             _went_back(dt), t_ns)
             self._last_ns = t_ns
             self._pending = None
         elif observed:
-            self.observer.sampled()
             res.residual = self.observer.state[R]
             self._observed(res, 'bridge' if bridged else 'update', dt)
             self._last_ns = t_ns
@@ -233,39 +230,33 @@ class Cycle:
             try:
                 if judged:
                     self._judge(q, res, (v, self.observer.state[TAU], dt, bridged))
-                res.error = self._nonfinite(res, christoffel, terms_checked=True)
+                res.error = self._nonfinite(res, christoffel)
             except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
                 res.error = _failed(exc)
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
 
+    def refused_nonfinite(self):
+        """Why a cycle whose M, C, dM/dt, g or residual the compiled step found not finite
+        publishes nothing; the observer restarts at the next cycle."""
+        error = 'non-finite M, C, dM/dt, g or observer residual computed'
+        self.reset(f'{error} at the previous joint state')
+        return error
+
     def refused_state(self, q, v):
-        """:attr:`result` of a state (q, v) that the compiled cycle refused (its terms declined
+        """:attr:`result` of a state (q, v) that the compiled step refused (its terms declined
         it, e.g. a floating base's quaternion not a unit one): ``error`` the core's reason for
-        it (its validation explains the code), the observer restarts at the next step."""
+        it (its validation explains the code), the observer restarts at the next cycle."""
         res = self.result
         res.clear()
         try:
             compute_all_terms(self.model, q, v, self.data)
             res.error = 'the dynamics refused this joint state'   # (not reached: explained)
-        except Exception as exc:  # noqa: BLE001 - the reason, as step() gives it
+        except Exception as exc:  # noqa: BLE001 - the core's reason
             res.error = _failed(exc)
         self.reset(f'{res.error} at the previous joint state')
         return res
-
-    def _observer_step(self, t_ns):
-        """('reset', why), ('update', dt), ('bridge', dt) or None for this sample's time
-        (:func:`~ros_dynamics.estimation.rules.observer_interval`)."""
-        if self._last_ns is None:
-            return 'reset', self._pending or 'start'
-        dt = (t_ns - self._last_ns) / NS
-        kind = observer_interval(dt, self.gap_limit)
-        if kind == INTERVAL_SAME:
-            return None                   # the same stamp again: nothing new to integrate
-        if kind == INTERVAL_BACK:         # (a reset the caller did not pass on)
-            return 'reset', _went_back(dt)
-        return ('bridge' if kind == INTERVAL_GAP else 'update'), dt
 
     def _restarted(self, res, why, t_ns):
         """The observer (re)started at the sample of ``t_ns`` for the reason ``why``: the
@@ -295,37 +286,6 @@ class Cycle:
             med = float(np.median(self._periods[:min(n, PERIOD_WINDOW)]))
             self.gap_limit = min(s.gap_max, max(s.gap_min, s.gap_factor * med))
 
-    def step(self, q, v, tau, t_ns, christoffel=False):
-        """One cycle at the checked state (q, v) (model coordinates), applied torque ``tau``
-        (nv,) or None (observer not updated), time ``t_ns``; returns :attr:`result`."""
-        res = self.result
-        res.clear()
-        data, model = self.data, self.model
-        step = None
-        if self.observer is not None and tau is not None:
-            step = self._observer_step(t_ns)
-        try:
-            compute_all_terms(model, q, v, data, christoffel=christoffel)
-            res.terms = data.dynamics
-            res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
-            if step is not None:
-                if step[0] == 'reset':
-                    self.observer.reset_from(data, tau)
-                    self._restarted(res, step[1], t_ns)
-                else:
-                    res.residual = self.observer.update_from(data, tau, step[1],
-                                                             step[0] == 'bridge')
-                    self._observed(res, *step)
-                    self._judge(q, res, (v, tau, step[1], step[0] == 'bridge'))
-                self._last_ns = t_ns
-                self._pending = None
-            res.error = self._nonfinite(res, christoffel)
-        except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
-            res.error = _failed(exc)
-        if res.error is not None:
-            self.reset(f'{res.error} at the previous joint state')
-        return res
-
     def _judge(self, q, res, state):
         """What the residual of an observer update at ``q`` means, into ``res``: with contact
         frames the forces at them and the part of the residual they leave unexplained; the
@@ -352,13 +312,10 @@ class Cycle:
             except ValueError:
                 res.wrench = None     # e.g. fewer than 3 joints up to the link for a force
 
-    def _nonfinite(self, res, christoffel, terms_checked=False):
-        """Why the cycle's results may not be published (something non-finite), or None;
-        ``terms_checked``: the compiled cycle checked M, C, dM/dt, g and r already."""
+    def _nonfinite(self, res, christoffel):
+        """Why the cycle's results may not be published (something non-finite), or None (the
+        compiled step checked M, C, dM/dt, g and r)."""
         d, out = res.terms, res.out
-        r = res.residual if res.residual is not None else _EMPTY
-        if not terms_checked and not terms_finite(d.M, d.C, d.Mdot, d.g, r):
-            return 'non-finite M, C, dM/dt, g or observer residual computed'
         if christoffel and not math.isfinite(self.data.Gamma.sum()):
             return 'non-finite Gamma computed'
         if res.wrench is not None and not math.isfinite(res.wrench.sum()):

@@ -41,8 +41,9 @@ from ..core.kernels import MODEL, PRODUCTS, VEC, terms
 from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
-from .rules import (GATHER_OK, GATHER_STALE, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME, LAYOUT_OK, NS,
-                    STAMP_BACKWARDS, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_ZERO,
+from .rules import (GATHER_BOUNDS, GATHER_STALE, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME,
+                    LAYOUT_OK, NS, STAMP_BACKWARDS, STAMP_CLOCK_RESET, STAMP_FUTURE,
+                    STAMP_NANOSEC, STAMP_SOURCE_RESET, STAMP_UNSTAMPED, STAMP_ZERO,
                     THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
                     layout_verdict, observer_interval, stamp_verdict, terms_finite)
 
@@ -51,20 +52,28 @@ depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with th
 #: fused_step's answers: a cycle made (OK: the observer updated, its residual below every
 #: contact threshold; ABOVE: updated, a residual above one; BRIDGED: updated across a gap;
 #: NO_EFFORT: without the observer update, not every joint has an effort; RESTARTED: the
-#: observer (re)started at this sample, residual zero: due, or the time went back since its
-#: last sample; SAME: without the observer update, the time of its last sample again); or why
-#: it declined (DECLINED[code - 1]); or a message accepted whose state the dynamics refuse (STATE,
-#: e.g. a floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not
-#: have been updated, no torque): no cycle, the observer restarts at the next one; or a stamp
-#: the stamp policy rejects (REJECTED_STAMP: not normalized, zero, ahead of the clock, back),
-#: or arrays that do not fit the names (REJECTED_LAYOUT); or a message accepted (its values
-#: held) whose state lacks a held joint, missing or too old (INCOMPLETE); or a value not finite
-#: or beyond its bound (REJECTED_BOUNDS: the joints gathered into the state vectors)
-OK, STAMP, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, STATE_NO_TORQUE, \
-    REJECTED_STAMP, REJECTED_LAYOUT, INCOMPLETE, REJECTED_BOUNDS = range(14)
-DECLINED = ('stamp', 'nonfinite')
+#: observer (re)started at this sample, residual zero: due, after a source or clock reset, or
+#: the time went back since its last sample; SAME: without the observer update, the time of its
+#: last sample again); or a message accepted whose state the dynamics refuse (STATE, e.g. a
+#: floating base's quaternion not a unit one; STATE_NO_TORQUE: and the observer would not have
+#: been updated, no torque) or whose results are not finite (NONFINITE: the observer's state as
+#: before; it restarts at the next cycle): no cycle; or a stamp the stamp policy rejects
+#: (REJECTED_STAMP: not normalized, zero, ahead of the clock, back), or arrays that do not fit
+#: the names (REJECTED_LAYOUT); or a message accepted (its values held) whose state lacks a
+#: held joint, missing or too old (INCOMPLETE); or a value not finite or beyond its bound
+#: (REJECTED_BOUNDS: the joints gathered into the state vectors); or a message of a source that
+#: does not drive the cycles, its values held (HELD).  RESET is added to the answer of a message
+#: accepted with a source or clock reset (stamp_verdict): the observer restarts at it (or at the
+#: next cycle that updates it)
+OK, NONFINITE, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME, STATE, STATE_NO_TORQUE, \
+    REJECTED_STAMP, REJECTED_LAYOUT, INCOMPLETE, REJECTED_BOUNDS, HELD = range(14)
+RESET = 16
 MADE = (OK, NO_EFFORT, BRIDGED, ABOVE, RESTARTED, SAME)
 REFUSED = (STATE, STATE_NO_TORQUE)
+#: what each answer is called (the summary's counts)
+ANSWERS = ('ok', 'non-finite', 'no effort', 'bridged', 'above a threshold', 'restarted',
+           'same time', 'state refused', 'state refused', 'stamp rejected', 'layout rejected',
+           'incomplete', 'beyond a bound', 'held')
 
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
@@ -88,18 +97,18 @@ IDX = types.int64[::1]
 ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
 TRIPLE = types.UniTuple(VEC, 3)           # position, velocity, effort; q, v, tau of the model
-HELD = types.Tuple((ROWS, IDX, FLAGS, FLAGS))         # held rows, their stamps, known, effort
+HELD_VALUES = types.Tuple((ROWS, IDX, FLAGS, FLAGS))         # held rows, their stamps, known, effort
 OBS = types.Tuple((ROWS, VEC, THRESHOLD_ROWS))        # observer rows, its last q, thresholds
 OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_torque,
 #                                                       ~/external_torque, offsets in them
 
 
-@entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD, OBS, OUTPUTS, VEC,
+@entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD_VALUES, OBS, OUTPUTS, VEC,
        types.int64, types.int64, types.int64, types.int64, types.int64, types.float64,
-       types.boolean, types.int64, cache=True, nogil=True)
+       types.boolean, types.int64, types.boolean, cache=True, nogil=True)
 def fused_step(model, work, gather, message, state, per_joint, held_values, observer, outputs,
                limits, sec, nanosec, now_ns, last_ns, obs_last_ns, gap_limit, clock_jumped,
-               n_names):
+               n_names, drives):
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
     entries (the last ``gather.shape[0]``) it writes; ``per_joint``: rows of the velocity and
@@ -110,10 +119,12 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     nanosec), the receiving clock, the source's last stamp, the time of the observer's last
     sample (< 0: it (re)starts at this one: RESTARTED, as when the time went back since;
     the same time again: SAME, no update), its gap limit [s],
-    whether the receiving clock jumped back, and the message's number of names.  The observer's
+    whether the receiving clock jumped back, the message's number of names and whether its
+    source drives the cycles (else its values are held: HELD).  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
     (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE,
-    BRIDGED, NO_EFFORT, RESTARTED, SAME or why it declined."""
+    BRIDGED, NO_EFFORT, RESTARTED, SAME or why there is no cycle (module constants), plus RESET
+    after a source or clock reset."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
@@ -127,19 +138,22 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     if stamp == STAMP_NANOSEC or stamp == STAMP_ZERO or stamp == STAMP_FUTURE or \
             stamp == STAMP_BACKWARDS:
         return REJECTED_STAMP
-    if stamp != STAMP_OK:          # a source or clock reset
-        return STAMP
-    stamp_ns = sec * NS + nanosec
+    reset = 0
+    if stamp == STAMP_SOURCE_RESET or stamp == STAMP_CLOCK_RESET:
+        reset = RESET              # accepted; the observer restarts (now, or when next updated)
+        obs_last_ns = -1
+    # the cycle's time: the stamp, or for a source that sends none the receiving clock
+    stamp_ns = now_ns if stamp == STAMP_UNSTAMPED else sec * NS + nanosec
     nj = gather.shape[0]
     bq, bv = q.shape[0] - nj, v.shape[0] - nj
     code, all_e = gather_checked(gather, pos, vel, eff, held, h_ns, h_known, h_effort,
                                  stamp_ns, np.int64(limits[MAX_AGE]), q[bq:], v[bv:], tau[bv:],
                                  limits[PBOUND], per_joint[VBOUND], per_joint[EBOUND])
-    if code == GATHER_STALE:     # (a partial source's) accepted and held, but no cycle
-        hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
-        return INCOMPLETE
-    if code != GATHER_OK:        # GATHER_BOUNDS: every joint written (the reason reads them)
+    if code == GATHER_BOUNDS:    # every joint written (the reason reads them)
         return REJECTED_BOUNDS
+    if not drives or code == GATHER_STALE:    # accepted and held, but no cycle
+        hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
+        return (HELD if not drives else INCOMPLETE) + reset
     torque_source = limits[TORQUE_SOURCE]
     if torque_source == TORQUE_GIVEN:
         for k in range(nj):
@@ -154,7 +168,7 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
             break
     # Algorithm 1 and the observer's products (q checked again: a floating base's pose)
     if terms(model, work, q, v, PRODUCTS) != 0:
-        return STATE if observed or obs.shape[0] == 0 else STATE_NO_TORQUE
+        return (STATE if observed or obs.shape[0] == 0 else STATE_NO_TORQUE) + reset
     w = workspace(tree(model), work)
     nv = v.shape[0]
     M, C, Mdot, g = w.M, w.C, w.Mdot, w.g
@@ -170,7 +184,7 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
         # the observer (re)starts here (De Luca et al. 2006, r(0) = 0): p, beta = C^T v - g -
         # tau_f(v) and tau of this sample, once the terms are known finite
         if not terms_finite(M, C, Mdot, g, np.empty(0)):
-            return NONFINITE
+            return NONFINITE + reset
         restarted = True
         tf = friction_into(v, obs[FV], obs[FC], obs[FO], limits[EPS], np.empty(nv))
         for i in range(nv):
@@ -188,13 +202,13 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
                       False, bridged)
         if not terms_finite(M, C, Mdot, g, r):
             obs[R:V + 1] = saved
-            return NONFINITE
+            return NONFINITE + reset
         obs[V] = v
         obs_q[:] = q
         for i in range(nv):
             ext[offsets[OUT_RESIDUAL] + i] = r[i]
     elif not terms_finite(M, C, Mdot, g, r):
-        return NONFINITE
+        return NONFINITE + reset
     oM, oC, oD, og = offsets[OUT_M], offsets[OUT_C], offsets[OUT_MDOT], offsets[OUT_G]
     oG = offsets[OUT_GRAVITY]
     for i in range(nv):
@@ -206,9 +220,9 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     if same:
         return SAME
     if not observed:
-        return NO_EFFORT if obs.shape[0] > 0 else OK
+        return (NO_EFFORT if obs.shape[0] > 0 else OK) + reset
     if restarted:
-        return RESTARTED
+        return RESTARTED + reset
     if bridged:
         return BRIDGED
     return ABOVE if any_above(r, threshold, v, tau) else OK

@@ -25,10 +25,9 @@ import math
 
 import numpy as np
 
-from .rules import (GATHER_BOUNDS, GATHER_OK, GATHER_STALE, LAYOUT_OK, LAYOUT_POSITIONS,
-                    LAYOUT_VELOCITIES, NO_STAMP, NS, STAMP_CLOCK_RESET, STAMP_FUTURE,
-                    STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET, STAMP_UNSTAMPED, STAMP_ZERO,
-                    all_within, gather_checked, hold, layout_verdict, stamp_verdict)
+from .rules import (LAYOUT_OK, LAYOUT_POSITIONS, LAYOUT_VELOCITIES, NO_STAMP, NS,
+                    STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
+                    STAMP_UNSTAMPED, STAMP_ZERO, all_within, layout_verdict, stamp_verdict)
 
 _NO_EFFORT = np.zeros(0)
 
@@ -248,29 +247,53 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock
         f'({last / NS:.9f})')
 
 
-class _Source:
+class Source:
+    """One source of joint states: the model joints it carries (``key``), how many
+    (``count``), its last accepted stamp (``last_ns``; NO_STAMP: none yet), its messages, and
+    the receiving clock's epoch at its last accepted message."""
     __slots__ = ('key', 'names', 'count', 'last_ns', 'messages', 'epoch')
 
     def __init__(self, key, names, count):
         self.key, self.names, self.count = key, list(names), count
-        self.last_ns = None
+        self.last_ns = NO_STAMP
         self.messages = 0
-        self.epoch = 0          # the receiving clock's epoch at the last accepted message
+        self.epoch = 0
+
+
+class Layout:
+    """One message layout (name list) as the compiled cycle takes it: its source, ``gather``
+    (per model joint, its index in the message or -1: a held value), ``expand`` (mimic_reduced
+    coordinates with the independent joints only: the :class:`JointNameMap` that expands them;
+    the cycle is then given the expanded joints, ``gather`` 0..n-1) and ``duplicate`` (the
+    reason when a required joint is named more than once: refused)."""
+    __slots__ = ('names', 'nmap', 'src', 'gather', 'expand', 'duplicate', 'partial')
+
+    def __init__(self, nmap, src):
+        self.names, self.nmap, self.src = nmap.names, nmap, src
+        self.partial = nmap.error is not None
+        self.duplicate = (nmap.error if self.partial and not nmap.error.startswith('missing')
+                          else None)
+        self.expand = nmap if nmap.expand is not None else None
+        self.gather = (np.arange(len(nmap.present), dtype=np.intp) if self.expand is not None
+                       else nmap.gather)
 
 
 class JointStateAssembler:
-    """Builds each cycle's joint state from any mix of joint-state messages (module text).
+    """The sources of joint states and their held values, for the compiled cycle (module text).
 
-    :meth:`add` takes one message's arrays and returns a verdict; after 'cycle' the joint
-    vectors ``q``, ``v``, ``e`` (and ``has_effort``) hold the complete state (read them after
-    each call: they may be other arrays then).  Every verdict
-    other than 'cycle' leaves the previous state and the held values of the other sources as
-    they were (a rejected message changes nothing).
+    Python does here what needs the names: :meth:`layout` maps a message's names to the model's
+    joints and registers its source (keyed by the joints it carries: unknown extra names or
+    another order are the same source); the compiled cycle judges the message against its
+    source (its last stamp, whether it drives the cycles), gathers the joints, holds a partial
+    source's values in the arrays ``held``, ``h_ns``, ``h_known``, ``h_effort``, and returns a
+    code; :meth:`accepted` records an accepted message, and the reasons of the codes that need
+    one are made here.  A refused message changes nothing.
     """
 
     def __init__(self, joint_names, bounds, mimic=None, hint='', max_age=0.5, max_lead=1.0,
                  reset_jump=1.0, allow_missing_velocity=False, max_sources=16):
         self.joint_names = list(joint_names)
+        self.names = tuple(self.joint_names)        # a message of every joint, in model order
         n = len(self.joint_names)
         self.bounds, self.mimic, self.hint = bounds, mimic, hint
         self.max_age = float(max_age)          # s (in the reasons); the rules take ns
@@ -279,61 +302,56 @@ class JointStateAssembler:
         self.reset_jump_ns = int(round(reset_jump * NS))
         self.allow_missing_velocity = bool(allow_missing_velocity)
         self.max_sources = max_sources
-        self.q, self.v, self.e = np.zeros(n), np.zeros(n), np.zeros(n)
-        self._q, self._v, self._e = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.has_effort = False
         # held values per joint (from partial sources) and where / when they came from
         self.held = np.zeros((3, n))
-        self.hq, self.hv, self.he = self.held
         self.h_ns = np.zeros(n, dtype=np.int64)
         self.h_known = np.zeros(n, dtype=bool)
         self.h_effort = np.zeros(n, dtype=bool)
         self.h_source = [None] * n
-        self._sources = {}          # key (model joints carried) -> _Source
-        self._layouts = {}          # name tuple -> (JointNameMap, _Source)
-        self._last = None           # the layout of the previous message (fast path)
+        self._sources = {}          # key (model joints carried) -> Source
+        self._layouts = {}          # name tuple -> Layout
         self.driving = 0            # joints carried by the driving source
-        self.stamp_ns = 0
         self.epoch = 0              # count of receiving-clock jumps back (clock_reset)
-        self.reason = None          # (kind, text) of the last verdict other than 'cycle'
-        self._pending_reset = None  # a source reset no cycle has reported yet: (kind, text)
+        # a mimic layout's joints, expanded (the arrays the compiled cycle is given)
+        self._expanded = (np.zeros(n), np.zeros(n), np.zeros(n))
 
     # -- sources ------------------------------------------------------------------------
-    def _source(self, names):
-        """(layout map, source) of a message's name list.  A source is keyed by the model
-        joints it carries: unknown extra names or another order are the same source."""
-        layout = self._known(names)
+    def layout(self, names):
+        """The :class:`Layout` of a message's name list, registered at its first message."""
+        key = names if type(names) is tuple else tuple(names)
+        layout = self._layouts.get(key)
         if layout is None:
-            names = names if type(names) is tuple else tuple(names)
-            nmap = JointNameMap(names, self.joint_names, self.mimic, self.hint)
+            nmap = JointNameMap(key, self.joint_names, self.mimic, self.hint)
             complete = nmap.error is None
-            key = 'all' if complete else tuple(np.flatnonzero(nmap.present))
-            src = self._sources.get(key)
+            skey = 'all' if complete else tuple(np.flatnonzero(nmap.present))
+            src = self._sources.get(skey)
             if src is None:
                 if len(self._sources) >= self.max_sources:   # forget the oldest partial one
                     old = next((k for k, s in self._sources.items() if s.count < self.driving),
                                next(iter(self._sources)))
                     del self._sources[old]
-                src = _Source(key, nmap.names, len(nmap.present) if complete
-                              else int(nmap.present.sum()))
-                self._sources[key] = src
+                src = Source(skey, nmap.names, len(nmap.present) if complete
+                             else int(nmap.present.sum()))
+                self._sources[skey] = src
                 self.driving = max(self.driving, src.count)
             if len(self._layouts) >= 4 * self.max_sources:
                 self._layouts.clear()
-            layout = self._layouts[names] = (nmap, src)
-            self._last = layout
+            layout = self._layouts[key] = Layout(nmap, src)
         return layout
 
-    def _known(self, names):
-        """The (layout map, source) of a name list seen before (the previous message's first),
-        now the last one; None for a new name list."""
-        last = self._last
-        if last is not None and (last[0].names is names or last[0].names == names):
-            return last
-        layout = self._layouts.get(names if type(names) is tuple else tuple(names))
-        if layout is not None:
-            self._last = layout
-        return layout
+    def expanded(self, layout, position, velocity, effort):
+        """The model's joints of a mimic layout's message (the followers from the mimic
+        relation; efforts on the independent joints, zero on the followers): (position,
+        velocity, effort) for the compiled cycle, velocity and effort empty when the message
+        has none."""
+        q, v, e = self._expanded
+        nmap = layout.expand
+        nmap.positions(np.asarray(position, dtype=float), q)
+        if len(velocity):
+            nmap.rates(np.asarray(velocity, dtype=float), v)
+        if len(effort):
+            nmap.efforts(np.asarray(effort, dtype=float), e)
+        return q, v if len(velocity) else _NO_EFFORT, e if len(effort) else _NO_EFFORT
 
     def clock_reset(self):
         """The receiving clock jumped back (simulated time reset): each source's next stamp
@@ -344,151 +362,52 @@ class JointStateAssembler:
     def forget_stamps(self):
         """Forget every source's last stamp (a reset requested by the user)."""
         for src in self._sources.values():
-            src.last_ns = None
+            src.last_ns = NO_STAMP
 
     @property
     def sources(self):
-        """[(joint names, messages, last stamp ns)] of every source seen (for summaries)."""
-        return [(s.names, s.messages, s.last_ns) for s in self._sources.values()]
+        """[(joint names, messages, last stamp ns or None)] of every source seen."""
+        return [(s.names, s.messages, None if s.last_ns == NO_STAMP else s.last_ns)
+                for s in self._sources.values()]
 
-    # -- the compiled cycle's part (fused_cycle.py) ---------------------------------------
-    def fused_source(self, names):
-        """(gather map, last stamp, whether the receiving clock jumped back since) when a
-        message with ``names`` may be judged by the compiled cycle: a layout seen before, of
-        the driving source (all joints, or the most of them: the others then come from the
-        held values), without repeated names or a mimic expansion, from a source with an
-        accepted stamp, no source reset to report; else None."""
-        layout = self._known(names)
-        if layout is None:
-            return None
-        nmap, src = layout
-        if (nmap.expand is not None or not src.last_ns or src.count < self.driving
-                or (nmap.error is not None and not nmap.error.startswith('missing'))
-                or self._pending_reset is not None):
-            return None
-        return nmap.gather, src.last_ns, src.epoch != self.epoch
-
-    def fused_accepted(self, stamp_ns):
-        """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
-        ``stamp_ns`` (what :meth:`add` records for an accepted message; the joint vectors
-        went straight to the cycle, the held values of a partial source were written)."""
-        nmap, src = self._last
+    # -- what the compiled cycle made of a message ------------------------------------------
+    def accepted(self, layout, stamp_ns, reset):
+        """The compiled cycle accepted a message of ``layout`` stamped ``stamp_ns`` (``reset``:
+        as a source or clock reset; a clock jump is consumed by a step back only)."""
+        src = layout.src
         src.last_ns = stamp_ns
+        if reset or not src.messages:
+            src.epoch = self.epoch
         src.messages += 1
-        self.stamp_ns = stamp_ns
-        if nmap.index is None:                  # a partial source: where its values came from
+        if layout.partial:                      # a partial source: where its values came from
             h_source = self.h_source
-            for k in nmap.slots[0]:
+            for k in layout.nmap.slots[0]:
                 h_source[k] = src
 
-    def rejected_stamp(self, sec, nanosec, now_ns):
-        """The compiled cycle rejected the stamp of a message of the :meth:`fused_source`
-        layout: ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
-        src = self._last[1]
+    def stamp_reason(self, layout, sec, nanosec, now_ns):
+        """(kind, text) of the stamp policy's verdict on a message of ``layout`` that the
+        compiled cycle rejected or accepted as a reset (before :meth:`accepted`)."""
+        src = layout.src
         _, _, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns, self.max_lead_ns,
                                        self.reset_jump_ns, src.epoch != self.epoch)
-        self.reason = (kind, text)
         return kind, text
 
-    def fused_incomplete(self, stamp_ns):
-        """The compiled cycle accepted a message of the :meth:`fused_source` layout stamped
-        ``stamp_ns`` and held its values, but a held joint is missing or too old: recorded as
-        :meth:`add` records it; returns ``reason`` ('incomplete', text)."""
-        self.fused_accepted(stamp_ns)
-        self._incomplete(self._last[0], stamp_ns)
-        return self.reason
-
-    def rejected_bounds(self, q, v, e):
-        """The compiled cycle rejected a message of the :meth:`fused_source` layout whose
-        gathered joint values (q, v, e: e None without efforts) are not finite or beyond a
-        bound: ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
-        self.reason = self.bounds.violation(q, v, e)
-        return self.reason
-
-    def rejected_layout(self, n, n_position, n_velocity, n_effort):
-        """The compiled cycle rejected a message of ``n`` names whose arrays do not fit them:
-        ``reason`` and the returned (kind, text) say why, as :meth:`add` would."""
-        self.reason = layout_error(n, n_position, n_velocity, n_effort,
-                                   self.allow_missing_velocity)
-        return self.reason
-
-    def _reject(self, kind, text):
-        self.reason = (kind, text)
-        return 'reject'
-
-    # -- one message --------------------------------------------------------------------
-    def add(self, names, position, velocity, effort, sec, nanosec, now_ns):
-        """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty).
-
-        Returns 'cycle' (the state is complete: ``q``, ``v``, ``e``, ``stamp_ns``), 'reset'
-        (as 'cycle', and the source restarted: the observer must restart), 'held' (a partial
-        source's values were stored), 'incomplete' (the driving source's message was valid but
-        a joint is missing or too old: ``reason``) or 'reject' (``reason``: (kind, text))."""
-        nmap, src = self._source(names)
-        bad = layout_error(len(names), len(position), len(velocity), len(effort),
-                           self.allow_missing_velocity)
-        if bad is not None:
-            return self._reject(*bad)
-        if nmap.error is not None and not nmap.error.startswith('missing'):
-            return self._reject('duplicate', nmap.error)
-        verdict, stamp_ns, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns,
-                                                    self.max_lead_ns, self.reset_jump_ns,
-                                                    src.epoch != self.epoch)
-        if verdict == 'reject':
-            return self._reject(kind, text)
-        if verdict == 'reset':
-            self.reason = (kind, text)
-        q, v, e = self._q, self._v, self._e       # scratch: swapped in when accepted
-        has_e, b = len(effort) > 0, self.bounds
-        t = stamp_ns if stamp_ns else now_ns      # unstamped sources: the receiving clock
-        if nmap.expand is None:   # the message's joints and the held ones, checked: one call
-            code, all_e = gather_checked(nmap.gather, position, velocity, effort, self.held,
-                                         self.h_ns, self.h_known, self.h_effort, t,
-                                         self.max_age_ns, q, v, e, b.position, b.velocity,
-                                         b.effort)
-        else:                     # the independent joints of mimic_reduced coordinates
-            nmap.positions(position, q)
-            if len(velocity):
-                nmap.rates(velocity, v)
-            else:
-                v[:] = 0.0
-            if has_e:
-                nmap.efforts(effort, e)
-            bad = b.violation(q, v, e if has_e else None)
-            code, all_e = (GATHER_OK if bad is None else GATHER_BOUNDS), has_e
-        if code == GATHER_BOUNDS:
-            return self._reject(*b.violation(q, v, e if has_e else None))
-        partial = nmap.error is not None
-        if partial:        # every partial message's values are held (for the driving source)
-            if verdict == 'reset':      # reported with the next cycle if this one makes none
-                self._pending_reset = self.reason
-            hold(nmap.gather, position, velocity, effort, self.held, self.h_ns, self.h_known,
-                 self.h_effort, t)
-            for k in nmap.slots[0]:
-                self.h_source[k] = src
-        src.last_ns = stamp_ns
-        if verdict == 'reset' or not src.messages:
-            src.epoch = self.epoch    # a clock jump is consumed by a step back only
-        src.messages += 1
-        if partial and src.count < self.driving:   # not the driving source: only held
-            missing = [j for j, ok in zip(self.joint_names, nmap.present) if not ok]
-            self.reason = ('held', None if src.messages > 1 else (
-                f'new source with {src.count} of {len(self.joint_names)} joints (missing '
+    def held_reason(self, layout):
+        """The note of the first message of a source that does not drive the cycles, or
+        None."""
+        src = layout.src
+        if src.messages > 1:
+            return None
+        missing = [j for j, ok in zip(self.joint_names, layout.nmap.present) if not ok]
+        return (f'new source with {src.count} of {len(self.joint_names)} joints (missing '
                 f'required joint(s) {missing}): its values are held for the cycles of the '
-                f'source with {self.driving} joints'))
-            return 'held'
-        if code == GATHER_STALE:
-            return self._incomplete(nmap, t)
-        self.q, self._q, self.v, self._v, self.e, self._e = q, self.q, v, self.v, e, self.e
-        self.has_effort = all_e
-        self.stamp_ns = stamp_ns
-        return self._made(verdict)
+                f'source with {self.driving} joints')
 
-    def _incomplete(self, nmap, t):
-        """'incomplete': the driving source's joints are fine, a held one is missing or too
-        old (``reason`` names them and their last source)."""
+    def incomplete_reason(self, layout, t):
+        """(kind, text): the driving source's joints are fine, a held one is missing or too old
+        at ``t`` (the joints and their last source)."""
         age_ok = self.h_known & (np.abs(self.h_ns - t) <= self.max_age_ns)
-        lacking = np.flatnonzero(~nmap.present & ~age_ok)
+        lacking = np.flatnonzero(~layout.nmap.present & ~age_ok)
         last = {self.joint_names[k]: (None if self.h_source[k] is None else
                                       list(self.h_source[k].names)) for k in lacking}
         detail = '; '.join(
@@ -496,18 +415,14 @@ class JointStateAssembler:
                         f'last from the source {s} more than joint_hold_max_age '
                         f'({self.max_age:g} s) from this stamp')
             for j, s in last.items())
-        self.reason = ('incomplete', f'missing required joint(s) {list(last)}{self.hint} '
-                                     f'({detail})')
-        return 'incomplete'
+        return 'incomplete', (f'missing required joint(s) {list(last)}{self.hint} '
+                              f'({detail})')
 
-    def _made(self, verdict):
-        """The verdict of a message that makes a cycle: 'reset' when its source reset, or when
-        a reset of a partial source's message that made no cycle (held, incomplete) is still
-        to be reported (``reason`` then says which); else 'cycle'."""
-        if verdict == 'reset':
-            self._pending_reset = None
-            return 'reset'
-        if self._pending_reset is not None:
-            self.reason, self._pending_reset = self._pending_reset, None
-            return 'reset'
-        return 'cycle'
+    def bounds_reason(self, q, v, e):
+        """(kind, text) of gathered joint values (q, v, e: e None without efforts) that the
+        compiled cycle found not finite or beyond a bound."""
+        return self.bounds.violation(q, v, e)
+
+    def layout_reason(self, n, n_position, n_velocity, n_effort):
+        """(kind, text) of arrays that do not fit a message's ``n`` names, or None."""
+        return layout_error(n, n_position, n_velocity, n_effort, self.allow_missing_velocity)

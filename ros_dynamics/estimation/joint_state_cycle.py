@@ -23,10 +23,10 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle import Cycle
 from .joint_input import InputBounds, JointStateAssembler
-from .fused_cycle import (BRIDGED, DECLINED, INCOMPLETE, MADE, NO_EFFORT, OK, REFUSED,
-                          REJECTED_BOUNDS, REJECTED_LAYOUT, REJECTED_STAMP, RESTARTED, SAME,
-                          STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE,
-                          TORQUE_SOURCE, compile_fused, fused_step)
+from .fused_cycle import (ANSWERS, BRIDGED, HELD, INCOMPLETE, MADE, NO_EFFORT, NONFINITE, OK,
+                          REJECTED_BOUNDS, REJECTED_LAYOUT, REJECTED_STAMP, RESET, RESTARTED,
+                          SAME, STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE,
+                          TORQUE_NONE, TORQUE_SOURCE, compile_fused, fused_step)
 from .rules import NS
 
 
@@ -57,14 +57,14 @@ class Outcome:
 
 
 class JointStateCycle:
-    """The assembler and the cycle of one model behind one :meth:`step` (module text).
+    """The sources and the cycle of one model behind one :meth:`step` (module text).
 
     ``q``, ``v``, ``tau``: the model's state and torque vectors the cycles run on (the joint
     entries are gathered into them); ``outputs``: (dyn, grav, ext, offsets), where the compiled
-    call writes its results (serialized messages) in the model's own coordinates, or None (it
+    step writes its results (serialized messages) in the model's own coordinates, or None (it
     writes into buffers of its own; the outcome is then not ``written``).
     ``effort_source``: 'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0:
-    none)."""
+    none).  The compiled step's kernels are compiled (or loaded from the disk cache) here."""
 
     def __init__(self, assembler, cycle, q, v, tau, outputs=None, effort_source='joint_state',
                  commanded_timeout=0.0, odom_max_age=0.0):
@@ -75,9 +75,8 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
         self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
         self.outcome = Outcome()
-        self.counts = [0] * (REJECTED_BOUNDS + 1)       # per answer of fused_step (a list: cheap +1)
-        self.not_tried = 0          # messages the compiled call was not given
-        self._compiled = False       # the compiled call serves (compile() done)
+        self.counts = [0] * len(ANSWERS)       # per answer of fused_step (a list: cheap +1)
+        self._layout = None                    # the previous message's layout
         # it writes the outputs when they are the model's own coordinates in the buffers given;
         # else into buffers of its own, and the published coordinates are made after it
         self._written = outputs is not None and cycle.coords.identity
@@ -90,6 +89,7 @@ class JointStateCycle:
              float(assembler.allow_missing_velocity), float(TORQUE_MESSAGE)]),)
         # the observer's torque: the messages' efforts, always, or the commanded torque
         self._own_torque = effort_source == 'joint_state' or obs is None
+        compile_fused()
 
     def _fixed_arguments(self, outputs):
         asm, cycle = self.assembler, self.cycle
@@ -101,28 +101,16 @@ class JointStateCycle:
                 np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))]),
                 (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
 
-    def compile(self):
-        """Compile (or load) the compiled call's kernels (any thread); it serves from the next
-        message on."""
-        compile_fused()
-        self._compiled = True           # the compiled call serves from the next message on
-
     @property
     def fast_cycles(self):
-        """The cycles the compiled call made."""
+        """The cycles made."""
         return int(sum(self.counts[k] for k in MADE))
 
     def summary(self):
         """How the cycles ran (for /diagnostics)."""
-        if not self._compiled:
-            return 'Python pipeline (the compiled call is being compiled)'
-        counts = self.counts
-        why = [f'{k} {n}' for k, n in zip(DECLINED, counts[1:1 + len(DECLINED)]) if n]
-        if self.not_tried:
-            why.append(f'a new layout or source, or one that does not drive the cycles '
-                       f'{self.not_tried}')
+        others = [f'{ANSWERS[k]} {n}' for k, n in enumerate(self.counts) if n and k not in MADE]
         return f'{self.fast_cycles} in one compiled call' + (
-            f'; through the pipeline: {", ".join(why)}' if why else '')
+            f'; no cycle: {", ".join(others)}' if others else '')
 
     # -- one message ------------------------------------------------------------------------
     def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base=None,
@@ -133,64 +121,113 @@ class JointStateCycle:
         ``odom_max_age`` older than the joint state's: nothing from an old base state);
         ``command``: (joint torques, monotonic receipt ns) of the latest commanded torque or
         None; ``christoffel``: compute Gamma in this cycle.  Returns :attr:`outcome`."""
-        out = self.outcome
         if self.floating:
-            if base is not None:
-                if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
-                    return out
-                self.q[:self.base_q], self.v[:self.base_v] = base[0], base[1]
-        if self._compiled and (base is not None or not self.floating):
-            # the usual message in one compiled call (module text); the pipeline otherwise
-            asm, cycle = self.assembler, self.cycle
-            src = asm.fused_source(names)
-            if src is None:
-                self.not_tried += 1
-            else:
-                gather, last_ns, clock_jumped = src
-                obs_last_ns = cycle.fused_time
-                (model, work), state, per_joint, held, observer, outputs, limits = self._args
-                why = _NO_EFFORT
-                if not self._own_torque:      # the commanded torque (or none) this message
-                    torque, source, why = self._torque_source(command)
-                    limits[TORQUE_SOURCE] = source
-                    if source == TORQUE_GIVEN:
-                        per_joint[TORQUE] = torque
-                try:
-                    status = fused_step(model, work, gather, (position, velocity, effort), state,
-                                        per_joint, held, observer, outputs, limits, sec, nanosec,
-                                        now_ns, last_ns, obs_last_ns, cycle.gap_limit,
-                                        clock_jumped, len(names))
-                except TypeError:   # other array types (e.g. read-only): the pipeline converts
-                    status = None
-                if status is not None:
-                    self.counts[status] += 1
-                    if status in MADE:
-                        return self._made(status, sec * NS + nanosec, obs_last_ns, christoffel,
-                                          why)
-                    if status in REFUSED:
-                        return self._refused_state(status, sec * NS + nanosec, why)
-                    if status == INCOMPLETE:
-                        out.clear()
-                        kind, text = asm.fused_incomplete(sec * NS + nanosec)
-                        out.verdict = 'refused'
-                        out.refusal = (kind, 'joint_states incomplete: ' + text, 'warning')
-                        return out
-                    if status in (REJECTED_STAMP, REJECTED_LAYOUT, REJECTED_BOUNDS):
-                        out.clear()
-                        if status == REJECTED_STAMP:
-                            kind, text = asm.rejected_stamp(sec, nanosec, now_ns)
-                        elif status == REJECTED_LAYOUT:
-                            kind, text = asm.rejected_layout(len(names), len(position),
-                                                             len(velocity), len(effort))
-                        else:
-                            kind, text = asm.rejected_bounds(
-                                self.q[self.base_q:], self.v[self.base_v:],
-                                self.tau[self.base_v:] if len(effort) else None)
-                        out.verdict = 'refused'
-                        out.refusal = (kind, 'joint_states rejected: ' + text, 'warning')
-                        return out
-        return self._step_pipeline(names, position, velocity, effort, sec, nanosec, now_ns,
-                                   base, command, christoffel)
+            if base is None:
+                return self._refuse('no_odom', 'joint_states ignored: floating base and no '
+                                    'valid odom yet')
+            if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
+                return self.outcome
+            self.q[:self.base_q], self.v[:self.base_v] = base[0], base[1]
+        layout = self._layout
+        if layout is None or (layout.names is not names and layout.names != names):
+            layout = self._layout = self.assembler.layout(names)
+        n_names = len(names)
+        if layout.duplicate is not None or layout.expand is not None:   # (names' verdicts)
+            bad = self.assembler.layout_reason(n_names, len(position), len(velocity),
+                                               len(effort))
+            if bad is None and layout.duplicate is not None:
+                bad = ('duplicate', layout.duplicate)
+            if bad is not None:
+                return self._refuse(bad[0], 'joint_states rejected: ' + bad[1])
+            position, velocity, effort = self.assembler.expanded(layout, position, velocity,
+                                                                 effort)
+            n_names = len(position)
+        asm, cycle = self.assembler, self.cycle
+        src = layout.src
+        obs_last_ns = cycle.observer_time
+        (model, work), state, per_joint, held, observer, outputs, limits = self._args
+        why = _NO_EFFORT
+        if not self._own_torque:      # the commanded torque (or none) this message
+            torque, source, why = self._torque_source(command)
+            limits[TORQUE_SOURCE] = source
+            if source == TORQUE_GIVEN:
+                per_joint[TORQUE] = torque
+        args = (model, work, layout.gather, (position, velocity, effort), state, per_joint,
+                held, observer, outputs, limits, sec, nanosec, now_ns, src.last_ns, obs_last_ns,
+                cycle.gap_limit, src.epoch != asm.epoch, n_names, src.count >= asm.driving)
+        try:
+            status = fused_step(*args)
+        except TypeError:        # other array types (e.g. read-only, integer): converted
+            message = tuple(np.array(x, dtype=float) for x in (position, velocity, effort))
+            status = fused_step(*args[:3], message, *args[4:])
+        stamp_ns = sec * NS + nanosec
+        reset = status >= RESET
+        if reset:                      # a source or clock reset: the observer restarts
+            status -= RESET
+            self._reset(layout, sec, nanosec, now_ns)
+        else:
+            self.outcome.notes = _NO_NOTES
+        self.counts[status] += 1
+        if status in MADE:
+            asm.accepted(layout, stamp_ns, reset)
+            return self._made(status, stamp_ns or now_ns, obs_last_ns, christoffel, why)
+        return self._no_cycle(status, layout, sec, nanosec, now_ns, reset,
+                              (len(position), len(velocity), len(effort)), why)
+
+    def _no_cycle(self, status, layout, sec, nanosec, now_ns, reset, lengths, why):
+        """:attr:`outcome` of a message the compiled step made no cycle of (``status``): its
+        reason, and what an accepted one leaves (the observer restarts after a state the
+        dynamics refuse or a non-finite result)."""
+        asm, stamp_ns = self.assembler, sec * NS + nanosec
+        if status == REJECTED_STAMP:
+            kind, text = asm.stamp_reason(layout, sec, nanosec, now_ns)
+            return self._refuse(kind, 'joint_states rejected: ' + text)
+        if status == REJECTED_LAYOUT:
+            kind, text = asm.layout_reason(len(layout.names), *lengths)
+            return self._refuse(kind, 'joint_states rejected: ' + text)
+        if status == REJECTED_BOUNDS:
+            kind, text = asm.bounds_reason(self.q[self.base_q:], self.v[self.base_v:],
+                                           self.tau[self.base_v:] if lengths[2] else None)
+            return self._refuse(kind, 'joint_states rejected: ' + text)
+        asm.accepted(layout, stamp_ns, reset)
+        if status == HELD:
+            out = self._refuse(None, None, keep_notes=True)
+            out.verdict, out.refusal = 'held', None
+            text = asm.held_reason(layout)
+            if text is not None:
+                out.note('held', f'joint_states: {text}', 'info')
+            return out
+        if status == INCOMPLETE:
+            kind, text = asm.incomplete_reason(layout, stamp_ns or now_ns)
+            return self._refuse(kind, 'joint_states incomplete: ' + text, keep_notes=True)
+        if status == STATE_NO_TORQUE:
+            self.outcome.note(*why)
+        if status == NONFINITE:
+            error = self.cycle.refused_nonfinite()
+        else:                                      # STATE, STATE_NO_TORQUE
+            error = self.cycle.refused_state(self.q, self.v).error
+        return self._refuse('output', f'{error}: nothing published, observer re-initialized',
+                            'error', keep_notes=True)
+
+    def _refuse(self, kind, text, level='warning', keep_notes=False):
+        """:attr:`outcome` 'refused' for (kind, text, level); ``keep_notes``: with the notes
+        made for this message so far."""
+        out = self.outcome
+        notes = out.notes if keep_notes else _NO_NOTES
+        out.clear()
+        out.notes = notes
+        out.verdict = 'refused'
+        out.refusal = (kind, text, level)
+        return out
+
+    def _reset(self, layout, sec, nanosec, now_ns):
+        """A message accepted as a source or clock reset: the observer restarts (at it, or at
+        the next cycle that updates it), noted with the reason."""
+        kind, text = self.assembler.stamp_reason(layout, sec, nanosec, now_ns)
+        self.cycle.reset(text)
+        out = self.outcome
+        out.clear()
+        out.note(kind, f'{text}; observer re-initialized', 'info')
 
     def _stale(self, odom_ns, stamp_ns):
         """Whether the odometry stamped ``odom_ns`` is too old for the joint state stamped
@@ -199,31 +236,26 @@ class JointStateCycle:
         if self.odom_max_age_ns <= 0 or odom_ns <= 0 or stamp_ns <= 0 or \
                 age <= self.odom_max_age_ns:
             return False
-        out = self.outcome
-        out.clear()
-        out.verdict = 'refused'
-        out.refusal = ('stale_odom', f'joint_states ignored: the latest odom is {age / NS:.3g} s '
-                       f'older than the joint state (odom_max_age {self.odom_max_age_ns / NS:g} '
-                       's): nothing is computed from an old base state', 'warning')
+        self._refuse('stale_odom', f'joint_states ignored: the latest odom is {age / NS:.3g} s '
+                     f'older than the joint state (odom_max_age {self.odom_max_age_ns / NS:g} '
+                     's): nothing is computed from an old base state')
         return True
 
-    def _made(self, status, stamp_ns, obs_last_ns, christoffel, why=_NO_EFFORT):
-        """:attr:`outcome` of a cycle the compiled call made (``status``: its answer; ``why``:
+    def _made(self, status, t_ns, obs_last_ns, christoffel, why=_NO_EFFORT):
+        """:attr:`outcome` of a cycle the compiled step made (``status``: its answer; ``why``:
         the note of a cycle without an observer update)."""
-        asm, cycle, out = self.assembler, self.cycle, self.outcome
-        asm.fused_accepted(stamp_ns)
+        cycle, out = self.cycle, self.outcome
         observed = status != NO_EFFORT and status != SAME and cycle.observer is not None
-        out.notes, out.refusal = _NO_NOTES, None
-        res = out.result = cycle.fused_done(self.q, self.v, stamp_ns,
-                                            (stamp_ns - obs_last_ns) / NS, observed,
-                                            status == BRIDGED, status == OK, christoffel,
-                                            status == RESTARTED)
+        out.refusal = None
+        res = out.result = cycle.finish(self.q, self.v, t_ns, (t_ns - obs_last_ns) / NS,
+                                        observed, status == BRIDGED, status == OK, christoffel,
+                                        status == RESTARTED)
         if res.error is not None:
             out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
             out.refusal = ('output', f'{res.error}: nothing published, observer '
                            're-initialized', 'error')
             return out
-        out.verdict, out.t_ns, out.written = 'cycle', stamp_ns, self._written
+        out.verdict, out.t_ns, out.written = 'cycle', t_ns, self._written
         out.tau = self.tau if observed or status == SAME else None
         if status == NO_EFFORT:
             out.note(*why)
@@ -231,63 +263,8 @@ class JointStateCycle:
             self._bridged(res)
         return out
 
-    def _refused_state(self, status, stamp_ns, why):
-        """:attr:`outcome` of a message the compiled call accepted but whose state the dynamics
-        refuse (``status`` STATE or STATE_NO_TORQUE: then ``why``, the note of a cycle without
-        an observer update, is noted first): the reason is the core's, the observer restarts."""
-        out = self.outcome
-        out.clear()
-        self.assembler.fused_accepted(stamp_ns)
-        if status == STATE_NO_TORQUE:
-            out.note(*why)
-        out.result = res = self.cycle.refused_state(self.q, self.v)
-        out.verdict = 'refused'
-        out.refusal = ('output', f'{res.error}: nothing published, observer re-initialized',
-                       'error')
-        return out
-
-    def _step_pipeline(self, names, position, velocity, effort, sec, nanosec, now_ns, base,
-                       command, christoffel):
-        out, asm, cycle = self.outcome, self.assembler, self.cycle
-        out.clear()
-        verdict = asm.add(names, position, velocity, effort, sec, nanosec, now_ns)
-        if verdict == 'held':
-            out.verdict = 'held'
-            if asm.reason[1] is not None:
-                out.note('held', f'joint_states: {asm.reason[1]}', 'info')
-            return out
-        if verdict not in ('cycle', 'reset'):
-            kind, text = asm.reason
-            out.verdict = 'refused'
-            out.refusal = (kind, 'joint_states ' + (
-                'incomplete: ' if verdict == 'incomplete' else 'rejected: ') + text, 'warning')
-            return out
-        if verdict == 'reset':
-            cycle.reset(asm.reason[1])
-            out.note(asm.reason[0], f'{asm.reason[1]}; observer re-initialized',
-                     'info')
-        if self.floating and base is None:
-            out.verdict = 'refused'
-            out.refusal = ('no_odom', 'joint_states ignored: floating base and no valid odom '
-                           'yet', 'warning')
-            return out
-        self.q[self.base_q:] = asm.q
-        self.v[self.base_v:] = asm.v
-        tau = self._observer_torque(command, out)
-        t_ns = asm.stamp_ns or now_ns        # unstamped sources: the node clock at receipt
-        res = out.result = cycle.step(self.q, self.v, tau, t_ns, christoffel=christoffel)
-        if res.error is not None:
-            out.verdict = 'refused'
-            out.refusal = ('output', f'{res.error}: nothing published, observer '
-                           're-initialized', 'error')
-            return out
-        if res.observer == 'bridge':
-            self._bridged(res)
-        out.verdict, out.t_ns, out.tau = 'cycle', t_ns, tau
-        return out
-
     def _bridged(self, res):
-        """The note of a cycle made (either way) across a gap."""
+        """The note of a cycle made across a gap."""
         self.outcome.note(
             'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
             f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
@@ -308,19 +285,6 @@ class JointStateCycle:
                                              'observer not updated', 'warning')
         return command[0], TORQUE_GIVEN, None
 
-    def _observer_torque(self, command, out):
-        """The observer's applied torque (nv,) for a cycle of the pipeline
-        (:meth:`_torque_source`), or None (the observer is not updated; why is noted in
-        ``out``)."""
-        if self.cycle.observer is None:
-            return None
-        torque, source, why = self._torque_source(command)
-        if source == TORQUE_MESSAGE and not self.assembler.has_effort or source == TORQUE_NONE:
-            out.note(*why)
-            return None
-        self.tau[self.base_v:] = self.assembler.e if source == TORQUE_MESSAGE else torque
-        return self.tau
-
 
 # -- the node's cycle outside the node -------------------------------------------------------
 def output_buffers(nv):
@@ -337,32 +301,36 @@ def node_cycle(model, observer=None, coordinates='joint', bounds=None, **inputs)
     :class:`~ros_dynamics.estimation.joint_input.JointStateAssembler` (``bounds``: its
     :class:`~ros_dynamics.estimation.joint_input.InputBounds`, default the node's; ``inputs``:
     its input settings) and a :class:`~ros_dynamics.estimation.cycle.Cycle` with the observer
-    settings ``observer`` (None: no observer), its compiled call ready, writing into buffers of
-    its own (:func:`output_buffers`)."""
+    settings ``observer`` (None: no observer), writing into buffers of its own
+    (:func:`output_buffers`)."""
     cycle = Cycle(model, coordinates, observer)
     asm = JointStateAssembler(model.joint_names, bounds or InputBounds(model),
                               cycle.coords.joint_map, **inputs)
     nv = int(model.nv)
-    js = JointStateCycle(asm, cycle, neutral(model), np.zeros(nv), np.zeros(nv),
-                         output_buffers(nv))
-    js.compile()
-    return js
+    return JointStateCycle(asm, cycle, neutral(model), np.zeros(nv), np.zeros(nv),
+                           output_buffers(nv))
+
+
+def step_sample(js, q, v, tau, t_ns, christoffel=False):
+    """One sample of the model's state (q, v) and torque ``tau`` at ``t_ns`` through the cycle
+    the node runs (``js``, e.g. of :func:`node_cycle`), as the node gets it: one joint-state
+    message with every joint (stamped ``t_ns``) and a floating base's pose and twist as its
+    odometry.  Returns the outcome of :meth:`JointStateCycle.step` (one object, reused)."""
+    bq, bv = js.base_q, js.base_v
+    sec, nanosec = divmod(int(t_ns), NS)
+    base = (q[:bq], v[:bv]) if bq else None
+    return js.step(js.assembler.names, np.ascontiguousarray(q[bq:], dtype=float),
+                   np.ascontiguousarray(v[bv:], dtype=float),
+                   np.ascontiguousarray(tau[bv:], dtype=float), sec, nanosec, 0, base,
+                   christoffel=christoffel)
 
 
 def replay(js, samples, christoffel=False):
     """Recorded samples through the cycle the node runs (``js``, e.g. of :func:`node_cycle`):
-    one joint-state message per sample (every joint, stamped ``samples.t0_ns + t``; a floating
-    base's pose and twist as its odometry).  Yields (index, outcome) per sample: the outcome of
-    :meth:`JointStateCycle.step` (one object, reused: read it before the next)."""
-    model = js.cycle.model
-    names = tuple(model.joint_names)
-    bq, bv = base_nq(model), base_nv(model)
+    one joint-state message per sample (:func:`step_sample`, stamped ``samples.t0_ns + t``).
+    Yields (index, outcome) per sample: the outcome of :meth:`JointStateCycle.step` (one
+    object, reused: read it before the next)."""
     t0 = int(getattr(samples, 't0_ns', 0))
     for k in range(len(samples)):
-        q, v, tau = samples.q[k], samples.v[k], samples.tau[k]
-        sec, nanosec = divmod(t0 + int(round(float(samples.t[k]) * NS)), NS)
-        base = (q[:bq], v[:bv]) if bq else None
-        yield k, js.step(names, np.ascontiguousarray(q[bq:], dtype=float),
-                         np.ascontiguousarray(v[bv:], dtype=float),
-                         np.ascontiguousarray(tau[bv:], dtype=float), sec, nanosec, 0, base,
-                         christoffel=christoffel)
+        yield k, step_sample(js, samples.q[k], samples.v[k], samples.tau[k],
+                             t0 + int(round(float(samples.t[k]) * NS)), christoffel)

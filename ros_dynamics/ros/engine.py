@@ -15,15 +15,14 @@ import threading
 import numpy as np
 
 from ..core.api import christoffel, link_jacobian
-from ..core.configuration import neutral
+from ..core.configuration import base_nq, base_nv, neutral
 from ..core.jit import cached
 from ..core.kernels import geometry as geometry_kernel
 from ..core.model import with_armature
 from ..core.urdf import load_urdf_string
 from ..estimation.cycle import Cycle, ObserverSettings
-from ..estimation.fused_cycle import fused_step
 from ..estimation.joint_input import InputBounds, JointStateAssembler
-from ..estimation.joint_state_cycle import JointStateCycle
+from ..estimation.joint_state_cycle import JointStateCycle, node_cycle
 from ..identification.payload import apply_payload
 from .outputs import ModelMessages
 from .parameters import PARAMETERS
@@ -100,8 +99,6 @@ class Engine:
         self.messages = ModelMessages(model, self.coords, self.frame_id, self.task)
         self.q, self.v = self.messages.q, self.messages.v     # the state the cycles run on
         self.requests = Requests(model, self.messages.joint_coordinate_names)
-        self.fused_ready = False
-        self._lock = threading.Lock()
         self.tau = np.zeros(self.nv)
         self.configure_input(cfg)
         self._warm_up(cfg)
@@ -125,7 +122,7 @@ class Engine:
         """A new pipeline with the observer settings of ``cfg`` (ValueError if invalid)."""
         self.cycle = Cycle(self.model, cfg.coordinates, observer_settings(self.model, cfg))
         self.coords = self.cycle.coords
-        self._warm_cycle()
+        self._warm_cycle(cfg)
         self._restep(cfg)
 
     def configure_wrench(self, cfg):
@@ -137,14 +134,11 @@ class Engine:
                                            cfg.contact_wrench_force_only)
 
     def _restep(self, cfg):
-        """The cycle object on the current assembler and pipeline (the compiled call writing
-        into the serialized messages once its kernel is ready)."""
-        with self._lock:          # (the warm-up thread and a parameter change)
-            self.joint_state_cycle = JointStateCycle(
-                self.assembler, self.cycle, self.q, self.v, self.tau, self.messages.compiled,
-                cfg.effort_source, cfg.commanded_torque_timeout, cfg.odom_max_age)
-            if self.fused_ready:
-                self.joint_state_cycle.compile()
+        """The cycle object on the current assembler and cycle state (the compiled step
+        writing into the serialized messages)."""
+        self.joint_state_cycle = JointStateCycle(
+            self.assembler, self.cycle, self.q, self.v, self.tau, self.messages.compiled,
+            cfg.effort_source, cfg.commanded_torque_timeout, cfg.odom_max_age)
 
     # ------------------------------------------------------------------ the cycle
     def run(self, names, position, velocity, effort, sec, nanosec, now_ns, base, command,
@@ -160,9 +154,9 @@ class Engine:
             self.requests.keep(self.q, self.v, (sec, nanosec), out.t_ns, out.tau)
             self._cycles += 1
             if self._cycles == 2 and self.warm_later():
-                out.note('warm_up', 'compiling the Christoffel/Jacobian kernel and the compiled '
-                         'cycle in the background (~5 s of CPU, once after an install): '
-                         '~/christoffel starts then', 'info')
+                out.note('warm_up', 'compiling the Christoffel/Jacobian kernel in the '
+                         'background (~2 s of CPU, once after an install): ~/christoffel starts '
+                         'then', 'info')
         return out
 
     @property
@@ -198,44 +192,37 @@ class Engine:
         """The joint-state sources seen, for the shutdown summary."""
         return '; '.join(f'{names} ({n} messages)' for names, n, _ in self.assembler.sources)
 
-    def _warm_cycle(self):
-        q0 = neutral(self.model)
-        v0 = np.zeros(self.nv)
+    def _warm_cycle(self, cfg):
+        """The node's cycle, with this model and these settings, on two messages at the neutral
+        configuration (a scratch copy: nothing of this engine's state changes): its compiled
+        step and what follows it compiled (or loaded), the model checked (ValueError with the
+        reason); returns the scratch's cycle."""
+        model = self.model
+        js = node_cycle(model, observer_settings(model, cfg), cfg.coordinates, self.bounds)
+        q0, bq, bv = neutral(model), base_nq(model), base_nv(model)
+        z = np.zeros(self.nv - bv)
+        base = (q0[:bq], np.zeros(bv)) if self.floating else None
         for k in range(2):
-            self.cycle.step(q0, v0, np.zeros(self.nv), 10**9 + k * 10**6, christoffel=False)
-        self.cycle.reset('start')
-        return q0, v0
+            out = js.step(tuple(self.joint_names), q0[bq:], z, z, 1, k * 10**6, 0, base)
+            if out.verdict != 'cycle':
+                raise ValueError(out.refusal[1])
+        return js.cycle
 
     def _warm_up(self, cfg):
         """Compile (or load) and check the kernels of a cycle before the model is used, so that
-        the first joint states are not delayed by a compile.  The ``geometry`` kernel (Γ, link
-        placements and Jacobians: the Γ stream, the contact wrench, markers) and the compiled
-        cycle's are loaded too if the disk cache or this process has them; else
-        :meth:`warm_later` compiles them once the first ~/dynamics is out (the first start
-        after an install: ~/dynamics does not wait ≈ 5 s of CPU for compiles it does not need;
-        ~/christoffel starts, and the compiled cycle takes over, when they are done)."""
-        q0, v0 = self._warm_cycle()
-        res = self.cycle.step(q0, v0, None, 0)
-        if res.error:
-            raise ValueError(res.error)
-        z = np.zeros(len(self.joint_names))       # the joint-input kernel, on a scratch copy
-        scratch = JointStateAssembler(self.joint_names, self.bounds)
-        scratch.add(self.joint_names, z, z, z, 0, 0, 0)
+        the first joint states are not delayed by a compile: the node serves no joint state
+        before its compiled step is ready (the set-up, scripts/setup_env.sh, compiles it into
+        the disk cache; else it is compiled here, once).  The ``geometry`` kernel (Γ, link
+        placements and Jacobians: the Γ stream, the contact wrench, markers) is loaded too if
+        the disk cache or this process has it; else :meth:`warm_later` compiles it once the
+        first ~/dynamics is out (~/christoffel starts when it is done)."""
+        cycle = self._warm_cycle(cfg)
         self.geometry_ready = False
         self._warm_thread = None
         if cached(geometry_kernel):
             self.warm_geometry()
-        if cached(fused_step):
-            self.warm_fused()
         if self.task.enabled:        # the task-space kernel (≈ 5.5 s of CPU when not cached)
-            self.task.after_terms(self.cycle.data)
-
-    def warm_fused(self):
-        """Compile (or load) the compiled cycle's kernel (any thread); then ``fused_ready``
-        and, from the next joint state on, the compiled call serves the usual cycles."""
-        with self._lock:
-            self.joint_state_cycle.compile()
-            self.fused_ready = True
+            self.task.after_terms(cycle.data)
 
     def warm_geometry(self):
         """Compile (or load) the geometry kernel on this model (any thread: it uses a
@@ -248,19 +235,12 @@ class Engine:
         self.geometry_ready = True
 
     def warm_later(self):
-        """Start :meth:`warm_geometry` and :meth:`warm_fused` on a thread, once, for those not
-        ready; True if it started now."""
-        if (self.geometry_ready and self.fused_ready) or self._warm_thread is not None:
+        """Start :meth:`warm_geometry` on a thread, once, if it is not ready; True if it
+        started now."""
+        if self.geometry_ready or self._warm_thread is not None:
             return False
-
-        def warm():
-            if not self.geometry_ready:
-                self.warm_geometry()
-            if not self.fused_ready:
-                self.warm_fused()
-
-        self._warm_thread = threading.Thread(target=warm, name='kernel_warmup',
-                                                 daemon=True)
+        self._warm_thread = threading.Thread(target=self.warm_geometry, name='kernel_warmup',
+                                             daemon=True)
         self._warm_thread.start()
         return True
 

@@ -1,7 +1,8 @@
 """The contact-force estimate (estimation/contact_forces.py) against a plant's foot forces, no ROS.
 
-:func:`run` drives the :class:`~ros_dynamics.estimation.cycle.Cycle` with the four feet as
-contact frames on the project's rigid-contact quadruped (``standing``, ``trot``) or on MuJoCo
+:func:`run` drives the node's cycle
+(:func:`~ros_dynamics.estimation.joint_state_cycle.node_cycle`) with the four feet as contact
+frames on the project's rigid-contact quadruped (``standing``, ``trot``) or on MuJoCo
 (``mujoco``: standing, weight shift, a foot lifted, a push on the trunk), optionally with the
 base state from a noisy, late odometry, and returns the plant's foot forces, their exact
 ``K/(s+K)`` filter (the observer's discrete step, observer.py), the estimate, the states and
@@ -12,7 +13,8 @@ run to the figures of docs/contact_forces.md.
 import numpy as np
 
 from ..core import bundled_urdf, load_urdf
-from ..estimation.cycle import Cycle, ObserverSettings
+from ..estimation.cycle import ObserverSettings
+from ..estimation.joint_state_cycle import node_cycle, step_sample
 from .mujoco_quadruped import (FEET, MujocoQuadruped, SensingOptions, Sensors,
                                ShiftLiftPush, joint_pose)
 from .plant import PDGravityController
@@ -94,7 +96,7 @@ def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
                                 contact_frame_model=frame_model,
                                 contact_force_threshold=threshold,
                                 odom_twist_noise=odom_twist_noise)
-    cycle = Cycle(model, observer=settings)
+    js = node_cycle(model, settings)
     sensors = Sensors(sensing or SensingOptions(), dt)
     a = np.exp(-gain * dt)
     filt, pfilt = np.zeros((len(FEET), 3)), np.zeros(model.nv)
@@ -103,9 +105,10 @@ def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
     n = int(round(duration / dt))
     for k in range(n):
         t, q, v, tau, feet, push_k, touching = step()
-        res = cycle.step(*sensors.measure(q, v, tau), int(round(t * 1e9)))
-        if res.error is not None:
-            raise RuntimeError(res.error)
+        got = step_sample(js, *sensors.measure(q, v, tau), int(round(t * 1e9)))
+        if got.verdict != 'cycle':
+            raise RuntimeError(got.refusal[1])
+        res = got.result
         if res.forces is None:                  # the first sample starts the observer
             continue
         filt = a * filt + (1 - a) * feet
