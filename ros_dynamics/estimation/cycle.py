@@ -127,8 +127,8 @@ class ObserverSettings:
 
 
 class CycleResult:
-    """What one :meth:`Cycle.step` produced (one object per cycle, reused; read it before the
-    next step).  ``error`` is None or why nothing may be published."""
+    """What one cycle produced (:meth:`Cycle.finish`; one object per cycle, reused: read it
+    before the next).  ``error`` is None or why nothing may be published."""
 
     __slots__ = ('error', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
                  'observer', 'reset_reason', 'dt', 'forces')
@@ -147,7 +147,8 @@ class CycleResult:
 
 
 class Cycle:
-    """Per-cycle pipeline for one model (see the module text).
+    """What the cycle of one model keeps between messages, and what follows its compiled step
+    (see the module text).
 
     ``coordinates``: 'joint', 'mimic_reduced' or 'center_of_mass' (the published ones);
     ``observer``: :class:`ObserverSettings` or None (no observer)."""

@@ -1,35 +1,34 @@
-"""The usual control cycle in one compiled call: joint-state arrays in, the cycle's messages out.
+"""The control cycle in one compiled call: joint-state arrays in, the cycle's messages out.
 
-:func:`fused_step` applies the rules of :mod:`~ros_dynamics.estimation.rules` in the order the
-Python pipeline (:meth:`JointStateAssembler.add
-<ros_dynamics.estimation.joint_input.JointStateAssembler.add>`, then :meth:`Cycle.step
-<ros_dynamics.estimation.cycle.Cycle.step>`) applies them, calling the same compiled functions:
+:func:`fused_step` is the only statement of a cycle's sequence; it applies the rules of
+:mod:`~ros_dynamics.estimation.rules`, in this order, to every joint-state message:
 
 * the message layout (``layout_verdict``: refused, REJECTED_LAYOUT, if its arrays do not fit
-  its names), then the stamp policy (``stamp_verdict``): a stamp it rejects is refused
-  (REJECTED_STAMP), one accepted without a reset goes on;
+  its names), then the stamp policy of its source (``stamp_verdict``): a stamp it rejects is
+  refused (REJECTED_STAMP); one accepted as a source or clock reset restarts the observer
+  (RESET added to the answer); a source that sends no stamps is timed by the receiving clock;
 * one value per name; the joints gathered from the message and, for a source without every
   joint, from the held values of the others (``gather_checked``): finite, within the input
-  bounds, held values fresh enough;
-* Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``);
+  bounds (else REJECTED_BOUNDS), held values fresh enough (else INCOMPLETE, the message's
+  values held); a message of a source that does not drive the cycles only held (HELD);
+* Algorithm 1 of Echeandia & Wensing (2021) and the momentum products (the core's ``terms``;
+  a state it refuses: STATE);
 * when every joint has an effort (or a commanded torque is given: TORQUE_SOURCE), the
   observer (De Luca et al., 2006): its (re)start at this sample when it is due (at the first
-  sample with a torque, after a reset or a request: residual zero), else the time since its last
-  sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
+  sample with a torque, after a reset or a request: residual zero), else the time since its
+  last sample (``observer_interval``): an exact zero-order-hold step, or the bridge over a gap
   (``residual_step``), with the joint friction (``friction_into``); whether the residual is
   below every contact threshold (``any_above``);
-* a partial source's values held (``hold``); every result finite (``terms_finite``);
+* a partial source's values held (``hold``); every result finite (``terms_finite``; else
+  NONFINITE, the observer's state as it was);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
 buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
 means (the contact detector's hysteresis and isolation, the forces at contact frames, the
-contact wrench) is judged after it, on the residual it leaves, by the same Python code for
-both paths (:meth:`Cycle.fused_done <ros_dynamics.estimation.cycle.Cycle.fused_done>`): in
-contact as in free motion, the usual cycle is one compiled call.  It declines, before it has
-changed anything but the state vectors and the workspace, every joint state whose verdict is
-not "a cycle" or a refusal it names (a source or clock reset, a non-finite result): those
-need the bookkeeping that only the pipeline has, and
-:class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` then runs the pipeline.
+contact wrench) is judged after it, on the residual it leaves
+(:meth:`Cycle.finish <ros_dynamics.estimation.cycle.Cycle.finish>`);
+:class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` turns its answers into
+verdicts and reasons.
 """
 from __future__ import annotations
 
@@ -97,7 +96,7 @@ IDX = types.int64[::1]
 ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
 TRIPLE = types.UniTuple(VEC, 3)           # position, velocity, effort; q, v, tau of the model
-HELD_VALUES = types.Tuple((ROWS, IDX, FLAGS, FLAGS))         # held rows, their stamps, known, effort
+HELD_VALUES = types.Tuple((ROWS, IDX, FLAGS, FLAGS))  # held rows, their stamps, known, effort
 OBS = types.Tuple((ROWS, VEC, THRESHOLD_ROWS))        # observer rows, its last q, thresholds
 OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_torque,
 #                                                       ~/external_torque, offsets in them

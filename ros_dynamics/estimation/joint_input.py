@@ -2,8 +2,9 @@
 
 What every consumer of joint-state messages needs, in one place: the map from a message's
 name list to the model's joints (:class:`JointNameMap`), the bounds an accepted input must
-respect (:class:`InputBounds`), the stamp policy (:func:`judge_stamp`), and the assembly of one
-state from several sources that each publish some of the joints (:class:`JointStateAssembler`).
+respect (:class:`InputBounds`), the reasons of the stamp policy (:func:`judge_stamp`), and the
+sources that each publish some of the joints, with their held values
+(:class:`JointStateAssembler`: the compiled cycle assembles one state from them).
 
 Assembly policy (docs/ros_interface.md, "Joint-state assembly"):
 
@@ -250,7 +251,9 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock
 class Source:
     """One source of joint states: the model joints it carries (``key``), how many
     (``count``), its last accepted stamp (``last_ns``; NO_STAMP: none yet), its messages, and
-    the receiving clock's epoch at its last accepted message."""
+    the receiving clock's epoch at its last accepted message (what the compiled cycle accepted
+    is recorded by :meth:`JointStateCycle._accepted
+    <ros_dynamics.estimation.joint_state_cycle.JointStateCycle._accepted>`)."""
     __slots__ = ('key', 'names', 'count', 'last_ns', 'messages', 'epoch')
 
     def __init__(self, key, names, count):
@@ -285,9 +288,9 @@ class JointStateAssembler:
     joints and registers its source (keyed by the joints it carries: unknown extra names or
     another order are the same source); the compiled cycle judges the message against its
     source (its last stamp, whether it drives the cycles), gathers the joints, holds a partial
-    source's values in the arrays ``held``, ``h_ns``, ``h_known``, ``h_effort``, and returns a
-    code; :meth:`accepted` records an accepted message, and the reasons of the codes that need
-    one are made here.  A refused message changes nothing.
+    source's values in the arrays ``held``, ``h_ns``, ``h_known``, ``h_effort`` (``h_source``:
+    the source of each), and returns a code; the reasons of the codes that need one are made
+    here.  A refused message changes nothing.
     """
 
     def __init__(self, joint_names, bounds, mimic=None, hint='', max_age=0.5, max_lead=1.0,
@@ -370,20 +373,7 @@ class JointStateAssembler:
         return [(s.names, s.messages, None if s.last_ns == NO_STAMP else s.last_ns)
                 for s in self._sources.values()]
 
-    # -- what the compiled cycle made of a message ------------------------------------------
-    def accepted(self, layout, stamp_ns, reset):
-        """The compiled cycle accepted a message of ``layout`` stamped ``stamp_ns`` (``reset``:
-        as a source or clock reset; a clock jump is consumed by a step back only)."""
-        src = layout.src
-        src.last_ns = stamp_ns
-        if reset or not src.messages:
-            src.epoch = self.epoch
-        src.messages += 1
-        if layout.partial:                      # a partial source: where its values came from
-            h_source = self.h_source
-            for k in layout.nmap.slots[0]:
-                h_source[k] = src
-
+    # -- the reasons of what the compiled cycle made of a message ------------------------------
     def stamp_reason(self, layout, sec, nanosec, now_ns):
         """(kind, text) of the stamp policy's verdict on a message of ``layout`` that the
         compiled cycle rejected or accepted as a reset (before :meth:`accepted`)."""

@@ -1,18 +1,19 @@
 """One joint-state message in, one cycle's results (or why there are none) out, without ROS.
 
-:class:`JointStateCycle` is the one place that decides how a message is processed: the
-usual case (a known source, in any published coordinates, with either torque source; nothing
-to reject or reset) in one compiled call
-(:func:`~ros_dynamics.estimation.fused_cycle.fused_step`), everything else step by step in
-Python (:class:`~ros_dynamics.estimation.joint_input.JointStateAssembler`, then
-:class:`~ros_dynamics.estimation.cycle.Cycle`), which gives the verdicts their reasons.  Both
-apply the same compiled rules (:mod:`~ros_dynamics.estimation.rules`), so the choice changes
-the cost of a cycle, never its outcome (test_fused_cycle runs both on the same messages).
+:class:`JointStateCycle` gives every message to the one compiled step
+(:func:`~ros_dynamics.estimation.fused_cycle.fused_step`) and turns its answer into an
+:class:`Outcome`: a cycle (what follows the compiled step made once, by
+:meth:`Cycle.finish <ros_dynamics.estimation.cycle.Cycle.finish>`), a held message, or a
+refusal with its reason.  Python does before the step only what needs the names: a new name
+list is mapped to the model's joints and its source registered
+(:meth:`JointStateAssembler.layout
+<ros_dynamics.estimation.joint_input.JointStateAssembler.layout>`; a joint named twice is
+refused there; the independent joints of ``mimic_reduced`` coordinates are expanded).
 
 It also owns the torque the observer is given (``effort_source``: the joint states' efforts,
 or the latest commanded torque if recent enough) and a floating base's pose and twist.
-:func:`node_cycle` and :func:`replay` run the node's cycle outside the node (calibration,
-identification, tests).
+:func:`node_cycle`, :func:`step_sample` and :func:`replay` run the node's cycle outside the
+node (calibration, identification, benchmarks, tests).
 """
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ class JointStateCycle:
             self.outcome.notes = _NO_NOTES
         self.counts[status] += 1
         if status in MADE:
-            asm.accepted(layout, stamp_ns, reset)
+            self._accepted(layout, stamp_ns, reset)
             return self._made(status, stamp_ns or now_ns, obs_last_ns, christoffel, why)
         return self._no_cycle(status, layout, sec, nanosec, now_ns, reset,
                               (len(position), len(velocity), len(effort)), why)
@@ -189,7 +190,7 @@ class JointStateCycle:
             kind, text = asm.bounds_reason(self.q[self.base_q:], self.v[self.base_v:],
                                            self.tau[self.base_v:] if lengths[2] else None)
             return self._refuse(kind, 'joint_states rejected: ' + text)
-        asm.accepted(layout, stamp_ns, reset)
+        self._accepted(layout, stamp_ns, reset)
         if status == HELD:
             out = self._refuse(None, None, keep_notes=True)
             out.verdict, out.refusal = 'held', None
@@ -208,6 +209,20 @@ class JointStateCycle:
             error = self.cycle.refused_state(self.q, self.v).error
         return self._refuse('output', f'{error}: nothing published, observer re-initialized',
                             'error', keep_notes=True)
+
+    def _accepted(self, layout, stamp_ns, reset):
+        """The compiled step accepted a message of ``layout`` stamped ``stamp_ns`` (``reset``:
+        as a source or clock reset; a clock jump is consumed by a step back only): recorded in
+        its source, and for a partial source where its held values came from."""
+        src = layout.src
+        src.last_ns = stamp_ns
+        if reset or not src.messages:
+            src.epoch = self.assembler.epoch
+        src.messages += 1
+        if layout.partial:
+            h_source = self.assembler.h_source
+            for k in layout.nmap.slots[0]:
+                h_source[k] = src
 
     def _refuse(self, kind, text, level='warning', keep_notes=False):
         """:attr:`outcome` 'refused' for (kind, text, level); ``keep_notes``: with the notes

@@ -314,15 +314,6 @@ class MomentumObserver:
         """The last sample's q (the array itself: a compiled cycle writes it)."""
         return self._q
 
-    def sampled(self, restart=False):
-        """One sample that a compiled cycle processed on :attr:`state` (and the last q):
-        an update, or with ``restart`` the (re)start at it (:meth:`reset_from` with its
-        torque; current-torque hold only, no ``tau_average``)."""
-        if restart:
-            self._initialized, self._have_tau, self.samples = True, True, 0
-        else:
-            self.samples += 1
-
     def _step(self, p, ctv, g, q, v, tau, dt, bridge=False):
         residual_step(self._r, self._gain, dt, self._p, self._beta, self._tau, p, ctv, g,
                       self._friction(v), tau, self.tau_average and self._have_tau, bridge)
@@ -514,7 +505,7 @@ def filtered_columns(t, columns, restart, gain, bridge=None):
     ``t``, given ``columns`` yielding (P_k, B_k) (nv × p: the change of p and β per unit
     parameter), yields ``ρ_k = a ρ_{k−1} + (1 − a) w_k`` with ``w_k = (P_k − P_{k−1})/Δt −
     ½(B_k + B_{k−1})``, ``a = e^{−K Δt}`` (K = ``gain``, one or per coordinate); restarted
-    (zero) where ``restart``, held where ``bridge`` (a gap the pipeline bridged).  The array
+    (zero) where ``restart``, held where ``bridge`` (a gap the cycle bridged).  The array
     yielded is reused: copy what is kept."""
     cur = K = P_prev = B_prev = None
     for k, (P, B) in enumerate(columns):

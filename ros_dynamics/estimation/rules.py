@@ -1,10 +1,10 @@
 """The per-cycle rules, each stated once as a small compiled function with its constants here.
 
-Every consumer of joint states applies these and nothing else: the Python pipeline
-(:class:`~ros_dynamics.estimation.joint_input.JointStateAssembler`,
-:class:`~ros_dynamics.estimation.cycle.Cycle`, the observer) calls them one by one and turns the
-codes they return into reasons; the compiled cycle (:mod:`ros_dynamics.estimation.fused_cycle`)
-calls the same functions in one compiled call.  So a rule changed here changes both paths.
+The compiled cycle (:mod:`ros_dynamics.estimation.fused_cycle`) calls them in one compiled
+call, and the Python that gives its answers their reasons
+(:mod:`~ros_dynamics.estimation.joint_input`) calls the same functions again for the text;
+the standalone observer and detector (:mod:`~ros_dynamics.estimation.observer`) use them too.
+So a rule changed here changes every user.
 
 * :func:`stamp_verdict`: the stamp policy of one source (docs/input_policy.md);
 * :func:`layout_verdict`: the arrays of a message fit its names;

@@ -124,7 +124,7 @@ class NodeHealth:
 
     def compiled_cycle(self, text):
         """How the cycles ran since the model was installed (a short text, e.g. '998 in one
-        compiled call, 2 through the pipeline'); None: not reported."""
+        compiled call; no cycle: held 2'); None: not reported."""
         self._compiled = text
 
     def rejected(self, reason):

@@ -1,5 +1,5 @@
 """What the dynamics node builds for one robot model, and its cycle: the model, the joint-input
-assembler and the per-cycle pipeline behind one call (:meth:`Engine.run`), and their warm-up.
+assembler and the cycle behind one call (:meth:`Engine.run`), and their warm-up.
 
 An :class:`Engine` is built completely (model, every kernel warmed up on it, its messages)
 before it replaces the current one, off the executor thread; :func:`build_engine` is the one
@@ -81,7 +81,7 @@ def observer_settings(model, cfg):
 
 
 class Engine:
-    """One model, its input assembler and its pipeline behind :meth:`run`, and its messages
+    """One model, its input assembler and its cycle behind :meth:`run`, and its messages
     (module text)."""
 
     def __init__(self, models, xml, cfg):
@@ -119,7 +119,7 @@ class Engine:
         self._restep(cfg)
 
     def configure_observer(self, cfg):
-        """A new pipeline with the observer settings of ``cfg`` (ValueError if invalid)."""
+        """A new cycle state with the observer settings of ``cfg`` (ValueError if invalid)."""
         self.cycle = Cycle(self.model, cfg.coordinates, observer_settings(self.model, cfg))
         self.coords = self.cycle.coords
         self._warm_cycle(cfg)
