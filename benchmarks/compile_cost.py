@@ -13,7 +13,7 @@ subtracted from the caller: "self" time; "total" includes them).  The child's st
 
 1. ``import ros_dynamics`` (CPU since interpreter start);
 2. what the ROS node does for its first ~/dynamics on urdf/arm7.urdf: two joint states through
-   the joint-input assembler and the per-cycle pipeline (``estimation.cycle.Cycle.step``:
+   the joint-input assembler and the per-cycle pipeline (``estimation.cycle_state.CycleState.step``:
    M, C, dM/dt, g, the observer's reset and first update, the contact detector);
 3. the rest of the node's warm-up, in two steps: a cycle that also computes Gamma and
    ``rd.christoffel``; then ``link_jacobian`` and ``estimate_contact_wrench`` (the contact path);
@@ -64,8 +64,8 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 marks = {}
 import ros_dynamics as rd
-from ros_dynamics.estimation.cycle import ObserverSettings
-from ros_dynamics.estimation.joint_state_cycle import node_cycle, step_sample
+from ros_dynamics.estimation.cycle_state import ObserverSettings
+from ros_dynamics.estimation.cycle import node_cycle, step_sample
 marks['import ros_dynamics'] = time.process_time()
 step[0] = 'dynamics'
 m = rd.load_urdf(rd.bundled_urdf('arm7'))

@@ -67,11 +67,11 @@ def check(oc, model, q, v):
 
 
 def node_cycle(urdf, floating, kind, cycles):
-    """CPU seconds per cycle of the node's cycle (estimation.joint_state_cycle.node_cycle: the
+    """CPU seconds per cycle of the node's cycle (estimation.cycle.node_cycle: the
     compiled step, then the published coordinates) in ``kind`` coordinates, observer on, Gamma
     every 10th cycle."""
-    from ros_dynamics.estimation.cycle import ObserverSettings
-    from ros_dynamics.estimation import joint_state_cycle as jsc
+    from ros_dynamics.estimation.cycle_state import ObserverSettings
+    from ros_dynamics.estimation import cycle as jsc
 
     model = rd.load_urdf(urdf, floating_base=floating)
     cyc = jsc.node_cycle(model, ObserverSettings(model), kind)

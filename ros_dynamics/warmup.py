@@ -21,14 +21,14 @@ ESTIMATE = {
     'terms': 7.0, 'geometry': 2.0, 'observer_terms': 1.5, 'mass_matrix': 1.0, 'gravity': 1.0,
     'inverse_dynamics': 2.0, 'forward_dynamics': 3.0, 'contact_compliance': 7.0,
     'dynamics_batch': 4.0, 'christoffel_batch': 2.0, 'residual_step': 0.5, 'any_above': 0.1,
-    'fused_step': 3.0, 'task_space': 5.5, 'derivatives': 8.0, 'derivatives_batch': 10.0,
+    'cycle_step': 3.0, 'task_space': 5.5, 'derivatives': 8.0, 'derivatives_batch': 10.0,
 }
 
 
 def main(argv=None):
     import ros_dynamics.core  # noqa: F401  (define every kernel; compile nothing)
     import ros_dynamics.estimation.observer  # noqa: F401
-    import ros_dynamics.estimation.fused_cycle  # noqa: F401
+    import ros_dynamics.estimation.cycle_kernel  # noqa: F401
     from ros_dynamics.core.jit import ENTRY_KERNELS, cached, ready
 
     t_all = time.process_time()
@@ -63,8 +63,8 @@ def _warm_pipeline():
     import numpy as np
     from ros_dynamics.core.bundled import bundled_urdf
     from ros_dynamics.core.urdf import load_urdf
-    from ros_dynamics.estimation.cycle import ObserverSettings
-    from ros_dynamics.estimation.joint_state_cycle import node_cycle
+    from ros_dynamics.estimation.cycle_state import ObserverSettings
+    from ros_dynamics.estimation.cycle import node_cycle
     from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader
     JointStateReader().read(EMPTY_JOINT_STATE)
     model = load_urdf(bundled_urdf('arm7'))

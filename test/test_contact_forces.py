@@ -6,7 +6,7 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics import ContactForceEstimator
-from ros_dynamics.estimation.cycle import Cycle, ObserverSettings
+from ros_dynamics.estimation.cycle_state import CycleState, ObserverSettings
 from ros_dynamics.simulation.contact_force_runs import metrics, run
 from ros_dynamics.simulation.mujoco_quadruped import FEET, SensingOptions, ShiftLiftPush
 

@@ -1,4 +1,4 @@
-"""The node's one cycle (estimation/joint_state_cycle.py: the compiled step and what follows
+"""The node's one cycle (estimation/cycle.py: the compiled step and what follows
 it), checked against the core library called directly and against a simulated robot (no ROS).
 
 * Terms equal the core's allocating calls; the residual equals a standalone MomentumObserver
@@ -17,9 +17,9 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics import testing
-from ros_dynamics.estimation.cycle import ObserverSettings
+from ros_dynamics.estimation.cycle_state import ObserverSettings
 from ros_dynamics.estimation.joint_input import InputBounds
-from ros_dynamics.estimation.joint_state_cycle import node_cycle, step_sample
+from ros_dynamics.estimation.cycle import node_cycle, step_sample
 
 pytestmark = pytest.mark.core
 MS = 1_000_000

@@ -144,10 +144,10 @@ def test_a_kernel_calling_core_kernels_is_stale_with_them(tmp_path):
                     ignore=shutil.ignore_patterns('__pycache__'))
     code = ('import sys\n'
             'from ros_dynamics.core.jit import cached\n'
-            'from ros_dynamics.estimation.fused_cycle import compile_fused, fused_step\n'
-            'print(cached(fused_step))\n'
+            'from ros_dynamics.estimation.cycle_kernel import compile_cycle, cycle_step\n'
+            'print(cached(cycle_step))\n'
             'if sys.argv[-1] == "compile":\n'
-            '    compile_fused()\n')
+            '    compile_cycle()\n')
 
     def run(arg):
         p = subprocess.run([sys.executable, '-c', code, arg], cwd=str(tmp_path), text=True,

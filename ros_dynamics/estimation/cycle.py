@@ -1,340 +1,351 @@
-"""What a cycle keeps between messages and what follows its compiled step (no ROS).
+"""One joint-state message in, one cycle's results (or why there are none) out, without ROS.
 
-The compiled step (:func:`~ros_dynamics.estimation.fused_cycle.fused_step`) makes the cycle:
-one kinematics pass for M, C, dM/dt, g, p = M v and C^T v (Echeandia & Wensing 2021,
-Algorithm 1), the momentum observer step (De Luca et al. 2006) and the finite check.
-:class:`Cycle` holds what it runs on (the workspace :attr:`Cycle.data`, the observer's state
-rows, the contact thresholds) and makes, in :meth:`Cycle.finish`, what follows it: Gamma when
-asked (Algorithm 2), the change to the published coordinates, with contact frames the forces
-at them and the part of the residual they leave unexplained (contact_forces.py), contact
-detection with hysteresis and isolation (on that unexplained part when there are contact
-frames: a standing robot's weight is its feet's, not a contact), the contact wrench.
+:class:`JointStateCycle` gives every message to the one compiled step
+(:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) and turns its answer into an
+:class:`Outcome`: a cycle (what follows the compiled step made once, by
+:meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`), a held message, or a
+refusal with its reason.  Python does before the step only what needs the names: a new name
+list is mapped to the model's joints and its source registered
+(:meth:`JointStateAssembler.layout
+<ros_dynamics.estimation.joint_input.JointStateAssembler.layout>`; a joint named twice is
+refused there; the independent joints of ``mimic_reduced`` coordinates are expanded).
 
-It owns the observer's timing and the reasons of its restarts (:meth:`Cycle.reset`: a source
-or clock reset, the time going back, a non-finite result, a request).  A gap in the
-stamps longer than the gap limit does not restart it: the observer integrates the momentum
-over each period (zero-order hold of the torque), so a gap of many periods would turn the
-motion during it into a residual; it bridges the gap instead (the residual keeps its value, the
-integral is re-anchored after the gap: ``observer.residual_step``), so that a scheduling
-hiccup during a contact costs neither the contact nor its estimate.  Gap limit: ``gap_factor``
-times the median sample period of the stream (estimated from the last 64 periods, first after
-8), clamped to [``gap_min``, ``gap_max``]; ``gap_max`` until the period is known.  The rules
-themselves (the gap, the threshold, the finite check, friction) are those of
-:mod:`~ros_dynamics.estimation.rules`.
+It also owns the torque the observer is given (``effort_source``: the joint states' efforts,
+or the latest commanded torque if recent enough) and a floating base's pose and twist.
+:func:`node_cycle`, :func:`step_sample` and :func:`replay` run the node's cycle outside the
+node (calibration, identification, benchmarks, tests).
 """
 from __future__ import annotations
 
-import math
+import time
 
 import numpy as np
 
-from ..core.api import christoffel_after_terms, compute_all_terms
-from ..core.coordinates import output_coordinates
-from ..core.data import Data
-from .contact_forces import ContactForceEstimator
-from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
-from .rules import terms_finite
-from .stance_residual import StanceResidual
-
-PERIOD_WINDOW = 64
-
-
-def per_coordinate(name, values, model, fill_base=None):
-    """A per-velocity-coordinate vector (nv,) from one value, one per joint or one per
-    coordinate; the floating-base entries are ``fill_base(values)`` (default 0)."""
-    nv = int(model.nv)
-    b = 6 if model.floating_base else 0
-    nj = nv - b
-    vals = np.asarray(values, dtype=float).ravel()
-    out = np.zeros(nv)
-    if vals.size == 1:
-        out[:] = vals[0]
-        if fill_base is None:
-            out[:b] = 0.0
-    elif vals.size == nv:
-        out[:] = vals
-    elif vals.size == nj:
-        out[b:] = vals
-        out[:b] = 0.0 if fill_base is None else fill_base(vals)
-    else:
-        raise ValueError(f'{name} has {vals.size} elements; expected 1, {nj} (joints) or {nv} '
-                         '(velocity coordinates) for this model')
-    return out
+from ..core.configuration import base_nq, base_nv, neutral
+from .cycle_state import CycleState
+from .joint_input import InputBounds, JointStateAssembler
+from .cycle_kernel import (ANSWERS, BRIDGED, HELD, INCOMPLETE, MADE, NO_EFFORT, NONFINITE, OK,
+                          REJECTED_BOUNDS, REJECTED_LAYOUT, REJECTED_STAMP, RESET, RESTARTED,
+                          SAME, STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE,
+                          TORQUE_NONE, TORQUE_SOURCE, compile_cycle, cycle_step)
+from .rules import NS
 
 
-class ObserverSettings:
-    """The observer's configuration for one model (validated; ValueError with the reason)."""
-
-    def __init__(self, model, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                 threshold=5.0, release_ratio=0.5, gap_factor=5.0, gap_min=0.002, gap_max=0.1,
-                 wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
-                 torque_offset=0.0, contact_frames=(), contact_frame_model='point',
-                 contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
-                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03):
-        self.gain = per_coordinate('observer_gain', gain, model, np.max)
-        self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
-        self.threshold_velocity = per_coordinate('contact_threshold_velocity',
-                                                 threshold_velocity, model)
-        self.threshold_torque = per_coordinate('contact_threshold_torque', threshold_torque,
-                                               model)
-        if (self.threshold_velocity < 0).any() or (self.threshold_torque < 0).any():
-            raise ValueError('contact_threshold_velocity and contact_threshold_torque must be '
-                             '>= 0')
-        self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
-                                               model)
-        self.friction_coulomb = per_coordinate('observer_friction_coulomb', friction_coulomb,
-                                               model)
-        self.torque_offset = per_coordinate('observer_torque_offset', torque_offset, model)
-        if not (self.gain > 0).all() or not (self.threshold > 0).all():
-            raise ValueError('observer_gain and contact_threshold must be > 0')
-        self.release_ratio = float(release_ratio)
-        self.gap_factor, self.gap_min, self.gap_max = float(gap_factor), float(gap_min), float(
-            gap_max)
-        self.set_wrench(model, wrench_link, wrench_point, force_only)
-        self.contact_frames = tuple(contact_frames)
-        self.contact_frame_model = contact_frame_model
-        self.contact_normal = np.asarray(contact_normal, dtype=float)
-        self.contact_force_threshold = float(contact_force_threshold)
-        self.odom_twist_noise = float(odom_twist_noise)
-        if not (math.isfinite(self.odom_twist_noise) and self.odom_twist_noise >= 0):
-            raise ValueError(f'odom_twist_noise must be >= 0, got {odom_twist_noise}')
-        self.contact_forces(model)           # validated here (the estimator is the Cycle's)
-
-    def contact_forces(self, model):
-        """The contact-force estimator of these settings (contact_forces.py), or None without
-        contact frames."""
-        if not self.contact_frames:
-            return None
-        stance = None
-        if self.odom_twist_noise > 0 and model.floating_base:     # stance_residual.py
-            stance = StanceResidual(model, self.odom_twist_noise, dict(
-                gain=self.gain, friction_viscous=self.friction_viscous,
-                friction_coulomb=self.friction_coulomb, torque_offset=self.torque_offset))
-        return ContactForceEstimator(model, self.contact_frames, self.contact_frame_model,
-                                     self.contact_normal, self.contact_force_threshold,
-                                     self.release_ratio, stance_residual=stance)
-
-    def set_wrench(self, model, link, point, force_only):
-        """Where and how the contact wrench is estimated (a link, or '' for the isolated one;
-        a point in its frame; a pure force or a 6-D wrench): no part of the observer's model,
-        so a change restarts nothing."""
-        if link and link not in model.link_frames:
-            raise ValueError(f'contact_wrench_link {link!r} is not a link of the model '
-                             f'{model.name!r}')
-        self.wrench_link = link
-        self.wrench_point = np.asarray(point, dtype=float)
-        self.force_only = bool(force_only)
+_NO_NOTES = ()
+_NO_TORQUE = np.zeros(0)
+_NO_EFFORT = ('no_effort', 'joint_states without effort: observer not updated', 'info')
 
 
-class CycleResult:
-    """What one cycle produced (:meth:`Cycle.finish`; one object per cycle, reused: read it
-    before the next).  ``error`` is None or why nothing may be published."""
+class Outcome:
+    """What :meth:`JointStateCycle.step` made of one message (one object, reused).
 
-    __slots__ = ('error', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
-                 'observer', 'reset_reason', 'dt', 'forces')
+    ``verdict``: 'cycle' (``result`` holds the cycle, ``t_ns`` its time, ``tau`` the observer's
+    torque or None, ``written``: the compiled call wrote the outputs already), 'held' (a partial
+    source's values were kept; ``note`` says so once) or 'refused' (``refusal``: (kind, text,
+    level)).  ``notes``: (kind, text, level) to log for an accepted message."""
 
-    def __init__(self):
-        self.clear()
+    __slots__ = ('verdict', 'result', 't_ns', 'tau', 'written', 'refusal', 'notes')
 
     def clear(self):
-        self.error = None
-        self.terms = self.out = self.residual = self.contact = None
-        self.wrench = self.wrench_link = None
-        self.forces = None          # ContactForces at the contact frames (an update with them)
-        self.observer = None        # None, 'reset' (restarted here), 'update' or 'bridge' (an
-        self.reset_reason = None    # update across a gap: observer_interval)
-        self.dt = 0.0               # the period of the update [s]
+        self.verdict, self.result, self.t_ns, self.tau = None, None, 0, None
+        self.written, self.refusal, self.notes = False, None, _NO_NOTES
+
+    def note(self, kind, text, level):
+        """Add (kind, text, level) to :attr:`notes`."""
+        if self.notes is _NO_NOTES:
+            self.notes = []
+        self.notes.append((kind, text, level))
 
 
-class Cycle:
-    """What the cycle of one model keeps between messages, and what follows its compiled step
-    (see the module text).
+class JointStateCycle:
+    """The sources and the cycle of one model behind one :meth:`step` (module text).
 
-    ``coordinates``: 'joint', 'mimic_reduced' or 'center_of_mass' (the published ones);
-    ``observer``: :class:`ObserverSettings` or None (no observer)."""
+    ``q``, ``v``, ``tau``: the model's state and torque vectors the cycles run on (the joint
+    entries are gathered into them); ``outputs``: (dyn, grav, ext, offsets), where the compiled
+    step writes its results (serialized messages) in the model's own coordinates, or None (it
+    writes into buffers of its own; the outcome is then not ``written``).
+    ``effort_source``: 'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0:
+    none).  The compiled step's kernels are compiled (or loaded from the disk cache) here."""
 
-    def __init__(self, model, coordinates='joint', observer=None):
-        self.model = model
-        self.data = Data(model)
-        self.coords = output_coordinates(model, coordinates)
-        self.settings = observer
-        self.result = CycleResult()
-        self.last_reset = None           # (why, t_ns) of the latest observer restart
-        self._periods = np.zeros(PERIOD_WINDOW)
-        self._n_periods = 0
-        self.gap_limit = observer.gap_max if observer is not None else math.inf
-        if observer is not None:
-            self.observer = MomentumObserver(model, gain=observer.gain,
-                                             friction_viscous=observer.friction_viscous,
-                                             friction_coulomb=observer.friction_coulomb,
-                                             torque_offset=observer.torque_offset)
-            self.detector = ContactDetector(model, threshold=observer.threshold,
-                                            release_ratio=observer.release_ratio,
-                                            threshold_velocity=observer.threshold_velocity,
-                                            threshold_torque=observer.threshold_torque)
-        else:
-            self.observer = self.detector = None
-        # forces at the contact frames; the detector then judges what they leave unexplained
-        self.contact_forces = observer.contact_forces(model) if observer is not None else None
-        self._last_ns = None             # observer time of the last restart or update
-        self.bridged = 0                 # gaps bridged (observer_interval: INTERVAL_GAP)
-        self._pending = 'start'          # why the observer restarts at the next step
+    def __init__(self, assembler, cycle, q, v, tau, outputs=None, effort_source='joint_state',
+                 commanded_timeout=0.0, odom_max_age=0.0):
+        self.assembler, self.cycle = assembler, cycle
+        self.odom_max_age_ns = int(round(float(odom_max_age) * NS))
+        self.q, self.v, self.tau = q, v, tau
+        self.floating = bool(cycle.model.floating_base)
+        self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
+        self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
+        self.outcome = Outcome()
+        self.counts = [0] * len(ANSWERS)       # per answer of cycle_step (a list: cheap +1)
+        self._layout = None                    # the previous message's layout
+        # it writes the outputs when they are the model's own coordinates in the buffers given;
+        # else into buffers of its own, and the published coordinates are made after it
+        self._written = outputs is not None and cycle.coords.identity
+        if not self._written:
+            outputs = output_buffers(int(cycle.model.nv))
+        obs = cycle.observer
+        self._args = self._fixed_arguments(outputs) + (np.array(
+            [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
+             assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
+             float(assembler.allow_missing_velocity), float(TORQUE_MESSAGE)]),)
+        # the observer's torque: the messages' efforts, always, or the commanded torque
+        self._own_torque = effort_source == 'joint_state' or obs is None
+        compile_cycle()
 
-    def reset(self, why):
-        """Restart the observer at the next cycle with effort (residual zero, detector
-        released), for the reason ``why``."""
-        self._pending = why
-        self._last_ns = None
+    def _fixed_arguments(self, outputs):
+        asm, cycle = self.assembler, self.cycle
+        obs = cycle.observer
+        b = asm.bounds
+        observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
+                    (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
+        return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
+                np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))]),
+                (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
 
     @property
-    def observer_time(self):
-        """The time [ns] of the observer's last sample, for the compiled step: running (no
-        restart due); else -1 (0 without an observer)."""
-        if self.observer is None:
-            return 0
-        if self._last_ns is None or self._pending is not None:
-            return -1
-        return self._last_ns
+    def fast_cycles(self):
+        """The cycles made."""
+        return int(sum(self.counts[k] for k in MADE))
 
-    def finish(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False,
-               restarted=False):
-        """:attr:`result` of a cycle that the compiled step made at (q, v), time ``t_ns``;
-        ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
-        (``bridged``: across a gap; ``restarted``: it (re)started the observer at this sample,
-        as :attr:`observer_time` asked; else the observer was not updated: no efforts).  Its
-        terms (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
-        (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
-        here (:meth:`_judge`), unless it is a free-motion sample (``below``: it is below every
-        contact threshold, the detector is free, no contact frames)."""
-        res = self.result
-        res.clear()
-        data = self.data
-        res.terms = data.dynamics
-        if christoffel:
-            christoffel_after_terms(self.model, data)
-        res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
-        judged = False
-        if restarted:         # the compiled step (re)started the observer: r = 0, no verdict
-            self._restarted(res, self._pending or 'start' if self._last_ns is None else
-                            _went_back(dt), t_ns)
-            self._last_ns = t_ns
-            self._pending = None
-        elif observed:
-            res.residual = self.observer.state[R]
-            self._observed(res, 'bridge' if bridged else 'update', dt)
-            self._last_ns = t_ns
-            self._pending = None
-            judged = not (below and self.contact_forces is None and self.detector.free)
-            if not judged:
-                res.contact = self.detector.free_sample()      # the usual case: free motion
-        if judged or christoffel or res.out.d is not res.terms:   # (other coordinates)
-            try:
-                if judged:
-                    self._judge(q, res, (v, self.observer.state[TAU], dt, bridged))
-                res.error = self._nonfinite(res, christoffel)
-            except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
-                res.error = _failed(exc)
-        if res.error is not None:
-            self.reset(f'{res.error} at the previous joint state')
-        return res
+    def summary(self):
+        """How the cycles ran (for /diagnostics)."""
+        others = [f'{ANSWERS[k]} {n}' for k, n in enumerate(self.counts) if n and k not in MADE]
+        return f'{self.fast_cycles} in one compiled call' + (
+            f'; no cycle: {", ".join(others)}' if others else '')
 
-    def refused_nonfinite(self):
-        """Why a cycle whose M, C, dM/dt, g or residual the compiled step found not finite
-        publishes nothing; the observer restarts at the next cycle."""
-        error = 'non-finite M, C, dM/dt, g or observer residual computed'
-        self.reset(f'{error} at the previous joint state')
-        return error
-
-    def refused_state(self, q, v):
-        """:attr:`result` of a state (q, v) that the compiled step refused (its terms declined
-        it, e.g. a floating base's quaternion not a unit one): ``error`` the core's reason for
-        it (its validation explains the code), the observer restarts at the next cycle."""
-        res = self.result
-        res.clear()
+    # -- one message ------------------------------------------------------------------------
+    def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base=None,
+             command=None, christoffel=False):
+        """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty),
+        received at ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of the latest
+        odometry of a floating base or None (refused when its stamp is more than
+        ``odom_max_age`` older than the joint state's: nothing from an old base state);
+        ``command``: (joint torques, monotonic receipt ns) of the latest commanded torque or
+        None; ``christoffel``: compute Gamma in this cycle.  Returns :attr:`outcome`."""
+        if self.floating:
+            if base is None:
+                return self._refuse('no_odom', 'joint_states ignored: floating base and no '
+                                    'valid odom yet')
+            if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
+                return self.outcome
+            self.q[:self.base_q], self.v[:self.base_v] = base[0], base[1]
+        layout = self._layout
+        if layout is None or (layout.names is not names and layout.names != names):
+            layout = self._layout = self.assembler.layout(names)
+        n_names = len(names)
+        if layout.duplicate is not None or layout.expand is not None:   # (names' verdicts)
+            bad = self.assembler.layout_reason(n_names, len(position), len(velocity),
+                                               len(effort))
+            if bad is None and layout.duplicate is not None:
+                bad = ('duplicate', layout.duplicate)
+            if bad is not None:
+                return self._refuse(bad[0], 'joint_states rejected: ' + bad[1])
+            position, velocity, effort = self.assembler.expanded(layout, position, velocity,
+                                                                 effort)
+            n_names = len(position)
+        asm, cycle = self.assembler, self.cycle
+        src = layout.src
+        obs_last_ns = cycle.observer_time
+        (model, work), state, per_joint, held, observer, outputs, limits = self._args
+        why = _NO_EFFORT
+        if not self._own_torque:      # the commanded torque (or none) this message
+            torque, source, why = self._torque_source(command)
+            limits[TORQUE_SOURCE] = source
+            if source == TORQUE_GIVEN:
+                per_joint[TORQUE] = torque
+        args = (model, work, layout.gather, (position, velocity, effort), state, per_joint,
+                held, observer, outputs, limits, sec, nanosec, now_ns, src.last_ns, obs_last_ns,
+                cycle.gap_limit, src.epoch != asm.epoch, n_names, src.count >= asm.driving)
         try:
-            compute_all_terms(self.model, q, v, self.data)
-            res.error = 'the dynamics refused this joint state'   # (not reached: explained)
-        except Exception as exc:  # noqa: BLE001 - the core's reason
-            res.error = _failed(exc)
-        self.reset(f'{res.error} at the previous joint state')
-        return res
-
-    def _restarted(self, res, why, t_ns):
-        """The observer (re)started at the sample of ``t_ns`` for the reason ``why``: the
-        detector and the contact forces released, the restart recorded in ``res``."""
-        self.detector.reset()
-        if self.contact_forces is not None:
-            self.contact_forces.reset()
-        self.last_reset = (why, t_ns)
-        res.observer, res.reset_reason = 'reset', why
-
-    def _observed(self, res, kind, dt):
-        """An observer update ('update' or 'bridge') a period ``dt`` after the last one: the
-        period joins the gap limit's median unless it was a gap."""
-        res.observer, res.dt = kind, dt
-        if kind == 'bridge':
-            self.bridged += 1
+            status = cycle_step(*args)
+        except TypeError:        # other array types (e.g. read-only, integer): converted
+            message = tuple(np.array(x, dtype=float) for x in (position, velocity, effort))
+            status = cycle_step(*args[:3], message, *args[4:])
+        stamp_ns = sec * NS + nanosec
+        reset = status >= RESET
+        if reset:                      # a source or clock reset: the observer restarts
+            status -= RESET
+            self._reset(layout, sec, nanosec, now_ns)
         else:
-            self._record_period(dt)
+            self.outcome.notes = _NO_NOTES
+        self.counts[status] += 1
+        if status in MADE:
+            self._accepted(layout, stamp_ns, reset)
+            return self._made(status, stamp_ns or now_ns, obs_last_ns, christoffel, why)
+        return self._no_cycle(status, layout, sec, nanosec, now_ns, reset,
+                              (len(position), len(velocity), len(effort)), why)
 
-    def _record_period(self, dt):
-        k = self._n_periods
-        self._periods[k % PERIOD_WINDOW] = dt
-        self._n_periods = k + 1
-        n = self._n_periods
-        if n in (8, 16, 32) or n % PERIOD_WINDOW == 0:    # refresh the limit
-            s = self.settings
-            med = float(np.median(self._periods[:min(n, PERIOD_WINDOW)]))
-            self.gap_limit = min(s.gap_max, max(s.gap_min, s.gap_factor * med))
+    def _no_cycle(self, status, layout, sec, nanosec, now_ns, reset, lengths, why):
+        """:attr:`outcome` of a message the compiled step made no cycle of (``status``): its
+        reason, and what an accepted one leaves (the observer restarts after a state the
+        dynamics refuse or a non-finite result)."""
+        asm, stamp_ns = self.assembler, sec * NS + nanosec
+        if status == REJECTED_STAMP:
+            kind, text = asm.stamp_reason(layout, sec, nanosec, now_ns)
+            return self._refuse(kind, 'joint_states rejected: ' + text)
+        if status == REJECTED_LAYOUT:
+            kind, text = asm.layout_reason(len(layout.names), *lengths)
+            return self._refuse(kind, 'joint_states rejected: ' + text)
+        if status == REJECTED_BOUNDS:
+            kind, text = asm.bounds_reason(self.q[self.base_q:], self.v[self.base_v:],
+                                           self.tau[self.base_v:] if lengths[2] else None)
+            return self._refuse(kind, 'joint_states rejected: ' + text)
+        self._accepted(layout, stamp_ns, reset)
+        if status == HELD:
+            out = self._refuse(None, None, keep_notes=True)
+            out.verdict, out.refusal = 'held', None
+            text = asm.held_reason(layout)
+            if text is not None:
+                out.note('held', f'joint_states: {text}', 'info')
+            return out
+        if status == INCOMPLETE:
+            kind, text = asm.incomplete_reason(layout, stamp_ns or now_ns)
+            return self._refuse(kind, 'joint_states incomplete: ' + text, keep_notes=True)
+        if status == STATE_NO_TORQUE:
+            self.outcome.note(*why)
+        if status == NONFINITE:
+            error = self.cycle.refused_nonfinite()
+        else:                                      # STATE, STATE_NO_TORQUE
+            error = self.cycle.refused_state(self.q, self.v).error
+        return self._refuse('output', f'{error}: nothing published, observer re-initialized',
+                            'error', keep_notes=True)
 
-    def _judge(self, q, res, state):
-        """What the residual of an observer update at ``q`` means, into ``res``: with contact
-        frames the forces at them and the part of the residual they leave unexplained; the
-        contact state (detection with hysteresis, isolation) of that part, or of the residual;
-        the contact wrench.  ``state``: (v, tau, dt, bridge) of the update."""
-        judged = res.residual
-        if self.contact_forces is not None:
-            res.forces = self.contact_forces.update(q, res.residual, state)
-            judged = res.forces.unexplained
-        obs = self.observer.state         # the sample's v and tau: state-dependent thresholds
-        res.contact = self.detector.update(judged, obs[V], obs[TAU])
-        self._wrench(q, res, judged)
+    def _accepted(self, layout, stamp_ns, reset):
+        """The compiled step accepted a message of ``layout`` stamped ``stamp_ns`` (``reset``:
+        as a source or clock reset; a clock jump is consumed by a step back only): recorded in
+        its source, and for a partial source where its held values came from."""
+        src = layout.src
+        src.last_ns = stamp_ns
+        if reset or not src.messages:
+            src.epoch = self.assembler.epoch
+        src.messages += 1
+        if layout.partial:
+            h_source = self.assembler.h_source
+            for k in layout.nmap.slots[0]:
+                h_source[k] = src
 
-    def _wrench(self, q, res, judged):
-        """The contact wrench from ``judged``: the residual, or with contact frames the part
-        of it they leave unexplained (a contact elsewhere)."""
-        s, c = self.settings, res.contact
-        link = s.wrench_link or c.link
-        if c.in_contact and link:
-            try:
-                res.wrench = estimate_contact_wrench(self.model, q, judged, link,
-                                                     s.wrench_point, force_only=s.force_only)
-                res.wrench_link = link
-            except ValueError:
-                res.wrench = None     # e.g. fewer than 3 joints up to the link for a force
+    def _refuse(self, kind, text, level='warning', keep_notes=False):
+        """:attr:`outcome` 'refused' for (kind, text, level); ``keep_notes``: with the notes
+        made for this message so far."""
+        out = self.outcome
+        notes = out.notes if keep_notes else _NO_NOTES
+        out.clear()
+        out.notes = notes
+        out.verdict = 'refused'
+        out.refusal = (kind, text, level)
+        return out
 
-    def _nonfinite(self, res, christoffel):
-        """Why the cycle's results may not be published (something non-finite), or None (the
-        compiled step checked M, C, dM/dt, g and r)."""
-        d, out = res.terms, res.out
-        if christoffel and not math.isfinite(self.data.Gamma.sum()):
-            return 'non-finite Gamma computed'
-        if res.wrench is not None and not math.isfinite(res.wrench.sum()):
-            return 'non-finite contact wrench computed'
-        if out.d is not d:
-            if not terms_finite(out.d.M, out.d.C, out.d.Mdot, out.d.g, _EMPTY) or (
-                    out.gamma is not None and not math.isfinite(out.gamma.sum())):
-                return 'non-finite terms in the published coordinates computed'
-        return None
+    def _reset(self, layout, sec, nanosec, now_ns):
+        """A message accepted as a source or clock reset: the observer restarts (at it, or at
+        the next cycle that updates it), noted with the reason."""
+        kind, text = self.assembler.stamp_reason(layout, sec, nanosec, now_ns)
+        self.cycle.reset(text)
+        out = self.outcome
+        out.clear()
+        out.note(kind, f'{text}; observer re-initialized', 'info')
+
+    def _stale(self, odom_ns, stamp_ns):
+        """Whether the odometry stamped ``odom_ns`` is too old for the joint state stamped
+        ``stamp_ns`` (then :attr:`outcome` says so); unstamped messages are not judged."""
+        age = stamp_ns - odom_ns
+        if self.odom_max_age_ns <= 0 or odom_ns <= 0 or stamp_ns <= 0 or \
+                age <= self.odom_max_age_ns:
+            return False
+        self._refuse('stale_odom', f'joint_states ignored: the latest odom is {age / NS:.3g} s '
+                     f'older than the joint state (odom_max_age {self.odom_max_age_ns / NS:g} '
+                     's): nothing is computed from an old base state')
+        return True
+
+    def _made(self, status, t_ns, obs_last_ns, christoffel, why=_NO_EFFORT):
+        """:attr:`outcome` of a cycle the compiled step made (``status``: its answer; ``why``:
+        the note of a cycle without an observer update)."""
+        cycle, out = self.cycle, self.outcome
+        observed = status != NO_EFFORT and status != SAME and cycle.observer is not None
+        out.refusal = None
+        res = out.result = cycle.finish(self.q, self.v, t_ns, (t_ns - obs_last_ns) / NS,
+                                        observed, status == BRIDGED, status == OK, christoffel,
+                                        status == RESTARTED)
+        if res.error is not None:
+            out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
+            out.refusal = ('output', f'{res.error}: nothing published, observer '
+                           're-initialized', 'error')
+            return out
+        out.verdict, out.t_ns, out.written = 'cycle', t_ns, self._written
+        out.tau = self.tau if observed or status == SAME else None
+        if status == NO_EFFORT:
+            out.note(*why)
+        elif status == BRIDGED:
+            self._bridged(res)
+        return out
+
+    def _bridged(self, res):
+        """The note of a cycle made across a gap."""
+        self.outcome.note(
+            'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
+            f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
+
+    def _torque_source(self, command):
+        """(torque, source, note) of the observer's torque for a message, as ``effort_source``
+        says: the message's efforts (TORQUE_MESSAGE; its note if it has none), the latest
+        commanded torque ``command`` (TORQUE_GIVEN) or none (TORQUE_NONE: no command yet, or one
+        older than ``commanded_timeout``; the note says which)."""
+        if self.effort_source == 'joint_state' or self.cycle.observer is None:
+            return _NO_TORQUE, TORQUE_MESSAGE, _NO_EFFORT
+        if command is None:
+            return _NO_TORQUE, TORQUE_NONE, ('no_cmd', 'no ~/commanded_torque yet: observer not '
+                                             'updated', 'info')
+        if self.commanded_timeout > 0 and (
+                time.monotonic_ns() - command[1]) > self.commanded_timeout * NS:
+            return _NO_TORQUE, TORQUE_NONE, ('stale_cmd', '~/commanded_torque is stale: '
+                                             'observer not updated', 'warning')
+        return command[0], TORQUE_GIVEN, None
 
 
-_EMPTY = np.zeros(0)
+# -- the node's cycle outside the node -------------------------------------------------------
+def output_buffers(nv):
+    """(dyn, grav, ext, offsets): buffers for the compiled call's outputs, laid out as
+    :data:`~ros_dynamics.estimation.cycle_kernel.OUTPUT_FIELDS` says (M, C, dM/dt, g one after
+    the other; the gravity torque; the residual), for a cycle whose outputs are not messages."""
+    m2 = nv * nv
+    return (np.zeros(3 * m2 + nv), np.zeros(nv), np.zeros(nv),
+            np.array([0, m2, 2 * m2, 3 * m2, 0, 0], dtype=np.int64))
 
 
-def _went_back(dt):
-    """Why the observer restarts at a sample ``dt`` < 0 s after its last one."""
-    return f'the time went back {-dt:.6g} s since the last joint state (a source or clock reset)'
+def node_cycle(model, observer=None, coordinates='joint', bounds=None, **inputs):
+    """The cycle object the node runs for ``model``: a :class:`JointStateCycle` over a
+    :class:`~ros_dynamics.estimation.joint_input.JointStateAssembler` (``bounds``: its
+    :class:`~ros_dynamics.estimation.joint_input.InputBounds`, default the node's; ``inputs``:
+    its input settings) and a :class:`~ros_dynamics.estimation.cycle_state.CycleState` with the observer
+    settings ``observer`` (None: no observer), writing into buffers of its own
+    (:func:`output_buffers`)."""
+    cycle = CycleState(model, coordinates, observer)
+    asm = JointStateAssembler(model.joint_names, bounds or InputBounds(model),
+                              cycle.coords.joint_map, **inputs)
+    nv = int(model.nv)
+    return JointStateCycle(asm, cycle, neutral(model), np.zeros(nv), np.zeros(nv),
+                           output_buffers(nv))
 
 
-def _failed(exc):
-    return f'dynamics failed for this joint state: {type(exc).__name__}: {exc}'
+def step_sample(js, q, v, tau, t_ns, christoffel=False):
+    """One sample of the model's state (q, v) and torque ``tau`` at ``t_ns`` through the cycle
+    the node runs (``js``, e.g. of :func:`node_cycle`), as the node gets it: one joint-state
+    message with every joint (stamped ``t_ns``) and a floating base's pose and twist as its
+    odometry.  Returns the outcome of :meth:`JointStateCycle.step` (one object, reused)."""
+    bq, bv = js.base_q, js.base_v
+    sec, nanosec = divmod(int(t_ns), NS)
+    base = (q[:bq], v[:bv]) if bq else None
+    return js.step(js.assembler.names, np.ascontiguousarray(q[bq:], dtype=float),
+                   np.ascontiguousarray(v[bv:], dtype=float),
+                   np.ascontiguousarray(tau[bv:], dtype=float), sec, nanosec, 0, base,
+                   christoffel=christoffel)
+
+
+def replay(js, samples, christoffel=False):
+    """Recorded samples through the cycle the node runs (``js``, e.g. of :func:`node_cycle`):
+    one joint-state message per sample (:func:`step_sample`, stamped ``samples.t0_ns + t``).
+    Yields (index, outcome) per sample: the outcome of :meth:`JointStateCycle.step` (one
+    object, reused: read it before the next)."""
+    t0 = int(getattr(samples, 't0_ns', 0))
+    for k in range(len(samples)):
+        yield k, step_sample(js, samples.q[k], samples.v[k], samples.tau[k],
+                             t0 + int(round(float(samples.t[k]) * NS)), christoffel)

@@ -253,7 +253,7 @@ class Source:
     (``count``), its last accepted stamp (``last_ns``; NO_STAMP: none yet), its messages, and
     the receiving clock's epoch at its last accepted message (what the compiled cycle accepted
     is recorded by :meth:`JointStateCycle._accepted
-    <ros_dynamics.estimation.joint_state_cycle.JointStateCycle._accepted>`)."""
+    <ros_dynamics.estimation.cycle.JointStateCycle._accepted>`)."""
     __slots__ = ('key', 'names', 'count', 'last_ns', 'messages', 'epoch')
 
     def __init__(self, key, names, count):

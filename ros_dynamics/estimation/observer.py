@@ -167,7 +167,7 @@ class MomentumObserver:
         self.nq = int(model.nq)
         n = self.nv
         # the observer's state and settings in one array (one argument for a compiled cycle,
-        # fused_cycle.py): rows R (residual), P, BETA, TAU (the last sample's p, beta, tau), V
+        # cycle_kernel.py): rows R (residual), P, BETA, TAU (the last sample's p, beta, tau), V
         # (its velocity), GAIN, FV, FC, FO (friction and torque offset); the attributes below
         # are views of its rows
         self.state = np.zeros((ROWS, n))

@@ -1,6 +1,6 @@
 """The per-cycle rules, each stated once as a small compiled function with its constants here.
 
-The compiled cycle (:mod:`ros_dynamics.estimation.fused_cycle`) calls them in one compiled
+The compiled cycle (:mod:`ros_dynamics.estimation.cycle_kernel`) calls them in one compiled
 call, and the Python that gives its answers their reasons
 (:mod:`~ros_dynamics.estimation.joint_input`) calls the same functions again for the text;
 the standalone observer and detector (:mod:`~ros_dynamics.estimation.observer`) use them too.

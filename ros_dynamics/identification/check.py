@@ -1,8 +1,8 @@
 """``calibrate check``: a recording replayed through the node's own cycle with the settings of a
 parameter file, and what it shows about the thresholds (no ROS).
 
-The replay is :func:`.calibration.observer_residuals`: the node's per-sample pipeline
-(:class:`ros_dynamics.estimation.cycle.Cycle`, the observer, the contact detector with its
+The replay is :func:`.calibration.observer_residuals`: the node's cycle
+(:func:`ros_dynamics.estimation.cycle.node_cycle`: the observer, the contact detector with its
 hysteresis and isolation, the thresholds of :func:`ros_dynamics.estimation.rules.threshold_at`).
 Reported, per joint: the largest ``|r_i| / threshold_i`` outside detections (how close free
 motion came to a false contact: the margin), the smallest external torque the thresholds
@@ -75,7 +75,7 @@ def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_co
                     release_ratio=0.5, torque_offset=0.0, label=''):
     """Replay ``samples`` through the node's cycle with these settings; a :class:`Check`."""
     from .calibration import observer_residuals
-    from ..estimation.cycle import per_coordinate
+    from ..estimation.cycle_state import per_coordinate
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
                              threshold=threshold, release_ratio=release_ratio,
                              torque_offset=torque_offset, threshold_velocity=threshold_velocity,

@@ -1,12 +1,12 @@
 """Recorded samples replayed through the cycle the node runs (no ROS): the one place where
 calibration, identification and ``calibrate check`` meet the node
-(:func:`ros_dynamics.estimation.joint_state_cycle.node_cycle` and
-:func:`~ros_dynamics.estimation.joint_state_cycle.replay`)."""
+(:func:`ros_dynamics.estimation.cycle.node_cycle` and
+:func:`~ros_dynamics.estimation.cycle.replay`)."""
 
 import numpy as np
 
-from ..estimation.cycle import ObserverSettings
-from ..estimation.joint_state_cycle import node_cycle, replay
+from ..estimation.cycle_state import ObserverSettings
+from ..estimation.cycle import node_cycle, replay
 from .samples import CalibrationError, Samples
 
 __all__ = ['observer_residuals', 'increasing_in_time', 'without_refused']
@@ -14,7 +14,7 @@ __all__ = ['observer_residuals', 'increasing_in_time', 'without_refused']
 
 def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
            torque_offset=0.0, threshold_velocity=0.0, threshold_torque=0.0):
-    """The node's own cycle (:func:`ros_dynamics.estimation.joint_state_cycle.node_cycle`) with
+    """The node's own cycle (:func:`ros_dynamics.estimation.cycle.node_cycle`) with
     these observer settings."""
     settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
                                 friction_coulomb=friction_coulomb,

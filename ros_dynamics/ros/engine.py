@@ -20,9 +20,9 @@ from ..core.jit import cached
 from ..core.kernels import geometry as geometry_kernel
 from ..core.model import with_armature
 from ..core.urdf import load_urdf_string
-from ..estimation.cycle import Cycle, ObserverSettings
+from ..estimation.cycle_state import CycleState, ObserverSettings
 from ..estimation.joint_input import InputBounds, JointStateAssembler
-from ..estimation.joint_state_cycle import JointStateCycle, node_cycle
+from ..estimation.cycle import JointStateCycle, node_cycle
 from ..identification.payload import apply_payload
 from .outputs import ModelMessages
 from .parameters import PARAMETERS
@@ -92,7 +92,7 @@ class Engine:
         self.joint_names = list(model.joint_names)
         self.with_gamma = self.nv <= cfg.christoffel_max_nv
         self.frame_id = cfg.world_frame or ('world' if self.floating else model.root_link)
-        self.cycle = Cycle(model, cfg.coordinates, observer_settings(model, cfg))
+        self.cycle = CycleState(model, cfg.coordinates, observer_settings(model, cfg))
         self.coords = self.cycle.coords
         # task frames and centroidal terms (ValueError with the reason for a bad task_frames)
         self.task = TaskSpaceOutput(model, self.coords, cfg.task_frames)
@@ -120,7 +120,7 @@ class Engine:
 
     def configure_observer(self, cfg):
         """A new cycle state with the observer settings of ``cfg`` (ValueError if invalid)."""
-        self.cycle = Cycle(self.model, cfg.coordinates, observer_settings(self.model, cfg))
+        self.cycle = CycleState(self.model, cfg.coordinates, observer_settings(self.model, cfg))
         self.coords = self.cycle.coords
         self._warm_cycle(cfg)
         self._restep(cfg)
@@ -144,7 +144,7 @@ class Engine:
     def run(self, names, position, velocity, effort, sec, nanosec, now_ns, base, command,
             christoffel):
         """One joint-state message through the cycle
-        (:meth:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle.step`); returns its
+        (:meth:`~ros_dynamics.estimation.cycle.JointStateCycle.step`); returns its
         outcome.  A cycle's state is kept for the services and, with its torque, for
         ~/estimate_payload; after the first cycle (its outputs are out) the kernels not loaded
         at the build are compiled in the background (:meth:`warm_later`, noted once)."""

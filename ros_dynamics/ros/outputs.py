@@ -6,7 +6,7 @@ publishing, and what it shows beyond its data topics (contacts for RViz, its hea
   arrays, so that a cycle writes its results straight into the bytes that are published;
 * :class:`ModelMessages`: the per-cycle messages of one model (built with the
   :class:`~ros_dynamics.ros.engine.Engine`, off the executor thread: the compiled cycle writes
-  into them, :data:`~ros_dynamics.estimation.fused_cycle.OUTPUT_FIELDS` says where);
+  into them, :data:`~ros_dynamics.estimation.cycle_kernel.OUTPUT_FIELDS` says where);
 * :class:`Outputs`: the node's publishers and, per accepted cycle, :meth:`Outputs.publish`:
   each due topic filled and published; ``~/markers`` (an arrow per estimated contact, the
   contact link marked, deleted on release; with contact frames an arrow per loaded frame) and
@@ -25,7 +25,7 @@ from rclpy.serialization import serialize_message
 
 from ..core.api import link_placement
 from ..core.coordinates import BASE_DOF_NAMES
-from ..estimation.fused_cycle import OUTPUT_FIELDS
+from ..estimation.cycle_kernel import OUTPUT_FIELDS
 from . import interfaces as itf, wire
 from .contact_forces_output import ContactForcesOutput
 from .diagnostics import NodeHealth

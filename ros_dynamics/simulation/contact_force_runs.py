@@ -1,7 +1,7 @@
 """The contact-force estimate (estimation/contact_forces.py) against a plant's foot forces, no ROS.
 
 :func:`run` drives the node's cycle
-(:func:`~ros_dynamics.estimation.joint_state_cycle.node_cycle`) with the four feet as contact
+(:func:`~ros_dynamics.estimation.cycle.node_cycle`) with the four feet as contact
 frames on the project's rigid-contact quadruped (``standing``, ``trot``) or on MuJoCo
 (``mujoco``: standing, weight shift, a foot lifted, a push on the trunk), optionally with the
 base state from a noisy, late odometry, and returns the plant's foot forces, their exact
@@ -13,8 +13,8 @@ run to the figures of docs/contact_forces.md.
 import numpy as np
 
 from ..core import bundled_urdf, load_urdf
-from ..estimation.cycle import ObserverSettings
-from ..estimation.joint_state_cycle import node_cycle, step_sample
+from ..estimation.cycle_state import ObserverSettings
+from ..estimation.cycle import node_cycle, step_sample
 from .mujoco_quadruped import (FEET, MujocoQuadruped, SensingOptions, Sensors,
                                ShiftLiftPush, joint_pose)
 from .plant import PDGravityController

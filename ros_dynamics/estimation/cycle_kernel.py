@@ -1,6 +1,6 @@
 """The control cycle in one compiled call: joint-state arrays in, the cycle's messages out.
 
-:func:`fused_step` is the only statement of a cycle's sequence; it applies the rules of
+:func:`cycle_step` is the only statement of a cycle's sequence; it applies the rules of
 :mod:`~ros_dynamics.estimation.rules`, in this order, to every joint-state message:
 
 * the message layout (``layout_verdict``: refused, REJECTED_LAYOUT, if its arrays do not fit
@@ -26,8 +26,8 @@ and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight in
 buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
 means (the contact detector's hysteresis and isolation, the forces at contact frames, the
 contact wrench) is judged after it, on the residual it leaves
-(:meth:`Cycle.finish <ros_dynamics.estimation.cycle.Cycle.finish>`);
-:class:`~ros_dynamics.estimation.joint_state_cycle.JointStateCycle` turns its answers into
+(:meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`);
+:class:`~ros_dynamics.estimation.cycle.JointStateCycle` turns its answers into
 verdicts and reasons.
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ from .rules import (GATHER_BOUNDS, GATHER_STALE, INTERVAL_BACK, INTERVAL_GAP, IN
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
 
-#: fused_step's answers: a cycle made (OK: the observer updated, its residual below every
+#: cycle_step's answers: a cycle made (OK: the observer updated, its residual below every
 #: contact threshold; ABOVE: updated, a residual above one; BRIDGED: updated across a gap;
 #: NO_EFFORT: without the observer update, not every joint has an effort; RESTARTED: the
 #: observer (re)started at this sample, residual zero: due, after a source or clock reset, or
@@ -105,7 +105,7 @@ OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_to
 @entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD_VALUES, OBS, OUTPUTS, VEC,
        types.int64, types.int64, types.int64, types.int64, types.int64, types.float64,
        types.boolean, types.int64, types.boolean, cache=True, nogil=True)
-def fused_step(model, work, gather, message, state, per_joint, held_values, observer, outputs,
+def cycle_step(model, work, gather, message, state, per_joint, held_values, observer, outputs,
                limits, sec, nanosec, now_ns, last_ns, obs_last_ns, gap_limit, clock_jumped,
                n_names, drives):
     """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
@@ -227,7 +227,7 @@ def fused_step(model, work, gather, message, state, per_joint, held_values, obse
     return ABOVE if any_above(r, threshold, v, tau) else OK
 
 
-def compile_fused():
+def compile_cycle():
     """Compile (or load from the disk cache) the kernels of the compiled cycle."""
     ready(terms), ready(residual_step), ready(any_above)
-    ready(fused_step)
+    ready(cycle_step)

@@ -17,13 +17,13 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics import testing
-from ros_dynamics.estimation.cycle import ObserverSettings
-from ros_dynamics.estimation.fused_cycle import (BRIDGED, INCOMPLETE, NO_EFFORT, OK,
+from ros_dynamics.estimation.cycle_state import ObserverSettings
+from ros_dynamics.estimation.cycle_kernel import (BRIDGED, INCOMPLETE, NO_EFFORT, OK,
                                                  REJECTED_BOUNDS, REJECTED_LAYOUT,
                                                  REJECTED_STAMP, RESTARTED, STATE)
 from ros_dynamics.estimation.joint_input import InputBounds, JointStateAssembler
-from ros_dynamics.estimation.cycle import Cycle
-from ros_dynamics.estimation.joint_state_cycle import JointStateCycle
+from ros_dynamics.estimation.cycle_state import CycleState
+from ros_dynamics.estimation.cycle import JointStateCycle
 
 pytestmark = pytest.mark.core
 NS = 10**9
@@ -97,7 +97,7 @@ def _stream(model, rng, n_msgs=700):
 
 def _stepper(model, base, outputs=None, coordinates='joint', effort_source='joint_state',
              **settings):
-    cycle = Cycle(model, coordinates, ObserverSettings(model, **settings) if settings else None)
+    cycle = CycleState(model, coordinates, ObserverSettings(model, **settings) if settings else None)
     asm = JointStateAssembler(model.joint_names, InputBounds(model), cycle.coords.joint_map)
     q, v, tau = np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv)
     q[:len(base[0])], v[:len(base[1])] = base
@@ -377,7 +377,7 @@ def test_replay_runs_the_node_cycle_and_finds_the_plant_torque():
     tau_ext holds exactly); the residual converges to the plant's torque with K/(s + K), the
     usual samples take the compiled call, and a sample beyond the input bounds is refused with
     its reason and changes nothing."""
-    from ros_dynamics.estimation.joint_state_cycle import node_cycle, replay
+    from ros_dynamics.estimation.cycle import node_cycle, replay
     from ros_dynamics.identification.samples import Samples
     arm = rd.load_urdf(rd.bundled_urdf('arm7'))
     t = np.arange(600) * 1e-3
@@ -449,7 +449,7 @@ def test_a_compiled_restart_against_the_observer_equation():
     r = 0) computed here with numpy from the core's terms at both samples:
     r1 = (1 - e^{-K dt}) ((p1 - p0)/dt - tau1 - (beta0 + beta1)/2), p = M v,
     beta = C^T v - g - (F_v v + F_c tanh(v / eps) + b)."""
-    from ros_dynamics.estimation.joint_state_cycle import node_cycle
+    from ros_dynamics.estimation.cycle import node_cycle
     arm = rd.load_urdf(rd.bundled_urdf('arm7'))
     gain, fv, fc, fo = 40.0, 0.3, 0.4, 0.25
     js = node_cycle(arm, ObserverSettings(arm, gain=gain, friction_viscous=fv,
