@@ -8,7 +8,7 @@
 
 Three views of the same cycle, each through the node's public path: the node's engine built
 for the model with the node's default parameters (``ros_dynamics.ros.engine.build_engine(xml,
-parameters.defaults())``, warmed up with ``Engine.warm_fused()``) and ``Engine.run``, the call
+parameters.defaults())``, which loads its compiled cycle) and ``Engine.run``, the call
 the node's joint-state callback makes per message (stamp policy, gather and bounds, terms,
 observer, detector, the per-cycle output arrays).
 
@@ -51,13 +51,11 @@ from common import interleaved, log, machine_info, provenance, report, us  # noq
 
 
 def node_engine(xml, **params):
-    """The node's engine for ``xml`` with its default parameters (and ``params``), warmed up."""
+    """The node's engine for ``xml`` with its default parameters (and ``params``), ready."""
     from ros_dynamics.ros.engine import build_engine
     from ros_dynamics.ros.parameters import defaults
     cfg = defaults().replace(robot_description=xml, **params)
-    eng = build_engine(xml, cfg)
-    eng.warm_fused()
-    return eng, cfg
+    return build_engine(xml, cfg), cfg      # (built: its compiled cycle loaded)
 
 
 def engine_cycle(eng):

@@ -116,8 +116,7 @@ def test_contact_markers_wrench_and_diagnostics(rclpy_context, ros_env, tmp_path
                 break
         assert back, [(s.name, s.level, s.message) for s in got['diag'][-1].status]
 
-        # the usual cycles ran in one compiled call (once it is compiled: in the background
-        # after the first output when the kernel cache is cold)
+        # the cycles ran in one compiled call (the node serves none before it is loaded)
         def compiled():
             part = next(s for s in got['diag'][-1].status if s.name.endswith('input'))
             text = dict((kv.key, kv.value) for kv in part.values).get('cycles', '')
