@@ -121,9 +121,9 @@ def cycle_step(model, work, gather, message, state, per_joint, held_values, obse
     whether the receiving clock jumped back, the message's number of names and whether its
     source drives the cycles (else its values are held: HELD).  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
-    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns OK, ABOVE,
-    BRIDGED, NO_EFFORT, RESTARTED, SAME or why there is no cycle (module constants), plus RESET
-    after a source or clock reset."""
+    (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns
+    OK, ABOVE, BRIDGED, NO_EFFORT, RESTARTED, SAME or why there is no cycle (module
+    constants), plus RESET after a source or clock reset."""
     pos, vel, eff = message
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
