@@ -3,8 +3,8 @@
 :class:`JointStateCycle` gives every message to the one compiled step
 (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) and turns its answer into an
 :class:`Outcome`: a cycle (what follows the compiled step made once, by
-:meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`), a held message, or a
-refusal with its reason.  Python does before the step only what needs the names: a new name
+:meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`), a held
+message, or a refusal with its reason.  Python does before the step only what needs the names: a new name
 list is mapped to the model's joints and its source registered
 (:meth:`JointStateAssembler.layout
 <ros_dynamics.estimation.joint_input.JointStateAssembler.layout>`; a joint named twice is
@@ -315,8 +315,8 @@ def node_cycle(model, observer=None, coordinates='joint', bounds=None, **inputs)
     """The cycle object the node runs for ``model``: a :class:`JointStateCycle` over a
     :class:`~ros_dynamics.estimation.joint_input.JointStateAssembler` (``bounds``: its
     :class:`~ros_dynamics.estimation.joint_input.InputBounds`, default the node's; ``inputs``:
-    its input settings) and a :class:`~ros_dynamics.estimation.cycle_state.CycleState` with the observer
-    settings ``observer`` (None: no observer), writing into buffers of its own
+    its input settings) and a :class:`~ros_dynamics.estimation.cycle_state.CycleState` with the
+    observer settings ``observer`` (None: no observer), writing into buffers of its own
     (:func:`output_buffers`)."""
     cycle = CycleState(model, coordinates, observer)
     asm = JointStateAssembler(model.joint_names, bounds or InputBounds(model),

@@ -3,12 +3,13 @@
 The compiled step (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) makes the cycle:
 one kinematics pass for M, C, dM/dt, g, p = M v and C^T v (Echeandia & Wensing 2021,
 Algorithm 1), the momentum observer step (De Luca et al. 2006) and the finite check.
-:class:`CycleState` holds what it runs on (the workspace :attr:`CycleState.data`, the observer's state
-rows, the contact thresholds) and makes, in :meth:`CycleState.finish`, what follows it: Gamma when
-asked (Algorithm 2), the change to the published coordinates, with contact frames the forces
-at them and the part of the residual they leave unexplained (contact_forces.py), contact
-detection with hysteresis and isolation (on that unexplained part when there are contact
-frames: a standing robot's weight is its feet's, not a contact), the contact wrench.
+:class:`CycleState` holds what it runs on (the workspace :attr:`CycleState.data`, the
+observer's state rows, the contact thresholds) and makes, in :meth:`CycleState.finish`, what
+follows it: Gamma when asked (Algorithm 2), the change to the published coordinates, with
+contact frames the forces at them and the part of the residual they leave unexplained
+(contact_forces.py), contact detection with hysteresis and isolation (on that unexplained part
+when there are contact frames: a standing robot's weight is its feet's, not a contact), the
+contact wrench.
 
 It owns the observer's timing and the reasons of its restarts (:meth:`CycleState.reset`: a source
 or clock reset, the time going back, a non-finite result, a request).  A gap in the
