@@ -97,7 +97,8 @@ def _stream(model, rng, n_msgs=700):
 
 def _stepper(model, base, outputs=None, coordinates='joint', effort_source='joint_state',
              **settings):
-    cycle = CycleState(model, coordinates, ObserverSettings(model, **settings) if settings else None)
+    cycle = CycleState(model, coordinates,
+                       ObserverSettings(model, **settings) if settings else None)
     asm = JointStateAssembler(model.joint_names, InputBounds(model), cycle.coords.joint_map)
     q, v, tau = np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv)
     q[:len(base[0])], v[:len(base[1])] = base

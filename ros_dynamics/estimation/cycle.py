@@ -4,8 +4,8 @@
 (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) and turns its answer into an
 :class:`Outcome`: a cycle (what follows the compiled step made once, by
 :meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`), a held
-message, or a refusal with its reason.  Python does before the step only what needs the names: a new name
-list is mapped to the model's joints and its source registered
+message, or a refusal with its reason.  Python does before the step only what needs the
+names: a new name list is mapped to the model's joints and its source registered
 (:meth:`JointStateAssembler.layout
 <ros_dynamics.estimation.joint_input.JointStateAssembler.layout>`; a joint named twice is
 refused there; the independent joints of ``mimic_reduced`` coordinates are expanded).
