@@ -154,6 +154,7 @@ def test_calibrate_floating_base_command(recording):
                  '--links', 'all', '--out', out, '--out-urdf', out_urdf]) == 0
     p = yaml.safe_load(open(out))['dynamics']['ros__parameters']
     assert p['contact_frames'] == list(FEET)
+    assert p['odom_twist_noise'] == 0.03              # the fit's (default), for the node
     assert len(p['contact_threshold']) == 12 and min(p['contact_threshold']) >= 0.2
     m = load_urdf(out_urdf, floating_base=True)
     m_true = recording['truth'].total_mass()

@@ -225,7 +225,8 @@ def cmd_floating_base(args):
     try:
         ident = identify_floating_recording(model, s, args.contact_frames, gain=args.gain,
                                             holdout=args.holdout, margin=args.margin,
-                                            floor=args.floor)
+                                            floor=args.floor,
+                                            odom_twist_noise=args.odom_twist_noise)
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     return _write_identified(args, model, ident)
@@ -498,6 +499,11 @@ def main(argv=None):
                         help='with --floating-base: nav_msgs/Odometry topic (default /odom)')
         ap.add_argument('--contact-frames', nargs='+', default=None,
                         help='with --floating-base: the feet (frames of the URDF)')
+        ap.add_argument('--odom-twist-noise', type=float, default=0.03,
+                        help='with --floating-base: the odometry twist\'s noise [m/s, rad/s] '
+                        '(the node\'s odom_twist_noise, default 0.03): the fit takes the base '
+                        'twist from the stance legs fused with it; 0: the odometry\'s as is '
+                        '(an exact odometry)')
         ap.add_argument('--reference', default=None,
                         help='with --payload-link: a bag of the same robot without the payload; '
                         'the robot is identified from it and the payload is the difference')

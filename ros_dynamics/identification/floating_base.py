@@ -306,11 +306,13 @@ class FloatingBaseIdentification(Identification):
     tolerance: float = FLOATING_BASE_TOLERANCE
     mass_urdf: float = float('nan')
     mass_identified: float = float('nan')
+    odom_twist_noise: float = ODOM_TWIST_NOISE
 
     def node_parameters(self):
         out = super().node_parameters()
         out['contact_frames'] = list(self.frames)
         out['contact_frame_model'] = 'point'
+        out['odom_twist_noise'] = float(self.odom_twist_noise)
         return out
 
     def summary(self):
@@ -437,7 +439,7 @@ def identify_floating_base(model, samples, frames, stance=None, gain=FIT_GAIN, h
         gain=np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy(),
         fit_rows=keep[fit], test_rows=keep[~fit], frames=list(task_frames(model, frames).names),
         stance=stance, stance_source=source, tolerance=tol, mass_urdf=float(pi0[:, 0].sum()),
-        mass_identified=float(theta[:10 * N:10].sum()))
+        mass_identified=float(theta[:10 * N:10].sum()), odom_twist_noise=float(odom_twist_noise))
     if status != 'optimal':
         ident.notes.append(f'note: the consistent fit ended {status}')
     part = t[keep] <= t_split
