@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Floating-base identification (calibrate --floating-base) on a MuJoCo quadruped (~3 min).
+"""Floating-base identification (calibrate --floating-base) on a MuJoCo quadruped (~5 min).
 
 The plant is the bundled quadruped in MuJoCo (ros_dynamics.simulation.mujoco_quadruped) with
 every link's mass, CoM and principal inertias 20-30 % off the URDF
@@ -8,29 +8,30 @@ recording: the whole-body controller (given the plant's own model, so that it st
 plays control.stand_step.ExcitingStandSchedule at 1 kHz (three feet lifted in turn: on MuJoCo's
 soft floor the feet creep and the fourth lift tips this plant over; then the trunk swayed in
 six directions and the weight shifted towards each foot; the recording ends 0.5 s before a
-fall, if any); joint states and the base pose and twist are written to a
-bag (joint_states + nav_msgs/Odometry) and read back, once with the odometry clean and once
-with white noise on it (pose 1 mm / 1 mrad, twist 0.01 m/s / 0.01 rad/s, 1 sigma per sample),
-and the whole model is identified from it with the default options (stance from the foot
-speeds; fit on the first 70 %).
+fall, if any); joint states and the base pose and twist are written to a bag (joint_states +
+nav_msgs/Odometry) and read back, once with the odometry exact and once as a legged robot's
+state estimator gives it (mujoco_quadruped.REALISTIC_ODOMETRY: 0.03 m/s white noise on the
+linear twist, 10 ms late, 200 Hz, held between updates), and the whole model is identified
+from it with the default options (stance from the foot speeds; fit on the first 70 %; the base
+twist from the stance legs, odom_twist_noise 0.03), and, to compare, from the realistic one
+with the odometry's twist as is (odom_twist_noise 0: the fit before the stance legs' twist).
 
-Judged on other motion, with clean odometry: control.stand_step.StandStepSchedule played by the
-same controller on the same plant (stand, CoM trajectory, weight shift, the left front foot
-lifted and put down, shift back, stand) with a 15.8 N push on the trunk from 6.0 to 6.8 s,
-replayed through the node's cycle
-(identification.calibration.observer_residuals) with the URDF as shipped and with the
-identified model, its residual split by estimation.contact_forces.ContactForceEstimator over
-the four feet (threshold 8 N, release 4 N): per-foot force rms error as a fraction of the
-plant's weight (reference: MuJoCo's foot forces through the observer's exact K/(s+K)), contact
-state accuracy, and the push's generalized force found in the unexplained part (relative
-error), as in benchmarks/contact_forces.py; the same with the plant's own inertials shows what
-the estimator itself leaves.
+Judged on other motion and another controller, MuJoCo's truth only: the contact-force scenario
+of benchmarks/contact_forces.py (simulation.contact_force_runs.run: a wide stance under PD +
+gravity control on the URDF's model; stand, weight shift, the left front foot lifted and put
+down, a lateral push of 20.4 N on the trunk raised and lowered over 0.2 s) on the same plant,
+through the node's cycle (the contact-force estimator over the four feet, threshold 8 N, the
+unexplained part from the stance legs' residual, odom_twist_noise 0.03: the node's defaults)
+with the URDF as shipped, the plant's own inertials (what the estimator itself leaves) and the
+identified models, each with the odometry exact and realistic: per-foot force rms error as a
+fraction of the plant's weight (reference: MuJoCo's foot forces through the observer's exact
+K/(s+K)), contact-state accuracy against MuJoCo's contacts, and the push's generalized force
+found in the unexplained part (relative error; contact_force_runs.metrics).
 
     python benchmarks/identification_floating_mujoco.py [--out-dir out/benchmarks]
 """
 import argparse
 import os
-import subprocess
 import tempfile
 import time
 
@@ -39,39 +40,34 @@ import numpy as np
 from common import add_out_dir, docstring_report, log, output, provenance, report
 
 from ros_dynamics.identification import bags
-from ros_dynamics.identification.floating_base import identify_floating_recording, unexplained
-from ros_dynamics.identification.samples import Samples
-from ros_dynamics.simulation.contact_force_runs import filtered, metrics
+from ros_dynamics.identification.floating_base import identify_floating_recording
+from ros_dynamics.simulation.contact_force_runs import metrics, run
 from ros_dynamics.simulation.legged_identification import plant_urdf, record, shipped
-from ros_dynamics.simulation.mujoco_quadruped import FEET
+from ros_dynamics.simulation.mujoco_quadruped import (FEET, REALISTIC_ODOMETRY, Sensors,
+                                                      SensingOptions, ShiftLiftPush)
 
 K = 50.0
-NOISE = (1e-3, 0.01)            # odometry: pose [m, rad], twist [m/s, rad/s], 1 sigma
-THRESHOLD = 8.0                 # foot-force threshold [N] (release 4 N), as contact_forces.py
-PUSH = (6.0, 6.8, np.array([5.0, 15.0, 0.0]))     # on the trunk [s, s, N world]
+SENSING = (('exact', SensingOptions()), ('realistic', REALISTIC_ODOMETRY))
+#: the identifications: (label, the recording's odometry, the fit's odom_twist_noise); the last
+#: is the fit before the stance legs' twist (the odometry's twist as is), to compare
+FITS = (('exact odometry', SensingOptions(), 0.03),
+        ('realistic odometry', REALISTIC_ODOMETRY, 0.03),
+        ('realistic odometry, its twist as is (odom_twist_noise 0)', REALISTIC_ODOMETRY, 0.0))
 
 
-def judge(run, model, fv=0.0, fc=0.0):
-    """The contact-force figures of ``model`` on the evaluation run (contact_force_runs.metrics)."""
-    s = Samples(run['t'], run['q'], run['v'], run['tau'])
-    rows = np.arange(1, len(s))
-    U, F, C = unexplained(model, s, FEET, rows, K, fv, fc, force_threshold=THRESHOLD)
-    dt = run['dt']
-    out = dict(t=run['t'][rows], feet=run['feet'][rows], estimate=F,
-               filtered=filtered(run['feet'], K, dt)[rows],
-               in_contact=C, unexplained=U,
-               push=filtered(run['push'], K, dt)[rows], phase=run['phase'][rows],
-               weight=run['weight'], release=0.5 * THRESHOLD)
-    return metrics(out)
+def judge(path, model, options=None):
+    """The contact-force figures (contact_force_runs.metrics) of the estimate with ``model`` and
+    its observer ``options`` on the plant of ``path``, per odometry of SENSING."""
+    return {name: metrics(run(gain=K, sensing=sens, plant_urdf=path, estimator=(
+        model, options or {}), push=ShiftLiftPush.LATERAL_PUSH)) for name, sens in SENSING}
 
 
-def commit():
-    try:
-        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
-                              text=True, cwd=os.path.dirname(os.path.abspath(__file__))
-                              ).stdout.strip() or 'unknown'
-    except OSError:
-        return 'unknown'
+def sensed(rec, sensing):
+    """The recording as the odometry of ``sensing`` reports it (Sensors: noise, delay, rate)."""
+    sen = Sensors(sensing, rec['dt'])
+    rows = [sen.measure(q, v, tau) for q, v, tau in zip(rec['q_true'], rec['v_true'], rec['tau'])]
+    return {'t': rec['t'], 'q': np.array([r[0] for r in rows]),
+            'v': np.array([r[1] for r in rows]), 'tau': np.array([r[2] for r in rows])}
 
 
 def main():
@@ -81,19 +77,17 @@ def main():
     ap.add_argument('--duration', type=float, default=None,
                     help='identification recording [s] (default: the whole schedule)')
     args = ap.parse_args()
-    head = provenance() + f'; commit {commit()}'
+    head = provenance()
     _, _, model = shipped()
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         path, truth = plant_urdf(tmp, seed=args.seed)
-        log('evaluation run (StandStepSchedule with a push) ...')
-        run = record(path, 'stand_step', controller_model=truth, push=PUSH)
-        run['q'], run['v'] = run['q_true'], run['v_true']
-        w = run['weight']
+        w = -truth.total_mass() * truth.gravity[2]
         lines += [f'Plant seed {args.seed}: mass {truth.total_mass():.3f} kg (URDF '
                   f'{model.total_mass():.3f} kg), weight {w:.1f} N.', '']
-        res = {'URDF as shipped': judge(run, model),
-               "the plant's own inertials (the estimator's limit)": judge(run, truth)}
+        log('evaluation runs (the contact-force scenario) ...')
+        res = {'URDF as shipped': judge(path, model),
+               "the plant's own inertials (the estimator's limit)": judge(path, truth)}
         log('identification recording (ExcitingStandSchedule) ...')
         rec = record(path, 'excite', duration=args.duration, controller_model=truth,
                      repeats=1, lifts=FEET[:3])
@@ -102,35 +96,31 @@ def main():
                 'before' if end < rec['planned'] - 1e-6 else '')
         lines.append(f'Identification recording: {end:.1f} s of the schedule\'s '
                      f'{rec["planned"]:.1f} s{fell}; {rec["failed"]} unsolved QPs.')
-        rng = np.random.default_rng(7)
-        for label, noise in (('clean odometry', (0.0, 0.0)), ('noisy odometry', NOISE)):
-            q, v = rec['q_true'].copy(), rec['v_true'].copy()
-            if noise[0] > 0:
-                q[:, :3] += noise[0] * rng.standard_normal((len(q), 3))
-                q[:, 3:7] += 0.5 * noise[0] * rng.standard_normal((len(q), 4))
-                q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
-                v[:, :6] += noise[1] * rng.standard_normal((len(v), 6))
-            bag = os.path.join(tmp, label.replace(' ', '_'))
-            bags.write_floating_base(bag, dict(t=rec['t'], q=q, v=v, tau=rec['tau']),
-                                     model.joint_names, storage='mcap')
+        for label, sens, twist in FITS:
+            bag = os.path.join(tmp, label.replace(' ', '_').replace(',', ''))
+            bags.write_floating_base(bag, sensed(rec, sens), model.joint_names, storage='mcap')
             s = bags.read_floating_base(bag, model.joint_names)
             log(f'identifying ({label}) ...')
             t0 = time.process_time()
-            ident = identify_floating_recording(model, s, FEET, gain=K)
+            ident = identify_floating_recording(model, s, FEET, gain=K, odom_twist_noise=twist)
             cpu = time.process_time() - t0
             lines += ['', f'### Identified from the recording with {label}', '',
                       f'- CPU time of the identification: {cpu:.0f} s']
-            lines += [f'- {x}' for x in ident.summary()]
-            idm = ident.model(model)
-            res[f'identified, {label}'] = judge(run, idm, ident.friction_viscous,
-                                                ident.friction_coulomb)
-    table = ['', '### The evaluation run (other motion, clean odometry)', '',
-             '| model | rms error per foot LF, RF, LH, RH (of the weight) | worst foot | '
-             'contact state accuracy | push in unexplained, rel. error |', '|---|---|---|---|---|']
-    for name, m in res.items():
-        table.append(f'| {name} | ' + ', '.join(f'{100 * x:.2f} %' for x in m['rms_per_foot'])
-                     + f' | {100 * max(m["rms_per_foot"]):.2f} % | '
-                     f'{100 * m["state_accuracy"]:.2f} % | {100 * m["push_relative_error"]:.2f} % |')
+            summary = ident.summary()
+            lines += [f'- {x}' for x in (summary if twist > 0 else summary[:2])]
+            res[f'identified, {label}'] = judge(path, ident.model(model), dict(
+                friction_viscous=ident.friction_viscous,
+                friction_coulomb=ident.friction_coulomb, torque_offset=ident.torque_offset))
+    table = ['', '### The evaluation runs (other motion, another controller)', '',
+             '| model | odometry of the evaluation | rms error per foot LF, RF, LH, RH (of the '
+             'weight) | worst foot | contact state accuracy | push in unexplained, rel. error |',
+             '|---|---|---|---|---|---|']
+    for name, by in res.items():
+        for sens, m in by.items():
+            table.append(f'| {name} | {sens} | ' + ', '.join(
+                f'{100 * x:.2f} %' for x in m['rms_per_foot'])
+                + f' | {100 * max(m["rms_per_foot"]):.2f} % | '
+                f'{100 * m["state_accuracy"]:.2f} % | {100 * m["push_relative_error"]:.2f} % |')
     text = '\n'.join(lines + table)
     report(output(args.out_dir, 'identification_floating_mujoco.md'),
            docstring_report(__doc__, head, text))

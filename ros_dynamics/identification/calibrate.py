@@ -189,29 +189,35 @@ def _write_identified(args, model, ident):
     return 0
 
 
+def _contact_settings(params, args):
+    """The contact-force settings of a parameter file (``--contact-frames`` first): keyword
+    arguments of :func:`~ros_dynamics.identification.check.check_contact_forces` (none
+    without contact frames)."""
+    frames = getattr(args, 'contact_frames', None) or params.get('contact_frames') or []
+    if not frames:
+        return {}
+    return dict(contact_frames=list(frames),
+                contact_force_threshold=float(params.get('contact_force_threshold', 10.0)),
+                odom_twist_noise=float(params.get('odom_twist_noise', 0.03)),
+                contact_frame_model=params.get('contact_frame_model', 'point'))
+
+
 def cmd_floating_base(args):
     """``--floating-base --contact-frames F.. --links all``: joint states and odometry from the
     bag, the whole model by projection onto the stance feet's null space
     (:mod:`ros_dynamics.identification.floating_base`)."""
     from ros_dynamics.core.api import task_frames
-    from ros_dynamics.core.urdf import load_urdf
-    from ros_dynamics.identification.bags import BagError, read_floating_base
     from ros_dynamics.identification.floating_base import identify_floating_recording
     from ros_dynamics.identification.samples import CalibrationError
     if args.links != 'all':
         raise SystemExit('calibrate: --floating-base identifies the whole model: add --links all')
     if not args.contact_frames:
         raise SystemExit('calibrate: --floating-base needs --contact-frames (the feet)')
-    if not os.path.exists(args.urdf):
-        raise SystemExit(f'calibrate: URDF file {args.urdf!r} not found')
-    model = load_urdf(args.urdf, floating_base=True)
+    model, s = _floating_samples(args)
     try:
         task_frames(model, args.contact_frames)
-        s = read_floating_base(args.bag, model.joint_names, args.topic, args.odom_topic)
-    except (BagError, ValueError) as exc:
+    except ValueError as exc:
         raise SystemExit(f'calibrate: {exc}') from None
-    if args.start is not None or args.stop is not None:
-        s = s.slice(args.start, args.stop)
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} and '
           f'{args.odom_topic} from {args.bag}; identifying every link of the floating base '
           f'(feet {", ".join(args.contact_frames)}; fit on the first {1 - args.holdout:.0%}, '
@@ -219,7 +225,8 @@ def cmd_floating_base(args):
     try:
         ident = identify_floating_recording(model, s, args.contact_frames, gain=args.gain,
                                             holdout=args.holdout, margin=args.margin,
-                                            floor=args.floor)
+                                            floor=args.floor,
+                                            odom_twist_noise=args.odom_twist_noise)
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     return _write_identified(args, model, ident)
@@ -327,21 +334,50 @@ def _settings(params, model):
                        release_ratio=float(params.get('contact_release_ratio', 0.5)))
 
 
+def _floating_samples(args):
+    """(floating-base model, samples of joint states and odometry) of ``--floating-base``."""
+    from ros_dynamics.core.urdf import load_urdf
+    from ros_dynamics.identification.bags import BagError, read_floating_base
+    if not os.path.exists(args.urdf):
+        raise SystemExit(f'calibrate: URDF file {args.urdf!r} not found')
+    model = load_urdf(args.urdf, floating_base=True)
+    try:
+        s = read_floating_base(args.bag, model.joint_names, args.topic, args.odom_topic)
+    except (BagError, ValueError) as exc:
+        raise SystemExit(f'calibrate: {exc}') from None
+    if args.start is not None or args.stop is not None:
+        s = s.slice(args.start, args.stop)
+    if len(s) == 0:
+        raise SystemExit('calibrate: no samples in the selected time range')
+    return model, s
+
+
 def cmd_check(args):
-    """``check``: the bag through the node's own cycle (ros_dynamics.identification.check)."""
+    """``check``: the bag through the node's own cycle (ros_dynamics.identification.check); a
+    floating base (``--floating-base``) with contact frames also ``~/contact_forces``."""
     import numpy as np
-    from ros_dynamics.identification.check import check_recording
-    model = _model(args.urdf)
-    s = _samples(args, model)
+    from ros_dynamics.identification.check import check_contact_forces, check_recording
+    if args.floating_base:
+        model, s = _floating_samples(args)
+    else:
+        model = _model(args.urdf)
+        s = _samples(args, model)
     params = load_params(args.params, args.node) if args.params else {}
     obs_model, st = _settings(params, model)
+    contact = _contact_settings(params, args)
+    if args.floating_base and not contact:
+        raise SystemExit('calibrate: check --floating-base needs the feet: --contact-frames or '
+                         'contact_frames in the parameter file')
+    label = os.path.basename(os.path.normpath(args.bag))
     try:
-        ck = check_recording(obs_model, s, label=os.path.basename(os.path.normpath(args.bag)),
-                             **st)
+        ck = check_recording(obs_model, s, label=label, **st, **contact)
+        feet = (check_contact_forces(obs_model, s, label=label, **{
+            k: st[k] for k in ('gain', 'friction_viscous', 'friction_coulomb', 'torque_offset')},
+            **contact) if contact else None)
     except ValueError as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     names = list(model.joint_names)
-    for line in ck.summary():
+    for line in ck.summary() + (feet.summary() if feet else []):
         print(line)
     out = args.out or os.path.join('out', 'check.csv')
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
@@ -463,6 +499,11 @@ def main(argv=None):
                         help='with --floating-base: nav_msgs/Odometry topic (default /odom)')
         ap.add_argument('--contact-frames', nargs='+', default=None,
                         help='with --floating-base: the feet (frames of the URDF)')
+        ap.add_argument('--odom-twist-noise', type=float, default=0.03,
+                        help='with --floating-base: the odometry twist\'s noise [m/s, rad/s] '
+                        '(the node\'s odom_twist_noise, default 0.03): the fit takes the base '
+                        'twist from the stance legs fused with it; 0: the odometry\'s as is '
+                        '(an exact odometry)')
         ap.add_argument('--reference', default=None,
                         help='with --payload-link: a bag of the same robot without the payload; '
                         'the robot is identified from it and the payload is the difference')
@@ -502,6 +543,16 @@ def main(argv=None):
                         'calibrate); default: the node defaults')
         ap.add_argument('--out', default=None, help='CSV to write (default out/check.csv)')
         ap.add_argument('--plots', default=None, help='plot folder (default: next to the CSV)')
+        ap.add_argument('--floating-base', action='store_true',
+                        help='a legged robot: joint states and nav_msgs/Odometry from the bag; '
+                        'with contact frames (--contact-frames or the parameter file\'s) also '
+                        '~/contact_forces on the stance: the feet\'s vertical forces against '
+                        'the weight and the foot-force residual (the unexplained part)')
+        ap.add_argument('--odom-topic', default='/odom',
+                        help='with --floating-base: nav_msgs/Odometry topic (default /odom)')
+        ap.add_argument('--contact-frames', nargs='+', default=None,
+                        help='with --floating-base: the feet (default: the parameter file\'s '
+                        'contact_frames)')
         return cmd_check(ap.parse_args(argv))
     if cmd == 'excite':
         ap = argparse.ArgumentParser(prog='calibrate excite', description='An exciting '

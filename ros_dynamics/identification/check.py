@@ -21,7 +21,8 @@ import numpy as np
 
 from .thresholds import envelope
 
-__all__ = ['Check', 'check_recording', 'contact_stretches', 'runs']
+__all__ = ['Check', 'ContactForceCheck', 'check_recording', 'check_contact_forces',
+           'contact_stretches', 'runs']
 
 
 def runs(mask):
@@ -72,14 +73,16 @@ class Check:
 
 def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                     threshold=5.0, threshold_velocity=0.0, threshold_torque=0.0,
-                    release_ratio=0.5, torque_offset=0.0, label=''):
-    """Replay ``samples`` through the node's cycle with these settings; a :class:`Check`."""
+                    release_ratio=0.5, torque_offset=0.0, label='', **contact):
+    """Replay ``samples`` through the node's cycle with these settings (``contact``: its
+    contact-force settings, e.g. ``contact_frames``: the detector then judges the part the
+    contact frames leave unexplained, as the node's); a :class:`Check`."""
     from .calibration import observer_residuals
     from ..estimation.cycle_state import per_coordinate
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
                              threshold=threshold, release_ratio=release_ratio,
                              torque_offset=torque_offset, threshold_velocity=threshold_velocity,
-                             threshold_torque=threshold_torque)
+                             threshold_torque=threshold_torque, **contact)
     nv = int(model.nv)
     nb = nv - len(model.joint_names)
     base, kv, kt = (per_coordinate(n, x, model)[nb:] for n, x in (
@@ -178,3 +181,101 @@ def contact_stretches(t, r, v, tau, names, block=0.25, ratio=25.0, evidence=3.0,
         if is_contact:
             mask[i:j] = True
     return mask, found
+
+
+@dataclass
+class ContactForceCheck:
+    """Result of :func:`check_contact_forces` (N, N m, s): what ``~/contact_forces`` leaves on a
+    recording's stance, through the node's cycle."""
+    frames: list
+    t: np.ndarray
+    forces: np.ndarray            # (T, k, 3) the feet's estimated forces (world axes)
+    in_contact: np.ndarray        # (T, k) the feet's estimated contact states
+    unexplained: np.ndarray       # (T, nv) the part the feet leave (NaN where not updated)
+    weight: float                 # the model's weight [N]
+    stance: np.ndarray = None     # (T,) the samples judged: every foot in contact
+    unexplained_rms: np.ndarray = None   # (nv,) over stance
+    unexplained_max: np.ndarray = None   # (nv,) over stance
+    weight_error: tuple = (np.nan, np.nan)     # Σ f_z − weight over stance: (median, rms) [N]
+    contact_share: np.ndarray = None     # (k,) the share of samples each foot is in contact
+    worst: list = field(default_factory=list)   # the largest base force left: dicts
+    label: str = ''
+    joints: list = field(default_factory=list)     # the model's joint names
+
+    def summary(self):
+        f = lambda a: '[' + ', '.join(f'{x:.3g}' for x in a) + ']'  # noqa: E731
+        n = int(self.stance.sum())
+        out = [f'contact forces{" of " + self.label if self.label else ""} at '
+               f'{", ".join(self.frames)}: in contact '
+               + ', '.join(f'{100 * s:.1f} %' for s in self.contact_share)
+               + f'; judged on {n} samples with every foot in contact']
+        if n == 0:
+            return out + ['  no sample with every foot in contact: nothing to judge']
+        nb = self.unexplained.shape[1] - len(self.joints)
+        med, rms = self.weight_error
+        out.append(f'  sum of the feet\'s vertical forces - weight ({self.weight:.1f} N): median '
+                   f'{med:+.3g} N ({100 * med / self.weight:+.2f} %), rms {rms:.3g} N '
+                   f'({100 * rms / self.weight:.2f} %)')
+        out.append(f'  foot-force residual (unexplained part), rms: base force '
+                   f'{f(self.unexplained_rms[:3])} N, base torque {f(self.unexplained_rms[3:nb])} '
+                   f'N m, joints {f(self.unexplained_rms[nb:])} N m')
+        out.append(f'  ... max: base force {f(self.unexplained_max[:3])} N, base torque '
+                   f'{f(self.unexplained_max[3:nb])} N m, joints '
+                   f'{f(self.unexplained_max[nb:])} N m')
+        for w in self.worst:
+            out.append(f'  largest base force left at {w["t"]:.2f} s: {w["force"]:.3g} N '
+                       f'({100 * w["force"] / self.weight:.1f} % of the weight)')
+        return out
+
+
+def check_contact_forces(model, samples, contact_frames, gain=50.0, friction_viscous=0.0,
+                         friction_coulomb=0.0, torque_offset=0.0, contact_force_threshold=10.0,
+                         odom_twist_noise=0.03, contact_frame_model='point', label='',
+                         rows=None):
+    """Replay ``samples`` (a floating base: its odometry in ``q[:7]``, ``v[:6]``) through the
+    node's cycle with the ``contact_frames`` (the settings of ``~/contact_forces``); judged on
+    the samples where every foot is in contact (standing, no force sensor needed; not within
+    5 / K of the observer's start or a restart, its rise): the sum of
+    the feet's vertical forces against the model's weight (a model too heavy or too light, or
+    feet the estimate misses, shows here), and the foot-force residual, the ``unexplained``
+    part per coordinate (what the model and the feet cannot explain: model error, a push),
+    with its largest base forces; ``rows``: the samples judged (default all; the replay runs
+    over all, e.g. to judge a held-out part with the observer settled).  A
+    :class:`ContactForceCheck`."""
+    from .replay import observer_residuals
+    res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
+                             torque_offset=torque_offset,
+                             contact_frames=tuple(contact_frames),
+                             contact_force_threshold=contact_force_threshold,
+                             odom_twist_noise=odom_twist_noise,
+                             contact_frame_model=contact_frame_model)
+    U, F, C = res['unexplained'], res['forces'], res['in_contact']
+    weight = float(-model.total_mass() * model.gravity[2])
+    ok = np.all(np.isfinite(U), axis=1)
+    # not judged: the observer's rise, 5 / K after its start and every restart (e^-5 left)
+    start = samples.t[np.flatnonzero(res['restart'] | (np.arange(len(ok)) == 0))]
+    settle = 5.0 / float(np.min(gain))
+    ok &= ~np.any((samples.t[:, None] >= start) & (samples.t[:, None] < start + settle), axis=1)
+    stance = ok & np.all(C, axis=1)
+    if rows is not None:
+        judged = np.zeros(len(ok), dtype=bool)
+        judged[rows] = True
+        ok, stance = ok & judged, stance & judged
+    ck = ContactForceCheck(list(contact_frames), samples.t, F, C, U, weight, stance=stance,
+                           label=label, joints=list(model.joint_names))
+    ck.contact_share = C[ok].mean(axis=0) if ok.any() else np.zeros(len(contact_frames))
+    if not stance.any():
+        ck.unexplained_rms = ck.unexplained_max = np.full(U.shape[1], np.nan)
+        return ck
+    ck.unexplained_rms = np.sqrt(np.mean(U[stance] ** 2, axis=0))
+    ck.unexplained_max = np.max(np.abs(U[stance]), axis=0)
+    e = F[stance, :, 2].sum(axis=1) - weight
+    ck.weight_error = (float(np.median(e)), float(np.sqrt(np.mean(e ** 2))))
+    base = np.where(stance, np.linalg.norm(np.nan_to_num(U[:, :3]), axis=1), 0.0)
+    for k in np.argsort(-base):          # the largest, at least 0.5 s apart
+        if len(ck.worst) == 3 or base[k] <= 0:
+            break
+        tk = float(samples.t[k] - samples.t[0])
+        if all(abs(tk - w['t']) > 0.5 for w in ck.worst):
+            ck.worst.append({'t': tk, 'force': float(base[k])})
+    return ck

@@ -13,21 +13,21 @@ __all__ = ['observer_residuals', 'increasing_in_time', 'without_refused']
 
 
 def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-           torque_offset=0.0, threshold_velocity=0.0, threshold_torque=0.0):
+           torque_offset=0.0, threshold_velocity=0.0, threshold_torque=0.0, **contact_settings):
     """The node's own cycle (:func:`ros_dynamics.estimation.cycle.node_cycle`) with
-    these observer settings."""
+    these observer settings (``contact_settings``: the contact-force ones, e.g. contact_frames)."""
     settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
                                 friction_coulomb=friction_coulomb,
                                 threshold=threshold if threshold is not None else 1e300,
                                 release_ratio=release_ratio, torque_offset=torque_offset,
                                 threshold_velocity=threshold_velocity,
-                                threshold_torque=threshold_torque)
+                                threshold_torque=threshold_torque, **contact_settings)
     return node_cycle(model, settings)
 
 
 def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                        threshold=None, release_ratio=0.5, torque_offset=0.0,
-                       threshold_velocity=0.0, threshold_torque=0.0):
+                       threshold_velocity=0.0, threshold_torque=0.0, **contact_settings):
     """Replay ``samples`` through the node's cycle; returns a dict with ``t``, ``r``
     (T, nv; NaN where the observer (re)started or skipped the sample: the first sample,
     repeated stamps, a sample the node refuses), ``restart`` (T,) bool (the observer
@@ -35,10 +35,17 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
     kept), ``skipped`` (T,) bool, ``refused`` {index: kind} (the samples the node refuses, e.g.
     beyond its input bounds; skipped too), ``contact`` (T,) bool and ``link`` (T,)
     list (with a ``threshold``; ``threshold_velocity``, ``threshold_torque``: its state-dependent
-    terms), ``reasons`` (the restarts: (t, why))."""
+    terms), ``reasons`` (the restarts: (t, why)).  ``contact_settings``: the node's contact-force
+    settings (:class:`~ros_dynamics.estimation.cycle_state.ObserverSettings`: ``contact_frames``,
+    ``contact_force_threshold``, ``odom_twist_noise``, ...); with contact frames also
+    ``unexplained`` (T, nv), ``forces`` (T, k, 3) and ``in_contact`` (T, k) of
+    ``~/contact_forces`` (NaN, False where the observer did not update)."""
     cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-                 torque_offset, threshold_velocity, threshold_torque)
+                 torque_offset, threshold_velocity, threshold_torque, **contact_settings)
     T, nv = len(samples), int(model.nv)
+    k_frames = len(contact_settings.get('contact_frames', ()))
+    feet = {'unexplained': np.full((T, nv), np.nan), 'forces': np.full((T, k_frames, 3), np.nan),
+            'in_contact': np.zeros((T, k_frames), dtype=bool)} if k_frames else {}
     r = np.full((T, nv), np.nan)
     restart = np.zeros(T, dtype=bool)
     bridge = np.zeros(T, dtype=bool)
@@ -56,6 +63,10 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
         elif res.observer in ('update', 'bridge'):
             r[k] = res.residual
             bridge[k] = res.observer == 'bridge'
+            if feet and res.forces is not None:
+                feet['unexplained'][k] = res.forces.unexplained
+                feet['forces'][k] = res.forces.wrenches[:, :3]
+                feet['in_contact'][k] = res.forces.in_contact
             if threshold is not None:
                 contact[k], link[k] = res.contact.in_contact, res.contact.link
         elif res.observer == 'reset':
@@ -64,7 +75,7 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
         else:
             skipped[k] = True
     return {'t': samples.t, 'r': r, 'restart': restart, 'bridge': bridge, 'skipped': skipped,
-            'contact': contact, 'link': link, 'reasons': reasons, 'refused': refused}
+            'contact': contact, 'link': link, 'reasons': reasons, 'refused': refused, **feet}
 
 
 def without_refused(model, samples, replayed):

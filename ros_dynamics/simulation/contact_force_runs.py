@@ -78,25 +78,31 @@ def filtered(x, gain, dt):
 
 def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
         plant_options=None, push=None, frame_model='point', contact_threshold=5.0,
-        odom_twist_noise=0.03):
+        odom_twist_noise=0.03, plant_urdf=None, estimator=None):
     """One run (module docstring).  ``sensing``: :class:`SensingOptions` (what the estimate
     receives: odometry noise, bias, delay and rate, joint noise; exact by default);
     ``plant_options``: :class:`PlantOptions` (MuJoCo's departures from the URDF); ``push``: the
     trunk push [N] (world axes) instead of the scenario's.  ``contact_threshold``: the
     detector's (on the unexplained part); ``odom_twist_noise``: the estimator's (> 0, the
     node's default: the unexplained part with the base twist from the stance legs,
-    stance_residual.py; 0: from the odometry's twist as is).  Returns
-    a dict of arrays over the samples."""
+    stance_residual.py; 0: from the odometry's twist as is).  ``plant_urdf``: MuJoCo's plant
+    from this URDF instead of the bundled one (e.g. legged_identification.plant_urdf: every
+    link off; the controller keeps the bundled URDF's model); ``estimator``: (model, observer
+    options) the estimate runs with instead of the bundled URDF's (e.g. an identified model and
+    its friction).  Returns a dict of arrays over the samples."""
     path = bundled_urdf('quadruped')
     model = load_urdf(path, floating_base=True)
     duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
-    step, dt, phase = _plant(plant, model, path, duration, plant_options, push)
-    settings = ObserverSettings(model, gain=gain, threshold=contact_threshold,
+    step, dt, phase = _plant(plant, model, plant_urdf or path, duration, plant_options, push)
+    plant_weight = -(load_urdf(plant_urdf, floating_base=True) if plant_urdf else
+                     model).total_mass() * model.gravity[2]
+    est_model, options = estimator or (model, {})
+    settings = ObserverSettings(est_model, gain=gain, threshold=contact_threshold,
                                 contact_frames=FEET,
                                 contact_frame_model=frame_model,
                                 contact_force_threshold=threshold,
-                                odom_twist_noise=odom_twist_noise)
-    js = node_cycle(model, settings)
+                                odom_twist_noise=odom_twist_noise, **options)
+    js = node_cycle(est_model, settings)
     sensors = Sensors(sensing or SensingOptions(), dt)
     a = np.exp(-gain * dt)
     filt, pfilt = np.zeros((len(FEET), 3)), np.zeros(model.nv)
@@ -121,7 +127,7 @@ def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
                          ('touching', touching)):
             out[key].append(val)
     out = {k: np.array(v) for k, v in out.items()}
-    out.update(weight=-model.total_mass() * model.gravity[2], threshold=threshold,
+    out.update(weight=plant_weight, threshold=threshold,
                release=settings.release_ratio * threshold, dt=dt, plant=plant)
     return out
 

@@ -84,6 +84,7 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     ``t, q, v`` (the odometry's base state: ``odom_noise`` = (pose noise [m, rad], twist noise
     [m/s, rad/s]) white, 1 σ per sample), ``q_true, v_true, tau`` (joint torques, base rows
     zero), ``feet`` (T, 4, 3) the true foot forces, ``push`` (T, nv) its generalized force,
+    ``touching`` (T, 4) MuJoCo's contact states,
     ``phase``, ``weight`` (the plant's), ``failed`` (unsolved QPs) and ``planned`` (the
     duration asked for); if the trunk falls below half its start height the recording ends
     0.5 s before.  ``push``: (start, end,
@@ -101,12 +102,12 @@ def record(plant_path, schedule='excite', duration=None, odom_noise=(0.0, 0.0), 
     for _ in range(int(round(duration / dt))):
         if push is not None:
             plant.push = np.asarray(push[2], float) if push[0] <= plant.t < push[1] else np.zeros(3)
-        rows.append(plant.step())
+        rows.append(plant.step() + (plant.touching.copy(),))
         if not rows[-1][1][2] > 0.5 * z0:             # fell: the recording ends before
             rows = rows[:max(1, len(rows) - 500)]
             break
     out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
-        ('t', 'q_true', 'v_true', 'tau', 'feet', 'push'))}
+        ('t', 'q_true', 'v_true', 'tau', 'feet', 'push', 'touching'))}
     q, v = out['q_true'].copy(), out['v_true'].copy()
     sp, sv = odom_noise
     if sp > 0:
