@@ -50,6 +50,7 @@ from ..estimation.rules import FRICTION_EPS
 from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
                       payload_from_parameters, skew2)
 from .replay import increasing_in_time, observer_residuals, without_refused
+from .check import runs
 from .least_squares import (autocorrelation_time, torque_scale_covariance,
                             weighted_least_squares)
 from .samples import CalibrationError
@@ -197,7 +198,8 @@ class Calibration:
                    f'(± {f(self.friction_coulomb_se)})')
         if self.friction_load is not None:
             out.append(f'friction growing with |tau| [N m per N m]: {f(self.friction_load)} '
-                       f'(± {f(self.friction_load_se)}; in the fit only)')
+                       f'(± {f(self.friction_load_se)}; in the fit; the Coulomb level above is '
+                       'the constant law at this recording\'s load, which the node runs)')
         if self.payload_link is not None:
             out.append(f'payload on {self.payload_link!r}: mass {self.payload_mass:.4f} ± '
                        f'{self.payload_mass_se:.4f} kg, CoM {f(self.payload_com)} ± '
@@ -227,12 +229,6 @@ def _stats(r):
             'mean': np.mean(x, axis=0)}
 
 
-def _runs(mask):
-    m = np.concatenate([[False], mask, [False]]).astype(int)
-    d = np.flatnonzero(np.diff(m))
-    return list(zip(d[0::2], d[1::2]))
-
-
 def _in_spans(t, spans, pad=0.0):
     """Mask of the times ``t`` inside one of the (start, end) ``spans``, widened by ``pad``."""
     mask = np.zeros(len(t), dtype=bool)
@@ -251,7 +247,7 @@ def _contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05, pad=0.2):
     scale = np.maximum(mad, 1e-3)
     out = np.zeros(len(t), dtype=bool)
     out[valid] = np.any(np.abs(e[valid]) > ratio * scale, axis=1)
-    spans = [(t[a], t[b - 1]) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
+    spans = [(t[a], t[b - 1]) for a, b in runs(out) if t[b - 1] - t[a] >= min_duration]
     return _in_spans(t, spans, pad), spans
 
 
@@ -523,6 +519,10 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     nj = nv - nb
     fv = theta[:nj] if friction else np.zeros(nj)
     fc = theta[nj:2 * nj] if friction else np.zeros(nj)
+    if load_selected:   # the node's constant law: the Coulomb level at this recording's load
+        wt = np.tanh(samples.v[idx][rows, nb:] / velocity_eps) ** 2
+        fc = fc + theta[load_cols] * np.sum(wt * np.abs(samples.tau[idx][rows, nb:]), axis=0) \
+            / np.maximum(np.sum(wt, axis=0), 1e-12)
     for kind, x in (('viscous', fv), ('Coulomb', fc)):
         if np.any(x < 0):
             bad = [n for n, xi in zip(model.joint_names, x) if xi < 0]
