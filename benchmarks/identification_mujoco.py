@@ -115,9 +115,7 @@ def one(seed, duration, tmp):
         row['false onsets friction-only calibration'] = onsets(res['contact'])
     except CalibrationError as exc:
         row['false onsets friction-only calibration'] = 'refused: ' + str(exc).split(':')[0]
-    out = plant(truth, 5, OTHER, pushes=[(HELD = SineTrajectory(HOME - 0.1, np.array([0.4, 0.3, 0.3, 0.35, 0.6, 0.5, 0.8]),
-                      0.13 + 0.04 * np.arange(7))
-LINK, POINT, FORCE, 2.0, 1e9)]).run(4.0)
+    out = plant(truth, 5, OTHER, pushes=[(LINK, POINT, FORCE, 2.0, 1e9)]).run(4.0)
     smp = samples(out)
     win = smp.t > 2.0 + 5.0 / K
     ref = np.mean(out['tau_ext'][win], axis=0)
