@@ -17,8 +17,8 @@ identified from the reference (``calibrate --links all``), then the payload agai
   (``torque_scale_error=0``), constant Coulomb friction.
 
 Reported per trial: mass error and its standard error, CoM error per axis [mm], its standard
-error, and ``|error| / SE``; then per estimator the share of the CoM components (and masses)
-within 2 standard errors, and the largest ratio.  The robot is identified once per plant and
+error, and the error's size over its standard error; then per estimator the share of the CoM components (and masses)
+within 2 standard errors, and the largest ratio (``error / SE``: absolute values).  The robot is identified once per plant and
 used by both estimators.
 
     python benchmarks/payload_se_mujoco.py [--seeds 1 2 3 4 5 6] [--seeds-100 1 2 3] [--out-dir out/benchmarks]
@@ -51,9 +51,9 @@ def one(seed, rate):
                                            **options)
         err = cal.payload_com - TOOL[1]
         out[name] = {'mass err [%]': 100 * (cal.payload_mass - TOOL[0]) / TOOL[0],
-                     'mass |err| / SE': abs(cal.payload_mass - TOOL[0]) / cal.payload_mass_se,
+                     'mass error / SE': abs(cal.payload_mass - TOOL[0]) / cal.payload_mass_se,
                      'CoM err [mm]': 1e3 * err, 'CoM SE [mm]': 1e3 * cal.payload_com_se,
-                     'CoM |err| / SE': np.abs(err) / cal.payload_com_se,
+                     'CoM error / SE': np.abs(err) / cal.payload_com_se,
                      'load friction': cal.friction_load is not None}
     return out
 
@@ -77,14 +77,14 @@ def main():
         log(f'plant seed {seed}, {rate} Hz ...')
         rows.append(((seed, rate), one(seed, rate)))
         log(rows[-1])
-    keys = ['mass err [%]', 'mass |err| / SE', 'CoM err [mm]', 'CoM SE [mm]', 'CoM |err| / SE',
+    keys = ['mass err [%]', 'mass error / SE', 'CoM err [mm]', 'CoM SE [mm]', 'CoM error / SE',
             'load friction']
     fmt = lambda x: f(x) if isinstance(x, np.ndarray) else (  # noqa: E731
         str(x) if isinstance(x, bool) else f'{x:.3g}')
     lines = []
     for name in ESTIMATORS:
-        z = np.concatenate([r[name]['CoM |err| / SE'] for _, r in rows])
-        zm = np.array([r[name]['mass |err| / SE'] for _, r in rows])
+        z = np.concatenate([r[name]['CoM error / SE'] for _, r in rows])
+        zm = np.array([r[name]['mass error / SE'] for _, r in rows])
         lines += [f'### {name}', '',
                   f'- CoM components within 2 standard errors: {np.sum(z <= 2)} of {z.size} '
                   f'({np.mean(z <= 2):.0%}); largest |error| / SE {z.max():.3g}; median SE '
