@@ -504,8 +504,9 @@ def main(argv=None):
                         'deviation) in the payload\'s standard errors (default 0.02: torques '
                         'from motor currents; 0 for joint torque sensors)')
         ap.add_argument('--load-friction', choices=('auto', 'yes', 'no'), default='auto',
-                        help='fit a Coulomb friction growing with the joint\'s load torque '
-                        '(auto: when it lowers the residual of held-out samples by 5 %%)')
+                        help='with --payload-link: fit a Coulomb friction growing with the '
+                        'joint\'s load torque (auto: when it lowers the residual of held-out '
+                        'samples by 5 %%)')
         ap.add_argument('--contact', choices=('auto', 'error', 'exclude'), default='auto',
                         help='stretches that look like contact: auto (default) fits on the rest '
                         'and names them when they are at most 10 %% of the recording, else '

@@ -313,6 +313,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     jackknife over 10 stretches) and, for a payload, torque constants ``torque_scale_error``
     off per joint (one standard deviation, :func:`.least_squares.torque_scale_covariance`; 0: joint torque
     sensors); the CoM's from those of ``(m, m c)`` by the delta method (``c = h / m``).
+    ``load_friction`` (with a payload): a Coulomb level ``F_l |tau|`` too, ``'auto'``: selected.
     """
     if contact not in ('auto', 'error', 'exclude'):
         raise ValueError("contact must be 'auto', 'error' or 'exclude'")
@@ -344,7 +345,8 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         raise ValueError("load_friction must be 'auto', True or False")
     rho, names, idx = regressor(model, samples, restart, gain, payload_link, velocity_eps,
                                  friction, bridge=base['bridge'],
-                                 load_friction=friction and load_friction is not False)
+                                 load_friction=(friction and payload_link is not None
+                                                and load_friction is not False))
     # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
     r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
     fixed = np.zeros(rho.shape[2], dtype=bool)
