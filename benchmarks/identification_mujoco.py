@@ -7,12 +7,15 @@ reflected rotor inertia (armature 0.01-0.3 kg m²), MuJoCo's own friction (joint
 F_v 0.1-0.8 N m s/rad and the ``frictionloss`` constraint F_c 0.2-1 N m, not the observer's
 tanh law), torque offsets (-0.4..0.5 N m) and sensor noise (1e-5 rad, 2e-3 rad/s, 0.05 N m).
 A recording of excitation motion (PD + gravity compensation on the URDF's model, 1 kHz) is
-written as a bag and read back; the model is identified on its first 70 % with the default
-options, and reported on:
+written as a bag and read back; the model is identified on all of it with the default
+options and a second recording of *other* motion held out (``calibrate --links all
+--held-out BAG2``: 15 s of another trajectory, another noise seed), and reported on:
 
-* the held-out 30 %: residual rms per joint with the URDF's model and with the identified one
-  (the residual the node will show: identified inertials, friction and armature);
-* 20 s of other free motion (another trajectory and noise seed) replayed through the node's
+* the held-out recording replayed through the node's cycle (not the identifier's linear
+  prediction): residual rms per joint with the URDF's model and with the identified one (the
+  residual the node will show: identified inertials, friction, armature, torque offsets); the
+  thresholds come from it;
+* 20 s of a third free motion (another trajectory and noise seed) replayed through the node's
   pipeline with the identified URDF, friction, armature and thresholds: false contact onsets;
   the same with friction and thresholds from the friction-only calibration (``calibrate``
   without ``--links``, default options) for comparison;
@@ -22,7 +25,8 @@ options, and reported on:
 
 Payload against a reference (``calibrate --payload-link L --reference BAG``), per plant: a
 second 20 s recording of the same motion with a 2.8 kg tool on the last link (CoM (0, 10, 60)
-mm); the payload from the two recordings vs from the payload recording alone on the URDF.
+mm); the payload from the two recordings (with the CoM error over its standard error per axis)
+vs from the payload recording alone on the URDF.
 
     python benchmarks/identification_mujoco.py [--out-dir out/benchmarks]
 """
@@ -56,6 +60,8 @@ EXCITE = SineTrajectory(HOME, np.array([0.5, 0.4, 0.5, 0.4, 0.8, 0.6, 1.0]),
                         0.15 + 0.05 * np.arange(7))
 OTHER = SineTrajectory(HOME, np.array([0.3, 0.25, 0.4, 0.3, 0.5, 0.4, 0.6]),
                        0.11 + 0.03 * np.arange(7))
+HELD = SineTrajectory(HOME - 0.1, np.array([0.4, 0.3, 0.3, 0.35, 0.6, 0.5, 0.8]),
+                      0.13 + 0.04 * np.arange(7))
 LINK, POINT, FORCE = 'arm_link_7', np.array([0.0, 0.0, 0.05]), np.array([12.0, -10.0, -12.0])
 
 
@@ -84,14 +90,17 @@ def one(seed, duration, tmp):
     path = os.path.join(tmp, f'plant{seed}')
     bags.write_joint_states(path, out, names=MODEL.joint_names, storage='mcap')
     s = bags.read_joint_states(path, joint_names=MODEL.joint_names)
+    held = samples(plant(truth, 7, HELD).run(15.0))
     t0 = time.process_time()
-    ident = identify_recording(MODEL, s, gain=K)
+    ident = identify_recording(MODEL, s, gain=K, held_out=held)
     cpu = time.process_time() - t0
     row = {'plant': f'seed {seed}', 'T [s]': duration, 'cpu [s]': f'{cpu:.1f}',
            'base parameters': f'{ident.rank} of {ident.n_parameters}',
            'condition': f'{ident.condition:.3g}',
+           'held out': ident.held_out,
            'held-out rms URDF [N m]': f(ident.before['rms']),
-           'held-out rms identified [N m]': f(ident.after['rms']),
+           'held-out rms identified, replayed through the node\'s cycle [N m]':
+               f(ident.after['rms']),
            'held-out rms identified / URDF (max over joints)':
                f'{np.max(ident.after["rms"] / ident.before["rms"]):.3f}'}
     free = samples(plant(truth, 11, OTHER).run(20.0))
@@ -120,9 +129,10 @@ def one(seed, duration, tmp):
     tool = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
     withp = samples(plant(rd.attach_payload(truth, LINK, *tool), 4, EXCITE).run(duration))
     _, cal = payload_against_reference(MODEL, withp, s, LINK, gain=K)
-    row['payload with reference: mass error [%], CoM error [mm]'] = (
+    row['payload with reference: mass error [%], CoM error [mm], CoM |error| / SE'] = (
         f'{100 * (cal.payload_mass - tool[0]) / tool[0]:.2f}, '
-        f'{1e3 * np.linalg.norm(cal.payload_com - tool[1]):.2f}')
+        f'{1e3 * np.linalg.norm(cal.payload_com - tool[1]):.2f}, '
+        f'{f(np.abs(cal.payload_com - tool[1]) / cal.payload_com_se)}')
     try:
         cal = calibrate(MODEL, withp, LINK, gain=K, contact='exclude')
         row['payload on the URDF alone: mass error [%], CoM error [mm]'] = (

@@ -106,6 +106,34 @@ def test_held_out_residual_falls_on_every_joint(recording):
         assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
 
 
+def test_held_out_on_a_second_recording_of_other_motion(recording, tmp_path, capsys):
+    """``--held-out BAG``: the whole first recording is fitted, and the held-out figures, the
+    thresholds and the check come from the second one (other motion, other noise), replayed
+    through the node's cycle; the report says which."""
+    other = SineTrajectory(home_pose(MODEL)[0] + 0.1,
+                           np.array([0.3, 0.25, 0.4, 0.3, 0.5, 0.4, 0.6]),
+                           0.11 + 0.03 * np.arange(7))
+    out = MujocoPlant(TRUTH, other, nominal=MODEL, armature=ARMATURE, damping=FV,
+                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
+                      noise_velocity=2e-3, noise_effort=0.05, seed=11).run(8.0)
+    path = str(tmp_path / 'other')
+    bags.write_joint_states(path, out, names=MODEL.joint_names)
+    params = tmp_path / 'params.yaml'
+    assert cli.main([recording, '--urdf', URDF, '--links', 'all', '--held-out', path,
+                     '--out', str(params)]) == 0
+    text = capsys.readouterr().out
+    assert 'held out: a second recording' in text and 'report on ' + path in text, text
+    s = bags.read_joint_states(recording, joint_names=MODEL.joint_names)
+    held = bags.read_joint_states(path, joint_names=MODEL.joint_names)
+    ident = ID.identify_recording(MODEL, s, held_out=held)
+    assert ident.test_rows.size == 0 and len(ident.check.t) == len(held)
+    assert ident.check.onsets == 0
+    # on motion the fit has not seen the residual still falls on every joint: measured 0.271 of
+    # the URDF's on the first joint (friction), 0.086 and 0.031 on the shoulder and elbow
+    ratio = ident.after['rms'] / ident.before['rms']
+    assert np.all(ratio < 0.5) and np.all(ratio[[1, 3]] < 0.2), ratio
+
+
 def test_cli_writes_a_parameter_file_and_a_urdf_the_node_loads(identified):
     params, urdf = identified
     for k in ('observer_friction_viscous', 'observer_friction_coulomb', 'joint_armature',

@@ -153,7 +153,19 @@ def test_both_contacts_detected_isolated_and_estimated(identified):
 def test_payload_against_a_no_load_recording_with_default_options(identified):
     s, _ = identified
     _, withp = run(rd.attach_payload(TRUTH, 'arm_link_7', *TOOL), EXCITE, 4, 25.0)
-    _, cal = payload_against_reference(MODEL, withp, s, 'arm_link_7', gain=K)
+    robot, cal = payload_against_reference(MODEL, withp, s, 'arm_link_7', gain=K)
     # measured -0.78 % and 1.7 mm on this plant (2026-11-28); asserted ~3x: 2.5 % and 5 mm
     assert cal.payload_mass == pytest.approx(TOOL[0], rel=0.025)
     assert np.linalg.norm(cal.payload_com - TOOL[1]) < 0.005
+    # standard errors that cover the error (benchmarks/results/payload_se_mujoco.md on more
+    # plants): measured |error| / SE 1.22 (mass), 2.13 / 0.40 / 0.62 (CoM x, y, z), asserted 3;
+    # not by being wide: SE 0.034 kg, CoM 0.26 / 0.40 / 2.7 mm, asserted below 3x that
+    com_z = np.abs(cal.payload_com - TOOL[1]) / cal.payload_com_se
+    assert abs(cal.payload_mass - TOOL[0]) < 3 * cal.payload_mass_se, cal.summary()
+    assert np.all(com_z < 3.0), (com_z, cal.summary())
+    assert cal.payload_mass_se < 0.1 and np.all(cal.payload_com_se < [0.8e-3, 1.2e-3, 8e-3])
+    # the estimator before (noise and jackknife only, constant Coulomb friction) did not
+    _, old = payload_against_reference(MODEL, withp, s, 'arm_link_7', gain=K, robot=robot,
+                                       torque_scale_error=0.0, load_friction=False)
+    # (measured |error| / SE 4.6 on the CoM's x)
+    assert np.max(np.abs(old.payload_com - TOOL[1]) / old.payload_com_se) > 3.0

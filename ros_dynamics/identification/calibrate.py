@@ -2,7 +2,7 @@
 
     calibrate BAG --urdf URDF --out PARAMS.yaml [--payload-link LINK] [--topic /joint_states]
               [--plots DIR] [--gain K] [--margin 2] [--floor 0.2] [--start S] [--stop S]
-    calibrate BAG --urdf URDF --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
+    calibrate BAG --urdf URDF --links all [--held-out BAG2] --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
     calibrate BAG --urdf URDF --payload-link LINK --reference BAG_WITHOUT --out PARAMS.yaml
     calibrate BAG --urdf URDF --floating-base [--odom-topic /odom] --contact-frames F1 F2 ...
               --links all --out PARAMS.yaml --out-urdf IDENTIFIED.urdf
@@ -20,7 +20,8 @@
 * ``--links all`` identifies the whole model instead
   (:func:`ros_dynamics.identification.whole_model.identify_recording`): every link's inertial
   parameters (physically consistent, regularised toward the URDF), joint friction and
-  armature, fitted on the start of the recording; the rest is replayed through the node's
+  armature, fitted on the start of the recording (all of it when ``--held-out`` gives a second
+  recording of other motion); the rest (or that recording) is replayed through the node's
   cycle with what was identified, and the thresholds cover every held-out sample
   (state-dependent where the data ask for it; a stretch is left out only as contact with the
   evidence the report shows); writes the parameter file (friction, ``joint_armature``,
@@ -153,19 +154,33 @@ def _state(args):
     return {'auto': 'auto', 'yes': True, 'no': False}[args.state_thresholds]
 
 
+def _payload_options(args):
+    """The payload fit's options of the command line (those given)."""
+    out = {'load_friction': {'auto': 'auto', 'yes': True, 'no': False}[args.load_friction]}
+    if args.torque_constant_error is not None:
+        out['torque_scale_error'] = args.torque_constant_error
+    return out
+
+
 def cmd_identify(args):
     """``--links all``: the whole model (ros_dynamics.identification.whole_model)."""
     from ros_dynamics.identification.whole_model import identify_recording
     from ros_dynamics.identification.samples import CalibrationError
     model = _model(args.urdf)
     s = _samples(args, model)
+    held = None
+    if args.held_out:
+        held = _samples(argparse.Namespace(**{**vars(args), 'bag': args.held_out,
+                                              'start': None, 'stop': None}), model)
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
-          f'{args.bag}; identifying every link (fit on the first {1 - args.holdout:.0%}, '
-          f'report on the rest) ...', flush=True)
+          f'{args.bag}; identifying every link ('
+          + (f'fit on all of it, report on {args.held_out}' if held is not None else
+             f'fit on the first {1 - args.holdout:.0%}, report on the rest: the same motion; '
+             'give --held-out BAG of other motion to judge on that') + ') ...', flush=True)
     try:
         ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
                                    margin=args.margin, floor=args.floor,
-                                   state_thresholds=_state(args))
+                                   state_thresholds=_state(args), held_out=held)
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     return _write_identified(args, model, ident)
@@ -247,7 +262,8 @@ def cmd_reference(args):
         robot, cal = payload_against_reference(model, s, ref, args.payload_link, gain=args.gain,
                                                margin=args.margin, floor=args.floor,
                                                contact=args.contact,
-                                               state_thresholds=_state(args))
+                                               state_thresholds=_state(args),
+                                               **_payload_options(args))
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     for line in robot.summary() + cal.summary():
@@ -286,7 +302,7 @@ def cmd_calibrate(args):
     try:
         cal = calibrate(model, s, args.payload_link, gain=args.gain, inertia=inertia,
                         margin=args.margin, floor=args.floor, contact=args.contact,
-                        state_thresholds=_state(args))
+                        state_thresholds=_state(args), **_payload_options(args))
     except (CalibrationError, ValueError) as exc:
         raise SystemExit(f'calibrate: {exc}') from None
     print(f'calibrate: {len(s)} samples ({s.t[-1] - s.t[0]:.1f} s) of {args.topic} from '
@@ -507,6 +523,10 @@ def main(argv=None):
         ap.add_argument('--reference', default=None,
                         help='with --payload-link: a bag of the same robot without the payload; '
                         'the robot is identified from it and the payload is the difference')
+        ap.add_argument('--held-out', default=None, metavar='BAG',
+                        help='with --links all: a second bag of other motion of the same robot; '
+                        'the whole of BAG is fitted and the held-out report, the thresholds and '
+                        'the check come from this one (default: the end of BAG, --holdout)')
         ap.add_argument('--holdout', type=float, default=0.3,
                         help='with --links all: fraction of the recording (its end) held out '
                         'for the report and the thresholds (default 0.3)')
@@ -520,6 +540,14 @@ def main(argv=None):
         ap.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
                         help="fit the payload's rotational inertia (auto: when the motion "
                         'determines it)')
+        ap.add_argument('--torque-constant-error', type=float, default=None,
+                        help='relative error of each joint\'s torque constant (one standard '
+                        'deviation) in the payload\'s standard errors (default 0.02: torques '
+                        'from motor currents; 0 for joint torque sensors)')
+        ap.add_argument('--load-friction', choices=('auto', 'yes', 'no'), default='auto',
+                        help='with --payload-link: fit a Coulomb friction growing with the '
+                        'joint\'s load torque (auto: when it lowers the residual of held-out '
+                        'samples by 5 %%)')
         ap.add_argument('--contact', choices=('auto', 'error', 'exclude'), default='auto',
                         help='stretches that look like contact: auto (default) fits on the rest '
                         'and names them when they are at most 10 %% of the recording, else '

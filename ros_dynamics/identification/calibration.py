@@ -50,6 +50,9 @@ from ..estimation.rules import FRICTION_EPS
 from .payload import (INERTIA6, PAYLOAD_PARAMETERS, PayloadColumns, check_physical,
                       payload_from_parameters, skew2)
 from .replay import increasing_in_time, observer_residuals, without_refused
+from .check import runs
+from .least_squares import (autocorrelation_time, torque_scale_covariance,
+                            weighted_least_squares)
 from .samples import CalibrationError
 
 __all__ = ['Calibration', 'ContactInData', 'calibrate', 'observer_residuals']
@@ -68,7 +71,7 @@ class ContactInData(CalibrationError):
 
 
 def regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
-               max_rows=60000, bridge=None):
+               max_rows=60000, bridge=None, load_friction=False):
     """Columns ρ of the residual's dependence on the parameters, their names and the sample
     indices they are kept at.
 
@@ -85,6 +88,8 @@ def regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
     names = []
     if friction:
         names += [f'Fv[{n}]' for n in model.joint_names] + [f'Fc[{n}]' for n in model.joint_names]
+    if load_friction:
+        names += [f'Fl[{n}]' for n in model.joint_names]
     if link is not None:
         names += list(PAYLOAD_PARAMETERS)
         pc = PayloadColumns(model, link)
@@ -102,6 +107,10 @@ def regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
                 v = samples.v[k, nb:]
                 B[jr, jc] = -v
                 B[jr, nj + jc] = -friction_torque(v, 0.0, 1.0, velocity_eps)   # the law's shape
+            if load_friction:
+                # a Coulomb level growing with the joint's load torque (Mamedov et al. 2020)
+                B[jr, 2 * nj * friction + jc] = -friction_torque(
+                    samples.v[k, nb:], 0.0, np.abs(samples.tau[k, nb:]), velocity_eps)
             if link is not None:
                 P[:, npar - 10:], B[:, npar - 10:] = pc.observer_terms(samples.q[k],
                                                                        samples.v[k])
@@ -111,43 +120,6 @@ def regressor(model, samples, restart, gain, link, velocity_eps, friction=True,
         if k % stride == 0:
             rho[k // stride] = cur
     return rho, names, idx
-
-
-def _autocorrelation_time(e, max_lag=2000):
-    """Integrated autocorrelation time ``1 + 2 Σ ρ(ℓ)`` of the columns of ``e`` (T, n),
-    summed until ρ first drops below 0.05 (mean over the columns; ρ by FFT)."""
-    taus = []
-    for x in e.T:
-        x = x - x.mean()
-        n = x.size
-        f = np.fft.rfft(x, 2 * n)
-        ac = np.fft.irfft(f * np.conj(f))[:min(max_lag, n // 4)]
-        if not ac.size or ac[0] <= 0:
-            continue
-        rho = ac / ac[0]
-        below = np.flatnonzero(rho < 0.05)
-        end = below[0] if below.size else rho.size
-        taus.append(1.0 + 2.0 * float(rho[1:end].sum()))
-    return float(np.mean(taus)) if taus else 1.0
-
-
-def _solve(A, b, w, names):
-    """Weighted LS ``min ‖diag(w)(A θ + b)‖²``; returns θ, the standard errors (inflated by the
-    autocorrelation time) and the weighted residual."""
-    Aw, bw = A * w[:, None], b * w
-    scale = np.linalg.norm(Aw, axis=0)
-    if np.any(scale == 0):
-        dead = [n for n, s in zip(names, scale) if s == 0]
-        raise CalibrationError(f'the recording does not excite {dead} (all their columns are '
-                               'zero: those joints never move, or the payload link is not moved)')
-    An = Aw / scale
-    theta_n, _, rank, sv = np.linalg.lstsq(An, -bw, rcond=None)
-    if rank < An.shape[1] or sv[-1] < 1e-10 * sv[0]:
-        raise CalibrationError('the recording does not determine all parameters (rank '
-                               f'{rank} of {An.shape[1]}): use a richer motion')
-    theta = theta_n / scale
-    e = bw + Aw @ theta
-    return theta, An, scale, e, sv
 
 
 def _payload_block(theta, names):
@@ -188,6 +160,8 @@ class Calibration:
                                                  # (those the node refuses left out)
     t: np.ndarray = None
     autocorrelation_time: float = 1.0
+    friction_load: np.ndarray = None             # F_l [N m per N m] when selected (not a node
+    friction_load_se: np.ndarray = None          # parameter: the observer's law has no F_l)
     notes: list = field(default_factory=list)
 
     def model(self, model):
@@ -222,6 +196,10 @@ class Calibration:
                    f'(± {f(self.friction_viscous_se)})')
         out.append(f'friction Coulomb [N m]:       {f(self.friction_coulomb)} '
                    f'(± {f(self.friction_coulomb_se)})')
+        if self.friction_load is not None:
+            out.append(f'friction growing with |tau| [N m per N m]: {f(self.friction_load)} '
+                       f'(± {f(self.friction_load_se)}; in the fit; the Coulomb level above is '
+                       'the constant law at this recording\'s load, which the node runs)')
         if self.payload_link is not None:
             out.append(f'payload on {self.payload_link!r}: mass {self.payload_mass:.4f} ± '
                        f'{self.payload_mass_se:.4f} kg, CoM {f(self.payload_com)} ± '
@@ -251,12 +229,6 @@ def _stats(r):
             'mean': np.mean(x, axis=0)}
 
 
-def _runs(mask):
-    m = np.concatenate([[False], mask, [False]]).astype(int)
-    d = np.flatnonzero(np.diff(m))
-    return list(zip(d[0::2], d[1::2]))
-
-
 def _in_spans(t, spans, pad=0.0):
     """Mask of the times ``t`` inside one of the (start, end) ``spans``, widened by ``pad``."""
     mask = np.zeros(len(t), dtype=bool)
@@ -275,7 +247,7 @@ def _contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05, pad=0.2):
     scale = np.maximum(mad, 1e-3)
     out = np.zeros(len(t), dtype=bool)
     out[valid] = np.any(np.abs(e[valid]) > ratio * scale, axis=1)
-    spans = [(t[a], t[b - 1]) for a, b in _runs(out) if t[b - 1] - t[a] >= min_duration]
+    spans = [(t[a], t[b - 1]) for a, b in runs(out) if t[b - 1] - t[a] >= min_duration]
     return _in_spans(t, spans, pad), spans
 
 
@@ -302,6 +274,11 @@ _ADVICE = ('; calibrate on contact-free motion (cut the contact out with --start
            'the fit exclude it with --contact exclude)')
 
 
+#: the relative error of each joint's torque constant assumed for the payload's standard errors
+#: (one standard deviation): torques from motor currents through datasheet constants are
+#: typically a few percent off; 0 for joint torque sensors
+TORQUE_SCALE_ERROR = 0.02
+
 #: with contact='auto', the largest share of the recording the contact stretches may take for
 #: the fit to go on without them
 CONTACT_SHARE = 0.1
@@ -309,7 +286,7 @@ CONTACT_SHARE = 0.1
 
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
               margin=2.0, floor=0.2, contact='auto', state_thresholds='auto',
-              model_error=0.25):
+              model_error=0.25, torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto'):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
     ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
@@ -330,6 +307,13 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     A payload without a reference recording absorbs the robot's own model error: ``notes``
     say how much (``model_error``: the relative error of each URDF link assumed, each link on
     its own: the payload a link that much heavier would fake on this motion).
+
+    Standard errors: the noise (the least-squares covariance inflated by the residual's
+    integrated autocorrelation time), what changes along the motion (a delete-one-block
+    jackknife over 10 stretches) and, for a payload, torque constants ``torque_scale_error``
+    off per joint (one standard deviation, :func:`.least_squares.torque_scale_covariance`; 0: joint torque
+    sensors); the CoM's from those of ``(m, m c)`` by the delta method (``c = h / m``).
+    ``load_friction`` (with a payload): a Coulomb level ``F_l |tau|`` too, ``'auto'``: selected.
     """
     if contact not in ('auto', 'error', 'exclude'):
         raise ValueError("contact must be 'auto', 'error' or 'exclude'")
@@ -357,8 +341,12 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     if base['skipped'].any():
         raise CalibrationError(f'the pipeline skipped {int(base["skipped"].sum())} samples '
                                '(non-finite results)')
+    if load_friction not in ('auto', True, False):
+        raise ValueError("load_friction must be 'auto', True or False")
     rho, names, idx = regressor(model, samples, restart, gain, payload_link, velocity_eps,
-                                 friction, bridge=base['bridge'])
+                                 friction, bridge=base['bridge'],
+                                 load_friction=(friction and payload_link is not None
+                                                and load_friction is not False))
     # the fit's rows: the kept samples (every sample of a recording up to 60000 long)
     r0s, valid_s, ts = r0[idx], valid[idx], samples.t[idx]
     fixed = np.zeros(rho.shape[2], dtype=bool)
@@ -373,16 +361,17 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
         A, b, n = A_all[sel], b_all[sel], int(rows.sum())
         w = np.ones(A.shape[0])
         free = ~fixed
-        for _ in range(2):   # pass 2: rows weighted by 1 / (the joint's residual rms)
-            theta_f, An, scale, e, sv = _solve(A[:, free], b + A[:, fixed] @ offset[fixed], w,
+        for k in range(2):   # pass 2: rows weighted by 1 / (the joint's residual rms)
+            if k:
+                e_j = (e / w).reshape(n, nv)
+                s = np.sqrt(np.mean(e_j ** 2, axis=0))
+                s = np.maximum(s, 1e-6 * max(1e-12, s.max()))
+                w = np.tile(1.0 / s, n)
+            theta_f, An, scale, e, sv = weighted_least_squares(A[:, free], b + A[:, fixed] @ offset[fixed], w,
                                                [nm for nm, f in zip(names, free) if f])
-            e_j = (e / w).reshape(n, nv)
-            s = np.sqrt(np.mean(e_j ** 2, axis=0))
-            s = np.maximum(s, 1e-6 * max(1e-12, s.max()))
-            w = np.tile(1.0 / s, n)
         theta = offset.copy()
         theta[free] = theta_f
-        return theta, An, scale, e, w
+        return theta, An, scale, e, w     # w: the weights of the solve
 
     offset = np.zeros(rho.shape[2])
     theta, An, scale, e, w = fit(fixed, offset)
@@ -445,13 +434,37 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                                        if contact == 'auto' else '') + _ADVICE)
         notes.append(f'fitted on the rest ({share:.1%} of the recording left out, not in the '
                      f'thresholds either): {msg}')
+    load_cols = np.array([n.startswith('Fl[') for n in names])
+    load_selected = bool(load_cols.any())
+    if load_friction == 'auto' and load_selected:
+        # selected on held-out data: both laws fitted on the first 70 % of the fit's samples,
+        # kept when it lowers the residual of the other 30 % by >= 5 % (mean over the joints of
+        # the mean square's ratio)
+        kept = rows.copy()
+        first = kept & (np.cumsum(kept) <= 0.7 * kept.sum())
+        ms = []
+        for fix in (fixed, fixed | load_cols):
+            rows = first
+            th = fit(fix, offset)[0]
+            eh = (r0s + rho @ th)[kept & ~first][:, nb:]
+            ms.append(np.mean(eh ** 2, axis=0))
+        rows = kept
+        gain_ms = float(np.mean(ms[0] / np.maximum(ms[1], 1e-300)))
+        load_selected = gain_ms <= 0.95
+        notes.append(f'load-dependent Coulomb friction (F_c + F_l |tau|, Mamedov et al. 2020) '
+                     f'{"fitted" if load_selected else "not fitted"}: on the held-out 30 % of '
+                     f'the fit\'s samples its residual\'s mean square is {gain_ms:.3f} of the '
+                     'constant law\'s (kept at <= 0.95)')
+        if not load_selected:
+            fixed = fixed | load_cols
+            theta, An, scale, e, w = fit(fixed, offset)
     nrows = int(rows.sum())
     inertia_idx = [names.index(n) for n in PAYLOAD_PARAMETERS[4:]] if payload_link else []
 
     def covariance(An, scale, e, free):
         dof = max(1, e.size - An.shape[1])
         sigma2 = float(e @ e) / dof
-        tau_c = _autocorrelation_time(e.reshape(nrows, nv)[:, nb:])
+        tau_c = autocorrelation_time(e.reshape(nrows, nv)[:, nb:])
         cov_n = np.linalg.pinv(An.T @ An) * sigma2 * tau_c
         cov = np.full((len(names), len(names)), 0.0)
         cov[np.ix_(free, free)] = cov_n / np.outer(scale, scale)
@@ -479,7 +492,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                              + '): point mass at the CoM assumed')
             # a point mass: I_o = m S(c)ᵀS(c) is nonlinear in (m, h); fix it at the current
             # estimate and refit (m, h) (a fixed-point iteration, 3 rounds)
-            fixed = np.zeros(len(names), dtype=bool)
+            fixed = fixed.copy()
             fixed[inertia_idx] = True
             for _ in range(3):
                 m, c, _Ic = payload_from_parameters(_payload_block(theta, names))
@@ -500,11 +513,18 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     rows = kept
     d = np.asarray(drop) - np.mean(drop, axis=0)
     cov = cov + 0.9 * d.T @ d
+    if payload_link is not None and torque_scale_error > 0:
+        cov = cov + torque_scale_covariance(rho, rows, nb, An, scale, w, ~fixed,
+                                             names.index('m'), theta, torque_scale_error)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
 
     nj = nv - nb
     fv = theta[:nj] if friction else np.zeros(nj)
     fc = theta[nj:2 * nj] if friction else np.zeros(nj)
+    if load_selected:   # the node's constant law: the Coulomb level at this recording's load
+        wt = np.tanh(samples.v[idx][rows, nb:] / velocity_eps) ** 2
+        fc = fc + theta[load_cols] * np.sum(wt * np.abs(samples.tau[idx][rows, nb:]), axis=0) \
+            / np.maximum(np.sum(wt, axis=0), 1e-12)
     for kind, x in (('viscous', fv), ('Coulomb', fc)):
         if np.any(x < 0):
             bad = [n for n, xi in zip(model.joint_names, x) if xi < 0]
@@ -515,6 +535,9 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                       se[nj:2 * nj] if friction else np.zeros(nj),
                       gain=gain, velocity_eps=velocity_eps, margin=margin, floor=floor,
                       autocorrelation_time=tau_c, notes=notes, t=samples.t)
+    if load_selected:
+        cal.friction_load = theta[load_cols]
+        cal.friction_load_se = se[load_cols]
     if payload_link is not None:
         pi = _payload_block(theta, names)
         m, c, Ic = payload_from_parameters(pi)

@@ -296,6 +296,7 @@ class Identification:
     threshold_velocity: np.ndarray = None   # state-dependent terms (rules.threshold_at)
     threshold_torque: np.ndarray = None
     check: object = None                    # the held-out replay (check.Check)
+    held_out: str = ''                      # what was held out (the report says it)
     notes: list = field(default_factory=list)
 
     def node_parameters(self):
@@ -334,6 +335,8 @@ class Identification:
         out.append(f'friction Coulomb [N m]:       {f(self.friction_coulomb)}')
         out.append(f'armature [kg m²]:             {f(self.armature)}')
         out.append(f'torque offset [N m]:          {f(self.torque_offset)}')
+        if self.held_out:
+            out.append(f'held out: {self.held_out}')
         for k in ('before', 'after'):
             s = getattr(self, k)
             if s:
@@ -469,7 +472,7 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
 
 
 def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor=0.2,
-                       state_thresholds='auto', **options):
+                       state_thresholds='auto', held_out=None, **options):
     """:func:`identify` on a recording: the node pipeline's residual with the URDF's model
     (:func:`.calibration.observer_residuals`), the fit on the first ``1 − holdout`` of the
     recording, then the held-out rest replayed through the node's cycle with the identified
@@ -477,38 +480,62 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     (:func:`.thresholds.fit_state_thresholds`; state-dependent where the data ask for it,
     ``state_thresholds``), except stretches called contact with the evidence
     :func:`.check.contact_stretches` reports, and the held-out replay with them is the check
-    (:func:`.check.check_recording`, in ``ident.check``)."""
+    (:func:`.check.check_recording`, in ``ident.check``).
+
+    ``held_out``: a second recording (:class:`.samples.Samples`) of *other* motion of the same
+    robot: then the whole of ``samples`` is fitted and the held-out figures, the thresholds and
+    the check come from ``held_out`` (motion the fit has not seen, not the tail of the same
+    excitation)."""
     from .calibration import increasing_in_time, observer_residuals
-    from .check import check_recording, contact_stretches
-    from .thresholds import fit_state_thresholds
     nv = int(model.nv)
-    if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != nv:
-        raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
-                               f'{samples.v.shape[1]} velocities; the model needs {model.nq} '
-                               f'and {nv}')
+    for what, smp in (('samples', samples), ('held-out samples', held_out)):
+        if smp is not None and (smp.q.shape[1] != int(model.nq) or smp.v.shape[1] != nv):
+            raise CalibrationError(f'{what} have {smp.q.shape[1]} positions and '
+                                   f'{smp.v.shape[1]} velocities; the model needs {model.nq} '
+                                   f'and {nv}')
     if len(samples) < 200:
         raise CalibrationError(f'{len(samples)} samples: too few to identify a model (need '
                                '>= 200, better tens of seconds of exciting motion)')
     samples = increasing_in_time(samples)
     base = observer_residuals(model, samples, gain)
-    ident = identify(model, samples, base['r'], base['restart'], gain=gain, holdout=holdout,
-                     bridge=base['bridge'],
+    ident = identify(model, samples, base['r'], base['restart'], gain=gain,
+                     holdout=0.0 if held_out is not None else holdout, bridge=base['bridge'],
                      **options)
     ident.notes += samples.notes
-    if ident.test_rows is None or not ident.test_rows.size:
-        raise CalibrationError('no held-out samples to derive the thresholds from (holdout 0)')
-    nb = nv - len(model.joint_names)
+    if held_out is not None:
+        if len(held_out) < 50:
+            raise CalibrationError(f'{len(held_out)} held-out samples: too few (need >= 50)')
+        held = increasing_in_time(held_out)
+        ident.held_out = (f'a second recording ({len(held)} samples, '
+                          f'{held.t[-1] - held.t[0]:.1f} s: other motion)')
+        ident.notes += held.notes
+    else:
+        if ident.test_rows is None or not ident.test_rows.size:
+            raise CalibrationError('no held-out samples to derive the thresholds from '
+                                   '(holdout 0 and no second recording)')
+        held = samples.slice(samples.t[int(ident.test_rows[0])] - samples.t[0])
+        ident.held_out = (f'the last {holdout:.0%} of the recording ({len(held)} samples: the '
+                          'same motion as the fit)')
+    _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds)
+    return ident
+
+
+def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds):
+    """The held-out samples replayed through the node's cycle with the URDF's and with the
+    identified model: the residual statistics, the thresholds and the check."""
+    from .calibration import observer_residuals
+    from .check import check_recording, contact_stretches
+    from .thresholds import fit_state_thresholds
+    nb = int(model.nv) - len(model.joint_names)
     names = list(model.joint_names)
     idm = ident.model(model)
     settings = dict(gain=gain, friction_viscous=ident.friction_viscous,
                     friction_coulomb=ident.friction_coulomb, torque_offset=ident.torque_offset)
-    # the held-out part as the node runs it: replayed through its cycle, identified model
-    held = slice(int(ident.test_rows[0]), len(samples))
-    after = observer_residuals(idm, samples, **settings)['r'][held]
+    after = observer_residuals(idm, held, **settings)['r']
     ok = np.all(np.isfinite(after), axis=1)
-    t_h = samples.t[held][ok]
-    r_h, v_h = after[ok][:, nb:], samples.v[held][ok][:, nb:]
-    tau_h = samples.tau[held][ok][:, nb:]
+    t_h = held.t[ok]
+    r_h, v_h = after[ok][:, nb:], held.v[ok][:, nb:]
+    tau_h = held.tau[ok][:, nb:]
     contact, found = contact_stretches(t_h, r_h, v_h, tau_h, names)
     for st in found:
         ident.notes.append(f'held-out {st["start"]:.2f}-{st["stop"]:.2f} s from its start '
@@ -522,14 +549,13 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     ident.thresholds, ident.threshold_velocity, ident.threshold_torque = (
         th.base, th.velocity, th.torque)
     ident.after = _stats(r_h[~contact])
-    rb = base['r'][held][ok][:, nb:][~contact]
+    rb = observer_residuals(model, held, gain)['r'][ok][:, nb:][~contact]
     ident.before = _stats(rb[np.all(np.isfinite(rb), axis=1)])
     ident.check = check_recording(
-        idm, samples.slice(samples.t[held.start] - samples.t[0]), threshold=th.base,
-        threshold_velocity=th.velocity, threshold_torque=th.torque,
-        label='the held-out part (the node\'s cycle, identified model and thresholds)',
-        **settings)
-    return ident
+        idm, held, threshold=th.base, threshold_velocity=th.velocity,
+        threshold_torque=th.torque,
+        label=f'the held-out data, {ident.held_out} (the node\'s cycle, identified model and '
+              'thresholds)', **settings)
 
 
 def typical_blocks(t, e, block=0.25, ratio=25.0):
@@ -550,17 +576,19 @@ def _stats(r):
     return {'rms': np.sqrt(np.mean(r ** 2, axis=0)), 'max': np.max(np.abs(r), axis=0)}
 
 
-def payload_against_reference(model, samples, reference, link, gain=50.0, **options):
+def payload_against_reference(model, samples, reference, link, gain=50.0, robot=None,
+                              **options):
     """A payload on ``link`` as the difference between two recordings of the same robot: the
     robot's own model (every link, armature, torque offsets) identified on ``reference``
     (without the payload, :func:`identify_recording`), then the payload's ten parameters and
     the friction fitted on ``samples`` (with it) against that model
     (:func:`.calibration.calibrate`, with its standard errors), the torque offsets of the
-    reference removed from the measured torques.  Returns (Identification of the robot,
-    Calibration of the payload)."""
+    reference removed from the measured torques (``robot``: that identification when already
+    made).  Returns (Identification of the robot, Calibration of the payload)."""
     from .calibration import calibrate
     from .samples import Samples
-    robot = identify_recording(model, reference, gain=gain)
+    if robot is None:
+        robot = identify_recording(model, reference, gain=gain)
     nb = int(model.nv) - len(model.joint_names)
     tau = samples.tau.copy()
     tau[:, nb:] -= robot.torque_offset
