@@ -24,12 +24,15 @@ observer, detector, the per-cycle output arrays).
 * ``--breakdown``: what one joint state costs by piece inside the node and inside the plain
   Pinocchio node (benchmarks/pinocchio_node.py), thread CPU per joint state: reading the
   serialized JointState (``ros_dynamics.ros.wire.JointStateReader``, the node's raw
-  subscription), ``Engine.run``, the cycle's messages (``ModelMessages``: ~/dynamics and,
-  every N-th joint state, ~/christoffel, as for a subscriber of both), publishing them (one
-  subscriber in a second context, so that publishing hands the sample to DDS); the Pinocchio
-  node's deserialization, gather, ``pin_terms``, new message, publish.  ``timer overhead`` (two
-  clock reads) is in every line.  What the executor and the DDS threads add is the node CPU of
-  vs_pinocchio.py minus the sum.
+  subscription), ``Outputs.christoffel_due``, ``Engine.run``, and the node's outputs
+  (``ros_dynamics.ros.outputs.Outputs``, the node's own publishers, on the node's executor so
+  that they learn of their subscribers: ``Outputs.publish`` fills and publishes what is due,
+  ~/dynamics and, every N-th joint state, ~/christoffel, for a subscriber of both in a second
+  context, and records the cycle's health); the Pinocchio node's deserialization, gather,
+  ``pin_terms``, new message, publish.  ``timer overhead`` (two clock reads) is in every line.
+  In the running node (vs_pinocchio.py) the same calls cost more than in this loop: its
+  process shares the cores with the publisher, the subscriber and DDS, so a joint state's code
+  rarely finds its caches warm.
 
 Free motion (the torque keeps the momentum constant), as in most cycles.
 """
@@ -168,12 +171,15 @@ def _pieces(xml, messages, params):
 
     import pinocchio as pin
     import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile
     from rclpy.serialization import deserialize_message, serialize_message
     from sensor_msgs.msg import JointState
     from ros_dynamics_msgs.msg import Christoffel, Dynamics
 
     from pinocchio_node import pin_terms
     from vs_pinocchio import trajectory
+    from ros_dynamics.ros.outputs import Outputs
     from ros_dynamics.ros.wire import JointStateReader
 
     names, Q, V, E, _ = trajectory(xml, messages / 1000.0, 1000.0)
@@ -189,17 +195,30 @@ def _pieces(xml, messages, params):
     rclpy.init(context=ctx2)
     node = rclpy.create_node(f'breakdown_{os.getpid()}', context=ctx)
     listener = rclpy.create_node(f'breakdown_listener_{os.getpid()}', context=ctx2)
-    pubs = {}
-    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel)):
-        name = f'/breakdown_{os.getpid()}/{topic}'
-        pubs[topic] = node.create_publisher(typ, name, 500)
-        listener.create_subscription(typ, name, lambda m: None, 500)
-    end = time.monotonic() + 10
-    while time.monotonic() < end and not all(p.get_subscription_count() for p in pubs.values()):
-        time.sleep(0.02)
-
     eng, cfg = node_engine(xml, **params)
-    dec = cfg.christoffel_decimation if cfg.christoffel_stream else 0
+    # the node's outputs (its publishers, ~/dynamics, ~/christoffel, ..., and their bookkeeping)
+    qos = QoSProfile(depth=cfg.qos_depth)
+    outputs = Outputs(node.create_publisher, node.get_logger(), node.get_name(), qos,
+                      QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
+                      lambda *note: None)
+    outputs.install(eng, cfg)
+    pubs = {'dynamics': outputs.pubs['dynamics']}
+    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel)):
+        listener.create_subscription(typ, f'/breakdown_{os.getpid()}/{topic}', lambda m: None,
+                                     QoSProfile(depth=500, durability=(
+                                         DurabilityPolicy.TRANSIENT_LOCAL
+                                         if topic == 'christoffel' else
+                                         DurabilityPolicy.VOLATILE)))
+    end = time.monotonic() + 10
+    while time.monotonic() < end and not all(outputs.pubs[t].get_subscription_count()
+                                             for t in ('dynamics', 'christoffel')):
+        time.sleep(0.02)
+    executor = EventsExecutor(context=ctx)     # the node's: the outputs learn of the subscriber
+    executor.add_node(node)
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
+
     acc, tt = {}, time.thread_time
 
     def add(label, t0):
@@ -208,23 +227,20 @@ def _pieces(xml, messages, params):
         return t1
 
     reader = JointStateReader()
-    for k, w in enumerate(wire):
+    reader.read(wire[0])      # its kernel loaded before the loop, as the node does at start-up
+    for w in wire:
         t = tt()
         t = add('timer overhead', t)
         jnames, p, v, e, sec, nanosec = reader.read(w)
         t = add('read JointState (wire bytes)', t)
         now = sec * 10**9 + nanosec
-        out = eng.run(jnames, p, v, e, sec, nanosec, now, None, None, bool(dec and k % dec == 0))
+        gamma = outputs.christoffel_due(cfg)
+        t = add('Outputs.christoffel_due (Gamma this cycle?)', t)
+        out = eng.run(jnames, p, v, e, sec, nanosec, now, None, None, gamma)
         t = add('Engine.run (stamp, gather and bounds, terms, observer, output arrays)', t)
         assert out.verdict == 'cycle', out.verdict
-        res = out.result
-        msgs = [('dynamics', eng.messages.dynamics((sec, nanosec), res.out, out.written))]
-        if res.out.gamma is not None:
-            msgs.append(('christoffel', eng.messages.christoffel((sec, nanosec), res.out)))
-        t = add('the messages of the cycle (ModelMessages)', t)
-        for topic, msg in msgs:
-            pubs[topic].publish(msg)
-        t = add('publish them', t)
+        outputs.publish(cfg, (sec, nanosec), out, time.perf_counter())
+        t = add('Outputs.publish (the due messages filled and published, health, contacts)', t)
     ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
 
     acc.clear()
@@ -256,6 +272,7 @@ def _pieces(xml, messages, params):
         pubs['dynamics'].publish(out)
         t = add('publish Dynamics', t)
     theirs = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+    executor.shutdown()
     node.destroy_node()
     listener.destroy_node()
     ctx.try_shutdown()

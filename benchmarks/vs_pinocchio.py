@@ -431,7 +431,10 @@ def main():
         variants.insert(variants.index('ours') + 1 if 'ours' in variants else 0, 'ours@base')
     if not any(v in PINOCCHIO or v == RELAY for v in variants):
         raise SystemExit('a pinocchio variant or the relay is the reference of the ratios')
-    command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(sys.argv[1:])
+    argv = sys.argv[1:]
+    if args.base:   # the other checkout by its commit, not by the (temporary) path it lies at
+        argv = [f'<checkout of {_commit(args.base)}>' if a == args.base else a for a in argv]
+    command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(argv)
     head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
             f'{machine_info()}; ours: the node of {_commit(nl.REPO_ROOT)}'
             + (' with uncommitted changes' if _dirty(nl.REPO_ROOT) else '') + '; '

@@ -141,11 +141,12 @@ class NodeHealth:
         self._in_contact = in_contact
         self._updates += 1
         if not in_contact:
-            if self._peak is None or self._peak.shape != np.shape(residual):
-                self._peak = np.zeros(np.shape(residual))
-                self._abs = np.empty(np.shape(residual))
-            np.abs(residual, out=self._abs)
-            np.maximum(self._peak, self._abs, out=self._peak)
+            peak, r = self._peak, self._abs
+            if peak is None or peak.shape != residual.shape:
+                peak = self._peak = np.zeros(residual.shape)
+                r = self._abs = np.empty(residual.shape)
+            np.abs(residual, out=r)
+            np.maximum(peak, r, out=peak)
 
     def contact_frames(self, forces):
         """One update of the forces at the contact frames (a ContactForces, kept by
