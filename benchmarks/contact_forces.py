@@ -18,6 +18,12 @@ release 4 N, observer gain K = 50 1/s unless said):
 * the unexplained part from the residual with the base twist of the stance legs
   (estimation/stance_residual.py, odom_twist_noise 0.03, the node's default) and, to compare,
   from the odometry's twist as is (odom_twist_noise 0);
+* MuJoCo's Solo12 (example-robot-data's URDF, 2.5 kg, weight 24.5 N; simulation/
+  mujoco_legged.py: elliptic cones, 1.6 cm foot spheres) under the same scenario (the front
+  left foot lifted, HAA 0.25 rad, the joint gains and the thresholds scaled by the mass and the
+  weight: 18 N m/rad, 2.4 N, 1.5 N), a lateral push of 6.13 N (25 % of its weight), with exact
+  sensing and with the realistic odometry above, repeated over odometry seeds; a hidden load
+  and links off;
 * the project's rigid-contact simulator (OS LCP): standing, and an open-loop trot.
 
 Every figure is on the plant's truth: per-foot rms error of the estimated force against the
@@ -47,7 +53,7 @@ from common import add_out_dir, log, output, provenance, wrote  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics.estimation.contact_forces import ContactForceEstimator  # noqa: E402
-from ros_dynamics.simulation.contact_force_runs import metrics, run  # noqa: E402
+from ros_dynamics.simulation.contact_force_runs import lateral_push, metrics, run  # noqa: E402
 from ros_dynamics.simulation.mujoco_quadruped import (  # noqa: E402
     FEET, REALISTIC_ODOMETRY, PlantOptions, SensingOptions, ShiftLiftPush)
 
@@ -65,8 +71,8 @@ SENSING = {
         REAL, velocity_noise=0.05, torque_noise=0.05),
 }
 PLANTS = {
-    'hidden 1 kg trunk load': PlantOptions(trunk_load=1.0),
-    'links off 20-30 %': PlantOptions(inertia_error=0.25),
+    'hidden 1 kg trunk load': PlantOptions(hidden_load=1.0, load_offset=(0.05, 0.03, 0.02)),
+    'links off 20-30 %': PlantOptions(link_error=0.25),
     'joint friction 0.01 N m s/rad + 0.03 N m, rotor inertia 5e-4 kg m2': PlantOptions(
         joint_viscous=0.01, joint_coulomb=0.03, rotor_inertia=5e-4),
 }
@@ -164,6 +170,48 @@ HEADER = ['| run | worst foot rms error | state accuracy | touch-down delay [ms]
           '|---|---|---|---|---|---|---|---|']
 
 
+SOLO12_PLANTS = {
+    'hidden 0.5 kg trunk load (20 % of the robot)': PlantOptions(hidden_load=0.5,
+                                                                 load_offset=(0.03, 0.02, 0.02)),
+    'links off 20-30 %': PlantOptions(link_error=0.25),
+}
+
+
+def solo12(case, results, lines):
+    """MuJoCo's Solo12: exact sensing and the realistic odometry (the stance legs' twist and the
+    odometry's as is), repeated over the odometry's draws; plants other than the URDF."""
+    push = lateral_push('solo12')
+    lines += ['', f'## MuJoCo Solo12: sensing (exact plant), push {push[1]:.2f} N lateral', '']
+    lines += HEADER
+    for name in ('exact', 'realistic odometry (0.03 m/s, 10 ms, 200 Hz)'):
+        for sigma in (0.03, 0.0):
+            kind = 'stance legs' if sigma else 'odometry as is'
+            case(f'Solo12: {name}; {kind}', plant='solo12', push=push, sensing=SENSING[name],
+                 odom_twist_noise=sigma)
+    lines += ['', '## MuJoCo Solo12: plants other than the URDF (realistic odometry, stance '
+              'legs)', ''] + HEADER
+    for name, options in SOLO12_PLANTS.items():
+        case(f'Solo12: {name}', plant='solo12', push=push, sensing=REAL, plant_options=options)
+    lines += ['', '## MuJoCo Solo12 repeated: exact sensing (runs 1-3) and realistic odometry '
+              f'(noise draws {SEEDS[0]}-{SEEDS[-1]}), stance legs', ''] + HEADER
+    for kind, draws in (('exact', range(1, 4)), ('realistic', SEEDS)):
+        worst = dict(foot=0.0, state=1.0, push=0.0)
+        for seed in draws:
+            sensing = SensingOptions() if kind == 'exact' else dataclasses.replace(REAL, seed=seed)
+            m = metrics(run('solo12', push=push, sensing=sensing))
+            log(f'Solo12 {kind} {seed}: {m["push_relative_error"]:.3f}')
+            label = f'Solo12 {kind} ' + ('run' if kind == 'exact' else 'odometry noise draw')
+            results[f'{label} {seed}'] = m
+            lines.append(_row(f'{label} {seed}', m))
+            worst = dict(foot=max(worst['foot'], max(m['rms_per_foot'])),
+                         state=min(worst['state'], m['state_accuracy']),
+                         push=max(worst['push'], m['push_relative_error']))
+        results[f'Solo12 {kind} worst'] = worst
+        lines += ['', f'Solo12, {kind}, worst over the {len(draws)} runs: foot '
+                  f'{_fmt(worst["foot"])}, state accuracy {100 * worst["state"]:.2f} %, push '
+                  f'{_fmt(worst["push"])}.']
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     add_out_dir(ap)
@@ -208,6 +256,7 @@ def main(argv=None):
     results['realistic worst over draws'] = worst
     lines += ['', f'Worst over the draws {SEEDS[0]}-{SEEDS[-1]}: foot {_fmt(worst["foot"])}, '
               f'state accuracy {100 * worst["state"]:.2f} %, push {_fmt(worst["push"])}.']
+    solo12(case, results, lines)
     lines += ['', '## The project\'s rigid-contact simulator (exact sensing)', ''] + HEADER
     for label, kw in (('rigid standing K=50', dict(plant='standing')),
                       ('rigid trot K=50', dict(plant='trot')),

@@ -18,19 +18,7 @@ import time
 
 from demo import _write_params
 
-#: robots by parameters only: URDF, feet, lifted foot, standing pose, foot sphere radius
-ROBOTS = {
-    'quadruped': dict(urdf=('bundled', 'quadruped'),
-                      feet=['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], lift='LF_foot',
-                      pose={f'{leg}_{j}': a for leg in ('LF', 'RF', 'LH', 'RH')
-                            for j, a in (('HFE', 0.7), ('KFE', -1.4))}, foot_radius=0.02),
-    'solo12': dict(urdf=('example-robot-data', 'solo_description/robots/solo12.urdf'),
-                   feet=['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT'], lift='FL_FOOT',
-                   pose={**{f'{leg}_{j}': a for leg in ('FL', 'FR')
-                            for j, a in (('HFE', 0.8), ('KFE', -1.6))},
-                         **{f'{leg}_{j}': a for leg in ('HL', 'HR')
-                            for j, a in (('HFE', -0.8), ('KFE', 1.6))}}, foot_radius=0.016),
-}
+from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
 
 #: the sensing of a legged robot (issue: odometry 0.03 m/s white noise on the linear twist,
 #: 10 ms late, 200 Hz; joint velocity noise 0.05 rad/s)
@@ -50,26 +38,6 @@ def schedule(args):
     return StandStepSchedule(['a', 'b', 'c', 'd'], np.zeros(3), np.zeros((4, 3)),
                              t_track=t_track, segment=segment, shift=shift, unload=unload,
                              swing=swing, stand=stand)
-
-
-def robot_urdf(name):
-    """(path, XML) of a robot of :data:`ROBOTS`."""
-    kind, rel = ROBOTS[name]['urdf']
-    if kind == 'bundled':
-        import ros_dynamics as rd
-        path = rd.bundled_urdf(rel)
-    else:
-        import glob
-        import sys
-        found = [p for root in sys.path if root.endswith('site-packages')
-                 for p in glob.glob(os.path.join(root, '**', 'example-robot-data', 'robots',
-                                                 rel), recursive=True)]
-        if not found:
-            raise FileNotFoundError(f'example-robot-data\'s {rel} not found (pip install '
-                                    'example-robot-data: requirements-dev.txt)')
-        path = found[0]
-    with open(path) as f:
-        return path, f.read()
 
 
 def robot_mass(xml):
@@ -103,7 +71,7 @@ def run(args, duration, tmp, log_dir, say):
         real_time_factor=args.real_time_factor, command_delay=args.command_delay,
         max_delay=args.max_delay,
         hidden_load=args.hidden_load, load_offset=list(args.load_offset),
-        link_mass_error=args.link_error, base_push=push, wait_for_subscribers=1,
+        link_error=args.link_error, base_push=push, wait_for_subscribers=1,
         wait_timeout=120.0, truth_record=truth_path, seed=args.seed,
         **SENSING[args.sensing]))
     _write_params(files['dyn'], 'dynamics', dict(
