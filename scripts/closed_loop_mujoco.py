@@ -29,6 +29,10 @@ SENSING = {
 }
 
 
+#: the CoM task's integral gain with --com-correction on [1/s^3] (K_p K_d = 16000: stable)
+COM_KI = 1000.0
+
+
 def schedule(args):
     """The controller's schedule for ``--schedule`` (its phase times; no start state needed)."""
     import numpy as np
@@ -74,12 +78,18 @@ def run(args, duration, tmp, log_dir, say):
         link_error=args.link_error, base_push=push, wait_for_subscribers=1,
         wait_timeout=120.0, truth_record=truth_path, seed=args.seed,
         **SENSING[args.sensing]))
+    corrected = getattr(args, 'com_correction', 'off') == 'on'
+    weight = 9.81 * robot_mass(xml)
     _write_params(files['dyn'], 'dynamics', dict(
         robot_description=xml, floating_base=True, task_frames=robot['feet'],
-        christoffel_stream=False, input_qos_depth=2000, qos_depth=2000))
+        christoffel_stream=False, input_qos_depth=2000, qos_depth=2000,
+        **(dict(contact_frames=list(robot['feet']), contact_force_threshold=0.1 * weight)
+           if corrected else {})))
     _write_params(files['ctl'], 'wbc_controller', dict(
         robot_description=xml, feet=robot['feet'], lift_foot=robot['lift'], report_period=0.0,
-        schedule=list(args.schedule)))
+        schedule=list(args.schedule),
+        **(dict(contact_forces_topic='dynamics/contact_forces', com_integral_gain=COM_KI)
+           if corrected else {})))
     logs = {n: os.path.join(log_dir, f'{args.robot}_mujoco_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
     rclpy.init(args=[])
@@ -132,7 +142,10 @@ def evaluate(truth, ref, stream, text, args):
               'qp_cpu_time_us_p50_p99': [int(x) for x in qp_us[-1]] if qp_us else None,
               'transport_delay_ms_p50_p99': [float(x) for x in delay[-1]] if delay else None,
               'plant_steps_commands_hold': [int(x) for x in steps[-1]] if steps else None,
-              'plant_mass_kg': float(truth['mass']), '_sched': sched})
+              'plant_mass_kg': float(truth['mass']), '_sched': sched,
+              # the CoM error's mean per axis (a constant offset) and its rms about it
+              'com_error_mean_xyz_m': (com - r['_ref']).mean(axis=0).tolist(),
+              'com_error_std_xyz_m': (com - r['_ref']).std(axis=0).tolist()})
     return r
 
 

@@ -12,6 +12,11 @@ adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the 
   stamp it answers).  A cycle whose QP is not solved repeats the last solved torques;
 * publishes the CoM reference of each cycle on ``~/com_reference`` (geometry_msgs/PointStamped,
   world frame, the pair's stamp) for plots and evaluation;
+* with ``contact_forces_topic`` (the dynamics node's ``~/contact_forces`` of the feet) tracks
+  with its model the reference shifted by the CoM offset their centre of pressure gives, and
+  with ``com_integral_gain`` > 0 adds integral action on the model's CoM error
+  (:class:`ros_dynamics.control.com_offset.CoMCorrection`): the true CoM to the reference
+  when the model is not the robot (a hidden load, links off);
 * the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
   start); torque bounds from the ``<limit effort>`` of ``robot_description``;
 * logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/Q (x %)``
@@ -35,6 +40,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
+from ros_dynamics.control.com_offset import CoMCorrection, CoMOffset  # noqa: E402
 from ros_dynamics.control.stand_step import StandStepSchedule  # noqa: E402
 from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
                                       effort_limits_from_urdf)
@@ -86,6 +92,13 @@ PARAMETERS = ParameterTable('wbc_controller', (
       'start-up'),
     P('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.',
       'start-up'),
+    P('contact_forces_topic', '', 'ros_dynamics_msgs/ContactForces of the feet (the dynamics '
+      'node\'s ~/contact_forces): the CoM offset from their centre of pressure ("": off).',
+      'start-up'),
+    P('com_offset_time_constant', 0.5, 'Time constant of the CoM offset\'s low-pass [s].',
+      'start-up', 0.0, 1e4, True),
+    P('com_integral_gain', 0.0, 'K_i of the CoM task\'s integral action [1/s^3] (0: none; '
+      'stable below K_p K_d).', 'start-up', 0.0, 1e6),
     P('max_pending', 100, 'Messages waiting for their partner, at most, per kind.', 'start-up',
       1, 1000000),
     P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
@@ -118,6 +131,14 @@ class WBCController(Node):
                                  qos)
         self.create_subscription(task_space_msg_type(), p('task_space_topic'),
                                  self._on_task_space, qos)
+        self.correction = CoMCorrection(
+            CoMOffset(p('com_offset_time_constant')) if p('contact_forces_topic') else None,
+            p('com_integral_gain'))
+        self._forces = None                     # the newest (stamp, frames, forces) measured
+        if p('contact_forces_topic'):
+            from ros_dynamics_msgs.msg import ContactForces
+            self.create_subscription(ContactForces, p('contact_forces_topic'),
+                                     self._on_contact_forces, qos)
         self.pub = self.create_publisher(JointState, p('command_topic'), qos)
         self.pub_ref = self.create_publisher(PointStamped, '~/com_reference', qos)
         self.ref = PointStamped()
@@ -154,6 +175,15 @@ class WBCController(Node):
         if pair is not None:
             self._serve(*pair)
 
+    def _on_contact_forces(self, msg):
+        try:
+            forces = {f: (w.force.x, w.force.y, w.force.z) for f, w in zip(msg.frames,
+                                                                            msg.wrenches)}
+            self._forces = (stamp_ns(msg.header.stamp),
+                            np.array([forces[f] for f in self.feet], dtype=float))
+        except KeyError as exc:
+            self._reject('ContactForces', f'no force for the foot {exc}')
+
     def _on_task_space(self, msg):
         pair = self.pairer.add_terms(stamp_ns(msg.header.stamp), (msg, time.monotonic()))
         if pair is not None:
@@ -189,7 +219,12 @@ class WBCController(Node):
             if self.wbc is None:
                 self._start(stamp, state)
             ref = self.schedule((stamp - self.t0) * 1e-9)
-            sol = self.wbc.solve(state, ref)
+            measured, self._forces = self._forces, None
+            if measured is not None:
+                idx = [state.frames.index(f) for f in self.feet]
+                measured = (measured[0], state.positions[idx], measured[1])
+            sol = self.wbc.solve(state, self.correction.update(
+                stamp, ref, state.com, measured, np.linalg.norm(state.g[:3])))
         except ValueError as exc:
             return self._reject('stream pair', exc)
         self.qp_time.append(sol.cpu_time)
