@@ -209,8 +209,11 @@ def plot(r, path, args):
 VARIANTS = (
     ('nominal, clean sensing', dict(hidden_load=0.0, link_error=0.0, sensing='clean')),
     ('hidden trunk load, noisy sensing', dict(hidden_load=1.0, link_error=0.0, sensing='noisy')),
-    ('hidden load off-centre, link masses +-20 %, noisy sensing',
+    ('hidden load off-centre, links off 16-24 %, noisy sensing',
      dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy')),
+    ('the same without the CoM correction',
+     dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy',
+          com_correction='off')),
 )
 
 COLUMNS = (('plant mass [kg]', 'plant_mass_kg', 1, '.2f'),
@@ -282,13 +285,14 @@ def main(args, root):
         if args.variants:
             a.out, a.json = f'{stem}_{i}.png', None
         rows.append((name, once(a, root, say)))
-    head = ['variant', 'hidden load [kg]', 'link error', 'sensing', 'push [N]'] + [
+    head = ['variant', 'hidden load [kg]', 'link error', 'sensing', 'CoM correction',
+            'push [N]'] + [
         c[0] for c in COLUMNS] + ['delay p50/p99 [ms]']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for name, res in rows:
         a = res['args']
         cells = [name, f'{a["hidden_load"]:g}', f'{a["link_error"]:g}', a['sensing'],
-                 f'{res["push_N"]:g}']
+                 a['com_correction'], f'{res["push_N"]:g}']
         cells += [format(res[k] * s if k != 'falls' else res[k], f) if res[k] is not None
                   else '-' for _, k, s, f in COLUMNS]
         d = res['transport_delay_ms_p50_p99']
@@ -308,7 +312,12 @@ def main(args, root):
             'fall more than 5 ms behind (simulated time). Clean sensing: exact joint states and '
             'odometry at 1 kHz. Noisy: joint velocity noise 0.05 rad/s, effort 0.05 N m; '
             'odometry 200 Hz, 10 ms late, white noise 0.03 m/s on the linear and 0.01 rad/s on '
-            'the angular twist. Push: 20 % of the weight, lateral, 0.1 s at '
+            'the angular twist. CoM correction on: the controller shifts its model\'s CoM '
+            'target by the offset the feet\'s centre of pressure gives (the dynamics node\'s '
+            f'contact_forces) and adds integral action (K_i {COM_KI:g} 1/s^3) horizontally '
+            '(ros_dynamics/control/com_offset.py). Link error e: every link\'s mass, '
+            'inertia and CoM off by e x [0.8, 1.2] (PlantOptions.link_error). '
+            'Push: 20 % of the weight, lateral, 0.1 s at '
             f'{args.push_time:g} s. Every figure is MuJoCo\'s truth (legged_metrics): its CoM '
             'against the controller\'s reference, its feet, its base.\n\n'
             + '\n'.join(lines) + '\n\n' + '\n'.join(f'- {n}: {r["summary"]}' for n, r in rows)
