@@ -5,9 +5,9 @@ on the linear twist, 10 ms late, 200 Hz) go over DDS to a running dynamics node,
 on ~/contact_forces as the samples arrive (no lock-step, no replay); a lateral push of 25 % of
 the weight (6.13 N) for 1 s.  Every figure from the truth record the simulator writes (its
 contact forces, its contact states, the push's generalized force), never from the estimate:
-each foot within 5 % of the weight (rms, every sample, against MuJoCo's foot force through the
-exact K/(s+K)), the contact state right in >= 98 %, the push in the unexplained part within
-15 %.  The delay from a joint state reaching the test to its answer reaching it is measured and
+each foot within 3.1 % of the weight (rms, every sample, against MuJoCo's foot force through
+the exact K/(s+K)), the contact state right in >= 99.9 %, the push in the unexplained part
+within 15 % (the outside requirement: 5 %, 98 %, 15 %).  The delay from a joint state reaching the test to its answer reaching it is measured and
 printed."""
 import numpy as np
 import pytest
@@ -96,6 +96,11 @@ def test_solo12_foot_forces_over_dds_on_mujocos_truth(rclpy_context, ros_env, tm
           f'state {100 * accuracy:.2f} %, push {100 * rel:.2f} %; answer after the joint state '
           f'(wall, at the test) p50 {np.percentile(delay, 50):.2f} ms, p99 '
           f'{np.percentile(delay, 99):.2f} ms; {len(answered)} answers')
-    assert rms.max() <= 0.05, rms
-    assert accuracy >= 0.98
+    # measured in three runs (2026-11-28, load average 5-7, two other benchmarks running):
+    # 1.03 %, 100.00 %, 12.45 % each (the estimate does not depend on the arrival times);
+    # answers p50 0.8-159 ms, p99 60-1092 ms after the joint state.  Bounds: 3x 1.03 %; the
+    # state at most 3 samples of 2500 wrong (none measured); the requirement's 15 % (tighter
+    # than 3x)
+    assert rms.max() <= 0.031, rms
+    assert accuracy >= 0.999
     assert rel <= 0.15, rel
