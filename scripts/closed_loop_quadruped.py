@@ -68,10 +68,9 @@ def _parse(argv=None):
     ap.add_argument('--link-error', type=float, default=0.0,
                     help='mujoco: every link\'s mass, inertia and CoM off by 1 +- e [0.8, 1.2] '
                     '(PlantOptions.link_error)')
-    ap.add_argument('--com-correction', default='on', choices=('on', 'off'),
+    ap.add_argument('--com-correction', default='off', choices=('on', 'off'),
                     help='mujoco: the controller\'s CoM offset from the feet\'s centre of '
-                    'pressure (the dynamics node\'s contact_forces) and integral action '
-                    '(control/com_offset.py)')
+                    'pressure (the dynamics node\'s contact_forces; control/com_offset.py)')
     ap.add_argument('--sensing', default='clean', choices=('clean', 'noisy'),
                     help='mujoco: noisy = joint velocity noise 0.05 rad/s, odometry 200 Hz, '
                     '10 ms late, 0.03 m/s noise on the linear twist')

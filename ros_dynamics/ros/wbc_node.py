@@ -13,10 +13,9 @@ adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the 
 * publishes the CoM reference of each cycle on ``~/com_reference`` (geometry_msgs/PointStamped,
   world frame, the pair's stamp) for plots and evaluation;
 * with ``contact_forces_topic`` (the dynamics node's ``~/contact_forces`` of the feet) tracks
-  with its model the reference shifted by the CoM offset their centre of pressure gives, and
-  with ``com_integral_gain`` > 0 adds integral action on the model's CoM error
-  (:class:`ros_dynamics.control.com_offset.CoMCorrection`): the true CoM to the reference
-  when the model is not the robot (a hidden load, links off);
+  with its model the reference shifted by the CoM offset their centre of pressure gives
+  (:class:`ros_dynamics.control.com_offset.CoMOffset`): the true CoM towards the reference when
+  the model is not the robot (a hidden load off-centre, links off);
 * the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
   start); torque bounds from the ``<limit effort>`` of ``robot_description``;
 * logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/Q (x %)``
@@ -40,7 +39,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
-from ros_dynamics.control.com_offset import CoMCorrection, CoMOffset  # noqa: E402
+from ros_dynamics.control.com_offset import CoMOffset  # noqa: E402
 from ros_dynamics.control.stand_step import StandStepSchedule  # noqa: E402
 from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
                                       effort_limits_from_urdf)
@@ -95,10 +94,8 @@ PARAMETERS = ParameterTable('wbc_controller', (
     P('contact_forces_topic', '', 'ros_dynamics_msgs/ContactForces of the feet (the dynamics '
       'node\'s ~/contact_forces): the CoM offset from their centre of pressure ("": off).',
       'start-up'),
-    P('com_offset_time_constant', 0.5, 'Time constant of the CoM offset\'s low-pass [s].',
+    P('com_offset_time_constant', 0.3, 'Time constant of the CoM offset\'s low-pass [s].',
       'start-up', 0.0, 1e4, True),
-    P('com_integral_gain', 0.0, 'K_i of the CoM task\'s integral action [1/s^3] (0: none; '
-      'stable below K_p K_d).', 'start-up', 0.0, 1e6),
     P('max_pending', 100, 'Messages waiting for their partner, at most, per kind.', 'start-up',
       1, 1000000),
     P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
@@ -131,10 +128,10 @@ class WBCController(Node):
                                  qos)
         self.create_subscription(task_space_msg_type(), p('task_space_topic'),
                                  self._on_task_space, qos)
-        self.correction = CoMCorrection(
-            CoMOffset(p('com_offset_time_constant')) if p('contact_forces_topic') else None,
-            p('com_integral_gain'))
-        self._forces = None                     # the newest (stamp, frames, forces) measured
+        self.offset = (CoMOffset(p('com_offset_time_constant')) if p('contact_forces_topic')
+                       else None)
+        self._forces = None                     # the newest (stamp, forces) measured
+        self._forces_stamp = None               # the stamp of the last one used
         if p('contact_forces_topic'):
             from ros_dynamics_msgs.msg import ContactForces
             self.create_subscription(ContactForces, p('contact_forces_topic'),
@@ -213,18 +210,28 @@ class WBCController(Node):
                                f'{self.schedule.duration:.1f} s long; CoM '
                                f'{np.round(state.com, 4).tolist()}')
 
+    def _corrected(self, ref, state):
+        """``ref`` shifted by the CoM offset, updated first by the newest measured forces."""
+        measured, self._forces = self._forces, None
+        if measured is not None:
+            t, forces = measured
+            dt = 0.0 if self._forces_stamp is None else (t - self._forces_stamp) * 1e-9
+            self._forces_stamp = t
+            idx = [state.frames.index(f) for f in self.feet]
+            self.offset.update(dt, state.positions[idx], forces, state.com,
+                               ref.com_acceleration, np.linalg.norm(state.g[:3]),
+                               ref.com_velocity)
+        return self.offset.reference(ref)
+
     def _serve(self, stamp, dyn, ts):
         try:
             state = stream_state(dyn[0], ts[0])
             if self.wbc is None:
                 self._start(stamp, state)
             ref = self.schedule((stamp - self.t0) * 1e-9)
-            measured, self._forces = self._forces, None
-            if measured is not None:
-                idx = [state.frames.index(f) for f in self.feet]
-                measured = (measured[0], state.positions[idx], measured[1])
-            sol = self.wbc.solve(state, self.correction.update(
-                stamp, ref, state.com, measured, np.linalg.norm(state.g[:3])))
+            if self.offset is not None:
+                ref = self._corrected(ref, state)
+            sol = self.wbc.solve(state, ref)
         except ValueError as exc:
             return self._reject('stream pair', exc)
         self.qp_time.append(sol.cpu_time)
