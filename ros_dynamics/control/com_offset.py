@@ -40,7 +40,7 @@ class CoMOffset:
     """The filter of the module docstring: :meth:`update` once per measurement, :attr:`offset`
     (3,) the current estimate (z always 0), :meth:`reference` the shifted reference."""
 
-    def __init__(self, tau=0.3, min_load=0.8, max_speed=0.005, gravity=9.81):
+    def __init__(self, tau=2.0, min_load=0.8, max_speed=0.005, gravity=9.81):
         if not tau > 0 or not 0 < min_load <= 1:
             raise ValueError('tau must be > 0 and min_load in (0, 1]')
         self.tau, self.min_load, self.gravity = float(tau), float(min_load), float(gravity)

@@ -94,7 +94,7 @@ PARAMETERS = ParameterTable('wbc_controller', (
     P('contact_forces_topic', '', 'ros_dynamics_msgs/ContactForces of the feet (the dynamics '
       'node\'s ~/contact_forces): the CoM offset from their centre of pressure ("": off).',
       'start-up'),
-    P('com_offset_time_constant', 0.3, 'Time constant of the CoM offset\'s low-pass [s].',
+    P('com_offset_time_constant', 2.0, 'Time constant of the CoM offset\'s low-pass [s].',
       'start-up', 0.0, 1e4, True),
     P('max_pending', 100, 'Messages waiting for their partner, at most, per kind.', 'start-up',
       1, 1000000),
@@ -229,9 +229,10 @@ class WBCController(Node):
             if self.wbc is None:
                 self._start(stamp, state)
             ref = self.schedule((stamp - self.t0) * 1e-9)
-            if self.offset is not None:
-                ref = self._corrected(ref, state)
-            sol = self.wbc.solve(state, ref)
+            # the reference published is the schedule's (the true CoM's target); the model's
+            # CoM tracks it shifted by the offset
+            sol = self.wbc.solve(state, ref if self.offset is None else
+                                 self._corrected(ref, state))
         except ValueError as exc:
             return self._reject('stream pair', exc)
         self.qp_time.append(sol.cpu_time)
@@ -267,7 +268,9 @@ class WBCController(Node):
             + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} ms, p99 '
                f'{np.percentile(lat, 99):.2f} ms' if lat.size else '')
             + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '
-               f'{np.percentile(qp, 99):.0f} us' if qp.size else ''))
+               f'{np.percentile(qp, 99):.0f} us' if qp.size else '')
+            + (f'; CoM offset ({self.offset.offset[0]:.4f}, {self.offset.offset[1]:.4f}) m '
+               f'from {self.offset.updates} force samples' if self.offset is not None else ''))
 
 
 def main(args=None):
