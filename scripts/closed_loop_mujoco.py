@@ -206,10 +206,10 @@ VARIANTS = (
     ('hidden trunk load, noisy sensing', dict(hidden_load=1.0, link_error=0.0, sensing='noisy')),
     ('hidden load off-centre, links off 16-24 %, noisy sensing',
      dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy')),
-    ('the same with the CoM correction',
+    ('CoM-corrected, hidden load off-centre, links off 16-24 %, noisy sensing',
      dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy',
           com_correction='on')),
-    ('nominal, clean sensing, with the CoM correction',
+    ('CoM-corrected, nominal, clean sensing',
      dict(hidden_load=0.0, link_error=0.0, sensing='clean', com_correction='on')),
 )
 
