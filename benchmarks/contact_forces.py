@@ -2,6 +2,11 @@
 
     python benchmarks/contact_forces.py --out-dir benchmarks/results   # the tracked figures
     python benchmarks/contact_forces.py                                 # out/benchmarks/
+    python benchmarks/contact_forces.py --live 3 --out-dir benchmarks/results   # over DDS
+
+``--live N`` runs test/test_e2e_sim_mujoco_contact_forces.py N times (sim_mujoco playing
+Solo12 + a dynamics node over loopback DDS, the realistic odometry, a 25 % lateral push, judged
+on sim_mujoco's truth record) and writes the figures it prints to contact_forces_live.md.
 
 Runs ros_dynamics.simulation.contact_force_runs (no ROS) at 1 kHz with the four feet of the
 bundled quadruped (8.33 kg, weight 81.7 N) as contact frames (point model, threshold 8 N,
@@ -18,6 +23,12 @@ release 4 N, observer gain K = 50 1/s unless said):
 * the unexplained part from the residual with the base twist of the stance legs
   (estimation/stance_residual.py, odom_twist_noise 0.03, the node's default) and, to compare,
   from the odometry's twist as is (odom_twist_noise 0);
+* MuJoCo's Solo12 (example-robot-data's URDF, 2.5 kg, weight 24.5 N; simulation/
+  mujoco_legged.py: elliptic cones, 1.6 cm foot spheres) under the same scenario (the front
+  left foot lifted, HAA 0.25 rad, the joint gains and the thresholds scaled by the mass and the
+  weight: 18 N m/rad, 2.4 N, 1.5 N), a lateral push of 6.13 N (25 % of its weight), with exact
+  sensing and with the realistic odometry above, repeated over odometry seeds; a hidden load
+  and links off;
 * the project's rigid-contact simulator (OS LCP): standing, and an open-loop trot.
 
 Every figure is on the plant's truth: per-foot rms error of the estimated force against the
@@ -36,6 +47,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -47,7 +59,7 @@ from common import add_out_dir, log, output, provenance, wrote  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics.estimation.contact_forces import ContactForceEstimator  # noqa: E402
-from ros_dynamics.simulation.contact_force_runs import metrics, run  # noqa: E402
+from ros_dynamics.simulation.contact_force_runs import lateral_push, metrics, run  # noqa: E402
 from ros_dynamics.simulation.mujoco_quadruped import (  # noqa: E402
     FEET, REALISTIC_ODOMETRY, PlantOptions, SensingOptions, ShiftLiftPush)
 
@@ -65,8 +77,8 @@ SENSING = {
         REAL, velocity_noise=0.05, torque_noise=0.05),
 }
 PLANTS = {
-    'hidden 1 kg trunk load': PlantOptions(trunk_load=1.0),
-    'links off 20-30 %': PlantOptions(inertia_error=0.25),
+    'hidden 1 kg trunk load': PlantOptions(hidden_load=1.0, load_offset=(0.05, 0.03, 0.02)),
+    'links off 20-30 %': PlantOptions(link_error=0.25),
     'joint friction 0.01 N m s/rad + 0.03 N m, rotor inertia 5e-4 kg m2': PlantOptions(
         joint_viscous=0.01, joint_coulomb=0.03, rotor_inertia=5e-4),
 }
@@ -164,10 +176,102 @@ HEADER = ['| run | worst foot rms error | state accuracy | touch-down delay [ms]
           '|---|---|---|---|---|---|---|---|']
 
 
+SOLO12_PLANTS = {
+    'hidden 0.5 kg trunk load (20 % of the robot)': PlantOptions(hidden_load=0.5,
+                                                                 load_offset=(0.03, 0.02, 0.02)),
+    'links off 20-30 %': PlantOptions(link_error=0.25),
+}
+
+
+def solo12(case, results, lines):
+    """MuJoCo's Solo12: exact sensing and the realistic odometry (the stance legs' twist and the
+    odometry's as is), repeated over the odometry's draws; plants other than the URDF."""
+    push = lateral_push('solo12')
+    lines += ['', f'## MuJoCo Solo12: sensing (exact plant), push {push[1]:.2f} N lateral', '']
+    lines += HEADER
+    for name in ('exact', 'realistic odometry (0.03 m/s, 10 ms, 200 Hz)'):
+        for sigma in (0.03, 0.0):
+            kind = 'stance legs' if sigma else 'odometry as is'
+            case(f'Solo12: {name}; {kind}', plant='solo12', push=push, sensing=SENSING[name],
+                 odom_twist_noise=sigma)
+    lines += ['', '## MuJoCo Solo12: plants other than the URDF (realistic odometry, stance '
+              'legs)', ''] + HEADER
+    for name, options in SOLO12_PLANTS.items():
+        case(f'Solo12: {name}', plant='solo12', push=push, sensing=REAL, plant_options=options)
+    lines += ['', '## MuJoCo Solo12 repeated: exact sensing (runs 1-3) and realistic odometry '
+              f'(noise draws {SEEDS[0]}-{SEEDS[-1]}), stance legs', ''] + HEADER
+    notes = []
+    for kind, draws in (('exact', range(1, 4)), ('realistic', SEEDS)):
+        worst = dict(foot=0.0, state=1.0, push=0.0)
+        for seed in draws:
+            sensing = SensingOptions() if kind == 'exact' else dataclasses.replace(REAL, seed=seed)
+            m = metrics(run('solo12', push=push, sensing=sensing))
+            log(f'Solo12 {kind} {seed}: {m["push_relative_error"]:.3f}')
+            label = f'Solo12 {kind} ' + ('run' if kind == 'exact' else 'odometry noise draw')
+            results[f'{label} {seed}'] = m
+            lines.append(_row(f'{label} {seed}', m))
+            worst = dict(foot=max(worst['foot'], max(m['rms_per_foot'])),
+                         state=min(worst['state'], m['state_accuracy']),
+                         push=max(worst['push'], m['push_relative_error']))
+        results[f'Solo12 {kind} worst'] = worst
+        notes.append(f'Solo12, {kind}, worst over the {len(draws)} runs: foot '
+                     f'{_fmt(worst["foot"])}, state accuracy {100 * worst["state"]:.2f} %, '
+                     f'push {_fmt(worst["push"])}.')
+    lines += [''] + notes
+
+
+LIVE_TEST = 'test/test_e2e_sim_mujoco_contact_forces.py'
+LIVE_LINE = re.compile(r'Solo12 over DDS: worst foot rms ([\d.]+) % of the weight, contact state '
+                       r'([\d.]+) %, push ([\d.]+) %; answer after the joint state \(wall, at '
+                       r'the test\) p50 (-?[\d.]+) ms, p99 (-?[\d.]+) ms; (\d+) answers')
+
+
+def live(runs, out_dir):
+    """``--live``: the system test ``runs`` times, its printed figures into a result file."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    head, measured = provenance(), commit()
+    rows = []
+    for i in range(runs):
+        log(f'live run {i + 1}/{runs} ...')
+        proc = subprocess.run([sys.executable, '-m', 'pytest', LIVE_TEST, '-q', '-s', '-p',
+                               'no:cacheprovider'], cwd=root, text=True, capture_output=True)
+        found = LIVE_LINE.search(proc.stdout)
+        if proc.returncode != 0 or not found:
+            raise SystemExit(f'the live run failed:\n{proc.stdout[-3000:]}')
+        rows.append(f'| {i + 1} | ' + ' | '.join(found.groups()[:3]) + ' | '
+                    + ' / '.join(found.groups()[3:5]) + f' | {found.group(6)} |')
+    text = (f'# Foot forces live over DDS: sim_mujoco playing Solo12, the dynamics node\n\n'
+            f'{head} at the start; commit measured: {measured}.\n\n'
+            f'Each run is `python -m pytest {LIVE_TEST} -s` (system tier): sim_mujoco plays '
+            'Solo12 (2.5 kg, held standing by its PD) at 1 kHz paced at half real time, joint '
+            'states at 1 kHz and the odometry of a legged state estimator (0.03 m/s white noise '
+            'on the linear twist, 10 ms late, 200 Hz) over loopback DDS to a running dynamics '
+            'node (contact frames the four feet, K = 50 1/s), which answers on ~/contact_forces '
+            'as they arrive; a lateral push of 6.13 N (25 % of the weight) for 1 s. Every figure '
+            'on the truth record sim_mujoco writes: the worst foot\'s rms error against '
+            'MuJoCo\'s foot force through K/(s+K) as a share of the weight, the contact state '
+            'against MuJoCo\'s contacts, the push\'s generalized force against the unexplained '
+            'part (mean relative error over the push); the delay is the wall time from a joint '
+            'state reaching the test to its answer reaching it (the test\'s executor may take '
+            'the two topics\' messages in either order: near 0 it can be negative).\n\n'
+            '| run | worst foot rms error [%] | state accuracy [%] | push in unexplained, rel. '
+            'error [%] | answer after the joint state p50 / p99 [ms] | answers |\n'
+            '|---|---|---|---|---|---|\n' + '\n'.join(rows) + '\n')
+    md = output(out_dir, 'contact_forces_live.md')
+    with open(md, 'w') as f:
+        f.write(text)
+    print(text)
+    wrote(md)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     add_out_dir(ap)
+    ap.add_argument('--live', type=int, default=0, metavar='N',
+                    help='run the live test over DDS N times instead (contact_forces_live.md)')
     args = ap.parse_args(argv)
+    if args.live:
+        return live(args.live, args.out_dir)
     head, measured = provenance(), commit()
     results, lines = {}, []
 
@@ -208,6 +312,7 @@ def main(argv=None):
     results['realistic worst over draws'] = worst
     lines += ['', f'Worst over the draws {SEEDS[0]}-{SEEDS[-1]}: foot {_fmt(worst["foot"])}, '
               f'state accuracy {100 * worst["state"]:.2f} %, push {_fmt(worst["push"])}.']
+    solo12(case, results, lines)
     lines += ['', '## The project\'s rigid-contact simulator (exact sensing)', ''] + HEADER
     for label, kw in (('rigid standing K=50', dict(plant='standing')),
                       ('rigid trot K=50', dict(plant='trot')),

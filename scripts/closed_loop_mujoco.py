@@ -18,19 +18,7 @@ import time
 
 from demo import _write_params
 
-#: robots by parameters only: URDF, feet, lifted foot, standing pose, foot sphere radius
-ROBOTS = {
-    'quadruped': dict(urdf=('bundled', 'quadruped'),
-                      feet=['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], lift='LF_foot',
-                      pose={f'{leg}_{j}': a for leg in ('LF', 'RF', 'LH', 'RH')
-                            for j, a in (('HFE', 0.7), ('KFE', -1.4))}, foot_radius=0.02),
-    'solo12': dict(urdf=('example-robot-data', 'solo_description/robots/solo12.urdf'),
-                   feet=['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT'], lift='FL_FOOT',
-                   pose={**{f'{leg}_{j}': a for leg in ('FL', 'FR')
-                            for j, a in (('HFE', 0.8), ('KFE', -1.6))},
-                         **{f'{leg}_{j}': a for leg in ('HL', 'HR')
-                            for j, a in (('HFE', -0.8), ('KFE', 1.6))}}, foot_radius=0.016),
-}
+from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
 
 #: the sensing of a legged robot (issue: odometry 0.03 m/s white noise on the linear twist,
 #: 10 ms late, 200 Hz; joint velocity noise 0.05 rad/s)
@@ -50,26 +38,6 @@ def schedule(args):
     return StandStepSchedule(['a', 'b', 'c', 'd'], np.zeros(3), np.zeros((4, 3)),
                              t_track=t_track, segment=segment, shift=shift, unload=unload,
                              swing=swing, stand=stand)
-
-
-def robot_urdf(name):
-    """(path, XML) of a robot of :data:`ROBOTS`."""
-    kind, rel = ROBOTS[name]['urdf']
-    if kind == 'bundled':
-        import ros_dynamics as rd
-        path = rd.bundled_urdf(rel)
-    else:
-        import glob
-        import sys
-        found = [p for root in sys.path if root.endswith('site-packages')
-                 for p in glob.glob(os.path.join(root, '**', 'example-robot-data', 'robots',
-                                                 rel), recursive=True)]
-        if not found:
-            raise FileNotFoundError(f'example-robot-data\'s {rel} not found (pip install '
-                                    'example-robot-data: requirements-dev.txt)')
-        path = found[0]
-    with open(path) as f:
-        return path, f.read()
 
 
 def robot_mass(xml):
@@ -103,15 +71,20 @@ def run(args, duration, tmp, log_dir, say):
         real_time_factor=args.real_time_factor, command_delay=args.command_delay,
         max_delay=args.max_delay,
         hidden_load=args.hidden_load, load_offset=list(args.load_offset),
-        link_mass_error=args.link_error, base_push=push, wait_for_subscribers=1,
+        link_error=args.link_error, base_push=push, wait_for_subscribers=1,
         wait_timeout=120.0, truth_record=truth_path, seed=args.seed,
         **SENSING[args.sensing]))
+    corrected = getattr(args, 'com_correction', 'off') == 'on'
+    weight = 9.81 * robot_mass(xml)
     _write_params(files['dyn'], 'dynamics', dict(
         robot_description=xml, floating_base=True, task_frames=robot['feet'],
-        christoffel_stream=False, input_qos_depth=2000, qos_depth=2000))
+        christoffel_stream=False, input_qos_depth=2000, qos_depth=2000,
+        **(dict(contact_frames=list(robot['feet']), contact_force_threshold=0.1 * weight)
+           if corrected else {})))
     _write_params(files['ctl'], 'wbc_controller', dict(
         robot_description=xml, feet=robot['feet'], lift_foot=robot['lift'], report_period=0.0,
-        schedule=list(args.schedule)))
+        schedule=list(args.schedule),
+        **(dict(contact_forces_topic='dynamics/contact_forces') if corrected else {})))
     logs = {n: os.path.join(log_dir, f'{args.robot}_mujoco_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
     rclpy.init(args=[])
@@ -164,7 +137,10 @@ def evaluate(truth, ref, stream, text, args):
               'qp_cpu_time_us_p50_p99': [int(x) for x in qp_us[-1]] if qp_us else None,
               'transport_delay_ms_p50_p99': [float(x) for x in delay[-1]] if delay else None,
               'plant_steps_commands_hold': [int(x) for x in steps[-1]] if steps else None,
-              'plant_mass_kg': float(truth['mass']), '_sched': sched})
+              'plant_mass_kg': float(truth['mass']), '_sched': sched,
+              # the CoM error's mean per axis (a constant offset) and its rms about it
+              'com_error_mean_xyz_m': (com - r['_ref']).mean(axis=0).tolist(),
+              'com_error_std_xyz_m': (com - r['_ref']).std(axis=0).tolist()})
     return r
 
 
@@ -228,8 +204,13 @@ def plot(r, path, args):
 VARIANTS = (
     ('nominal, clean sensing', dict(hidden_load=0.0, link_error=0.0, sensing='clean')),
     ('hidden trunk load, noisy sensing', dict(hidden_load=1.0, link_error=0.0, sensing='noisy')),
-    ('hidden load off-centre, link masses +-20 %, noisy sensing',
+    ('hidden load off-centre, links off 16-24 %, noisy sensing',
      dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy')),
+    ('CoM-corrected, hidden load off-centre, links off 16-24 %, noisy sensing',
+     dict(hidden_load=1.0, load_offset=(0.03, 0.02, 0.02), link_error=0.2, sensing='noisy',
+          com_correction='on')),
+    ('CoM-corrected, nominal, clean sensing',
+     dict(hidden_load=0.0, link_error=0.0, sensing='clean', com_correction='on')),
 )
 
 COLUMNS = (('plant mass [kg]', 'plant_mass_kg', 1, '.2f'),
@@ -301,13 +282,14 @@ def main(args, root):
         if args.variants:
             a.out, a.json = f'{stem}_{i}.png', None
         rows.append((name, once(a, root, say)))
-    head = ['variant', 'hidden load [kg]', 'link error', 'sensing', 'push [N]'] + [
+    head = ['variant', 'hidden load [kg]', 'link error', 'sensing', 'CoM correction',
+            'push [N]'] + [
         c[0] for c in COLUMNS] + ['delay p50/p99 [ms]']
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for name, res in rows:
         a = res['args']
         cells = [name, f'{a["hidden_load"]:g}', f'{a["link_error"]:g}', a['sensing'],
-                 f'{res["push_N"]:g}']
+                 a['com_correction'], f'{res["push_N"]:g}']
         cells += [format(res[k] * s if k != 'falls' else res[k], f) if res[k] is not None
                   else '-' for _, k, s, f in COLUMNS]
         d = res['transport_delay_ms_p50_p99']
@@ -327,7 +309,12 @@ def main(args, root):
             'fall more than 5 ms behind (simulated time). Clean sensing: exact joint states and '
             'odometry at 1 kHz. Noisy: joint velocity noise 0.05 rad/s, effort 0.05 N m; '
             'odometry 200 Hz, 10 ms late, white noise 0.03 m/s on the linear and 0.01 rad/s on '
-            'the angular twist. Push: 20 % of the weight, lateral, 0.1 s at '
+            'the angular twist. CoM correction on: the controller shifts its model\'s CoM '
+            'target by the offset the feet\'s centre of pressure gives while the reference '
+            'rests (the dynamics node\'s contact_forces; ros_dynamics/control/com_offset.py). '
+            'Link error e: every link\'s mass, '
+            'inertia and CoM off by e x [0.8, 1.2] (PlantOptions.link_error). '
+            'Push: 20 % of the weight, lateral, 0.1 s at '
             f'{args.push_time:g} s. Every figure is MuJoCo\'s truth (legged_metrics): its CoM '
             'against the controller\'s reference, its feet, its base.\n\n'
             + '\n'.join(lines) + '\n\n' + '\n'.join(f'- {n}: {r["summary"]}' for n, r in rows)

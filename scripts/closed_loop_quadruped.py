@@ -66,7 +66,11 @@ def _parse(argv=None):
     ap.add_argument('--load-offset', type=float, nargs=3, default=(0.0, 0.0, 0.0),
                     help='mujoco: where on the trunk (its frame) [m]')
     ap.add_argument('--link-error', type=float, default=0.0,
-                    help='mujoco: every other link\'s mass and inertia x (1 + e u), |u| <= 1')
+                    help='mujoco: every link\'s mass, inertia and CoM off by 1 +- e [0.8, 1.2] '
+                    '(PlantOptions.link_error)')
+    ap.add_argument('--com-correction', default='off', choices=('on', 'off'),
+                    help='mujoco: the controller\'s CoM offset from the feet\'s centre of '
+                    'pressure (the dynamics node\'s contact_forces; control/com_offset.py)')
     ap.add_argument('--sensing', default='clean', choices=('clean', 'noisy'),
                     help='mujoco: noisy = joint velocity noise 0.05 rad/s, odometry 200 Hz, '
                     '10 ms late, 0.03 m/s noise on the linear twist')

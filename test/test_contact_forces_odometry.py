@@ -52,7 +52,7 @@ def test_odometry_is_late_slow_held_noisy_and_biased():
 
 def test_plant_options_change_the_plant_not_the_model(quadruped):
     """By default MuJoCo's mass matrix is the URDF's (rd.mass_matrix); a hidden trunk load
-    adds its mass; links off (inertia_error 0.25) change every link's mass by 20-30 %
+    adds its mass; links off (link_error 0.25) change every link's mass by 20-30 %
     (0.25 x [0.8, 1.2]) and the mass matrix by more than 5 %; friction and rotor inertia reach
     MuJoCo."""
     path = rd.bundled_urdf('quadruped')
@@ -72,8 +72,8 @@ def test_plant_options_change_the_plant_not_the_model(quadruped):
     M_urdf = rd.mass_matrix(quadruped, q)[6:, 6:]
     np.testing.assert_allclose(mass_matrix(base), M_urdf, atol=1e-9)
     assert base.total_mass == pytest.approx(quadruped.total_mass(), abs=1e-9)
-    assert plant(trunk_load=1.0).total_mass == pytest.approx(quadruped.total_mass() + 1.0)
-    off = plant(inertia_error=0.25)
+    assert plant(hidden_load=1.0).total_mass == pytest.approx(quadruped.total_mass() + 1.0)
+    off = plant(link_error=0.25)
     keep = base.m.body_mass > 0
     ratio = off.m.body_mass[keep] / base.m.body_mass[keep]
     assert np.all((np.abs(ratio - 1) >= 0.2 - 1e-9) & (np.abs(ratio - 1) <= 0.3 + 1e-9))
@@ -148,3 +148,26 @@ def test_push_survives_the_odometry_of_a_legged_state_estimator():
                       odom_twist_noise=0.0))
     assert raw['push_relative_error'] > 0.5
     assert max(raw['rms_per_foot']) < 0.048               # the forces never needed the twist
+
+
+@pytest.mark.parametrize('sensing', ['exact', 'realistic'])
+def test_solo12_foot_forces_and_push_on_mujocos_truth(sensing):
+    """MuJoCo's Solo12 (example-robot-data's URDF, 2.5 kg; simulation/mujoco_legged.py) under
+    the same scenario (the front left foot lifted, a 25 % lateral push: 6.13 N), with exact
+    sensing and with the odometry of a legged state estimator (0.03 m/s, 10 ms late, 200 Hz):
+    judged on MuJoCo's contact forces and contact states, every foot within 5 % of the weight,
+    the contact state right in >= 99.3 % of the samples, the push in the unexplained part
+    within 15 %.  Measured (2026-11-28, benchmarks/results/contact_forces.md and draws 0-7):
+    exact 1.05 %, 99.81 %, 8.90 %; realistic worst over the draws 1.72 %, 99.76 %, 13.13 %.
+    Bounds: the requirement's 5 % (3x 1.72 % = 5.2 %), 3x the worst missed states (0.24 %),
+    the requirement's 15 % (tighter than 3x)."""
+    from ros_dynamics.simulation.contact_force_runs import lateral_push
+    s = SensingOptions() if sensing == 'exact' else dataclasses.replace(REALISTIC_ODOMETRY,
+                                                                          seed=7)
+    res = run('solo12', push=lateral_push('solo12'), sensing=s)
+    assert res['weight'] == pytest.approx(2.5 * 9.81, rel=1e-3)
+    m = metrics(res)
+    assert max(m['rms_per_foot']) < 0.05
+    assert m['state_accuracy'] >= 0.9928
+    assert m['push_relative_error'] < 0.15
+    assert m['liftoff_delay'] and m['touchdown_delay']      # the lifted foot was seen to lift

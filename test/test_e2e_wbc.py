@@ -74,3 +74,31 @@ def test_summary_line_and_targets_on_the_plants_truth(result):
     d = res['transport_delay_ms_p50_p99']
     assert 2.0 <= d[0] <= d[1] <= 5.0 and res['plant_steps_commands_hold'][2] <= 5, out
     assert os.path.getsize(png) > 10_000
+
+
+def test_solo12_off_centre_load_links_off_com_corrected(tmp_path, ros_env):
+    """Solo12 with 1 kg 36 mm off-centre and every link's inertials off by 16-24 %
+    (PlantOptions.link_error 0.2), noisy sensing, the full schedule: the controller's model
+    puts the true CoM 12.78 mm rms from the reference (benchmarks/results/
+    closed_loop_quadruped_mujoco_solo12.md); with the CoM offset from the feet's centre of
+    pressure (--com-correction on, control/com_offset.py) MuJoCo's CoM within the 1 cm target.
+    Measured 8.45-8.51 mm in three runs (2026-11-28, load average 6-9); 3x that is over the
+    target, so the target is the bound.  The estimate itself is in the controller's log."""
+    out_json, out_png = tmp_path / 'c.json', tmp_path / 'c.png'
+    env = dict(ros_env, _ROS_DYNAMICS_DEMO_ENV='1')
+    proc = subprocess.run([sys.executable, SCRIPT, '--plant', 'mujoco', '--robot', 'solo12',
+                           '--hidden-load', '1.0', '--load-offset', '0.03', '0.02', '0.02',
+                           '--link-error', '0.2', '--sensing', 'noisy', '--com-correction',
+                           'on', '--json', str(out_json), '--out', str(out_png),
+                           '--timeout', '300'],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    with open(out_json) as f:
+        res = json.load(f)
+    out = proc.stdout[-2000:]
+    assert res['falls'] == 0 and res['qp_solved_fraction'] >= 0.999, out
+    assert res['com_rms_m'] <= 0.01, out
+    # the offset is horizontal: the mean error left there (x, y) measured 6.5-6.6, 4.0-4.1 mm
+    # (the estimate converges over the run) against 10.4, 7.0 mm without it; bound 9 mm, under
+    # what no correction leaves
+    assert max(abs(x) for x in res['com_error_mean_xyz_m'][:2]) <= 0.009, out

@@ -84,13 +84,15 @@ def test_hidden_load_is_hidden_and_moves_the_com_by_its_share():
     np.testing.assert_allclose(plant.com(), expected, atol=1e-9)
 
 
-def test_link_mass_error_changes_the_links_not_the_trunk():
+def test_link_error_changes_every_link_not_the_hidden_load():
+    """link_error 0.2 (PlantOptions, the vocabulary both MuJoCo plants share): every link's
+    mass (the root's too) off by 16-24 %, the hidden load's not."""
     _, _, _, plant0 = _plant('quadruped')
-    _, _, _, plant = _plant('quadruped', link_mass_error=0.2, seed=3)
-    heavy = plant0.m.body_mass[2:] > 0                   # (the quadruped's imu link: none)
-    ratio = plant.m.body_mass[2:][heavy] / plant0.m.body_mass[2:][heavy]
-    assert plant.m.body_mass[1] == plant0.m.body_mass[1]
-    assert np.all(np.abs(ratio - 1) <= 0.2 + 1e-12) and np.abs(ratio - 1).max() > 0.1
+    _, _, _, plant = _plant('quadruped', link_error=0.2, hidden_load=1.0, seed=3)
+    heavy = plant0.m.body_mass[1:] > 0                   # (the quadruped's imu link: none)
+    ratio = plant.m.body_mass[1:plant0.m.nbody][heavy] / plant0.m.body_mass[1:][heavy]
+    assert np.all((np.abs(ratio - 1) >= 0.16 - 1e-12) & (np.abs(ratio - 1) <= 0.24 + 1e-12))
+    assert plant.m.body_mass[plant.m.body('hidden_load').id] == 1.0
 
 
 def test_odometry_is_late_slower_and_noisy():

@@ -1,6 +1,7 @@
 """``sim_mujoco`` executable (node name ``sim``): a legged robot that MuJoCo plays, a plant that is
 not the controller's model (:mod:`ros_dynamics.simulation.mujoco_legged`: soft contacts, an
-optional hidden load, link mass errors, rotor inertia, joint friction), driven over DDS.
+optional hidden load, link errors, rotor inertia, joint friction: PlantOptions' names), driven
+over DDS.
 
 * steps the physics every ``1/rate`` simulated seconds (1 kHz), paced at ``real_time_factor``
   against the wall clock; stamps are simulated time;
@@ -90,15 +91,19 @@ PARAMETERS = ParameterTable('sim_mujoco', (
     ('odom_noise_angular', 0.0, 'Base angular twist noise (std) [rad/s].'),
     ('odom_bias_linear', [0.0, 0.0, 0.0], 'Base linear twist bias (base frame) [m/s].'),
     ('odom_noise_position', 0.0, 'Base position noise (std) [m].'),
-    ('seed', 0, 'Seed of the noise and of link_mass_error.'),
+    ('seed', 0, 'Seed of the noise and of link_error.'),
     P('hidden_load', 0.0, 'Mass on the root link the URDF does not know [kg].', 'start-up',
       0.0, 1e4),
     P('load_offset', [0.0, 0.0, 0.0], 'Where on the root link (its frame) [m].', 'start-up',
       -10.0, 10.0, lengths=(3,)),
-    P('link_mass_error', 0.0, 'Other links: mass and inertia x (1 + e u), u in [-1, 1].',
-      'start-up', 0.0, 0.99),
-    P('armature', 0.0, 'Rotor inertia on every joint [kg m^2].', 'start-up', 0.0, 100.0),
-    P('joint_friction', 0.0, 'Dry friction on every joint [N m].', 'start-up', 0.0, 1e4),
+    P('link_error', 0.0, 'Every link\'s mass and principal inertias x (1 +- e [0.8, 1.2]), its '
+      'CoM moved by that share of max(|CoM offset|, 2 cm) (PlantOptions).', 'start-up', 0.0,
+      0.8),
+    P('rotor_inertia', 0.0, 'Rotor inertia on every joint [kg m^2].', 'start-up', 0.0, 100.0),
+    P('joint_viscous', 0.0, 'Viscous friction on every joint [N m s/rad].', 'start-up', 0.0,
+      1e4),
+    P('joint_coulomb', 0.0, 'Dry (Coulomb) friction on every joint [N m].', 'start-up', 0.0,
+      1e4),
     P('friction', 0.8, 'Foot-floor friction coefficient.', 'start-up', 0.0, 100.0, True),
     P('base_push', [0.0, 0.0, 0.0, 0.0, 0.0], '[t_start, duration, fx, fy, fz] on the root.',
       'start-up', lengths=(5,)),
@@ -126,9 +131,9 @@ class MujocoSim(Node):
                 raise ValueError(f'pose entry {item!r} is not "joint=angle"') from None
         opts = LeggedPlantOptions(
             hidden_load=p('hidden_load'), load_offset=tuple(p('load_offset')),
-            link_mass_error=p('link_mass_error'), armature=p('armature'),
-            joint_friction=p('joint_friction'), mu=p('friction'), foot_radius=p('foot_radius'),
-            seed=p('seed'))
+            link_error=p('link_error'), rotor_inertia=p('rotor_inertia'),
+            joint_viscous=p('joint_viscous'), joint_coulomb=p('joint_coulomb'), mu=p('friction'),
+            foot_radius=p('foot_radius'), seed=p('seed'))
         rate = float(p('rate'))
         push = list(p('base_push'))
         if len(push) != 5:

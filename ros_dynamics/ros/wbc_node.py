@@ -12,6 +12,10 @@ adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the 
   stamp it answers).  A cycle whose QP is not solved repeats the last solved torques;
 * publishes the CoM reference of each cycle on ``~/com_reference`` (geometry_msgs/PointStamped,
   world frame, the pair's stamp) for plots and evaluation;
+* with ``contact_forces_topic`` (the dynamics node's ``~/contact_forces`` of the feet) tracks
+  with its model the reference shifted by the CoM offset their centre of pressure gives
+  (:class:`ros_dynamics.control.com_offset.CoMOffset`): the true CoM towards the reference when
+  the model is not the robot (a hidden load off-centre, links off);
 * the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
   start); torque bounds from the ``<limit effort>`` of ``robot_description``;
 * logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/Q (x %)``
@@ -35,6 +39,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
+from ros_dynamics.control.com_offset import CoMOffset  # noqa: E402
 from ros_dynamics.control.stand_step import StandStepSchedule  # noqa: E402
 from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
                                       effort_limits_from_urdf)
@@ -86,6 +91,11 @@ PARAMETERS = ParameterTable('wbc_controller', (
       'start-up'),
     P('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.',
       'start-up'),
+    P('contact_forces_topic', '', 'ros_dynamics_msgs/ContactForces of the feet (the dynamics '
+      'node\'s ~/contact_forces): the CoM offset from their centre of pressure ("": off).',
+      'start-up'),
+    P('com_offset_time_constant', 2.0, 'Time constant of the CoM offset\'s low-pass [s].',
+      'start-up', 0.0, 1e4, True),
     P('max_pending', 100, 'Messages waiting for their partner, at most, per kind.', 'start-up',
       1, 1000000),
     P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
@@ -118,6 +128,14 @@ class WBCController(Node):
                                  qos)
         self.create_subscription(task_space_msg_type(), p('task_space_topic'),
                                  self._on_task_space, qos)
+        self.offset = (CoMOffset(p('com_offset_time_constant')) if p('contact_forces_topic')
+                       else None)
+        self._forces = None                     # the newest (stamp, forces) measured
+        self._forces_stamp = None               # the stamp of the last one used
+        if p('contact_forces_topic'):
+            from ros_dynamics_msgs.msg import ContactForces
+            self.create_subscription(ContactForces, p('contact_forces_topic'),
+                                     self._on_contact_forces, qos)
         self.pub = self.create_publisher(JointState, p('command_topic'), qos)
         self.pub_ref = self.create_publisher(PointStamped, '~/com_reference', qos)
         self.ref = PointStamped()
@@ -154,6 +172,15 @@ class WBCController(Node):
         if pair is not None:
             self._serve(*pair)
 
+    def _on_contact_forces(self, msg):
+        try:
+            forces = {f: (w.force.x, w.force.y, w.force.z) for f, w in zip(msg.frames,
+                                                                            msg.wrenches)}
+            self._forces = (stamp_ns(msg.header.stamp),
+                            np.array([forces[f] for f in self.feet], dtype=float))
+        except KeyError as exc:
+            self._reject('ContactForces', f'no force for the foot {exc}')
+
     def _on_task_space(self, msg):
         pair = self.pairer.add_terms(stamp_ns(msg.header.stamp), (msg, time.monotonic()))
         if pair is not None:
@@ -183,13 +210,29 @@ class WBCController(Node):
                                f'{self.schedule.duration:.1f} s long; CoM '
                                f'{np.round(state.com, 4).tolist()}')
 
+    def _corrected(self, ref, state):
+        """``ref`` shifted by the CoM offset, updated first by the newest measured forces."""
+        measured, self._forces = self._forces, None
+        if measured is not None:
+            t, forces = measured
+            dt = 0.0 if self._forces_stamp is None else (t - self._forces_stamp) * 1e-9
+            self._forces_stamp = t
+            idx = [state.frames.index(f) for f in self.feet]
+            self.offset.update(dt, state.positions[idx], forces, state.com,
+                               ref.com_acceleration, np.linalg.norm(state.g[:3]),
+                               ref.com_velocity)
+        return self.offset.reference(ref)
+
     def _serve(self, stamp, dyn, ts):
         try:
             state = stream_state(dyn[0], ts[0])
             if self.wbc is None:
                 self._start(stamp, state)
             ref = self.schedule((stamp - self.t0) * 1e-9)
-            sol = self.wbc.solve(state, ref)
+            # the reference published is the schedule's (the true CoM's target); the model's
+            # CoM tracks it shifted by the offset
+            sol = self.wbc.solve(state, ref if self.offset is None else
+                                 self._corrected(ref, state))
         except ValueError as exc:
             return self._reject('stream pair', exc)
         self.qp_time.append(sol.cpu_time)
@@ -225,7 +268,9 @@ class WBCController(Node):
             + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} ms, p99 '
                f'{np.percentile(lat, 99):.2f} ms' if lat.size else '')
             + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '
-               f'{np.percentile(qp, 99):.0f} us' if qp.size else ''))
+               f'{np.percentile(qp, 99):.0f} us' if qp.size else '')
+            + (f'; CoM offset ({self.offset.offset[0]:.4f}, {self.offset.offset[1]:.4f}) m '
+               f'from {self.offset.updates} force samples' if self.offset is not None else ''))
 
 
 def main(args=None):

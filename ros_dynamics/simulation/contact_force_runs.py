@@ -1,33 +1,93 @@
 """The contact-force estimate (estimation/contact_forces.py) against a plant's foot forces, no ROS.
 
-:func:`run` drives the node's cycle
-(:func:`~ros_dynamics.estimation.cycle.node_cycle`) with the four feet as contact
-frames on the project's rigid-contact quadruped (``standing``, ``trot``) or on MuJoCo
-(``mujoco``: standing, weight shift, a foot lifted, a push on the trunk), optionally with the
-base state from a noisy, late odometry, and returns the plant's foot forces, their exact
+:func:`run` drives the node's cycle (:func:`~ros_dynamics.estimation.cycle.node_cycle`)
+with the four feet as contact frames on the project's rigid-contact quadruped (``standing``,
+``trot``) or on MuJoCo (standing, weight shift, a foot lifted, a push on the trunk): the
+bundled quadruped (``mujoco``, :mod:`.mujoco_quadruped`) or Solo12 (``solo12``,
+:mod:`.mujoco_legged`, the URDF of example-robot-data), optionally with the base state from a
+noisy, late odometry, and returns the plant's foot forces, their exact
 ``K/(s+K)`` filter (the observer's discrete step, observer.py), the estimate, the states and
 the unexplained part against the push's filtered generalized force.  :func:`metrics` reduces a
 run to the figures of docs/contact_forces.md.
 """
 
+import dataclasses
+
 import numpy as np
 
 from ..core import bundled_urdf, load_urdf
-from ..estimation.cycle_state import ObserverSettings
 from ..estimation.cycle import node_cycle, step_sample
+from ..estimation.cycle_state import ObserverSettings
+from .legged_robots import ROBOTS, robot_urdf, stance_pose
+from .mujoco_legged import LeggedPlantOptions, MujocoLegged
 from .mujoco_quadruped import (FEET, MujocoQuadruped, SensingOptions, Sensors,
                                ShiftLiftPush, joint_pose)
 from .plant import PDGravityController
+from .plant_options import PlantOptions
 from .rigid_simulator import standing_quadruped, trotting_quadruped
 
-PLANTS = ('standing', 'trot', 'mujoco')
+PLANTS = ('standing', 'trot', 'mujoco', 'solo12')
 POSE = (0.25, 0.7, -1.4)            # HAA (abduction), HFE, KFE [rad]: a wide stance
 KP, KD = 60.0, 1.0                  # the joints' PD gains [N m/rad, N m s/rad]
+#: the quadruped's thresholds [N]: a foot's force for contact, the detector's
+THRESHOLDS = (8.0, 5.0)
+#: the lateral push on the trunk [share of the weight]
+PUSH_SHARE = 0.25
+
+
+def _robot(plant):
+    """(URDF path, floating-base model, feet) of a plant's robot."""
+    if plant == 'solo12':
+        path = robot_urdf('solo12')[0]
+        feet = tuple(ROBOTS['solo12']['feet'])
+    else:
+        path, feet = bundled_urdf('quadruped'), FEET
+    return path, load_urdf(path, floating_base=True), feet
+
+
+def weight(model):
+    """The robot's weight [N]."""
+    return -model.total_mass() * model.gravity[2]
+
+
+def lateral_push(plant):
+    """The push of the issue on a plant's robot: :data:`PUSH_SHARE` of its weight, lateral
+    (world y) [N]: 20.4 N on the quadruped, 6.13 N on Solo12."""
+    return np.array([0.0, PUSH_SHARE * weight(_robot(plant)[1]), 0.0])
+
+
+def _solo12(model, path, plant_options, push):
+    """Solo12 in MuJoCo (:class:`MujocoLegged`: elliptic cones, 1.6 cm foot spheres) under the
+    quadruped's scenario (:class:`ShiftLiftPush`, the front left foot lifted), a wide stance
+    (HAA 0.25 rad) and the quadruped's joint gains scaled by the mass (2.5 / 8.33 kg)."""
+    robot = ROBOTS['solo12']
+    pose = stance_pose('solo12', model.joint_names, POSE[0])
+    q0 = np.array([pose[j] for j in model.joint_names])
+    traj = ShiftLiftPush(model, q0, lift_leg='FL')
+    options = LeggedPlantOptions(**dataclasses.asdict(plant_options or PlantOptions()),
+                                 foot_radius=robot['foot_radius'])
+    with open(path) as f:
+        plant = MujocoLegged(f.read(), robot['feet'], model.joint_names, pose, options=options)
+    scale = model.total_mass() / _robot('mujoco')[1].total_mass()
+    ctrl = PDGravityController(model, KP * scale, KD * scale)
+    force = lateral_push('solo12') if push is None else np.asarray(push, dtype=float)
+
+    def step():
+        q, v = plant.state()
+        qd, vd, _ = traj(plant.t)
+        tau = np.asarray(ctrl(plant.t, q, v, qd, vd), dtype=float)
+        plant.step(tau[6:], traj.push_profile(plant.t) * force)
+        q1, v1 = plant.state()
+        return (plant.t, q1, v1, tau, plant.foot_forces.copy(), plant.push_generalized.copy(),
+                plant.touching.copy())
+    return step, plant.dt, traj.phase
 
 
 def _plant(name, model, path, duration, plant_options=None, push=None):
     """A step function () -> (t, q, v, tau, feet (4, 3), push (nv,), touching (4,)) of the true
     samples, the period and the phase of a time."""
+    if name == 'solo12':
+        return _solo12(model, path, plant_options, push)
     if name == 'mujoco':
         traj = ShiftLiftPush(model, joint_pose(model.joint_names, POSE))
         plant = MujocoQuadruped(path, model, PDGravityController(model, KP, KD), traj,
@@ -54,15 +114,14 @@ def record(plant='mujoco', duration=None, plant_options=None, push=None):
     """The plant's samples without an estimate (to replay them elsewhere, e.g. to a node):
     a dict of arrays t, q, v, tau (the model's coordinates), feet (T, 4, 3), push (T, nv),
     touching (T, 4), phase, and the model."""
-    path = bundled_urdf('quadruped')
-    model = load_urdf(path, floating_base=True)
-    duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
+    path, model, _ = _robot(plant)
+    duration = duration or (ShiftLiftPush.DURATION if plant in ('mujoco', 'solo12') else 3.0)
     step, dt, phase = _plant(plant, model, path, duration, plant_options, push)
     rows = [step() for _ in range(int(round(duration / dt)))]
     out = {k: np.array([r[i] for r in rows]) for i, k in enumerate(
         ('t', 'q', 'v', 'tau', 'feet', 'push', 'touching'))}
     out.update(phase=np.array([phase(t - 0.5 * dt) for t in out['t']]), model=model, dt=dt,
-               weight=-model.total_mass() * model.gravity[2])
+               weight=weight(model))
     return out
 
 
@@ -76,36 +135,39 @@ def filtered(x, gain, dt):
     return out
 
 
-def run(plant='mujoco', duration=None, gain=50.0, threshold=8.0, sensing=None,
-        plant_options=None, push=None, frame_model='point', contact_threshold=5.0,
+def run(plant='mujoco', duration=None, gain=50.0, threshold=None, sensing=None,
+        plant_options=None, push=None, frame_model='point', contact_threshold=None,
         odom_twist_noise=0.03, plant_urdf=None, estimator=None):
     """One run (module docstring).  ``sensing``: :class:`SensingOptions` (what the estimate
     receives: odometry noise, bias, delay and rate, joint noise; exact by default);
     ``plant_options``: :class:`PlantOptions` (MuJoCo's departures from the URDF); ``push``: the
-    trunk push [N] (world axes) instead of the scenario's.  ``contact_threshold``: the
-    detector's (on the unexplained part); ``odom_twist_noise``: the estimator's (> 0, the
-    node's default: the unexplained part with the base twist from the stance legs,
-    stance_residual.py; 0: from the odometry's twist as is).  ``plant_urdf``: MuJoCo's plant
-    from this URDF instead of the bundled one (e.g. legged_identification.plant_urdf: every
-    link off; the controller keeps the bundled URDF's model); ``estimator``: (model, observer
-    options) the estimate runs with instead of the bundled URDF's (e.g. an identified model and
-    its friction).  Returns a dict of arrays over the samples."""
-    path = bundled_urdf('quadruped')
-    model = load_urdf(path, floating_base=True)
-    duration = duration or (ShiftLiftPush.DURATION if plant == 'mujoco' else 3.0)
+    trunk push [N] (world axes) instead of the scenario's.  ``threshold``: a foot's force for
+    contact, ``contact_threshold``: the detector's (on the unexplained part), by default
+    :data:`THRESHOLDS` in proportion to the robot's weight (the quadruped's: 8 N, 5 N);
+    ``odom_twist_noise``: the estimator's (> 0, the node's default: the unexplained part with
+    the base twist from the stance legs, stance_residual.py; 0: from the odometry's twist as
+    is).  ``plant_urdf``: MuJoCo's plant from this URDF instead of the robot's (e.g.
+    legged_identification.plant_urdf: every link off; the controller keeps the robot's model);
+    ``estimator``: (model, observer options) the estimate runs with instead of the robot's
+    URDF's (e.g. an identified model and its friction).  Returns a dict of arrays over the
+    samples."""
+    path, model, feet = _robot(plant)
+    duration = duration or (ShiftLiftPush.DURATION if plant in ('mujoco', 'solo12') else 3.0)
     step, dt, phase = _plant(plant, model, plant_urdf or path, duration, plant_options, push)
-    plant_weight = -(load_urdf(plant_urdf, floating_base=True) if plant_urdf else
-                     model).total_mass() * model.gravity[2]
+    plant_weight = weight(load_urdf(plant_urdf, floating_base=True) if plant_urdf else model)
+    scale = 1.0 if feet == FEET else weight(model) / weight(_robot('mujoco')[1])
+    threshold = THRESHOLDS[0] * scale if threshold is None else threshold
+    contact_threshold = THRESHOLDS[1] * scale if contact_threshold is None else contact_threshold
     est_model, options = estimator or (model, {})
     settings = ObserverSettings(est_model, gain=gain, threshold=contact_threshold,
-                                contact_frames=FEET,
+                                contact_frames=feet,
                                 contact_frame_model=frame_model,
                                 contact_force_threshold=threshold,
                                 odom_twist_noise=odom_twist_noise, **options)
     js = node_cycle(est_model, settings)
     sensors = Sensors(sensing or SensingOptions(), dt)
     a = np.exp(-gain * dt)
-    filt, pfilt = np.zeros((len(FEET), 3)), np.zeros(model.nv)
+    filt, pfilt = np.zeros((len(feet), 3)), np.zeros(model.nv)
     out = {k: [] for k in ('t', 'feet', 'filtered', 'estimate', 'in_contact', 'unexplained',
                            'push', 'phase', 'detected', 'touching')}
     n = int(round(duration / dt))

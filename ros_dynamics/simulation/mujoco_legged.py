@@ -4,12 +4,10 @@ the whole-body controller's closed loop is judged on it (``sim_mujoco`` runs it 
 Built from the URDF text by MuJoCo's own importer (the visual and collision shapes dropped, so no
 mesh file is needed), a free joint on the root link, a floor plane and one sphere per foot
 (centred on the foot frame, the only geoms that touch the floor; MuJoCo's soft contacts,
-pyramidal friction ``mu``).  What the URDF does not say, the plant may differ in:
-
-* ``hidden_load`` kg on the root link at ``load_offset`` (its frame), a body the URDF lacks;
-* ``link_mass_error``: every other link's mass and rotational inertia scaled by ``1 + e u``,
-  ``u`` uniform in [−1, 1] per link (seeded);
-* ``armature`` (rotor inertia, kg m²) and ``joint_friction`` (dry, N m) on every joint.
+elliptic friction cones ``mu``).  What the URDF does not say, the plant may differ in
+(:class:`LeggedPlantOptions`, the vocabulary of :class:`~.plant_options.PlantOptions` shared
+with :mod:`.mujoco_quadruped`): a hidden load on the root link, every link's inertials off,
+joint friction and rotor inertia.
 
 Everything in and out is in the project's coordinates (docs/conventions.md):
 ``q = [x y z qx qy qz qw, joints]``, ``v = [base linear (base frame), base angular (base frame),
@@ -29,18 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .mujoco_contacts import foot_contact_forces
+from .plant_options import PlantOptions, add_hidden_load, apply_model_error
 
 __all__ = ['LeggedPlantOptions', 'MujocoLegged', 'Odometry', 'TruthRecord']
 
 
 @dataclass
-class LeggedPlantOptions:
-    """How the plant differs from the URDF (module docstring); zeros: it does not."""
-    hidden_load: float = 0.0
-    load_offset: tuple = (0.0, 0.0, 0.0)
-    link_mass_error: float = 0.0
-    armature: float = 0.0
-    joint_friction: float = 0.0
+class LeggedPlantOptions(PlantOptions):
+    """How the plant differs from the URDF (:class:`~.plant_options.PlantOptions`; zeros: it
+    does not) and its contacts: friction coefficient ``mu``, MuJoCo's ``impratio``, the foot
+    spheres' radius [m]."""
     mu: float = 0.8
     impratio: float = 100.0
     foot_radius: float = 0.02
@@ -88,31 +84,16 @@ class MujocoLegged:
                                      mass=0.0, density=0.0)
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=0,
                                 conaffinity=1, friction=[o.mu, 0.005, 0.0001])
-        if o.hidden_load > 0:
-            r = 0.01
-            load = root.add_body()
-            load.name, load.pos, load.mass = 'hidden_load', list(o.load_offset), o.hidden_load
-            load.ipos, load.inertia = [0.0, 0.0, 0.0], [0.4 * o.hidden_load * r * r] * 3
-            load.explicitinertial = True
-        for j in spec.joints:
-            if j.type != mujoco.mjtJoint.mjJNT_FREE:
-                j.armature, j.frictionloss = o.armature, o.joint_friction
+        add_hidden_load(root, o)
         self.m = m = spec.compile()
-        if o.link_mass_error > 0:
-            rng = np.random.default_rng(o.seed)
-            for b in range(2, m.nbody):          # 0 world, 1 root
-                if m.body(b).name == 'hidden_load':
-                    continue
-                s = 1.0 + o.link_mass_error * rng.uniform(-1.0, 1.0)
-                m.body_mass[b] *= s
-                m.body_inertia[b] *= s
-        self.d = d = mujoco.MjData(m)
-        mujoco.mj_setConst(m, d)
-        self.dt = dt
         self.joints = list(joints) if joints is not None else [
             m.joint(j).name for j in range(m.njnt) if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE]
         self._qadr = np.array([m.joint(n).qposadr[0] for n in self.joints])
         self._vadr = np.array([m.joint(n).dofadr[0] for n in self.joints])
+        apply_model_error(m, o, self._vadr)
+        self.d = d = mujoco.MjData(m)
+        mujoco.mj_setConst(m, d)
+        self.dt = dt
         self._root = m.body(self.root_name).id
         self._foot_body = {m.body(f).id: i for i, f in enumerate(self.feet)}
         self.mass = float(np.sum(m.body_mass))
@@ -129,6 +110,8 @@ class MujocoLegged:
         self.t = 0.0
         self.tau = np.zeros(len(self.joints))
         self.foot_forces = np.zeros((len(self.feet), 3))
+        self.touching = np.zeros(len(self.feet), dtype=bool)
+        self.push_generalized = np.zeros(m.nv)
 
     def state(self):
         """(q, v) in the project's coordinates."""
@@ -148,17 +131,26 @@ class MujocoLegged:
 
     def step(self, tau, push=(0.0, 0.0, 0.0)):
         """Apply ``tau`` (joints, project order) and ``push`` (N, world) over one step; the
-        feet's contact forces over it are then in :attr:`foot_forces` (world, on the foot)."""
+        feet's contact forces over it are then in :attr:`foot_forces` (world, on the foot),
+        which feet MuJoCo had in contact (a contact with a positive normal force) in
+        :attr:`touching`, and the push's generalized force (project coordinates: the
+        velocity's, power invariant) in :attr:`push_generalized`."""
         mj, m, d = self._mj, self.m, self.d
         self.tau = np.asarray(tau, dtype=float).copy()
+        push = np.asarray(push, dtype=float)
         d.qfrc_applied[:] = 0.0
         d.qfrc_applied[self._vadr] = self.tau
         d.xfrc_applied[:] = 0.0
-        d.xfrc_applied[self._root, :3] = push
+        d.xfrc_applied[self._root, :3] = push      # at the root's centre of mass
+        f = np.zeros(m.nv)
+        if np.any(push):
+            mj.mj_applyFT(m, d, push, np.zeros(3), d.xipos[self._root], self._root, f)
+        R = d.xmat[self._root].reshape(3, 3)
+        self.push_generalized = np.concatenate([R.T @ f[:3], f[3:6], f[self._vadr]])
         mj.mj_step(m, d)
         mj.mj_forward(m, d)       # positions-dependent quantities (CoM, frames) at the new t
         self.t += self.dt
-        self.foot_forces, _ = foot_contact_forces(mj, m, d, self._foot_body)
+        self.foot_forces, self.touching = foot_contact_forces(mj, m, d, self._foot_body)
 
     def hold(self, kp, kd):
         """Joint PD torques towards the standing pose (before the first command, and when
@@ -208,9 +200,11 @@ class Odometry:
 
 class TruthRecord:
     """What the plant did, per step (its truth, for the metrics): stamp, CoM, base pose, feet
-    positions and contact forces, the push."""
+    positions; over the period ending at the stamp its contact forces, which feet MuJoCo had
+    in contact, the torque and the push's generalized force; the push to come."""
 
-    FIELDS = ('stamp_ns', 'com', 'base', 'feet', 'foot_forces', 'push', 'tau')
+    FIELDS = ('stamp_ns', 'com', 'base', 'feet', 'foot_forces', 'push', 'tau', 'touching',
+              'push_generalized')
 
     def __init__(self):
         self.rows = {k: [] for k in self.FIELDS}
@@ -219,7 +213,8 @@ class TruthRecord:
         q, _ = plant.state()
         for k, x in zip(self.FIELDS, (stamp_ns, plant.com(), q[:7], plant.foot_positions(),
                                       plant.foot_forces.copy(), np.asarray(push, float),
-                                      plant.tau.copy())):
+                                      plant.tau.copy(), plant.touching.copy(),
+                                      plant.push_generalized.copy())):
             self.rows[k].append(x)
 
     def save(self, path, **meta):

@@ -9,10 +9,11 @@ the project's coordinates (docs/conventions.md): ``q = [x y z qx qy qz qw, joint
 ``[x y z qw qx qy qz]`` and the linear velocity in world axes.  A generalized force converts as
 the velocity does (power is invariant): ``f = [Rᵀ f_lin, f_ang, f_joints]``.
 
-The plant need not be the model (:class:`PlantOptions`, all off by default): a load on the
-trunk that the URDF does not know, every link's mass, centre of mass and inertia off by a
-random 20-30 %, joint friction (viscous and Coulomb) and rotor inertia (MuJoCo's ``damping``,
-``frictionloss`` and ``armature``).  What a robot's sensors report is :class:`Sensors` of
+The plant need not be the model (:class:`~.plant_options.PlantOptions`, all off by default,
+the vocabulary shared with :mod:`.mujoco_legged`): a load on the trunk that the URDF does not
+know, every link's mass, centre of mass and inertia off by a random 20-30 %, joint friction
+(viscous and Coulomb) and rotor inertia (MuJoCo's ``damping``, ``frictionloss`` and
+``armature``).  What a robot's sensors report is :class:`Sensors` of
 :class:`SensingOptions` (exact by default): white noise on the joint velocities and torques,
 and the base pose and twist of a legged state estimator (Pronto, invariant-EKF style): white
 noise and a bias on the twist, a delay, a rate lower than the joint states', each value held
@@ -28,28 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .mujoco_contacts import foot_contact_forces
+from .plant_options import PlantOptions, add_hidden_load, apply_model_error
 
 FEET = ('LF_foot', 'RF_foot', 'LH_foot', 'RH_foot')
-
-
-@dataclass
-class PlantOptions:
-    """How the MuJoCo plant differs from the URDF the estimator and controller use (all off by
-    default: the plant then has the URDF's inertias, no friction, no rotor inertia).
-
-    ``trunk_load`` [kg] at ``load_position`` (trunk frame [m]) as a solid sphere of radius
-    0.05 m; ``inertia_error``: every link's mass and principal inertias scaled by 1 ± a
-    uniform draw in [0.8, 1.2] × it (sign random) and its centre of mass moved by that
-    fraction of max(|CoM offset|, 2 cm) in a random direction (0.25: the 20-30 % of a robot
-    as shipped); ``joint_viscous`` [N m s/rad], ``joint_coulomb`` [N m] and ``rotor_inertia``
-    [kg m²] per joint (MuJoCo's damping, frictionloss, armature); ``seed`` draws the errors."""
-    trunk_load: float = 0.0
-    load_position: tuple = (0.05, 0.03, 0.02)
-    inertia_error: float = 0.0
-    joint_viscous: float = 0.0
-    joint_coulomb: float = 0.0
-    rotor_inertia: float = 0.0
-    seed: int = 0
 
 
 @dataclass
@@ -159,17 +141,14 @@ class MujocoQuadruped:
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1],
                                 contype=0, conaffinity=1, friction=[mu, 0.005, 0.0001])
         self.options = options = options or PlantOptions()
-        if options.trunk_load > 0:                  # a solid sphere the URDF does not know
-            spec.body('trunk').add_body(name='hidden_load', pos=list(options.load_position),
-                                        mass=options.trunk_load, explicitinertial=True,
-                                        inertia=[0.4 * options.trunk_load * 0.05 ** 2] * 3)
+        add_hidden_load(spec.body('trunk'), options)
         self.m = spec.compile()
         self.d = mujoco.MjData(self.m)
         self.model, self.controller, self.trajectory, self.dt = model, controller, trajectory, dt
         names = list(model.joint_names)
         self._qadr = np.array([self.m.joint(n).qposadr[0] for n in names])
         self._vadr = np.array([self.m.joint(n).dofadr[0] for n in names])
-        self._perturb(options)
+        apply_model_error(self.m, options, self._vadr)
         self._foot_body = {self.m.body(n).id: i for i, n in enumerate(FEET)}
         self._trunk = self.m.body('trunk').id
         qj = joint_pose(names, pose)
@@ -182,29 +161,6 @@ class MujocoQuadruped:
         self.push = np.zeros(3)                     # world force at the trunk origin [N]
         self.touching = np.zeros(len(FEET), dtype=bool)
         self.t = 0.0
-
-    def _perturb(self, o):
-        """The plant's departures from the URDF (:class:`PlantOptions`), on the compiled model."""
-        m = self.m
-        if o.inertia_error > 0:
-            rng = np.random.default_rng(o.seed)
-            load = self.m.body('hidden_load').id if o.trunk_load > 0 else -1
-            for b in range(1, m.nbody):
-                if b == load or m.body_mass[b] <= 0:
-                    continue
-
-                def factor(size=None):
-                    e = o.inertia_error * rng.uniform(0.8, 1.2, size)
-                    return 1.0 + e * rng.choice((-1.0, 1.0), size)
-                m.body_mass[b] *= factor()
-                m.body_inertia[b] *= factor(3)
-                u = rng.standard_normal(3)
-                scale = max(np.linalg.norm(m.body_ipos[b]), 0.02)
-                m.body_ipos[b] += (o.inertia_error * rng.uniform(0.8, 1.2) * scale
-                                   * u / np.linalg.norm(u))
-        m.dof_damping[self._vadr] = o.joint_viscous
-        m.dof_frictionloss[self._vadr] = o.joint_coulomb
-        m.dof_armature[self._vadr] = o.rotor_inertia
 
     @property
     def total_mass(self):
@@ -262,8 +218,9 @@ def _smooth(t, t0, t1):
 
 class ShiftLiftPush:
     """Joint targets of the MuJoCo scenario (``PHASES``): standing; the weight shifted towards
-    the right hind foot (every HAA +``shift``, HFE −``shift`` [rad]); the left front foot lifted
-    (its KFE flexed by ``lift``, HFE by half that) and put down; back to the pose.  The trunk
+    the right hind foot (every HAA +``shift``, HFE −``shift`` [rad]); the left front foot
+    (``lift_leg``) lifted (its KFE flexed by ``lift``, HFE by half that) and put down; back to
+    the pose.  The trunk
     push (:attr:`MujocoQuadruped.push`) is the caller's: ``PUSH`` (start, end, force)."""
 
     PHASES = (('stand', 0.0, 1.0), ('shift', 1.0, 2.0), ('lift', 2.0, 3.5), ('shift', 3.5, 4.0),
@@ -274,10 +231,10 @@ class ShiftLiftPush:
     PUSH_RAMP = 0.2
     DURATION = 7.0
 
-    def __init__(self, model, pose_q, shift=0.25, lift=0.6):
+    def __init__(self, model, pose_q, shift=0.25, lift=0.6, lift_leg='LF'):
         self.q0 = np.asarray(pose_q, dtype=float)
         self.names = [n.split('_') for n in model.joint_names]
-        self.shift, self.lift = shift, lift
+        self.shift, self.lift, self.lift_leg = shift, lift, lift_leg
 
     def __call__(self, t):
         q, zero = self.q0.copy(), np.zeros_like(self.q0)
@@ -288,9 +245,9 @@ class ShiftLiftPush:
                 q[i] += self.shift * s
             elif joint == 'HFE':
                 q[i] -= self.shift * s
-                if leg == 'LF':
+                if leg == self.lift_leg:
                     q[i] -= 0.5 * self.lift * up
-            elif joint == 'KFE' and leg == 'LF':
+            elif joint == 'KFE' and leg == self.lift_leg:
                 q[i] -= self.lift * up
         return q, zero, zero
 
