@@ -515,11 +515,10 @@ def main(argv=None):
                         help='with --floating-base: nav_msgs/Odometry topic (default /odom)')
         ap.add_argument('--contact-frames', nargs='+', default=None,
                         help='with --floating-base: the feet (frames of the URDF)')
-        ap.add_argument('--odom-twist-noise', type=float, default=0.03,
-                        help='with --floating-base: the odometry twist\'s noise [m/s, rad/s] '
-                        '(the node\'s odom_twist_noise, default 0.03): the fit takes the base '
-                        'twist from the stance legs fused with it; 0: the odometry\'s as is '
-                        '(an exact odometry)')
+        ap.add_argument('--odom-twist-noise', type=float, default=0.03, help='with '
+                        '--floating-base: the odometry twist\'s noise [m/s, rad/s] (the node\'s '
+                        'odom_twist_noise, default 0.03), fused with the stance legs\' twist; 0: '
+                        'the odometry\'s as is (an exact odometry)')
         ap.add_argument('--reference', default=None,
                         help='with --payload-link: a bag of the same robot without the payload; '
                         'the robot is identified from it and the payload is the difference')
@@ -527,9 +526,8 @@ def main(argv=None):
                         help='with --links all: a second bag of other motion of the same robot; '
                         'the whole of BAG is fitted and the held-out report, the thresholds and '
                         'the check come from this one (default: the end of BAG, --holdout)')
-        ap.add_argument('--holdout', type=float, default=0.3,
-                        help='with --links all: fraction of the recording (its end) held out '
-                        'for the report and the thresholds (default 0.3)')
+        ap.add_argument('--holdout', type=float, default=0.3, help='with --links all: fraction '
+                        'of the recording (its end) held out for the report and the thresholds')
         ap.add_argument('--out', required=True, help='parameter file to write (YAML)')
         ap.add_argument('--plots', default=None, help='plot folder (default out/calibration)')
         ap.add_argument('--gain', type=float, nargs='+', default=[50.0],
