@@ -73,15 +73,19 @@ def test_replace_inertials_changes_only_the_inertials():
     assert m.joint_names == MODEL.joint_names
 
 
+def _bag(path, truth, trajectory, seed, duration):
+    """A bag at ``path`` of the MuJoCo plant ``truth`` (armature, friction, torque offsets,
+    sensor noise) following ``trajectory`` for ``duration`` s; returns the path."""
+    out = MujocoPlant(truth, trajectory, nominal=MODEL, armature=ARMATURE, damping=FV,
+                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
+                      noise_velocity=2e-3, noise_effort=0.05, seed=seed).run(duration)
+    bags.write_joint_states(str(path), out, names=MODEL.joint_names)
+    return str(path)
+
+
 @pytest.fixture(scope='module')
 def recording(tmp_path_factory):
-    plant = MujocoPlant(TRUTH, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
-                        frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
-                        noise_velocity=2e-3, noise_effort=0.05, seed=3)
-    out = plant.run(12.0)
-    path = str(tmp_path_factory.mktemp('bags') / 'free')
-    bags.write_joint_states(path, out, names=MODEL.joint_names)
-    return path
+    return _bag(tmp_path_factory.mktemp('bags') / 'free', TRUTH, EXCITE, 3, 12.0)
 
 
 @pytest.fixture(scope='module')
@@ -113,11 +117,7 @@ def test_held_out_on_a_second_recording_of_other_motion(recording, tmp_path, cap
     other = SineTrajectory(home_pose(MODEL)[0] + 0.1,
                            np.array([0.3, 0.25, 0.4, 0.3, 0.5, 0.4, 0.6]),
                            0.11 + 0.03 * np.arange(7))
-    out = MujocoPlant(TRUTH, other, nominal=MODEL, armature=ARMATURE, damping=FV,
-                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
-                      noise_velocity=2e-3, noise_effort=0.05, seed=11).run(8.0)
-    path = str(tmp_path / 'other')
-    bags.write_joint_states(path, out, names=MODEL.joint_names)
+    path = _bag(tmp_path / 'other', TRUTH, other, 11, 8.0)
     params = tmp_path / 'params.yaml'
     assert cli.main([recording, '--urdf', URDF, '--links', 'all', '--held-out', path,
                      '--out', str(params)]) == 0
@@ -157,11 +157,7 @@ def test_payload_against_a_reference_recording(recording, tmp_path):
     the difference (a friction-and-payload fit on the URDF alone misses by link errors)."""
     payload = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
     truth = rd.attach_payload(TRUTH, 'arm_link_7', *payload)
-    out = MujocoPlant(truth, EXCITE, nominal=MODEL, armature=ARMATURE, damping=FV,
-                      frictionloss=FC, torque_offset=OFFSET, noise_position=1e-5,
-                      noise_velocity=2e-3, noise_effort=0.05, seed=4).run(12.0)
-    path = str(tmp_path / 'with_payload')
-    bags.write_joint_states(path, out, names=MODEL.joint_names)
+    path = _bag(tmp_path / 'with_payload', truth, EXCITE, 4, 12.0)
     params = tmp_path / 'params.yaml'
     assert cli.main([path, '--urdf', URDF, '--payload-link', 'arm_link_7', '--reference',
                      recording, '--out', str(params)]) == 0

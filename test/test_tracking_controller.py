@@ -165,7 +165,7 @@ def test_sigterm_ends_the_controller_cleanly(rclpy_context, ros_env, tmp_path):
     f = Feeder(rclpy_context, ns)
     try:
         assert f.spin_until(lambda: f.js_pub.get_subscription_count() >= 1, 30), proc.log()
-        # built (its start-up line) and so spinning: a stop before that ends it quietly
+        # built (its start-up line): a stop from here on is logged with the statistics
         assert f.spin_until(lambda: 'tracking_controller: law' in proc.log(), 30), proc.log()
         proc.proc.send_signal(signal.SIGTERM)
         rc = proc.proc.wait(15)

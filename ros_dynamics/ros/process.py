@@ -108,8 +108,9 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
             # a parameter value the node cannot start with (our rules or the descriptor's)
             sys.stderr.write(f'could not start: {exc}\n')
             return 2
-        if life.stop.is_set():
-            return 0
+        # the node exists: from here a signal ends the spin loop, and the stop is logged with
+        # the node's statistics (on_stop), even if it comes before the first spin
+        life._spinning = True
         ex = make_executor(executor(node) if callable(executor) else executor,
                            node.get_logger())
         ex.add_node(node)
@@ -117,11 +118,8 @@ def run(make_node, args=None, *, executor='single', keep_going=None, on_stop=Non
             life._wake = ex.wake
         else:
             life._wake = node.create_guard_condition(lambda: None).trigger
-        if before_spin is not None:
+        if before_spin is not None and not life.stop.is_set():
             before_spin(node)
-        life._spinning = True
-        if life.stop.is_set():
-            return 0
         while not life.stop.is_set() and (keep_going is None or keep_going(node)):
             ex.spin_once(timeout_sec=0.2)
         if life.signal_name is not None:
