@@ -231,15 +231,15 @@ def _pieces(xml, messages, params):
     for w in wire:
         t = tt()
         t = add('timer overhead', t)
-        jnames, p, v, e, sec, nanosec = reader.read(w)
+        jnames, words, fields = reader.read(w)
         t = add('read JointState (wire bytes)', t)
-        now = sec * 10**9 + nanosec
+        now = int(fields[0]) * 10**9 + int(fields[1])
         gamma = outputs.christoffel_due(cfg)
         t = add('Outputs.christoffel_due (Gamma this cycle?)', t)
-        out = eng.run(jnames, p, v, e, sec, nanosec, now, None, None, gamma)
+        out = eng.run(jnames, words, fields, now, None, None, gamma)
         t = add('Engine.run (stamp, gather and bounds, terms, observer, output arrays)', t)
         assert out.verdict == 'cycle', out.verdict
-        outputs.publish(cfg, (sec, nanosec), out, time.perf_counter())
+        outputs.publish(cfg, fields, out, time.perf_counter())
         t = add('Outputs.publish (the due messages filled and published, health, contacts)', t)
     ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
 

@@ -24,10 +24,12 @@ import numpy as np
 from ..core.configuration import base_nq, base_nv, neutral
 from .cycle_state import CycleState
 from .joint_input import InputBounds, JointStateAssembler
-from .cycle_kernel import (ANSWERS, BRIDGED, HELD, INCOMPLETE, MADE, NO_EFFORT, NONFINITE, OK,
-                          REJECTED_BOUNDS, REJECTED_LAYOUT, REJECTED_STAMP, RESET, RESTARTED,
-                          SAME, STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE,
-                          TORQUE_NONE, TORQUE_SOURCE, compile_cycle, cycle_step)
+from .cycle_kernel import (ANSWERS, BRIDGED, HELD, INCOMPLETE, LATEST_NS, M_EFF, M_N_EFF,
+                           M_N_POS, M_N_VEL, M_NAMES, M_NANOSEC, M_POS, M_SEC, M_VEL, MADE,
+                           MESSAGE_FIELDS, NO_EFFORT, NONFINITE, OK, REJECTED_BOUNDS,
+                           REJECTED_LAYOUT, REJECTED_STAMP, RESET, RESTARTED, SAME,
+                           STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE,
+                           TORQUE_SOURCE, compile_cycle, cycle_step)
 from .rules import NS
 
 
@@ -84,7 +86,8 @@ class JointStateCycle:
         if not self._written:
             outputs = output_buffers(int(cycle.model.nv))
         obs = cycle.observer
-        self._args = self._fixed_arguments(outputs) + (np.array(
+        # the compiled step's arguments that are the model's (the message's follow them)
+        self._model_args = self._fixed_arguments(outputs) + (np.array(
             [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
              assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
              float(assembler.allow_missing_velocity), float(TORQUE_MESSAGE)]),)
@@ -98,9 +101,9 @@ class JointStateCycle:
         b = asm.bounds
         observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
                     (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
-        return ((cycle.model.packed, cycle.data.work), (self.q, self.v, self.tau),
+        return (cycle.model.packed, cycle.data.work, (self.q, self.v, self.tau),
                 np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))]),
-                (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs)
+                (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs, cycle.kept)
 
     @property
     def fast_cycles(self):
@@ -116,52 +119,55 @@ class JointStateCycle:
     # -- one message ------------------------------------------------------------------------
     def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base=None,
              command=None, christoffel=False):
-        """One joint-state message (float64 arrays; ``velocity``/``effort`` may be empty),
-        received at ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of the latest
-        odometry of a floating base or None (refused when its stamp is more than
-        ``odom_max_age`` older than the joint state's: nothing from an old base state);
-        ``command``: (joint torques, monotonic receipt ns) of the latest commanded torque or
-        None; ``christoffel``: compute Gamma in this cycle.  Returns :attr:`outcome`."""
+        """One joint-state message as arrays (float64; ``velocity``/``effort`` may be empty)
+        and its stamp (sec, nanosec): :meth:`step_message` of them (:func:`message_words`)."""
+        words, fields = message_words(position, velocity, effort, sec, nanosec, len(names))
+        return self.step_message(names, words, fields, now_ns, base, command, christoffel)
+
+    def step_message(self, names, words, fields, now_ns, base=None, command=None,
+                     christoffel=False):
+        """One joint-state message: its ``names`` (a tuple; the same object for every message
+        of one layout is recognized without a comparison) and its float64 ``words`` and
+        ``fields`` as the compiled step takes them (cycle_kernel.MESSAGE_FIELDS), received at
+        ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of the latest odometry of
+        a floating base or None (refused when its stamp is more than ``odom_max_age`` older
+        than the joint state's: nothing from an old base state); ``command``: (joint torques,
+        monotonic receipt ns) of the latest commanded torque or None; ``christoffel``: compute
+        Gamma in this cycle.  Returns :attr:`outcome`."""
         if self.floating:
             if base is None:
                 return self._refuse('no_odom', 'joint_states ignored: floating base and no '
                                     'valid odom yet')
-            if len(base) > 2 and self._stale(base[2], sec * NS + nanosec):
+            if len(base) > 2 and self._stale(base[2], int(fields[M_SEC]) * NS +
+                                             int(fields[M_NANOSEC])):
                 return self.outcome
             self.q[:self.base_q], self.v[:self.base_v] = base[0], base[1]
         layout = self._layout
         if layout is None or (layout.names is not names and layout.names != names):
             layout = self._layout = self.assembler.layout(names)
-        n_names = len(names)
         if layout.duplicate is not None or layout.expand is not None:   # (names' verdicts)
-            bad = self.assembler.layout_reason(n_names, len(position), len(velocity),
-                                               len(effort))
-            if bad is None and layout.duplicate is not None:
-                bad = ('duplicate', layout.duplicate)
-            if bad is not None:
-                return self._refuse(bad[0], 'joint_states rejected: ' + bad[1])
-            position, velocity, effort = self.assembler.expanded(layout, position, velocity,
-                                                                 effort)
-            n_names = len(position)
-        asm, cycle = self.assembler, self.cycle
-        src = layout.src
-        obs_last_ns = cycle.observer_time
-        (model, work), state, per_joint, held, observer, outputs, limits = self._args
+            words, fields = self._expanded(layout, words, fields)
+            if words is None:
+                return self.outcome
+        asm, cycle, src = self.assembler, self.cycle, layout.src
         why = _NO_EFFORT
         if not self._own_torque:      # the commanded torque (or none) this message
-            torque, source, why = self._torque_source(command)
-            limits[TORQUE_SOURCE] = source
-            if source == TORQUE_GIVEN:
-                per_joint[TORQUE] = torque
-        args = (model, work, layout.gather, (position, velocity, effort), state, per_joint,
-                held, observer, outputs, limits, sec, nanosec, now_ns, src.last_ns, obs_last_ns,
-                cycle.gap_limit, src.epoch != asm.epoch, n_names, src.count >= asm.driving)
-        try:
-            status = cycle_step(*args)
-        except TypeError:        # other array types (e.g. read-only, integer): converted
-            message = tuple(np.array(x, dtype=float) for x in (position, velocity, effort))
-            status = cycle_step(*args[:3], message, *args[4:])
-        stamp_ns = sec * NS + nanosec
+            why = self._torque_given(command)
+        status = cycle_step(*self._model_args, layout.gather, words, fields, src.record,
+                            asm.epoch, now_ns, src.count >= asm.driving)
+        if status == OK and cycle.usual is not None and not christoffel and not layout.partial:
+            # the usual cycle: free motion, what follows the step is what it was (CycleState)
+            self.counts[OK] += 1
+            out = self.outcome
+            out.notes, out.refusal, out.result = _NO_NOTES, None, cycle.usual
+            out.verdict, out.t_ns, out.tau, out.written = 'cycle', int(
+                cycle.kept[0][LATEST_NS]), self.tau, self._written
+            return out
+        return self._answer(status, layout, fields, now_ns, christoffel, why)
+
+    def _answer(self, status, layout, fields, now_ns, christoffel, why):
+        """:attr:`outcome` of the compiled step's answer ``status`` (but the usual cycle)."""
+        sec, nanosec = int(fields[M_SEC]), int(fields[M_NANOSEC])
         reset = status >= RESET
         if reset:                      # a source or clock reset: the observer restarts
             status -= RESET
@@ -170,10 +176,26 @@ class JointStateCycle:
             self.outcome.notes = _NO_NOTES
         self.counts[status] += 1
         if status in MADE:
-            self._accepted(layout, stamp_ns, reset)
-            return self._made(status, stamp_ns or now_ns, obs_last_ns, christoffel, why)
+            self._accepted(layout)
+            return self._made(status, int(self.cycle.kept[0][LATEST_NS]), christoffel, why)
         return self._no_cycle(status, layout, sec, nanosec, now_ns, reset,
-                              (len(position), len(velocity), len(effort)), why)
+                              tuple(int(fields[k]) for k in (M_N_POS, M_N_VEL, M_N_EFF)), why)
+
+    def _expanded(self, layout, words, fields):
+        """(words, fields) of a message of a layout whose names have a verdict of their own: a
+        joint named twice (refused: (None, None), :attr:`outcome` says why) or the
+        independent joints of ``mimic_reduced`` coordinates (expanded to the model's joints)."""
+        f = [int(x) for x in fields]
+        n_names = f[M_NAMES]
+        arrays = [words[f[k]:f[k] + f[k + 1]] for k in (M_POS, M_VEL, M_EFF)]
+        bad = self.assembler.layout_reason(n_names, *(len(a) for a in arrays))
+        if bad is None and layout.duplicate is not None:
+            bad = ('duplicate', layout.duplicate)
+        if bad is not None:
+            self._refuse(bad[0], 'joint_states rejected: ' + bad[1])
+            return None, None
+        position, velocity, effort = self.assembler.expanded(layout, *arrays)
+        return message_words(position, velocity, effort, f[M_SEC], f[M_NANOSEC], len(position))
 
     def _no_cycle(self, status, layout, sec, nanosec, now_ns, reset, lengths, why):
         """:attr:`outcome` of a message the compiled step made no cycle of (``status``): its
@@ -190,7 +212,7 @@ class JointStateCycle:
             kind, text = asm.bounds_reason(self.q[self.base_q:], self.v[self.base_v:],
                                            self.tau[self.base_v:] if lengths[2] else None)
             return self._refuse(kind, 'joint_states rejected: ' + text)
-        self._accepted(layout, stamp_ns, reset)
+        self._accepted(layout)
         if status == HELD:
             out = self._refuse(None, None, keep_notes=True)
             out.verdict, out.refusal = 'held', None
@@ -210,17 +232,11 @@ class JointStateCycle:
         return self._refuse('output', f'{error}: nothing published, observer re-initialized',
                             'error', keep_notes=True)
 
-    def _accepted(self, layout, stamp_ns, reset):
-        """The compiled step accepted a message of ``layout`` stamped ``stamp_ns`` (``reset``:
-        as a source or clock reset; a clock jump is consumed by a step back only): recorded in
-        its source, and for a partial source where its held values came from."""
-        src = layout.src
-        src.last_ns = stamp_ns
-        if reset or not src.messages:
-            src.epoch = self.assembler.epoch
-        src.messages += 1
+    def _accepted(self, layout):
+        """The compiled step accepted a message of ``layout`` (and recorded it in its
+        source): for a partial source, where its held values came from."""
         if layout.partial:
-            h_source = self.assembler.h_source
+            h_source, src = self.assembler.h_source, layout.src
             for k in layout.nmap.slots[0]:
                 h_source[k] = src
 
@@ -238,8 +254,8 @@ class JointStateCycle:
     def _reset(self, layout, sec, nanosec, now_ns):
         """A message accepted as a source or clock reset: the observer restarts (at it, or at
         the next cycle that updates it), noted with the reason."""
-        kind, text = self.assembler.stamp_reason(layout, sec, nanosec, now_ns)
-        self.cycle.reset(text)
+        kind, text = self.assembler.stamp_reason(layout, sec, nanosec, now_ns, accepted=True)
+        self.cycle.stepped_reset(text)
         out = self.outcome
         out.clear()
         out.note(kind, f'{text}; observer re-initialized', 'info')
@@ -256,15 +272,14 @@ class JointStateCycle:
                      's): nothing is computed from an old base state')
         return True
 
-    def _made(self, status, t_ns, obs_last_ns, christoffel, why=_NO_EFFORT):
+    def _made(self, status, t_ns, christoffel, why=_NO_EFFORT):
         """:attr:`outcome` of a cycle the compiled step made (``status``: its answer; ``why``:
         the note of a cycle without an observer update)."""
         cycle, out = self.cycle, self.outcome
         observed = status != NO_EFFORT and status != SAME and cycle.observer is not None
         out.refusal = None
-        res = out.result = cycle.finish(self.q, self.v, t_ns, (t_ns - obs_last_ns) / NS,
-                                        observed, status == BRIDGED, status == OK, christoffel,
-                                        status == RESTARTED)
+        res = out.result = cycle.finish(self.q, self.v, t_ns, observed, status == BRIDGED,
+                                        status == OK, christoffel, status == RESTARTED)
         if res.error is not None:
             out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
             out.refusal = ('output', f'{res.error}: nothing published, observer '
@@ -284,6 +299,17 @@ class JointStateCycle:
             'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
             f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
 
+    def _torque_given(self, command):
+        """The observer's torque of this message given to the compiled step (``limits``'
+        TORQUE_SOURCE, ``per_joint``'s row TORQUE): the latest commanded torque ``command`` or
+        none (:meth:`_torque_source`); returns the note of a cycle without it."""
+        torque, source, why = self._torque_source(command)
+        per_joint, limits = self._model_args[3], self._model_args[-1]
+        limits[TORQUE_SOURCE] = source
+        if source == TORQUE_GIVEN:
+            per_joint[TORQUE] = torque
+        return why
+
     def _torque_source(self, command):
         """(torque, source, note) of the observer's torque for a message, as ``effort_source``
         says: the message's efforts (TORQUE_MESSAGE; its note if it has none), the latest
@@ -302,13 +328,27 @@ class JointStateCycle:
 
 
 # -- the node's cycle outside the node -------------------------------------------------------
+def message_words(position, velocity, effort, sec, nanosec, n_names):
+    """(words, fields) of a message as the compiled step takes it (cycle_kernel's
+    MESSAGE_FIELDS): its position, velocity and effort arrays one after the other (float64)
+    and its stamp, number of names and where each array is."""
+    arrays = [np.asarray(a, dtype=float).reshape(-1) for a in (position, velocity, effort)]
+    n = [len(a) for a in arrays]
+    fields = np.zeros(MESSAGE_FIELDS, dtype=np.int64)
+    fields[M_SEC], fields[M_NANOSEC], fields[M_NAMES] = sec, nanosec, n_names
+    fields[M_POS], fields[M_N_POS] = 0, n[0]
+    fields[M_VEL], fields[M_N_VEL] = n[0], n[1]
+    fields[M_EFF], fields[M_N_EFF] = n[0] + n[1], n[2]
+    return np.concatenate(arrays), fields
+
+
 def output_buffers(nv):
     """(dyn, grav, ext, offsets): buffers for the compiled call's outputs, laid out as
     :data:`~ros_dynamics.estimation.cycle_kernel.OUTPUT_FIELDS` says (M, C, dM/dt, g one after
     the other; the gravity torque; the residual), for a cycle whose outputs are not messages."""
     m2 = nv * nv
     return (np.zeros(3 * m2 + nv), np.zeros(nv), np.zeros(nv),
-            np.array([0, m2, 2 * m2, 3 * m2, 0, 0], dtype=np.int64))
+            np.array([0, m2, 2 * m2, 3 * m2, 0, 0, 0], dtype=np.int64))
 
 
 def node_cycle(model, observer=None, coordinates='joint', bounds=None, **inputs):

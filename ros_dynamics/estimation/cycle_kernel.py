@@ -21,6 +21,10 @@
   below every contact threshold (``any_above``);
 * a partial source's values held (``hold``); every result finite (``terms_finite``; else
   NONFINITE, the observer's state as it was);
+* what a cycle keeps (``kept``, :class:`CycleState <ros_dynamics.estimation.cycle_state.
+  CycleState>` holds it): the time of the observer's last sample, the sample periods and the
+  gap limit from their median (``gap_limit``), the latest state and its stamp (the services'),
+  and the recent samples with the observer's torque at HISTORY_PERIOD_NS (~/estimate_payload);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
 buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
@@ -33,7 +37,7 @@ verdicts and reasons.
 from __future__ import annotations
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from ..core.jit import depends_on_core, entry, ready
 from ..core.kernels import MODEL, PRODUCTS, VEC, terms
@@ -41,9 +45,10 @@ from ..core.kinematics import tree, workspace
 from . import observer as _observer, rules as _rules
 from .observer import BETA, FC, FO, FV, GAIN, P, R, TAU, V, residual_step
 from .rules import (GATHER_BOUNDS, GATHER_STALE, INTERVAL_BACK, INTERVAL_GAP, INTERVAL_SAME,
-                    LAYOUT_OK, NS, STAMP_BACKWARDS, STAMP_CLOCK_RESET, STAMP_FUTURE,
+                    LAYOUT_OK, NS, S_EPOCH, S_LAST_NS, S_MESSAGES, S_PREV_EPOCH,
+                    S_PREV_LAST_NS, STAMP_BACKWARDS, STAMP_CLOCK_RESET, STAMP_FUTURE,
                     STAMP_NANOSEC, STAMP_SOURCE_RESET, STAMP_UNSTAMPED, STAMP_ZERO,
-                    THRESHOLD_ROWS, any_above, friction_into, gather_checked, hold,
+                    THRESHOLD_ROWS, any_above, friction_into, gather_checked, gap_limit, hold,
                     layout_verdict, observer_interval, stamp_verdict, terms_finite)
 
 depends_on_core(__file__, _observer.__file__, _rules.__file__)   # stale with their kernels
@@ -74,6 +79,13 @@ ANSWERS = ('ok', 'non-finite', 'no effort', 'bridged', 'above a threshold', 'res
            'same time', 'state refused', 'state refused', 'stamp rejected', 'layout rejected',
            'incomplete', 'beyond a bound', 'held')
 
+#: a message as the compiled step takes it: float64 ``words`` and int64 ``fields``: its stamp
+#: (sec, nanosec), its number of names, and where its position, velocity and effort arrays
+#: start in ``words`` and their lengths (ros/wire.py reads a serialized JointState this way;
+#: :func:`~ros_dynamics.estimation.cycle.message_words` packs arrays this way)
+M_SEC, M_NANOSEC, M_NAMES, M_POS, M_N_POS, M_VEL, M_N_VEL, M_EFF, M_N_EFF = range(9)
+MESSAGE_FIELDS = 9
+
 #: ``limits``: the constant limits of the input policy and the observer (float64; the times in
 #: nanoseconds, exact below 2^53 ns; MISSING_VELOCITY: 1.0 if a message may carry no velocity;
 #: TORQUE_SOURCE: the observer's torque, below, the one entry set per message)
@@ -86,54 +98,76 @@ VBOUND, EBOUND, TORQUE = range(3)
 TORQUE_MESSAGE, TORQUE_GIVEN, TORQUE_NONE = range(3)
 
 #: the output layout, stated once: where each result goes, (topic, field), in the order of
-#: ``outputs``' offsets: M, C, dM/dt, g of ~/dynamics, the gravity torque, the residual
+#: ``outputs``' offsets: M, C, dM/dt, g of ~/dynamics, the gravity torque, the residual; then
+#: OUT_STAMPED: 1 if the first float64 word of each buffer is its message's header.stamp
+#: (int32 sec, uint32 nanosec: the cycle stamps them), 0 if the buffers are no messages
 OUTPUT_FIELDS = (('dynamics', 'mass_matrix'), ('dynamics', 'coriolis_matrix'),
                  ('dynamics', 'mass_matrix_dot'), ('dynamics', 'gravity'),
                  ('gravity_torque', 'effort'), ('external_torque', 'effort'))
-OUT_M, OUT_C, OUT_MDOT, OUT_G, OUT_GRAVITY, OUT_RESIDUAL = range(6)
+OUT_M, OUT_C, OUT_MDOT, OUT_G, OUT_GRAVITY, OUT_RESIDUAL, OUT_STAMPED = range(7)
+
+#: what a cycle keeps (``kept``): its int64 entries ``times`` (the observer's last sample [ns],
+#: -1: it (re)starts at the next update; the sample periods recorded; the latest state's stamp;
+#: when the next recent sample is due [ns] and how many were recorded), the float64 entries
+#: ``gap`` (the gap limit [s], its bounds and factor, the latest observer period [s])
+OBS_LAST, N_PERIODS, N_LATEST, LATEST_SEC, LATEST_NANOSEC, LATEST_NS, HISTORY_NEXT, \
+    HISTORY_COUNT = range(8)
+GAP_LIMIT, GAP_MIN, GAP_MAX, GAP_FACTOR, LAST_DT = range(5)
+HISTORY_PERIOD_NS = 10_000_000    # the recent samples for ~/estimate_payload: 100 Hz
 
 IDX = types.int64[::1]
 ROWS = types.float64[:, ::1]
 FLAGS = types.boolean[::1]
-TRIPLE = types.UniTuple(VEC, 3)           # position, velocity, effort; q, v, tau of the model
+TRIPLE = types.UniTuple(VEC, 3)           # q, v, tau of the model
 HELD_VALUES = types.Tuple((ROWS, IDX, FLAGS, FLAGS))  # held rows, their stamps, known, effort
 OBS = types.Tuple((ROWS, VEC, THRESHOLD_ROWS))        # observer rows, its last q, thresholds
 OUTPUTS = types.Tuple((VEC, VEC, VEC, IDX))           # ~/dynamics, ~/gravity_torque,
 #                                                       ~/external_torque, offsets in them
+KEPT = types.Tuple((IDX, VEC, VEC, VEC, VEC, VEC, ROWS, ROWS, ROWS))   # times, gap, periods,
+#                            latest q, v; recent samples' t, q, v, torque (rows: samples)
 
 
-@entry(types.int64, MODEL, VEC, IDX, TRIPLE, TRIPLE, ROWS, HELD_VALUES, OBS, OUTPUTS, VEC,
-       types.int64, types.int64, types.int64, types.int64, types.int64, types.float64,
-       types.boolean, types.int64, types.boolean, cache=True, nogil=True)
-def cycle_step(model, work, gather, message, state, per_joint, held_values, observer, outputs,
-               limits, sec, nanosec, now_ns, last_ns, obs_last_ns, gap_limit, clock_jumped,
-               n_names, drives):
-    """One cycle (module text).  ``gather[k]``: where model joint k is in the message, or -1
-    (a joint of another source: its held value); ``state``: the model's q, v, tau, whose joint
-    entries (the last ``gather.shape[0]``) it writes; ``per_joint``: rows of the velocity and
+@entry(types.int64, MODEL, VEC, TRIPLE, ROWS, HELD_VALUES, OBS, OUTPUTS, KEPT, VEC, IDX,
+       VEC, IDX, IDX, types.int64, types.int64, types.boolean, cache=True, nogil=True)
+def cycle_step(model, work, state, per_joint, held_values, observer, outputs, kept, limits,
+               gather, words, fields, source, epoch, now_ns, drives):
+    """One cycle (module text): the model's (the constant arguments first), then the
+    message's.  ``state``: the model's q, v, tau, whose joint entries (the last
+    ``gather.shape[0]``) it writes; ``per_joint``: rows of the velocity and
     effort bounds per joint and of a given torque (VBOUND, EBOUND, TORQUE); ``observer``: its
     state rows (empty: no observer), its last q and the contact detector's thresholds
     (rows.THRESHOLD_BASE ...); ``outputs``: the buffers and where M, C, dM/dt, g, the gravity
-    torque and the residual go in them; ``limits`` (MAX_LEAD ... TORQUE_SOURCE); the stamp (sec,
-    nanosec), the receiving clock, the source's last stamp, the time of the observer's last
-    sample (< 0: it (re)starts at this one: RESTARTED, as when the time went back since;
-    the same time again: SAME, no update), its gap limit [s],
-    whether the receiving clock jumped back, the message's number of names and whether its
+    torque and the residual go in them (OUT_M ...; OUT_STAMPED: each buffer's first word is
+    its message's stamp, written too); ``kept``: what a cycle keeps (module text; the
+    observer's last sample at ``times[OBS_LAST]``, < 0: it (re)starts at this one: RESTARTED,
+    as when the time went back since; the same time again: SAME, no update); ``limits``
+    (MAX_LEAD ... TORQUE_SOURCE); ``gather[k]``: where model joint k is in the message, or -1
+    (a joint of another source: its held value); the message: its float64 ``words`` and its
+    ``fields`` (MESSAGE_FIELDS: the stamp, the number of names, where its position, velocity
+    and effort arrays are in ``words``); its ``source``'s record (SOURCE_FIELDS: its last
+    stamp, messages and the receiving clock's ``epoch`` at its last one, which the step
+    updates when it accepts the message, and the values before), the receiving clock's
+    ``epoch`` (its jumps back) and time ``now_ns``, the message's number of names and whether its
     source drives the cycles (else its values are held: HELD).  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
     (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns
     OK, ABOVE, BRIDGED, NO_EFFORT, RESTARTED, SAME or why there is no cycle (module
     constants), plus RESET after a source or clock reset."""
-    pos, vel, eff = message
+    sec, nanosec, n_names = fields[M_SEC], fields[M_NANOSEC], fields[M_NAMES]
+    pos = words[fields[M_POS]:fields[M_POS] + fields[M_N_POS]]
+    vel = words[fields[M_VEL]:fields[M_VEL] + fields[M_N_VEL]]
+    eff = words[fields[M_EFF]:fields[M_EFF] + fields[M_N_EFF]]
     q, v, tau = state
     held, h_ns, h_known, h_effort = held_values
     obs, obs_q, threshold = observer
     dyn, grav, ext, offsets = outputs
+    times, gap = kept[0], kept[1]
+    obs_last_ns = times[OBS_LAST]
     if layout_verdict(n_names, pos.shape[0], vel.shape[0], eff.shape[0],
                       limits[MISSING_VELOCITY] != 0.0) != LAYOUT_OK:
         return REJECTED_LAYOUT
-    stamp = stamp_verdict(sec, nanosec, last_ns, now_ns, np.int64(limits[MAX_LEAD]),
-                          np.int64(limits[RESET_JUMP]), clock_jumped)
+    stamp = stamp_verdict(sec, nanosec, source[S_LAST_NS], now_ns, np.int64(limits[MAX_LEAD]),
+                          np.int64(limits[RESET_JUMP]), source[S_EPOCH] != epoch)
     if stamp == STAMP_NANOSEC or stamp == STAMP_ZERO or stamp == STAMP_FUTURE or \
             stamp == STAMP_BACKWARDS:
         return REJECTED_STAMP
@@ -150,8 +184,16 @@ def cycle_step(model, work, gather, message, state, per_joint, held_values, obse
                                  limits[PBOUND], per_joint[VBOUND], per_joint[EBOUND])
     if code == GATHER_BOUNDS:    # every joint written (the reason reads them)
         return REJECTED_BOUNDS
+    # accepted: recorded in its source (the values before kept for the reasons)
+    source[S_PREV_LAST_NS], source[S_PREV_EPOCH] = source[S_LAST_NS], source[S_EPOCH]
+    source[S_LAST_NS] = sec * NS + nanosec
+    if reset or source[S_MESSAGES] == 0:
+        source[S_EPOCH] = epoch
+    source[S_MESSAGES] += 1
     if not drives or code == GATHER_STALE:    # accepted and held, but no cycle
         hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
+        if reset:
+            times[OBS_LAST] = -1                # the observer restarts at the next update
         return (HELD if not drives else INCOMPLETE) + reset
     torque_source = limits[TORQUE_SOURCE]
     if torque_source == TORQUE_GIVEN:
@@ -174,7 +216,7 @@ def cycle_step(model, work, gather, message, state, per_joint, held_values, obse
     interval, dt = INTERVAL_BACK, 0.0          # (a restart when due: obs_last_ns < 0)
     if observed and obs_last_ns >= 0:
         dt = (stamp_ns - obs_last_ns) / NS
-        interval = observer_interval(dt, gap_limit)
+        interval = observer_interval(dt, gap[GAP_LIMIT])
     same = observed and interval == INTERVAL_SAME    # nothing new to integrate
     observed = observed and not same
     r = obs[R] if observed else np.empty(0)
@@ -216,6 +258,12 @@ def cycle_step(model, work, gather, message, state, per_joint, held_values, obse
             dyn[oM + k], dyn[oC + k], dyn[oD + k] = M[i, j], C[i, j], Mdot[i, j]
         dyn[og + i] = g[i]
         grav[oG + i] = g[i]
+    if offsets[OUT_STAMPED]:
+        for buffer in (dyn, grav, ext):
+            stamp_words = buffer[:1].view(np.int32)
+            stamp_words[0], stamp_words[1] = sec, nanosec
+    _keep(kept, q, v, tau, sec, nanosec, stamp_ns, dt, obs.shape[0] > 0 and all_e, observed,
+          reset != 0, restarted or bridged)
     if same:
         return SAME
     if not observed:
@@ -225,6 +273,38 @@ def cycle_step(model, work, gather, message, state, per_joint, held_values, obse
     if bridged:
         return BRIDGED
     return ABOVE if any_above(r, threshold, v, tau) else OK
+
+
+@njit(cache=True, nogil=True)
+def _keep(kept, q, v, tau, sec, nanosec, stamp_ns, dt, torque, observed, reset, irregular):
+    """What a made cycle at (q, v, tau), stamped (sec, nanosec) (its time ``stamp_ns``),
+    leaves in ``kept`` (module text): the latest state; a recent sample when one is due and the
+    observer had a ``torque``; the observer's last sample when it was ``observed`` (updated or
+    restarted; else, after a source or clock ``reset``, it restarts at the next update), and a
+    regular period ``dt`` (not a restart nor a gap: not ``irregular``) for the gap limit."""
+    times, gap, periods, latest_q, latest_v, t_h, q_h, v_h, tau_h = kept
+    latest_q[:] = q
+    latest_v[:] = v
+    times[N_LATEST] += 1
+    times[LATEST_SEC], times[LATEST_NANOSEC], times[LATEST_NS] = sec, nanosec, stamp_ns
+    nxt = times[HISTORY_NEXT]
+    if torque and (stamp_ns >= nxt or stamp_ns < nxt - 2 * HISTORY_PERIOD_NS):
+        times[HISTORY_NEXT] = stamp_ns + HISTORY_PERIOD_NS
+        k = times[HISTORY_COUNT] % t_h.shape[0]
+        t_h[k] = stamp_ns / NS
+        q_h[k], v_h[k], tau_h[k] = q, v, tau
+        times[HISTORY_COUNT] += 1
+    if observed:
+        times[OBS_LAST] = stamp_ns
+        gap[LAST_DT] = dt
+        if not irregular:         # a period of the stream: the gap limit (rules.gap_limit)
+            n = times[N_PERIODS]
+            periods[n % periods.shape[0]] = dt
+            times[N_PERIODS] = n + 1
+            gap[GAP_LIMIT] = gap_limit(periods, n + 1, gap[GAP_LIMIT], gap[GAP_MIN],
+                                       gap[GAP_MAX], gap[GAP_FACTOR])
+    elif reset:
+        times[OBS_LAST] = -1
 
 
 def compile_cycle():

@@ -11,8 +11,12 @@ contact frames the forces at them and the part of the residual they leave unexpl
 when there are contact frames: a standing robot's weight is its feet's, not a contact), the
 contact wrench.
 
-It owns the observer's timing and the reasons of its restarts (:meth:`CycleState.reset`: a source
-or clock reset, the time going back, a non-finite result, a request).  A gap in the
+It holds what the compiled step keeps between messages (:attr:`CycleState.kept`: the time of the
+observer's last sample, the sample periods and the gap limit, the latest state, the recent
+samples; the step writes them) and the reasons of the observer's restarts
+(:meth:`CycleState.reset`: a source or clock reset, the time going back, a non-finite result, a
+request); and, after a usual cycle (free motion), its result as the next such cycle leaves it
+(:attr:`CycleState.usual`: nothing to make after the step).  A gap in the
 stamps longer than the gap limit does not restart it: the observer integrates the momentum
 over each period (zero-order hold of the torque), so a gap of many periods would turn the
 motion during it into a residual; it bridges the gap instead (the residual keeps its value, the
@@ -33,11 +37,14 @@ from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
+from .cycle_kernel import (GAP_FACTOR, GAP_LIMIT, GAP_MAX, GAP_MIN, HISTORY_COUNT, LAST_DT,
+                           LATEST_NANOSEC, LATEST_SEC, N_LATEST, OBS_LAST)
 from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
 from .rules import terms_finite
 from .stance_residual import StanceResidual
 
 PERIOD_WINDOW = 64
+HISTORY_LENGTH = 2000            # the recent samples kept for ~/estimate_payload: the last 20 s
 
 
 def per_coordinate(name, values, model, fill_base=None):
@@ -161,9 +168,16 @@ class CycleState:
         self.settings = observer
         self.result = CycleResult()
         self.last_reset = None           # (why, t_ns) of the latest observer restart
-        self._periods = np.zeros(PERIOD_WINDOW)
-        self._n_periods = 0
-        self.gap_limit = observer.gap_max if observer is not None else math.inf
+        nq, nv, n = int(model.nq), int(model.nv), HISTORY_LENGTH
+        times = np.zeros(8, dtype=np.int64)
+        times[OBS_LAST] = -1
+        s = observer
+        gap = (np.array([s.gap_max, s.gap_min, s.gap_max, s.gap_factor, 0.0]) if s is not None
+               else np.array([math.inf, 0.0, math.inf, 1.0, 0.0]))
+        # what the compiled step keeps (cycle_kernel's KEPT): times, gap, the periods, the
+        # latest state, the recent samples (t, q, v, the observer's torque)
+        self.kept = (times, gap, np.zeros(PERIOD_WINDOW), np.zeros(nq), np.zeros(nv),
+                     np.zeros(n), np.zeros((n, nq)), np.zeros((n, nv)), np.zeros((n, nv)))
         if observer is not None:
             self.observer = MomentumObserver(model, gain=observer.gain,
                                              friction_viscous=observer.friction_viscous,
@@ -177,64 +191,93 @@ class CycleState:
             self.observer = self.detector = None
         # forces at the contact frames; the detector then judges what they leave unexplained
         self.contact_forces = observer.contact_forces(model) if observer is not None else None
-        self._last_ns = None             # observer time of the last restart or update
         self.bridged = 0                 # gaps bridged (observer_interval: INTERVAL_GAP)
         self._pending = 'start'          # why the observer restarts at the next step
+        # the result of the last cycle when it was a usual one (an observer update in free
+        # motion, below every threshold, no contact frames, no Gamma, the model's coordinates):
+        # what finish would make of the next such cycle, as it is (its arrays written in place)
+        self.usual = None
+
+    def keep_from(self, other):
+        """The latest state and the recent samples of ``other`` (a cycle state of the same
+        model, replaced by this one) kept on."""
+        for mine, theirs in zip(self.kept[3:], other.kept[3:]):
+            mine[...] = theirs
+        for k in (N_LATEST, LATEST_SEC, LATEST_NANOSEC, HISTORY_COUNT):
+            self.kept[0][k] = other.kept[0][k]
+
+    @property
+    def gap_limit(self):
+        """The gap limit [s] (module text)."""
+        return float(self.kept[1][GAP_LIMIT])
+
+    def latest(self):
+        """(q, v, (sec, nanosec)) of the latest cycle (copies), or None before the first."""
+        times, _, _, q, v = self.kept[:5]
+        if times[N_LATEST] == 0:
+            return None
+        return q.copy(), v.copy(), (int(times[LATEST_SEC]), int(times[LATEST_NANOSEC]))
+
+    def history(self, window=0.0):
+        """(t [s], q, v, tau) of the recent samples of the last ``window`` s (0: all), oldest
+        first (copies): the cycles with the observer's torque, at most one per 10 ms."""
+        times, t, *rows = self.kept[:1] + self.kept[5:]
+        count = int(times[HISTORY_COUNT])
+        n = min(count, len(t))
+        order = np.arange(count - n, count) % len(t)
+        t, Q, V, T = (a[order] for a in (t, *rows))
+        keep = t >= t[-1] - window if (window > 0 and n) else np.ones(n, dtype=bool)
+        return t[keep], Q[keep], V[keep], T[keep]
 
     def reset(self, why):
         """Restart the observer at the next cycle with effort (residual zero, detector
         released), for the reason ``why``."""
+        self.kept[0][OBS_LAST] = -1
+        self.stepped_reset(why)
+
+    def stepped_reset(self, why):
+        """The compiled step found a source or clock reset (``why``) and restarted the
+        observer at its cycle, or will at the next cycle with effort (it keeps which)."""
         self._pending = why
-        self._last_ns = None
+        self.usual = None
 
-    @property
-    def observer_time(self):
-        """The time [ns] of the observer's last sample, for the compiled step: running (no
-        restart due); else -1 (0 without an observer)."""
-        if self.observer is None:
-            return 0
-        if self._last_ns is None or self._pending is not None:
-            return -1
-        return self._last_ns
-
-    def finish(self, q, v, t_ns, dt, observed, bridged, below, christoffel=False,
-               restarted=False):
+    def finish(self, q, v, t_ns, observed, bridged, below, christoffel=False, restarted=False):
         """:attr:`result` of a cycle that the compiled step made at (q, v), time ``t_ns``;
-        ``observed``: it updated the observer, a period ``dt`` [s] after its last sample
-        (``bridged``: across a gap; ``restarted``: it (re)started the observer at this sample,
-        as :attr:`observer_time` asked; else the observer was not updated: no efforts).  Its
+        ``observed``: it updated the observer, a period after its last sample (``bridged``:
+        across a gap; ``restarted``: it (re)started the observer at this sample, due after
+        :meth:`reset`; else the observer was not updated: no efforts).  Its
         terms (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
         (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
         here (:meth:`_judge`), unless it is a free-motion sample (``below``: it is below every
         contact threshold, the detector is free, no contact frames)."""
         res = self.result
         res.clear()
-        data = self.data
+        data, dt = self.data, float(self.kept[1][LAST_DT])
         res.terms = data.dynamics
         if christoffel:
             christoffel_after_terms(self.model, data)
         res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
         judged = False
         if restarted:         # the compiled step (re)started the observer: r = 0, no verdict
-            self._restarted(res, self._pending or 'start' if self._last_ns is None else
-                            _went_back(dt), t_ns)
-            self._last_ns = t_ns
+            self._restarted(res, self._pending or _went_back(dt), t_ns)
             self._pending = None
         elif observed:
             res.residual = self.observer.state[R]
-            self._observed(res, 'bridge' if bridged else 'update', dt)
-            self._last_ns = t_ns
+            res.observer, res.dt = 'bridge' if bridged else 'update', dt
+            self.bridged += bridged
             self._pending = None
             judged = not (below and self.contact_forces is None and self.detector.free)
             if not judged:
                 res.contact = self.detector.free_sample()      # the usual case: free motion
-        if judged or christoffel or res.out.d is not res.terms:   # (other coordinates)
+        plain = not (judged or christoffel or res.out.d is not res.terms)  # (coordinates)
+        if not plain:
             try:
                 if judged:
                     self._judge(q, res, (v, self.observer.state[TAU], dt, bridged))
                 res.error = self._nonfinite(res, christoffel)
             except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
                 res.error = _failed(exc)
+        self.usual = res if plain and res.contact is not None and not bridged else None
         if res.error is not None:
             self.reset(f'{res.error} at the previous joint state')
         return res
@@ -252,6 +295,7 @@ class CycleState:
         it (its validation explains the code), the observer restarts at the next cycle."""
         res = self.result
         res.clear()
+        self.usual = None
         try:
             compute_all_terms(self.model, q, v, self.data)
             res.error = 'the dynamics refused this joint state'   # (not reached: explained)
@@ -268,25 +312,6 @@ class CycleState:
             self.contact_forces.reset()
         self.last_reset = (why, t_ns)
         res.observer, res.reset_reason = 'reset', why
-
-    def _observed(self, res, kind, dt):
-        """An observer update ('update' or 'bridge') a period ``dt`` after the last one: the
-        period joins the gap limit's median unless it was a gap."""
-        res.observer, res.dt = kind, dt
-        if kind == 'bridge':
-            self.bridged += 1
-        else:
-            self._record_period(dt)
-
-    def _record_period(self, dt):
-        k = self._n_periods
-        self._periods[k % PERIOD_WINDOW] = dt
-        self._n_periods = k + 1
-        n = self._n_periods
-        if n in (8, 16, 32) or n % PERIOD_WINDOW == 0:    # refresh the limit
-            s = self.settings
-            med = float(np.median(self._periods[:min(n, PERIOD_WINDOW)]))
-            self.gap_limit = min(s.gap_max, max(s.gap_min, s.gap_factor * med))
 
     def _judge(self, q, res, state):
         """What the residual of an observer update at ``q`` means, into ``res``: with contact

@@ -26,7 +26,8 @@ import math
 
 import numpy as np
 
-from .rules import (LAYOUT_OK, LAYOUT_POSITIONS, LAYOUT_VELOCITIES, NO_STAMP, NS,
+from .rules import (LAYOUT_OK, LAYOUT_POSITIONS, LAYOUT_VELOCITIES, NO_STAMP, NS, S_EPOCH,
+                    S_LAST_NS, S_MESSAGES, S_PREV_EPOCH, S_PREV_LAST_NS,
                     STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
                     STAMP_UNSTAMPED, STAMP_ZERO, all_within, layout_verdict, stamp_verdict)
 
@@ -250,17 +251,26 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock
 
 class Source:
     """One source of joint states: the model joints it carries (``key``), how many
-    (``count``), its last accepted stamp (``last_ns``; NO_STAMP: none yet), its messages, and
-    the receiving clock's epoch at its last accepted message (what the compiled cycle accepted
-    is recorded by :meth:`JointStateCycle._accepted
-    <ros_dynamics.estimation.cycle.JointStateCycle._accepted>`)."""
-    __slots__ = ('key', 'names', 'count', 'last_ns', 'messages', 'epoch')
+    (``count``), and its ``record`` (rules.S_LAST_NS ...: the compiled cycle records there what
+    it accepted): its last accepted stamp (:attr:`last_ns`; NO_STAMP: none yet), its
+    :attr:`messages`, the receiving clock's :attr:`epoch` at its last reset."""
+    __slots__ = ('key', 'names', 'count', 'record')
 
     def __init__(self, key, names, count):
         self.key, self.names, self.count = key, list(names), count
-        self.last_ns = NO_STAMP
-        self.messages = 0
-        self.epoch = 0
+        self.record = np.array([NO_STAMP, 0, 0, NO_STAMP, 0], dtype=np.int64)
+
+    @property
+    def last_ns(self):
+        return int(self.record[S_LAST_NS])
+
+    @property
+    def messages(self):
+        return int(self.record[S_MESSAGES])
+
+    @property
+    def epoch(self):
+        return int(self.record[S_EPOCH])
 
 
 class Layout:
@@ -365,7 +375,7 @@ class JointStateAssembler:
     def forget_stamps(self):
         """Forget every source's last stamp (a reset requested by the user)."""
         for src in self._sources.values():
-            src.last_ns = NO_STAMP
+            src.record[S_LAST_NS] = NO_STAMP
 
     @property
     def sources(self):
@@ -374,12 +384,15 @@ class JointStateAssembler:
                 for s in self._sources.values()]
 
     # -- the reasons of what the compiled cycle made of a message ------------------------------
-    def stamp_reason(self, layout, sec, nanosec, now_ns):
+    def stamp_reason(self, layout, sec, nanosec, now_ns, accepted=False):
         """(kind, text) of the stamp policy's verdict on a message of ``layout`` that the
-        compiled cycle rejected or accepted as a reset (before :meth:`accepted`)."""
-        src = layout.src
-        _, _, kind, text = judge_stamp(sec, nanosec, src.last_ns, now_ns, self.max_lead_ns,
-                                       self.reset_jump_ns, src.epoch != self.epoch)
+        compiled cycle rejected, or ``accepted`` as a reset (its source's record as it was
+        before it)."""
+        r = layout.src.record
+        last, epoch = (r[S_PREV_LAST_NS], r[S_PREV_EPOCH]) if accepted else (r[S_LAST_NS],
+                                                                              r[S_EPOCH])
+        _, _, kind, text = judge_stamp(sec, nanosec, int(last), now_ns, self.max_lead_ns,
+                                       self.reset_jump_ns, int(epoch) != self.epoch)
         return kind, text
 
     def held_reason(self, layout):

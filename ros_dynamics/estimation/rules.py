@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit, types
 
 from ..core.jit import entry
@@ -34,6 +35,11 @@ from ..core.kernels import VEC
 NS = 1_000_000_000
 #: "no stamp accepted yet" for a source's last stamp (int64 nanoseconds)
 NO_STAMP = -(2 ** 63)
+#: a source's record (int64; the compiled cycle updates it, joint_input.Source reads it): its
+#: last accepted stamp [ns] (NO_STAMP: none yet), its accepted messages, the receiving clock's
+#: epoch at its first and at a reset, the last stamp and epoch before its last message (the
+#: reason of a reset is told from them)
+S_LAST_NS, S_MESSAGES, S_EPOCH, S_PREV_LAST_NS, S_PREV_EPOCH = range(5)
 #: the smoothing velocity [rad/s or m/s] of the Coulomb friction term, tanh(v / FRICTION_EPS)
 FRICTION_EPS = 1e-2
 
@@ -174,6 +180,17 @@ def observer_interval(dt, gap_limit):
     if dt > gap_limit:
         return INTERVAL_GAP
     return INTERVAL_UPDATE
+
+
+@njit(**_FLAGS)
+def gap_limit(periods, n, limit, gap_min, gap_max, factor):
+    """The gap limit [s] once ``n`` sample periods are recorded, the last ones in the ring
+    ``periods``: after the 8th, 16th, 32nd and every ring's length, ``factor`` times the
+    median of the recorded ones, clamped to [``gap_min``, ``gap_max``]; else ``limit``."""
+    w = periods.shape[0]
+    if n == 8 or n == 16 or n == 32 or n % w == 0:
+        return min(gap_max, max(gap_min, factor * np.median(periods[:min(n, w)])))
+    return limit
 
 
 # -- the models of the observer and of the detector ----------------------------------------

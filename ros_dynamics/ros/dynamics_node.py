@@ -315,11 +315,11 @@ class DynamicsNode(Node):
                 self.config))
             self._account(out)
             if out.verdict == 'cycle':
-                self._outputs.publish(self.config, message[4:], out, t_in)
+                self._outputs.publish(self.config, message[2], out, t_in)
 
     def _read(self, raw):
-        """The joint state's (names, position, velocity, effort, sec, nanosec), or None (then
-        refused with the reason: the node is inactive, has no model, or cannot read it)."""
+        """The joint state's (names, words, fields) (ros/wire.py), or None (then refused with
+        the reason: the node is inactive, has no model, or cannot read it)."""
         if not self.active:
             return self._refuse('inactive', 'joint_states ignored: the managed node is not '
                                 'active', 'info')

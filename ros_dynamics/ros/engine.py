@@ -98,7 +98,8 @@ class Engine:
         self.task = TaskSpaceOutput(model, self.coords, cfg.task_frames)
         self.messages = ModelMessages(model, self.coords, self.frame_id, self.task)
         self.q, self.v = self.messages.q, self.messages.v     # the state the cycles run on
-        self.requests = Requests(model, self.messages.joint_coordinate_names)
+        self.requests = Requests(model, self.messages.joint_coordinate_names,
+                                 lambda: self.cycle)
         self.tau = np.zeros(self.nv)
         self.configure_input(cfg)
         self._warm_up(cfg)
@@ -120,8 +121,9 @@ class Engine:
 
     def configure_observer(self, cfg):
         """A new cycle state with the observer settings of ``cfg`` (ValueError if invalid)."""
-        self.cycle = CycleState(self.model, cfg.coordinates, observer_settings(self.model, cfg))
-        self.coords = self.cycle.coords
+        cycle = CycleState(self.model, cfg.coordinates, observer_settings(self.model, cfg))
+        cycle.keep_from(self.cycle)
+        self.cycle, self.coords = cycle, cycle.coords
         self._warm_cycle(cfg)
         self._restep(cfg)
 
@@ -141,17 +143,17 @@ class Engine:
             cfg.effort_source, cfg.commanded_torque_timeout, cfg.odom_max_age)
 
     # ------------------------------------------------------------------ the cycle
-    def run(self, names, position, velocity, effort, sec, nanosec, now_ns, base, command,
-            christoffel):
-        """One joint-state message through the cycle
-        (:meth:`~ros_dynamics.estimation.cycle.JointStateCycle.step`); returns its
-        outcome.  A cycle's state is kept for the services and, with its torque, for
-        ~/estimate_payload; after the first cycle (its outputs are out) the kernels not loaded
-        at the build are compiled in the background (:meth:`warm_later`, noted once)."""
-        out = self.joint_state_cycle.step(names, position, velocity, effort, sec, nanosec,
-                                          now_ns, base, command, christoffel)
+    def run(self, names, words, fields, now_ns, base, command, christoffel):
+        """One joint-state message (its names, words and fields as ros/wire.py reads them)
+        through the cycle
+        (:meth:`~ros_dynamics.estimation.cycle.JointStateCycle.step_message`); returns its
+        outcome (the cycle keeps its state for the services and, with its torque, for
+        ~/estimate_payload: :class:`~ros_dynamics.estimation.cycle_state.CycleState`); after
+        the first cycle (its outputs are out) the kernels not loaded at the build are compiled
+        in the background (:meth:`warm_later`, noted once)."""
+        out = self.joint_state_cycle.step_message(names, words, fields, now_ns, base, command,
+                                                  christoffel)
         if out.verdict == 'cycle':
-            self.requests.keep(self.q, self.v, (sec, nanosec), out.t_ns, out.tau)
             self._cycles += 1
             if self._cycles == 2 and self.warm_later():
                 out.note('warm_up', 'compiling the Christoffel/Jacobian kernel in the '

@@ -45,6 +45,11 @@ def _attach(msg, field, n):
     return np.frombuffer(stored, dtype=np.float64) if n else np.zeros(0)
 
 
+def _stamp(fields):
+    """(sec, nanosec) of a message's ``fields`` (ros/wire.py)."""
+    return int(fields[0]), int(fields[1])
+
+
 def stamp_msg(stamp):
     """builtin_interfaces/Time of (sec, nanosec)."""
     t = itf.Time()
@@ -119,8 +124,8 @@ class ModelMessages:
         templates = {t: self.by_topic[t].template for t in topics} if direct else {}
         if direct and all(t is not None for t in templates.values()):
             self.compiled = tuple(templates[t].payload for t in topics) + (np.array(
-                [templates[topic].offsets[field] for topic, field in OUTPUT_FIELDS],
-                dtype=np.int64),)
+                [templates[topic].offsets[field] for topic, field in OUTPUT_FIELDS] + [1],
+                dtype=np.int64),)         # (OUT_STAMPED: the cycle stamps them)
 
     def _write(self, topics, values):
         """Write ``values`` (in the order of OUTPUT_FIELDS; None: not this cycle) into the
@@ -131,21 +136,24 @@ class ModelMessages:
 
     def dynamics(self, stamp, out, written=False):
         """~/dynamics filled with one cycle's results (published coordinates); ``written``:
-        the compiled cycle wrote them already."""
+        the compiled cycle wrote them already, and its stamp."""
         msg = self.by_topic['dynamics']
-        if not written:
-            if not self.coords.identity:   # joint coordinates: q, v were gathered into it
-                np.copyto(msg.arrays['position'], out.q)
-                np.copyto(msg.arrays['velocity'], out.v)
-            d = out.d
-            self._write(('dynamics',), (d.M, d.C, d.Mdot, d.g, None, None))
+        if written:
+            return msg.template.bytes()
+        if not self.coords.identity:   # joint coordinates: q, v were gathered into it
+            np.copyto(msg.arrays['position'], out.q)
+            np.copyto(msg.arrays['velocity'], out.v)
+        d = out.d
+        self._write(('dynamics',), (d.M, d.C, d.Mdot, d.g, None, None))
         return msg.message(stamp)
 
     def torques(self, topic, stamp, values, written=False):
         """``topic`` ('gravity_torque' or 'external_torque', sensor_msgs/JointState) with
-        effort = ``values`` (``written``: the compiled cycle wrote them already)."""
-        if not written:
-            self._write((topic,), (None,) * 4 + (values, values))
+        effort = ``values`` (``written``: the compiled cycle wrote them already, and its
+        stamp)."""
+        if written:
+            return self.by_topic[topic].template.bytes()
+        self._write((topic,), (None,) * 4 + (values, values))
         return self.by_topic[topic].message(stamp)
 
     def task_space(self, stamp, data):
@@ -296,43 +304,47 @@ class Outputs:
             return True
         return False
 
-    def publish(self, cfg, stamp, out, latency_start):
-        """Publish what one cycle made (``out``: its outcome) at ``stamp`` ((sec, nanosec));
-        then the cycle's health and contacts (``latency_start``: perf_counter at receipt)."""
+    def publish(self, cfg, fields, out, latency_start):
+        """Publish what one cycle made (``out``: its outcome) for the message of ``fields`` (its
+        stamp: the first two); then the cycle's health and contacts (``latency_start``:
+        perf_counter at receipt)."""
         self._cycles += 1
-        for topic, msg in self._messages(cfg, stamp, out):
+        for topic, msg in self._messages(cfg, fields, out):
             try:
                 self.pubs[topic].publish(msg)
             except RuntimeError as exc:   # rclpy's RCLError (seen with Fast DDS while a
                 self.publish_failed += 1      # reliable subscriber was stopped): counted, logged
                 self.warn('publish', f'{self.pubs[topic].topic_name}: publishing failed: '
                           f'{exc}', 'error')
-        self._show(cfg, stamp, out.result, out.t_ns, time.perf_counter() - latency_start)
+        self._show(cfg, fields, out.result, out.t_ns, time.perf_counter() - latency_start)
 
-    def _messages(self, cfg, stamp, out):
+    def _messages(self, cfg, fields, out):
         """(topic, message) pairs due for one cycle: 'dynamics', 'task_space', 'christoffel',
         'contact_estimate', 'contact_forces' (each observer update with contact frames),
         'gravity_torque', 'external_torque', each only while it has a subscriber (a message
         nobody subscribes to is not filled).  ~/contact_estimate: every update in contact,
-        once when free (the first, and after a release), to its subscribers."""
+        once when free (the first, and after a release), to its subscribers.  The messages
+        the compiled cycle wrote carry its stamp; the others are stamped here."""
         res, written, msgs = out.result, out.written, self._msgs
+        stamp = None if written else _stamp(fields)
         if itf.HAVE_MSGS:
             if cfg.publish_dynamics and self._due('dynamics'):
                 yield 'dynamics', msgs.dynamics(stamp, res.out, written)
             if msgs.task_out is not None and self._due('task_space'):
-                yield 'task_space', msgs.task_space(stamp, self._eng.data)
+                yield 'task_space', msgs.task_space(_stamp(fields), self._eng.data)
             if res.out.gamma is not None:
-                yield 'christoffel', msgs.christoffel(stamp, res.out)
+                yield 'christoffel', msgs.christoffel(_stamp(fields), res.out)
             contact = res.contact
             if contact is not None and cfg.publish_contact_estimate and (
                     contact.in_contact or not self._free_announced):
                 # (volatile: a sample nobody subscribes to reaches no one, now or later)
                 if self._due('contact_estimate'):
-                    yield 'contact_estimate', msgs.contact(stamp, res, self._eng.wrench_point)
+                    yield 'contact_estimate', msgs.contact(_stamp(fields), res,
+                                                           self._eng.wrench_point)
                 self._free_announced = not contact.in_contact
             if res.forces is not None and itf.HAVE_CONTACT_FORCES and self._due(
                     'contact_forces'):
-                yield 'contact_forces', msgs.forces.message(stamp, res.forces)
+                yield 'contact_forces', msgs.forces.message(_stamp(fields), res.forces)
         if (cfg.publish_gravity_torque or not itf.HAVE_MSGS) and self._due('gravity_torque'):
             yield 'gravity_torque', msgs.torques('gravity_torque', stamp, res.terms.g, written)
         if res.residual is not None and cfg.publish_external_torque and self._due(
@@ -360,7 +372,7 @@ class Outputs:
             return True
         return False
 
-    def _show(self, cfg, stamp, res, stamp_ns, latency_s):
+    def _show(self, cfg, fields, res, stamp_ns, latency_s):
         """The cycle's health, and its contacts for RViz (module text)."""
         h = self.health
         h.accepted(stamp_ns, latency_s)
@@ -381,7 +393,7 @@ class Outputs:
         if contact.onset or contact.release or changed or (
                 (contact.in_contact or loaded) and time.monotonic() >= self._next_draw):
             self._next_draw = time.monotonic() + DRAW_PERIOD
-            self._contacts(cfg, stamp, res)
+            self._contacts(cfg, _stamp(fields), res)
 
     def _contacts(self, cfg, stamp, res):
         eng, stamp = self._eng, stamp_msg(stamp)

@@ -1,6 +1,6 @@
 """What the dynamics node keeps for requests and how it reads them, one model's worth: the
-latest accepted state (the services' default), the recorded joint states of
-``~/estimate_payload``, and the parsing of a service request's state and of a
+latest accepted state (the services' default) and the recorded joint states of
+``~/estimate_payload`` (both kept by the compiled cycle, read here), and the parsing of a service request's state and of a
 ``~/commanded_torque`` under the input policy of ``joint_states``
 (:mod:`~ros_dynamics.estimation.joint_input`: the same name maps, layout check and bounds).
 """
@@ -16,49 +16,29 @@ from ..identification.samples import Samples
 
 class Requests:
     """One model's requests (module text); ``names``: the joint-coordinate names of the
-    recorded samples."""
+    recorded samples; ``cycle()``: the model's current
+    :class:`~ros_dynamics.estimation.cycle_state.CycleState`, which keeps the latest state and
+    the recent samples (the compiled cycle writes them)."""
 
-    RECORD_PERIOD_NS = 10_000_000     # joint states kept for ~/estimate_payload: 100 Hz,
-    RECORD_LENGTH = 2000               # the last 20 s
-
-    def __init__(self, model, names):
-        self.model, self.names = model, list(names)
+    def __init__(self, model, names, cycle):
+        self.model, self.names, self._cycle = model, list(names), cycle
         self.joint_names = list(model.joint_names)
         self.nq, self.nv = int(model.nq), int(model.nv)
-        self.latest = None                 # (q, v, stamp) of the latest cycle, for services
-        n = self.RECORD_LENGTH
-        self._rec = (np.zeros(n), np.zeros((n, self.nq)), np.zeros((n, self.nv)),
-                     np.zeros((n, self.nv)))
-        self._rec_count, self._rec_next = 0, 0
 
     def configure(self, bounds, mimic, hint):
         """The input bounds, mimic relation and missing-joint hint of the input settings."""
         self.bounds, self.mimic, self.hint = bounds, mimic, hint
         self._commands = NameMaps(self.joint_names, mimic, hint)
 
-    # ------------------------------------------------------------------ per cycle
-    def keep(self, q, v, stamp, t_ns, tau):
-        """One accepted cycle at (q, v), stamped ``stamp`` ((sec, nanosec)) and ``t_ns``: the
-        state for the services (copied: the buffers are reused), and (t, q, v, tau) at 100 Hz
-        for ~/estimate_payload (``tau`` None: no observer torque, nothing recorded)."""
-        self.latest = (q.copy(), v.copy(), stamp)
-        if tau is not None and (t_ns >= self._rec_next or
-                                t_ns < self._rec_next - 2 * self.RECORD_PERIOD_NS):
-            self._rec_next = t_ns + self.RECORD_PERIOD_NS
-            k = self._rec_count % self.RECORD_LENGTH
-            t, Q, V, T = self._rec
-            t[k] = t_ns * 1e-9
-            Q[k], V[k], T[k] = q, v, tau
-            self._rec_count += 1
+    @property
+    def latest(self):
+        """(q, v, (sec, nanosec)) of the latest cycle, for the services; None before it."""
+        return self._cycle().latest()
 
     def recorded(self, window=0.0):
-        """The recorded joint states of the last ``window`` s (0: all), oldest first."""
-        n = min(self._rec_count, self.RECORD_LENGTH)
-        start = self._rec_count - n
-        order = np.arange(start, start + n) % self.RECORD_LENGTH
-        t, Q, V, T = (a[order].copy() for a in self._rec)
-        keep = t >= t[-1] - window if (window > 0 and n) else np.ones(n, dtype=bool)
-        return Samples(t[keep], Q[keep], V[keep], T[keep], self.names)
+        """The recorded joint states of the last ``window`` s (0: all), oldest first: one per
+        10 ms of the cycles with the observer's torque, the last 20 s."""
+        return Samples(*self._cycle().history(window), self.names)
 
     # ------------------------------------------------------------------ parsing
     def command(self, names, effort):

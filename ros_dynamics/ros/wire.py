@@ -31,16 +31,24 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..estimation.cycle import message_words
+from ..estimation.cycle_kernel import (M_EFF, M_N_EFF, M_N_POS, M_N_VEL, M_NAMES, M_NANOSEC,
+                                       M_POS, M_SEC, M_VEL, MESSAGE_FIELDS)
+
 HEADER = 4                       # encapsulation header bytes before the CDR payload
 CDR_LE = (0x00, 0x01)            # its first two bytes for plain CDR, little endian
 
-OK, FOREIGN, MALFORMED, TOO_LONG = 0, 1, 2, 3
+OK, FOREIGN, MALFORMED, TOO_LONG, SAME_NAMES = 0, 1, 2, 3, 4
 
 #: a serialized sensor_msgs/JointState with every field empty (stamp 0)
 EMPTY_JOINT_STATE = bytes(CDR_LE) + bytes(2 + 32)
 
-# the layout of JointStateReader's ``fields`` (int64)
-SEC, NANOSEC, NAMES_START, NAMES_END, N_NAMES, POS, N_POS, VEL, N_VEL, EFF, N_EFF = range(11)
+# the layout of JointStateReader's ``fields`` (int64): the message fields of the compiled cycle
+# (its stamp, number of names, where the position, velocity and effort arrays are), then the
+# byte range of the name sequence (its count included) in the payload
+SEC, NANOSEC, N_NAMES, POS, N_POS, VEL, N_VEL, EFF, N_EFF = (
+    M_SEC, M_NANOSEC, M_NAMES, M_POS, M_N_POS, M_VEL, M_N_VEL, M_EFF, M_N_EFF)
+NAMES_START, NAMES_END = MESSAGE_FIELDS, MESSAGE_FIELDS + 1
 
 
 @njit(cache=True, nogil=True)
@@ -50,14 +58,14 @@ def _u32(b, o):
 
 
 @njit(cache=True, nogil=True)
-def _scan_joint_state(src, payload, fields):
-    """Copy the CDR payload of the serialized sensor_msgs/JointState ``src`` (uint8) into the
+def _scan_joint_state(src, payload, fields, names):
+    """Copy the CDR payload of the serialized sensor_msgs/JointState ``src`` (bytes) into the
     8-byte-aligned ``payload`` (uint8 view of a float64 buffer) and fill ``fields``: the stamp,
     the byte range of the name sequence (its count included) and the float64 index and count
-    of the position, velocity and effort sequences in ``payload``.  Returns OK, FOREIGN (not
-    plain little-endian CDR), MALFORMED (a length runs past the end) or TOO_LONG (``payload``
-    is too small)."""
-    n = src.shape[0] - HEADER
+    of the position, velocity and effort sequences in ``payload``.  Returns OK, SAME_NAMES
+    (OK, and the name sequence's bytes are ``names``), FOREIGN (not plain little-endian CDR),
+    MALFORMED (a length runs past the end) or TOO_LONG (``payload`` is too small)."""
+    n = len(src) - HEADER
     if n < 0 or src[0] != CDR_LE[0] or src[1] != CDR_LE[1]:
         return FOREIGN
     if n > payload.shape[0]:
@@ -98,7 +106,13 @@ def _scan_joint_state(src, payload, fields):
         o += 8 * count
         if o > n:
             return MALFORMED
-    return OK
+    start, end = fields[NAMES_START], fields[NAMES_END]
+    if end - start != names.shape[0]:
+        return OK
+    for i in range(names.shape[0]):
+        if b[start + i] != names[i]:
+            return OK
+    return SAME_NAMES
 
 
 def f64(seq):
@@ -111,49 +125,49 @@ def f64(seq):
 class JointStateReader:
     """Reads serialized sensor_msgs/JointState messages (see the module text).
 
-    :meth:`read` returns ``(names, position, velocity, effort, sec, nanosec)`` with ``names``
-    a tuple (the same object for every message of one layout) and the arrays float64 views
-    into a buffer reused by the next call.  Bytes that are not plain little-endian CDR, or
-    malformed, go to ``deserialize(raw)`` (rclpy's, returning a JointState; it raises if they
-    are no JointState); without it ``read`` returns None for them."""
+    :meth:`read` returns ``(names, words, fields)``: ``names`` a tuple (the same object for
+    every message of one layout), ``words`` (float64) and ``fields`` (int64) the message as the
+    compiled cycle takes it (cycle_kernel.MESSAGE_FIELDS), buffers reused by the next call.
+    Bytes that are not plain little-endian CDR, or malformed, go to ``deserialize(raw)``
+    (rclpy's, returning a JointState; it raises if they are no JointState); without it
+    ``read`` returns None for them."""
 
     def __init__(self, deserialize=None, size=4096):
         self._deserialize = deserialize
-        self._fields = np.zeros(11, dtype=np.int64)
+        self._fields = np.zeros(MESSAGE_FIELDS + 2, dtype=np.int64)
         self._names = {}              # bytes of a name sequence -> tuple of names
+        self._last = (np.zeros(0, dtype=np.uint8), None)   # the last names: bytes, tuple
         self._allocate(size)
 
     def _allocate(self, size):
-        """An aligned payload buffer of at least ``size`` bytes (the array views go with it)."""
+        """An aligned payload buffer of at least ``size`` bytes."""
         self._buffer = np.zeros((size + 7) // 8)
         self._payload = self._buffer.view(np.uint8)
-        self._last = (None, None)     # (fields of the array layout, its views)
 
     def read(self, raw):
-        src = np.frombuffer(raw, dtype=np.uint8)
-        status = _scan_joint_state(src, self._payload, self._fields)
+        # (the bytes themselves to the compiled scan: no array made of them)
+        status = _scan_joint_state(raw, self._payload, self._fields, self._last[0])
+        if status == SAME_NAMES:
+            return self._last[1], self._buffer, self._fields
         if status == TOO_LONG:
             self._allocate(2 * len(raw))
-            status = _scan_joint_state(src, self._payload, self._fields)
-        if status != OK:
+            status = _scan_joint_state(raw, self._payload, self._fields, self._last[0])
+        if status == FOREIGN or status == MALFORMED:
             if self._deserialize is None:
                 return None
             msg = self._deserialize(raw)
             st = msg.header.stamp
-            return (tuple(msg.name), f64(msg.position), f64(msg.velocity), f64(msg.effort),
-                    st.sec, st.nanosec)
-        f = self._fields.tolist()
-        key = raw[HEADER + f[NAMES_START]:HEADER + f[NAMES_END]]
-        names = self._names.get(key)
-        if names is None:
-            names = self._decode_names(key, f[N_NAMES])
-        layout = f[POS:]
-        last_layout, views = self._last
-        if layout != last_layout:
-            buf = self._buffer
-            views = tuple(buf[i:i + c] for i, c in zip(layout[0::2], layout[1::2]))
-            self._last = (layout, views)
-        return (names,) + views + (f[SEC], f[NANOSEC])
+            return (tuple(msg.name),) + message_words(
+                f64(msg.position), f64(msg.velocity), f64(msg.effort), st.sec, st.nanosec,
+                len(msg.name))
+        if status == OK:           # names other than the last message's
+            f = self._fields
+            key = raw[HEADER + f[NAMES_START]:HEADER + f[NAMES_END]]
+            names = self._names.get(key)
+            if names is None:
+                names = self._decode_names(key, int(f[N_NAMES]))
+            self._last = (np.frombuffer(key, dtype=np.uint8).copy(), names)
+        return self._last[1], self._buffer, self._fields
 
     def _decode_names(self, key, count):
         names, o = [], 4
