@@ -4,7 +4,7 @@
     python benchmarks/node_cycle.py [--decimation 10] [--blocks 31] [--out out/node_cycle.md]
     python benchmarks/node_cycle.py --base COMMIT [--runs 3] [--out out/node_cycle_ab.md]
     python benchmarks/node_cycle.py --breakdown [--robots panda talos] [--messages 3000]
-        [--out out/benchmarks/callback_breakdown.md]
+        [--evict BYTES] [--out out/benchmarks/callback_breakdown.md]
 
 Three views of the same cycle, each through the node's public path: the node's engine built
 for the model with the node's default parameters (``ros_dynamics.ros.engine.build_engine(xml,
@@ -32,7 +32,10 @@ observer, detector, the per-cycle output arrays).
   ``pin_terms``, new message, publish.  ``timer overhead`` (two clock reads) is in every line.
   In the running node (vs_pinocchio.py) the same calls cost more than in this loop: its
   process shares the cores with the publisher, the subscriber and DDS, so a joint state's code
-  rarely finds its caches warm.
+  rarely finds its caches warm; ``--evict BYTES`` reads that many bytes before each joint state
+  (untimed) to time the pieces that way.  The relay's callback (benchmarks/relay_node.py: the
+  stamp copied into a pre-built Dynamics, published to a subscriber) is timed in the same
+  loop: the floor of the pieces.
 
 Free motion (the torque keeps the momentum constant), as in most cycles.
 """
@@ -61,15 +64,10 @@ def node_engine(xml, **params):
     return build_engine(xml, cfg), cfg      # (built: its compiled cycle loaded)
 
 
-def engine_cycle(eng):
-    """The engine's one-joint-state call: ``Engine.run`` (``Engine.step`` in commits before the
-    engine was split, which ``--base`` may name)."""
-    return getattr(eng, 'run', None) or eng.step
-
-
 # ------------------------------------------------------------------ default: one cycle
 def cycle(args):
     import ros_dynamics as rd
+    from ros_dynamics.estimation.cycle import message_words
     xml = open(rd.bundled_urdf('arm7')).read()
     model = rd.load_urdf(xml)
     n, N = model.nv, args.decimation
@@ -90,20 +88,25 @@ def cycle(args):
         det.update(obs.update_from(data, tau, 1e-3))
 
     eng, _ = node_engine(xml, christoffel_decimation=N)
-    run = engine_cycle(eng)
+    # the message as the node's reader leaves it (ros/wire.py): its words and fields, the stamp
+    # written per message
+    words, fields = message_words(q, v, tau, 0, 0, len(names))
+
+    def run(sec, nanosec, t, christoffel):
+        fields[0], fields[1] = sec, nanosec
+        return eng.run(names, words, fields, t, None, None, christoffel)
 
     def engine_step():
         k = state['k'] = state['k'] + 1
         t = state['t'] = state['t'] + 1_000_000
         sec, nanosec = divmod(t, 10**9)
-        run(names, q, v, tau, sec, nanosec, t, None, None, k % N == 0)
+        run(sec, nanosec, t, k % N == 0)
 
     variants = {'core calls': core_calls, 'Engine.run (what the node runs)': engine_step}
     for f in variants.values():
         for _ in range(4 * N):
             f()
-    out = run(names, q, v, tau, *divmod(state['t'] + 1_000_000, 10**9),
-                   state['t'] + 1_000_000, None, None, False)
+    out = run(*divmod(state['t'] + 1_000_000, 10**9), state['t'] + 1_000_000, False)
     state['t'] += 1_000_000
     if out.verdict != 'cycle':
         raise SystemExit(f'the node refused the benchmark joint state: {out.verdict}')
@@ -165,8 +168,10 @@ def ab(args):
 
 
 # ------------------------------------------------------------------ --breakdown
-def _pieces(xml, messages, params):
-    """({piece: us per joint state} of the node, the same of the Pinocchio node)."""
+def _pieces(xml, messages, params, evict=0):
+    """({piece: us per joint state} of the node, the same of the Pinocchio node and of the
+    relay); ``evict`` bytes read before each joint state's pieces (untimed): their caches as
+    the running node finds them, after the publisher, the subscriber and DDS ran."""
     import array
 
     import pinocchio as pin
@@ -178,6 +183,7 @@ def _pieces(xml, messages, params):
     from ros_dynamics_msgs.msg import Christoffel, Dynamics
 
     from pinocchio_node import pin_terms
+    from relay_node import STAMP, prebuilt_messages
     from vs_pinocchio import trajectory
     from ros_dynamics.ros.outputs import Outputs
     from ros_dynamics.ros.wire import JointStateReader
@@ -202,16 +208,18 @@ def _pieces(xml, messages, params):
                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
                       lambda *note: None)
     outputs.install(eng, cfg)
-    pubs = {'dynamics': outputs.pubs['dynamics']}
-    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel)):
+    pubs = {'dynamics': outputs.pubs['dynamics'],
+            'relay': node.create_publisher(Dynamics, '~/relay', qos)}
+    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel),
+                       ('relay', Dynamics)):
         listener.create_subscription(typ, f'/breakdown_{os.getpid()}/{topic}', lambda m: None,
                                      QoSProfile(depth=500, durability=(
                                          DurabilityPolicy.TRANSIENT_LOCAL
                                          if topic == 'christoffel' else
                                          DurabilityPolicy.VOLATILE)))
     end = time.monotonic() + 10
-    while time.monotonic() < end and not all(outputs.pubs[t].get_subscription_count()
-                                             for t in ('dynamics', 'christoffel')):
+    while time.monotonic() < end and not all(p.get_subscription_count() for p in (
+            outputs.pubs['dynamics'], outputs.pubs['christoffel'], pubs['relay'])):
         time.sleep(0.02)
     executor = EventsExecutor(context=ctx)     # the node's: the outputs learn of the subscriber
     executor.add_node(node)
@@ -226,9 +234,11 @@ def _pieces(xml, messages, params):
         acc[label] = acc.get(label, 0.0) + (t1 - t0)
         return t1
 
+    scratch = np.ones(max(1, evict // 8))
     reader = JointStateReader()
     reader.read(wire[0])      # its kernel loaded before the loop, as the node does at start-up
     for w in wire:
+        scratch.sum()
         t = tt()
         t = add('timer overhead', t)
         jnames, words, fields = reader.read(w)
@@ -244,6 +254,17 @@ def _pieces(xml, messages, params):
     ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
 
     acc.clear()
+    dyn = bytearray(prebuilt_messages(xml, False, [])[0])
+    for w in wire:              # benchmarks/relay_node.py's callback
+        scratch.sum()
+        t = tt()
+        t = add('timer overhead', t)
+        dyn[STAMP] = w[STAMP]
+        pubs['relay'].publish(bytes(dyn))
+        t = add('the relay callback (stamp copied, pre-built Dynamics published)', t)
+    relay = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+
+    acc.clear()
     pm = pin.buildModelFromXML(xml)
     pd = pm.createData()
     pnames = list(pm.names)[1:]
@@ -253,6 +274,7 @@ def _pieces(xml, messages, params):
     def f(x):
         return array.array('d', x.tobytes())
     for w in wire:
+        scratch.sum()
         t = tt()
         t = add('timer overhead', t)
         js = deserialize_message(w, JointState)
@@ -277,7 +299,7 @@ def _pieces(xml, messages, params):
     listener.destroy_node()
     ctx.try_shutdown()
     ctx2.try_shutdown()
-    return ours, theirs
+    return ours, theirs, relay
 
 
 def _table(robot, label, pieces):
@@ -291,17 +313,21 @@ def breakdown(args):
     from common import example_robot_data_urdf
     from vs_pinocchio import ROBOTS
     head = (f'{provenance()}; {args.messages} joint states per robot, thread CPU time per '
-            'joint state [us]')
+            'joint state [us]' + (f'; before each joint state {args.evict} bytes read (untimed): '
+                                  'its caches as the running node finds them'
+                                  if args.evict else ''))
     lines = ['| robot | node | piece | us |', '|---|---|---|---|']
     for robot in args.robots:
         with open(example_robot_data_urdf(ROBOTS[robot])) as f:
             xml = f.read()
-        ours, theirs = _pieces(xml, args.messages, {})
-        lean, _ = _pieces(xml, args.messages,
-                          {'christoffel_stream': False, 'observer_enabled': False})
+        ours, theirs, relay = _pieces(xml, args.messages, {}, args.evict)
+        lean, _, _ = _pieces(xml, args.messages,
+                             {'christoffel_stream': False, 'observer_enabled': False},
+                             args.evict)
         lines += _table(robot, 'ours (defaults)', ours)
         lines += _table(robot, 'ours-lean (no observer, no Gamma stream)', lean)
         lines += _table(robot, 'pinocchio', theirs)
+        lines += _table(robot, 'relay (benchmarks/relay_node.py)', relay)
     report(args.out or os.path.join(OUT, 'benchmarks', 'callback_breakdown.md'),
            f'# Per-callback breakdown\n\n{head}\n\n' + '\n'.join(lines) + '\n')
 
@@ -316,6 +342,10 @@ def main(argv=None):
     ap.add_argument('--robots', nargs='+', default=['panda', 'talos'],
                     choices=['panda', 'talos'], help='with --breakdown')
     ap.add_argument('--messages', type=int, default=3000, help='with --breakdown')
+    ap.add_argument('--evict', type=int, default=0, metavar='BYTES',
+                    help='with --breakdown: read this many bytes before each joint state '
+                    '(untimed), so that its code and data come from memory as in the running '
+                    'node (e.g. 8000000)')
     ap.add_argument('--out', help='the result file (default: out/node_cycle.md, '
                     'out/node_cycle_ab.md, out/benchmarks/callback_breakdown.md)')
     args = ap.parse_args(argv)

@@ -250,14 +250,15 @@ def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock
 
 
 class Source:
-    """One source of joint states: the model joints it carries (``key``), how many
-    (``count``), and its ``record`` (rules.S_LAST_NS ...: the compiled cycle records there what
-    it accepted): its last accepted stamp (:attr:`last_ns`; NO_STAMP: none yet), its
-    :attr:`messages`, the receiving clock's :attr:`epoch` at its last reset."""
-    __slots__ = ('key', 'names', 'count', 'record')
+    """One source of joint states (the assembler keys it by the model joints it carries): the
+    names of its first message, how many of the model's joints it carries (``count``), and
+    its ``record`` (rules.S_LAST_NS ...: the compiled cycle records there what it accepted):
+    its last accepted stamp (:attr:`last_ns`; NO_STAMP: none yet), its :attr:`messages`, the
+    receiving clock's :attr:`epoch` at its last reset."""
+    __slots__ = ('names', 'count', 'record')
 
-    def __init__(self, key, names, count):
-        self.key, self.names, self.count = key, list(names), count
+    def __init__(self, names, count):
+        self.names, self.count = list(names), count
         self.record = np.array([NO_STAMP, 0, 0, NO_STAMP, 0], dtype=np.int64)
 
     @property
@@ -343,7 +344,7 @@ class JointStateAssembler:
                     old = next((k for k, s in self._sources.items() if s.count < self.driving),
                                next(iter(self._sources)))
                     del self._sources[old]
-                src = Source(skey, nmap.names, len(nmap.present) if complete
+                src = Source(nmap.names, len(nmap.present) if complete
                              else int(nmap.present.sum()))
                 self._sources[skey] = src
                 self.driving = max(self.driving, src.count)
