@@ -107,8 +107,10 @@ OUTPUT_FIELDS = (('dynamics', 'mass_matrix'), ('dynamics', 'coriolis_matrix'),
 OUT_M, OUT_C, OUT_MDOT, OUT_G, OUT_GRAVITY, OUT_RESIDUAL, OUT_STAMPED = range(7)
 
 #: what a cycle keeps (``kept``): its int64 entries ``times`` (the observer's last sample [ns],
-#: -1: it (re)starts at the next update; the sample periods recorded; the latest state's stamp;
-#: when the next recent sample is due [ns] and how many were recorded), the float64 entries
+#: -1: it (re)starts at the next update; the sample periods recorded; the cycles kept, the
+#: latest one's stamp and its time [ns] (the stamp, or the receiving clock for a source that
+#: sends none); when the next recent sample is due [ns] and how many were recorded), the
+#: float64 entries
 #: ``gap`` (the gap limit [s], its bounds and factor, the latest observer period [s])
 OBS_LAST, N_PERIODS, N_LATEST, LATEST_SEC, LATEST_NANOSEC, LATEST_NS, HISTORY_NEXT, \
     HISTORY_COUNT = range(8)
@@ -144,10 +146,10 @@ def cycle_step(model, work, state, per_joint, held_values, observer, outputs, ke
     (MAX_LEAD ... TORQUE_SOURCE); ``gather[k]``: where model joint k is in the message, or -1
     (a joint of another source: its held value); the message: its float64 ``words`` and its
     ``fields`` (MESSAGE_FIELDS: the stamp, the number of names, where its position, velocity
-    and effort arrays are in ``words``); its ``source``'s record (SOURCE_FIELDS: its last
-    stamp, messages and the receiving clock's ``epoch`` at its last one, which the step
+    and effort arrays are in ``words``); its ``source``'s record (rules.S_LAST_NS ...: its
+    last stamp, messages and the receiving clock's epoch at its last reset, which the step
     updates when it accepts the message, and the values before), the receiving clock's
-    ``epoch`` (its jumps back) and time ``now_ns``, the message's number of names and whether its
+    ``epoch`` (its jumps back) and time ``now_ns``, and whether its
     source drives the cycles (else its values are held: HELD).  The observer's
     torque (``limits[TORQUE_SOURCE]``): the message's efforts (TORQUE_MESSAGE), the row TORQUE
     (TORQUE_GIVEN: a commanded torque) or none (TORQUE_NONE: no observer update).  Returns
