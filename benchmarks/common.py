@@ -6,7 +6,6 @@ per-call time reported is the median over many blocks.  Ratios are always formed
 measured in the same run.
 """
 
-import glob
 import os
 import platform
 import sys
@@ -61,22 +60,10 @@ def report(path, text):
 # -- robots ---------------------------------------------------------------------------------------
 
 def example_robot_data_urdf(relpath='panda_description/urdf/panda.urdf'):
-    """Path of a URDF shipped by example-robot-data (the cmeel wheel Pinocchio depends on)."""
-    roots = [sys.prefix]
-    try:
-        import pinocchio
-        roots.append(os.path.dirname(os.path.dirname(os.path.dirname(pinocchio.__file__))))
-    except ImportError:  # pragma: no cover
-        pass
-    for root in roots:
-        for pattern in ('lib/python*/site-packages/cmeel.prefix/share/example-robot-data/robots',
-                        'cmeel.prefix/share/example-robot-data/robots',
-                        'share/example-robot-data/robots'):
-            for d in glob.glob(os.path.join(root, pattern)):
-                path = os.path.join(d, relpath)
-                if os.path.exists(path):
-                    return path
-    raise FileNotFoundError(f'example-robot-data {relpath} not found (pip install pin)')
+    """Path of a URDF shipped by example-robot-data (the package's one finder,
+    ``ros_dynamics.simulation.legged_robots.example_robot_data``); Panda by default."""
+    from ros_dynamics.simulation.legged_robots import example_robot_data
+    return example_robot_data(relpath)
 
 
 def robot_sources(quick=False):

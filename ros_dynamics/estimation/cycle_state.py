@@ -171,9 +171,11 @@ class CycleState:
         nq, nv, n = int(model.nq), int(model.nv), HISTORY_LENGTH
         times = np.zeros(8, dtype=np.int64)
         times[OBS_LAST] = -1
-        s = observer
-        gap = (np.array([s.gap_max, s.gap_min, s.gap_max, s.gap_factor, 0.0]) if s is not None
-               else np.array([math.inf, 0.0, math.inf, 1.0, 0.0]))
+        gap = np.zeros(5)
+        gap[GAP_MIN], gap[GAP_MAX], gap[GAP_FACTOR] = (
+            (observer.gap_min, observer.gap_max, observer.gap_factor) if observer is not None
+            else (0.0, math.inf, 1.0))
+        gap[GAP_LIMIT] = gap[GAP_MAX]        # until the sample period is known
         # what the compiled step keeps (cycle_kernel's KEPT): times, gap, the periods, the
         # latest state, the recent samples (t, q, v, the observer's torque)
         self.kept = (times, gap, np.zeros(PERIOD_WINDOW), np.zeros(nq), np.zeros(nv),

@@ -31,8 +31,17 @@ ROBOTS = {
 
 
 def example_robot_data(relative):
-    """Path of a URDF example-robot-data ships, e.g. 'solo_description/robots/solo12.urdf'."""
+    """Path of a URDF example-robot-data ships, e.g. 'solo_description/robots/solo12.urdf' (the
+    one finder: the cmeel wheel Pinocchio depends on puts it under
+    ``site-packages/cmeel.prefix/share``; other installs are searched below the prefix)."""
     roots = [sys.prefix] + [p for p in sys.path if p.endswith('site-packages')]
+    patterns = ('lib/python*/site-packages/cmeel.prefix/share/example-robot-data/robots',
+                'cmeel.prefix/share/example-robot-data/robots', 'share/example-robot-data/robots')
+    for root in roots:
+        for pattern in patterns:
+            for d in glob.glob(os.path.join(root, pattern)):
+                if os.path.exists(os.path.join(d, relative)):
+                    return os.path.join(d, relative)
     for root in roots:
         for path in glob.glob(os.path.join(root, '**', 'example-robot-data', 'robots',
                                            relative), recursive=True):
