@@ -1,6 +1,6 @@
-"""What the dynamics node keeps for requests and how it reads them, one model's worth: the
-latest accepted state (the services' default) and the recorded joint states of
-``~/estimate_payload`` (both kept by the compiled cycle, read here), and the parsing of a service request's state and of a
+"""What the dynamics node answers requests from, one model's worth: the latest accepted state
+(the services' default) and the recorded joint states of ``~/estimate_payload`` (both kept by
+the compiled cycle, read here), and the parsing of a service request's state and of a
 ``~/commanded_torque`` under the input policy of ``joint_states``
 (:mod:`~ros_dynamics.estimation.joint_input`: the same name maps, layout check and bounds).
 """

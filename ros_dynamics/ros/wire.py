@@ -274,8 +274,9 @@ class Template:
     the middleware's serializer (``rclpy.serialization.serialize_message``).  ``stamp`` is an
     int32 view of header.stamp (sec, nanosec), ``arrays[field]`` a float64 view of each float64
     sequence, ``payload`` the whole payload as float64 words and ``offsets[field]`` where each
-    sequence starts in it; :meth:`bytes` the message to publish.  ValueError when the serialized message is
-    not plain little-endian CDR or does not walk to its length (then publish ``msg`` itself)."""
+    sequence starts in it; :meth:`bytes` the message to publish.  ValueError when the
+    serialized message is not plain little-endian CDR or does not walk to its length (then
+    publish ``msg`` itself)."""
 
     def __init__(self, msg, serialize):
         raw = serialize(msg)
