@@ -6,6 +6,7 @@ process, over loopback DDS).  docs/architecture.md states the walk; issue 32 bou
 files (the compiled kernels, whose Python bodies never run, not counted)."""
 import collections
 import os
+import sys
 import threading
 import time
 
@@ -23,8 +24,6 @@ ARM7 = rd.bundled_urdf('arm7')
 def _compiled_code():
     """Where the package's compiled kernels are (numba reports their calls to a profile hook
     as if they ran in Python; they are not counted)."""
-    import sys
-
     from numba.core.dispatcher import Dispatcher
     return {_where(obj.py_func.__code__) for name, mod in list(sys.modules.items())
             if name.startswith('ros_dynamics') for obj in vars(mod).values()
@@ -78,9 +77,7 @@ def _walks(context, model, n_msgs):
     executor.add_node(peer)
     stop = threading.Event()
 
-    def spin():
-        threading.setprofile(None)
-        import sys
+    def spin():                    # the executor thread, profiled
         sys.setprofile(profile)
         while not stop.is_set():
             executor.spin_once(timeout_sec=0.02)

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.ros
 from rclpy import serialization  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
+from ros_dynamics.estimation import cycle_kernel as ck  # noqa: E402
 from ros_dynamics.ros import wire  # noqa: E402
 
 
@@ -70,9 +71,11 @@ def random_joint_state(rng):
 def assert_read(out, m):
     assert out is not None
     names, words, f = out
-    p, v, e = (words[f[k]:f[k] + f[k + 1]] for k in (wire.POS, wire.VEL, wire.EFF))
-    sec, nanosec = f[wire.SEC], f[wire.NANOSEC]
-    assert list(names) == list(m.name) and f[wire.N_NAMES] == len(m.name)
+    p, v, e = (words[f[at]:f[at] + f[n]] for at, n in ((ck.M_POS, ck.M_N_POS),
+                                                          (ck.M_VEL, ck.M_N_VEL),
+                                                          (ck.M_EFF, ck.M_N_EFF)))
+    sec, nanosec = f[ck.M_SEC], f[ck.M_NANOSEC]
+    assert list(names) == list(m.name) and f[ck.M_NAMES] == len(m.name)
     for got, want in ((p, m.position), (v, m.velocity), (e, m.effort)):
         np.testing.assert_array_equal(got, np.asarray(want, dtype=float))
     assert (sec, nanosec) == (m.header.stamp.sec, m.header.stamp.nanosec)

@@ -110,11 +110,11 @@ OUT_M, OUT_C, OUT_MDOT, OUT_G, OUT_GRAVITY, OUT_RESIDUAL, OUT_STAMPED = range(7)
 #: -1: it (re)starts at the next update; the sample periods recorded; the cycles kept, the
 #: latest one's stamp and its time [ns] (the stamp, or the receiving clock for a source that
 #: sends none); when the next recent sample is due [ns] and how many were recorded), the
-#: float64 entries
-#: ``gap`` (the gap limit [s], its bounds and factor, the latest observer period [s])
+#: float64 entries ``gap`` (the gap limit [s], its bounds and factor, the latest observer
+#: period [s]); TIMES_FIELDS and GAP_FIELDS: how many
 OBS_LAST, N_PERIODS, N_LATEST, LATEST_SEC, LATEST_NANOSEC, LATEST_NS, HISTORY_NEXT, \
-    HISTORY_COUNT = range(8)
-GAP_LIMIT, GAP_MIN, GAP_MAX, GAP_FACTOR, LAST_DT = range(5)
+    HISTORY_COUNT, TIMES_FIELDS = range(9)
+GAP_LIMIT, GAP_MIN, GAP_MAX, GAP_FACTOR, LAST_DT, GAP_FIELDS = range(6)
 HISTORY_PERIOD_NS = 10_000_000    # the recent samples for ~/estimate_payload: 100 Hz
 
 IDX = types.int64[::1]
@@ -192,10 +192,10 @@ def cycle_step(model, work, state, per_joint, held_values, observer, outputs, ke
     if reset or source[S_MESSAGES] == 0:
         source[S_EPOCH] = epoch
     source[S_MESSAGES] += 1
+    if reset:              # the observer restarts: at this cycle, or at the next update
+        times[OBS_LAST] = -1
     if not drives or code == GATHER_STALE:    # accepted and held, but no cycle
         hold(gather, pos, vel, eff, held, h_ns, h_known, h_effort, stamp_ns)
-        if reset:
-            times[OBS_LAST] = -1                # the observer restarts at the next update
         return (HELD if not drives else INCOMPLETE) + reset
     torque_source = limits[TORQUE_SOURCE]
     if torque_source == TORQUE_GIVEN:
@@ -265,7 +265,7 @@ def cycle_step(model, work, state, per_joint, held_values, observer, outputs, ke
             stamp_words = buffer[:1].view(np.int32)
             stamp_words[0], stamp_words[1] = sec, nanosec
     _keep(kept, q, v, tau, sec, nanosec, stamp_ns, dt, obs.shape[0] > 0 and all_e, observed,
-          reset != 0, restarted or bridged)
+          restarted or bridged)
     if same:
         return SAME
     if not observed:
@@ -278,12 +278,12 @@ def cycle_step(model, work, state, per_joint, held_values, observer, outputs, ke
 
 
 @njit(cache=True, nogil=True)
-def _keep(kept, q, v, tau, sec, nanosec, stamp_ns, dt, torque, observed, reset, irregular):
+def _keep(kept, q, v, tau, sec, nanosec, stamp_ns, dt, torque, observed, irregular):
     """What a made cycle at (q, v, tau), stamped (sec, nanosec) (its time ``stamp_ns``),
     leaves in ``kept`` (module text): the latest state; a recent sample when one is due and the
     observer had a ``torque``; the observer's last sample when it was ``observed`` (updated or
-    restarted; else, after a source or clock ``reset``, it restarts at the next update), and a
-    regular period ``dt`` (not a restart nor a gap: not ``irregular``) for the gap limit."""
+    restarted), and a regular period ``dt`` (not a restart nor a gap: not ``irregular``) for
+    the gap limit."""
     times, gap, periods, latest_q, latest_v, t_h, q_h, v_h, tau_h = kept
     latest_q[:] = q
     latest_v[:] = v
@@ -305,8 +305,6 @@ def _keep(kept, q, v, tau, sec, nanosec, stamp_ns, dt, torque, observed, reset, 
             times[N_PERIODS] = n + 1
             gap[GAP_LIMIT] = gap_limit(periods, n + 1, gap[GAP_LIMIT], gap[GAP_MIN],
                                        gap[GAP_MAX], gap[GAP_FACTOR])
-    elif reset:
-        times[OBS_LAST] = -1
 
 
 def compile_cycle():

@@ -37,8 +37,9 @@ from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import output_coordinates
 from ..core.data import Data
 from .contact_forces import ContactForceEstimator
-from .cycle_kernel import (GAP_FACTOR, GAP_LIMIT, GAP_MAX, GAP_MIN, HISTORY_COUNT, LAST_DT,
-                           LATEST_NANOSEC, LATEST_SEC, N_LATEST, OBS_LAST)
+from .cycle_kernel import (GAP_FACTOR, GAP_FIELDS, GAP_LIMIT, GAP_MAX, GAP_MIN, HISTORY_COUNT,
+                           HISTORY_NEXT, LAST_DT, LATEST_NANOSEC, LATEST_NS, LATEST_SEC,
+                           N_LATEST, OBS_LAST, TIMES_FIELDS)
 from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
 from .rules import terms_finite
 from .stance_residual import StanceResidual
@@ -169,9 +170,9 @@ class CycleState:
         self.result = CycleResult()
         self.last_reset = None           # (why, t_ns) of the latest observer restart
         nq, nv, n = int(model.nq), int(model.nv), HISTORY_LENGTH
-        times = np.zeros(8, dtype=np.int64)
+        times = np.zeros(TIMES_FIELDS, dtype=np.int64)
         times[OBS_LAST] = -1
-        gap = np.zeros(5)
+        gap = np.zeros(GAP_FIELDS)
         gap[GAP_MIN], gap[GAP_MAX], gap[GAP_FACTOR] = (
             (observer.gap_min, observer.gap_max, observer.gap_factor) if observer is not None
             else (0.0, math.inf, 1.0))
@@ -205,7 +206,7 @@ class CycleState:
         model, replaced by this one) kept on."""
         for mine, theirs in zip(self.kept[3:], other.kept[3:]):
             mine[...] = theirs
-        for k in (N_LATEST, LATEST_SEC, LATEST_NANOSEC, HISTORY_COUNT):
+        for k in (N_LATEST, LATEST_SEC, LATEST_NANOSEC, LATEST_NS, HISTORY_NEXT, HISTORY_COUNT):
             self.kept[0][k] = other.kept[0][k]
 
     @property

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .rules import (LAYOUT_OK, LAYOUT_POSITIONS, LAYOUT_VELOCITIES, NO_STAMP, NS, S_EPOCH,
-                    S_LAST_NS, S_MESSAGES, S_PREV_EPOCH, S_PREV_LAST_NS,
+                    S_FIELDS, S_LAST_NS, S_MESSAGES, S_PREV_EPOCH, S_PREV_LAST_NS,
                     STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
                     STAMP_UNSTAMPED, STAMP_ZERO, all_within, layout_verdict, stamp_verdict)
 
@@ -259,7 +259,8 @@ class Source:
 
     def __init__(self, names, count):
         self.names, self.count = list(names), count
-        self.record = np.array([NO_STAMP, 0, 0, NO_STAMP, 0], dtype=np.int64)
+        self.record = np.zeros(S_FIELDS, dtype=np.int64)
+        self.record[S_LAST_NS] = self.record[S_PREV_LAST_NS] = NO_STAMP
 
     @property
     def last_ns(self):

@@ -38,8 +38,8 @@ NO_STAMP = -(2 ** 63)
 #: a source's record (int64; the compiled cycle updates it, joint_input.Source reads it): its
 #: last accepted stamp [ns] (NO_STAMP: none yet), its accepted messages, the receiving clock's
 #: epoch at its first and at a reset, the last stamp and epoch before its last message (the
-#: reason of a reset is told from them)
-S_LAST_NS, S_MESSAGES, S_EPOCH, S_PREV_LAST_NS, S_PREV_EPOCH = range(5)
+#: reason of a reset is told from them); S_FIELDS: how many
+S_LAST_NS, S_MESSAGES, S_EPOCH, S_PREV_LAST_NS, S_PREV_EPOCH, S_FIELDS = range(6)
 #: the smoothing velocity [rad/s or m/s] of the Coulomb friction term, tanh(v / FRICTION_EPS)
 FRICTION_EPS = 1e-2
 

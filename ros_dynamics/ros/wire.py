@@ -32,8 +32,8 @@ import numpy as np
 from numba import njit
 
 from ..estimation.cycle import message_words
-from ..estimation.cycle_kernel import (M_EFF, M_N_EFF, M_N_POS, M_N_VEL, M_NAMES, M_NANOSEC,
-                                       M_POS, M_SEC, M_VEL, MESSAGE_FIELDS)
+from ..estimation.cycle_kernel import (M_EFF, M_NAMES, M_NANOSEC, M_POS, M_SEC, M_VEL,
+                                       MESSAGE_FIELDS)
 
 HEADER = 4                       # encapsulation header bytes before the CDR payload
 CDR_LE = (0x00, 0x01)            # its first two bytes for plain CDR, little endian
@@ -44,10 +44,8 @@ OK, FOREIGN, MALFORMED, TOO_LONG, SAME_NAMES = 0, 1, 2, 3, 4
 EMPTY_JOINT_STATE = bytes(CDR_LE) + bytes(2 + 32)
 
 # the layout of JointStateReader's ``fields`` (int64): the message fields of the compiled cycle
-# (its stamp, number of names, where the position, velocity and effort arrays are), then the
-# byte range of the name sequence (its count included) in the payload
-SEC, NANOSEC, N_NAMES, POS, N_POS, VEL, N_VEL, EFF, N_EFF = (
-    M_SEC, M_NANOSEC, M_NAMES, M_POS, M_N_POS, M_VEL, M_N_VEL, M_EFF, M_N_EFF)
+# (cycle_kernel.M_SEC ...: its stamp, number of names, where the position, velocity and effort
+# arrays are), then the byte range of the name sequence (its count included) in the payload
 NAMES_START, NAMES_END = MESSAGE_FIELDS, MESSAGE_FIELDS + 1
 
 
@@ -75,15 +73,15 @@ def _scan_joint_state(src, payload, fields, names):
     b = payload
     if n < 16:                                        # stamp and the frame_id length at least
         return MALFORMED
-    fields[SEC] = _u32(b, 0) - ((_u32(b, 0) >> 31) << 32)       # int32
-    fields[NANOSEC] = _u32(b, 4)
+    fields[M_SEC] = _u32(b, 0) - ((_u32(b, 0) >> 31) << 32)       # int32
+    fields[M_NANOSEC] = _u32(b, 4)
     o = 12 + _u32(b, 8)                               # header.frame_id
     o = (o + 3) & ~3
     if o + 4 > n:
         return MALFORMED
     count = _u32(b, o)
     fields[NAMES_START] = o
-    fields[N_NAMES] = count
+    fields[M_NAMES] = count
     o += 4
     for _ in range(count):                            # name: string[]
         o = (o + 3) & ~3
@@ -93,7 +91,7 @@ def _scan_joint_state(src, payload, fields, names):
     if o > n:
         return MALFORMED
     fields[NAMES_END] = o
-    for k in range(3):                                # position, velocity, effort: float64[]
+    for at in (M_POS, M_VEL, M_EFF):                  # position, velocity, effort: float64[]
         o = (o + 3) & ~3
         if o + 4 > n:
             return MALFORMED
@@ -101,8 +99,8 @@ def _scan_joint_state(src, payload, fields, names):
         o += 4
         if count > 0:
             o = (o + 7) & ~7
-        fields[POS + 2 * k] = o >> 3
-        fields[N_POS + 2 * k] = count
+        fields[at] = o >> 3                           # (its length next: M_N_POS ...)
+        fields[at + 1] = count
         o += 8 * count
         if o > n:
             return MALFORMED
@@ -165,7 +163,7 @@ class JointStateReader:
             key = raw[HEADER + f[NAMES_START]:HEADER + f[NAMES_END]]
             names = self._names.get(key)
             if names is None:
-                names = self._decode_names(key, int(f[N_NAMES]))
+                names = self._decode_names(key, int(f[M_NAMES]))
             self._last = (np.frombuffer(key, dtype=np.uint8).copy(), names)
         return self._last[1], self._buffer, self._fields
 
