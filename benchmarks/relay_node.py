@@ -13,12 +13,19 @@ reliable, depth 500) and the same executor, spun the same way (``ros_dynamics.ro
 with rclpy's EventsExecutor, ``executor: events``).  Nothing is read from the joint state but
 its stamp: no check, no model evaluation.
 
-    python benchmarks/relay_node.py --ros-args -r __ns:=/x --params-file p.yaml
+With ``--cycle`` (vs_pinocchio.py's ``relay-cycle``) it is the floor of a node that computes:
+each joint state is read with the node's reader (ros/wire.py) and run through the node's
+compiled cycle (``Engine.run``: stamp, gather and bounds, M, C, dM/dt, g, the observer, written
+into the node's serialized ~/dynamics), whose ~/dynamics is published; nothing else of the node
+(no accounting, health, outputs policy, diagnostics, services, parameters).
+
+    python benchmarks/relay_node.py [--cycle] --ros-args -r __ns:=/x --params-file p.yaml
         (parameters robot_description, floating_base, task_frames: the node's names and sizes)
 """
 import argparse
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -61,7 +68,7 @@ def prebuilt_messages(xml, floating, frames):
     return serialize_message(dyn), ts
 
 
-def make_relay():
+def make_relay(cycle=False):
     from rclpy.node import Node
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from nav_msgs.msg import Odometry
@@ -82,10 +89,35 @@ def make_relay():
             self.pub = self.create_publisher(Dynamics, '~/dynamics', out_qos)
             self.ts_pub = (self.create_publisher(TaskSpace, '~/task_space', out_qos)
                            if ts is not None else None)
-            self.create_subscription(JointState, 'joint_states', self.on_joint_state, in_qos,
-                                     raw=True)
+            self.base = None
+            if cycle:
+                self.cycle_engine(xml, floating, frames)
+            self.create_subscription(JointState, 'joint_states', self.on_cycle if cycle else
+                                     self.on_joint_state, in_qos, raw=True)
             if floating:
-                self.create_subscription(Odometry, 'odom', lambda raw: None, in_qos, raw=True)
+                self.create_subscription(Odometry, 'odom', self.on_odom if cycle else
+                                         lambda raw: None, in_qos, raw=True)
+
+        def cycle_engine(self, xml, floating, frames):
+            """The node's engine and readers (``--cycle``)."""
+            from node_cycle import node_engine
+            from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader, OdometryReader
+            self.eng, _ = node_engine(xml, floating_base=floating, task_frames=frames)
+            self.reader, self.odom_reader = JointStateReader(), OdometryReader()
+            self.reader.read(EMPTY_JOINT_STATE)   # its kernel loaded, as the node does
+
+        def on_odom(self, raw):
+            q, v, sec, nanosec = self.odom_reader.read(raw)
+            self.base = (q, v, sec * 1_000_000_000 + nanosec)
+
+        def on_cycle(self, raw):
+            names, words, fields = self.reader.read(raw)
+            out = self.eng.run(names, words, fields, time.time_ns(), self.base, None, False)
+            if out.verdict == 'cycle':
+                self.pub.publish(self.eng.messages.dynamics(None, out.result.out, out.written))
+            if self.ts_pub is not None:
+                self.ts[STAMP] = raw[STAMP]
+                self.ts_pub.publish(bytes(self.ts))
 
         def on_joint_state(self, raw):
             self.dyn[STAMP] = raw[STAMP]
@@ -100,9 +132,12 @@ def make_relay():
 def main():
     import rclpy.utilities
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.parse_args(rclpy.utilities.remove_ros_args(sys.argv)[1:])
+    ap.add_argument('--cycle', action='store_true', help='also read each joint state and run '
+                    "the node's compiled cycle, publishing its ~/dynamics (the floor of a node "
+                    'that computes)')
+    args = ap.parse_args(rclpy.utilities.remove_ros_args(sys.argv)[1:])
     from ros_dynamics.ros import process
-    return process.run(make_relay, executor='events')
+    return process.run(lambda: make_relay(args.cycle), executor='events')
 
 
 if __name__ == '__main__':

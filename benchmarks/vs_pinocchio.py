@@ -19,7 +19,12 @@ the others):
 * ``pinocchio-events``: the same node spun with the EventsExecutor, ours's executor;
 * ``relay``: benchmarks/relay_node.py, an empty relay node (joint_states in as bytes, a
   pre-built Dynamics of the node's size out as bytes, ours's executor spun as ours spins it):
-  what rclpy and DDS cost with no computation, the floor.
+  what rclpy and DDS cost with no computation, the floor;
+* ``relay-cycle``: the relay that also reads each joint state with the node's reader and runs
+  the node's compiled cycle (``relay_node.py --cycle``: ``Engine.run``, its ~/dynamics
+  published), nothing else of the node: the floor of a node that computes with this cycle.
+  ``ours`` is also divided by it: what the node's own Python per message (accounting, health,
+  outputs policy) and its process (timers, services, parameters) cost above that floor.
 
 With task frames (robots ``quadruped-feet``: the bundled quadruped, urdf/quadruped.urdf, with its
 four feet; ``talos-feet-hands``: the full Talos v2 with its soles and gripper bases), the base is
@@ -48,7 +53,7 @@ compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkou
 
     python benchmarks/vs_pinocchio.py [--robots panda talos arm7 quadruped-feet talos-feet-hands]
         [--reps 5] [--duration 5]
-        [--rate 1000] [--variants relay ours ours-lean pinocchio pinocchio-events]
+        [--rate 1000] [--variants relay relay-cycle ours ours-lean pinocchio pinocchio-events]
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
@@ -88,7 +93,10 @@ VARIANTS = {'ours': {}, 'ours-lean': {'christoffel_stream': False, 'observer_ena
 PINOCCHIO = {'pinocchio': 'spin', 'pinocchio-events': 'events'}
 #: the floor: benchmarks/relay_node.py, no computation (every variant is also divided by it)
 RELAY = 'relay'
-ALL_VARIANTS = ['relay', 'ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
+#: the floor of a node that computes: the relay with the node's reader and compiled cycle (ours
+#: is also divided by it)
+RELAY_CYCLE = 'relay-cycle'
+ALL_VARIANTS = ['relay', 'relay-cycle', 'ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
 OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults, '
            'EventsExecutor, serialized bytes in and out) publishes ~/dynamics (M, C, dM/dt, g, '
            'q, v), the latched ~/christoffel every 10th and runs the observer and contact '
@@ -97,7 +105,10 @@ OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, default
            '(the same with the EventsExecutor) '
            'publish the same ~/dynamics message; relay (benchmarks/relay_node.py, ours\'s '
            'executor, bytes in and out) publishes a pre-built ~/dynamics of the same size, '
-           'stamped as the joint state, and computes nothing. One subscriber process on ~/dynamics for each. '
+           'stamped as the joint state, and computes nothing; relay-cycle (relay_node.py '
+           '--cycle) reads the joint state with the node\'s reader, runs the node\'s compiled '
+           'cycle (Engine.run) and publishes its ~/dynamics, nothing else of the node. One '
+           'subscriber process on ~/dynamics for each. '
            'Robots with task frames (quadruped-feet, talos-feet-hands): a floating base (odom '
            'with each joint state) and ~/task_space (frame poses, LOCAL_WORLD_ALIGNED Jacobians, '
            'dJ/dt v, mass, CoM, CoM velocity, A_G, dA_G/dt v) from every variant, received by '
@@ -254,10 +265,11 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
         proc, sub, log, sub_out = start_process(
             ns, [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]],
             model_params, nl.REPO_ROOT, duration + 120, bool(frames))
-    elif variant == RELAY:
+    elif variant in (RELAY, RELAY_CYCLE):
         proc, sub, log, sub_out = start_process(
-            ns, [os.path.join(HERE, 'relay_node.py')], model_params, nl.REPO_ROOT,
-            duration + 120, bool(frames))
+            ns, [os.path.join(HERE, 'relay_node.py')] + (['--cycle'] if variant == RELAY_CYCLE
+                                                         else []),
+            model_params, nl.REPO_ROOT, duration + 120, bool(frames))
     elif variant == 'ours@base':   # the node of another checkout (before a change)
         proc, sub, log, sub_out = start_process(
             ns, ['-m', 'ros_dynamics.ros.dynamics_node'], model_params,
@@ -333,8 +345,10 @@ def summarize(results, robots, variants, full=0.999):
     node's median and range of us per joint state use its fully answered runs."""
     refs = [v for v in variants if v in PINOCCHIO]
     others = [v for v in variants if v not in PINOCCHIO and v != RELAY]
-    pairs = ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + [
-        (v, ref) for ref in refs for v in others]
+    pairs = ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + (
+        [(v, RELAY_CYCLE) for v in ('ours', 'ours@base') if v in variants]
+        if RELAY_CYCLE in variants else []) + [
+        (v, ref) for ref in refs for v in others if v != RELAY_CYCLE]
     lines = ['| robot | rep | order | ' + ' | '.join(f'{v} us/js (answered)' for v in variants)
              + ' | ' + ' | '.join(f'{v} / {ref}' for v, ref in pairs)
              + ' | all answered | load |', '|' + '---|' * (6 + len(variants) + len(pairs))]
@@ -523,8 +537,10 @@ def resummarize(path, out_dir, name):
         data = json.load(f)
     runs = data['runs']
     robots = data.get('robots') or list(dict.fromkeys(r['robot'] for r in runs))
-    variants = data.get('variants') or [v for v in ALL_VARIANTS[:3] + ['ours@base'] +
-                                        ALL_VARIANTS[3:] if any(r['variant'] == v for r in runs)]
+    after = ALL_VARIANTS.index('ours') + 1
+    variants = data.get('variants') or [v for v in ALL_VARIANTS[:after] + ['ours@base'] +
+                                        ALL_VARIANTS[after:] if any(r['variant'] == v
+                                                                    for r in runs)]
     head = data['head']
     write_outputs(out_dir, name, head, data['check'], runs, robots, variants,
                   data.get('task_space_check'))
