@@ -81,6 +81,21 @@ def test_description_from_topic_and_changes(desc):
     assert probe.counts()['dynamics'] == before
 
 
+def test_model_installed_without_joint_states(desc):
+    """A model built while no joint state arrives is installed by the node's timer, which runs
+    only while a build is pending: started again by every build (log, then its answers)."""
+    proc, probe = desc
+
+    def installs():
+        return proc.log().count('model built and kernels ready')
+    for k, n in enumerate((4, 3)):
+        before = installs()
+        probe.desc_pub.publish(string_msg(models.chain(n, seed=5 + k)))
+        assert probe.spin_until(lambda: installs() > before)
+    chain = rd.load_urdf(models.chain(3, seed=6))
+    check_model(probe, chain, 6)
+
+
 def test_description_parameter_overrides_topic(desc):
     proc, probe = desc
     res = probe.set_params(robot_description=read(QUADRUPED))
