@@ -54,6 +54,7 @@ compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkou
     python benchmarks/vs_pinocchio.py [--robots panda talos arm7 quadruped-feet talos-feet-hands]
         [--reps 5] [--duration 5]
         [--rate 1000] [--variants relay relay-cycle ours ours-lean pinocchio pinocchio-events]
+        [--idle SECONDS]   (also each node's CPU while connected and idle, before the runs)
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
@@ -251,7 +252,9 @@ def start_process(ns, argv, params, root, subscriber_timeout, task_space=False):
     return proc, sub, log, sub_out
 
 
-def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
+def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, idle=0.0):
+    """One run (module text); with ``idle`` > 0 also the node's CPU over ``idle`` seconds
+    before the first joint state, connected and with nothing to do (ms per second)."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -286,7 +289,7 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     names, Q, V, E, B = traj
-    before = None
+    before, extra = None, {}
     if B is not None:      # the base state: odom with the stamp of each joint state, just before
         from nav_msgs.msg import Odometry
         odom_pub = node.create_publisher(
@@ -308,6 +311,10 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
         while B is not None and not odom_pub.get_subscription_count() and time.monotonic() < end:
             ex.spin_once(timeout_sec=0.05)
         nl.wait_until_connected(pub, ex, proc, sub, log, 120)   # then the node is idle
+        if idle > 0:
+            c0 = nl.cpu_seconds(proc.pid)
+            time.sleep(idle)
+            extra['idle_cpu_ms_per_s'] = 1e3 * (nl.cpu_seconds(proc.pid) - c0) / idle
         cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
         sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
         time.sleep(0.3)   # the tail of the queue
@@ -319,12 +326,11 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None):
     with open(sub_out) as f:
         received = {s for s, _ in json.load(f)}
     n = len(sent)
-    extra = {}
     if frames:     # answered: both ~/dynamics and ~/task_space arrived
         with open(sub_out + '.ts') as f:
             received_ts = set(json.load(f))
-        extra = {'dynamics_answered_fraction': sum(s in received for s in sent) / n,
-                 'task_space_answered_fraction': sum(s in received_ts for s in sent) / n}
+        extra.update(dynamics_answered_fraction=sum(s in received for s in sent) / n,
+                     task_space_answered_fraction=sum(s in received_ts for s in sent) / n)
         received &= received_ts
     answered = sum(s in received for s in sent)
     return {'robot': robot, 'variant': variant, 'sent': n, 'send_rate_hz': n / elapsed,
@@ -406,6 +412,19 @@ def summarize(results, robots, variants, full=0.999):
             threads.append(f'| {robot} | {v} | ' + ', '.join(
                 f'{k} {x:.0f}' for k, x in sorted(med.items(), key=lambda t: -t[1]) if x >= 0.5)
                 + ' |')
+    idle = [r for r in results if 'idle_cpu_ms_per_s' in r]
+    if idle:
+        threads += ['', 'Idle CPU before the first joint state (connected, nothing to do), ms '
+                    'per second, median [range]:', '', '| robot | variant | idle CPU |',
+                    '|---|---|---|']
+        for robot in robots:
+            for v in variants:
+                x = [r['idle_cpu_ms_per_s'] for r in idle
+                     if r['robot'] == robot and r['variant'] == v]
+                if x:
+                    threads.append(f'| {robot} | {v} | {statistics.median(x):.1f} '
+                                   f'[{min(x):.1f}, {max(x):.1f}] |')
+                    summary[robot].setdefault('idle_cpu_ms_per_s', {})[v] = statistics.median(x)
     return lines + threads, summary
 
 
@@ -430,6 +449,9 @@ def main():
     ap.add_argument('--reps', type=int, default=5)
     ap.add_argument('--duration', type=float, default=5.0)
     ap.add_argument('--rate', type=float, default=1000.0)
+    ap.add_argument('--idle', type=float, default=0.0, metavar='SECONDS',
+                    help='also each node\'s CPU over this many seconds before the first joint '
+                         'state, connected and with nothing to do (ms per second)')
     ap.add_argument('--out-dir', default=os.path.join(nl.REPO_ROOT, 'out', 'benchmarks'))
     ap.add_argument('--name', default='vs_pinocchio')
     ap.add_argument('--base', metavar='ROOT',
@@ -490,7 +512,7 @@ def main():
             order = variants[k:] + variants[:k]
             for slot, v in enumerate(order):
                 r = run_trial(robot, v, xmls[robot], trajs[robot], args.duration, args.rate,
-                              f'{rep}_{os.getpid()}', args.base)
+                              f'{rep}_{os.getpid()}', args.base, args.idle)
                 r.update(rep=rep, slot=slot)
                 results.append(r)
                 print(f'[{robot} rep {rep} {v}] {r["cpu_us_per_joint_state"]:.0f} us CPU per '
