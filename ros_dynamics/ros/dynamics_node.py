@@ -90,8 +90,8 @@ class DynamicsNode(Node):
                                 latched, self._warn)
         # model builds: one path, a builder thread; installed by a steady-clock timer (runs
         # while simulated time is paused) or at the next joint state.  The timer runs only
-        # while a build is pending (a 20 Hz poll of an idle node cost ~4.5 ms of CPU a second,
-        # ~4.5 us per joint state at 1 kHz; rclpy's EventsExecutor takes no guard condition)
+        # while a build is pending: its 20 Hz poll cost an idle node ~5 ms of CPU a second
+        # (benchmarks/results/vs_pinocchio_idle.md); the EventsExecutor takes no guard condition
         self._build_id = self._handled_id = 0
         self._build_queue = queue.SimpleQueue()
         self._built = queue.SimpleQueue()

@@ -294,7 +294,7 @@ class Outputs:
         """Gamma in this cycle: every christoffel_decimation-th one while someone subscribes
         to ~/christoffel, else once a second (the latched sample a subscriber gets at once
         stays at most 1 s old; Gamma of a humanoid is ~0.7 MB)."""
-        if self._cycles % cfg.christoffel_decimation:      # (first: 9 cycles in 10 stop here)
+        if self._cycles % cfg.christoffel_decimation:      # (first: most cycles stop here)
             return False
         eng = self._eng
         if not (itf.HAVE_MSGS and cfg.christoffel_stream and eng.with_gamma
