@@ -55,6 +55,7 @@ compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkou
         [--reps 5] [--duration 5]
         [--rate 1000] [--variants relay relay-cycle ours ours-lean pinocchio pinocchio-events]
         [--idle SECONDS]   (also each node's CPU while connected and idle, before the runs)
+        [--perf]   (also where each node's Python thread spends its CPU: perf, by library)
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
@@ -71,6 +72,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402  (sets the ROS environment: localhost, its domain id)
+import thread_profile  # noqa: E402
 from common import example_robot_data_urdf, machine_info  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -252,9 +254,11 @@ def start_process(ns, argv, params, root, subscriber_timeout, task_space=False):
     return proc, sub, log, sub_out
 
 
-def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, idle=0.0):
+def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, idle=0.0,
+              perf=False):
     """One run (module text); with ``idle`` > 0 also the node's CPU over ``idle`` seconds
-    before the first joint state, connected and with nothing to do (ms per second)."""
+    before the first joint state, connected and with nothing to do (ms per second); with
+    ``perf`` where its Python thread's CPU went (benchmarks/thread_profile.py)."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -315,10 +319,16 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, id
             c0 = nl.cpu_seconds(proc.pid)
             time.sleep(idle)
             extra['idle_cpu_ms_per_s'] = 1e3 * (nl.cpu_seconds(proc.pid) - c0) / idle
+        recorder = (thread_profile.start(proc.pid, os.path.join(tempfile.gettempdir(),
+                                                                f'rd_perf_{ns}.data'))
+                    if perf else None)
         cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
         sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
         time.sleep(0.3)   # the tail of the queue
         cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
+        if recorder is not None:
+            thread_profile.stop(recorder)
+            extra['main_thread_shares'] = thread_profile.shares(recorder.args[-1])
         load = os.getloadavg()[0]
         sub.wait(timeout=duration + 150)
     finally:
@@ -425,6 +435,25 @@ def summarize(results, robots, variants, full=0.999):
                     threads.append(f'| {robot} | {v} | {statistics.median(x):.1f} '
                                    f'[{min(x):.1f}, {max(x):.1f}] |')
                     summary[robot].setdefault('idle_cpu_ms_per_s', {})[v] = statistics.median(x)
+    profiled = [r for r in results if r.get('main_thread_shares')]
+    if profiled:
+        groups = [g for g, _ in thread_profile.GROUPS]
+        threads += ['', 'Where the Python thread\'s CPU per joint state goes (perf record of '
+                    'that thread, by library: benchmarks/thread_profile.py; its share of the '
+                    'samples times the thread\'s CPU per joint state), median over the '
+                    'repetitions, us:', '', '| robot | variant | Python thread | '
+                    + ' | '.join(groups) + ' |', '|---|---|---|' + '---|' * len(groups)]
+        for robot in robots:
+            for v in variants:
+                rs = [r for r in profiled if r['robot'] == robot and r['variant'] == v]
+                if not rs:
+                    continue
+                main = [r['cpu_us_by_thread'].get('main (Python)', 0.0) for r in rs]
+                us_by = {g: statistics.median(r['main_thread_shares'].get(g, 0.0) * m
+                                              for r, m in zip(rs, main)) for g in groups}
+                threads.append(f'| {robot} | {v} | {statistics.median(main):.0f} | '
+                               + ' | '.join(f'{us_by[g]:.1f}' for g in groups) + ' |')
+                summary[robot].setdefault('main_thread_us_by_library', {})[v] = us_by
     return lines + threads, summary
 
 
@@ -449,6 +478,10 @@ def main():
     ap.add_argument('--reps', type=int, default=5)
     ap.add_argument('--duration', type=float, default=5.0)
     ap.add_argument('--rate', type=float, default=1000.0)
+    ap.add_argument('--perf', action='store_true',
+                    help='also where each node\'s Python thread spends its CPU, by library '
+                         '(perf record of that thread; its sampling adds to the CPU measured: '
+                         'take the costs from a run without it)')
     ap.add_argument('--idle', type=float, default=0.0, metavar='SECONDS',
                     help='also each node\'s CPU over this many seconds before the first joint '
                          'state, connected and with nothing to do (ms per second)')
@@ -460,6 +493,8 @@ def main():
     ap.add_argument('--resummarize', metavar='JSON',
                     help='no runs: write the tables again from the runs of this JSON')
     args = ap.parse_args()
+    if args.perf:
+        thread_profile.check()
     if args.resummarize:
         return resummarize(args.resummarize, args.out_dir, args.name)
     variants = [v for v in ALL_VARIANTS if v in args.variants]
@@ -512,7 +547,7 @@ def main():
             order = variants[k:] + variants[:k]
             for slot, v in enumerate(order):
                 r = run_trial(robot, v, xmls[robot], trajs[robot], args.duration, args.rate,
-                              f'{rep}_{os.getpid()}', args.base, args.idle)
+                              f'{rep}_{os.getpid()}', args.base, args.idle, args.perf)
                 r.update(rep=rep, slot=slot)
                 results.append(r)
                 print(f'[{robot} rep {rep} {v}] {r["cpu_us_per_joint_state"]:.0f} us CPU per '
