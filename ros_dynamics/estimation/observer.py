@@ -388,6 +388,7 @@ class ContactDetector:
                  threshold_velocity=0.0, threshold_torque=0.0):
         self.nv = int(model.nv)
         self.thresholds = np.zeros((3, self.nv))     # rules.THRESHOLD_BASE ... (one argument)
+        self._base = self.thresholds[THRESHOLD_BASE]  # (one view, not one per read)
         self.threshold = threshold
         self.thresholds[THRESHOLD_VELOCITY] = _per_joint(threshold_velocity, self.nv,
                                                          'threshold_velocity', nonneg=True)
@@ -415,7 +416,7 @@ class ContactDetector:
     @property
     def threshold(self):
         """The base level of the thresholds (nv,) (a view: the row the compiled cycle reads)."""
-        return self.thresholds[THRESHOLD_BASE]
+        return self._base
 
     @threshold.setter
     def threshold(self, value):

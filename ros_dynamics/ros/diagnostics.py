@@ -1,4 +1,4 @@
-"""Health of dynamics_node for ``/diagnostics``: plain-Python bookkeeping, message building last.
+"""Health of dynamics_node for ``/diagnostics``: Python bookkeeping, message building last.
 
 The node calls the cheap recorders per cycle and publishes :meth:`NodeHealth.to_msg` at 1 Hz::
 
@@ -32,8 +32,10 @@ rate is, unless given, the highest window rate seen so far (a source does not ru
 its nominal rate in its own time). ``stamp_ns``: the message stamp, or the node's receipt time
 for a source that sends no stamps.
 
-Cost: the per-cycle calls only add to counters (measured in the tests' module docstring and in
-docs/diagnostics.md); windows, rates and levels are computed in :meth:`status`, at 1 Hz.
+Cost: the per-cycle calls only add to counters and keep the residual's peak (one compiled loop:
+two numpy calls cost more in the running node, benchmarks/results/vs_pinocchio_profile.md;
+measured in the tests' module docstring and in docs/diagnostics.md); windows, rates and levels
+are computed in :meth:`status`, at 1 Hz.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ import time
 from collections import deque
 
 import numpy as np
+from numba import njit
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
 LEVEL_NAMES = ('OK', 'WARN', 'ERROR', 'STALE')
@@ -91,7 +94,6 @@ class NodeHealth:
         self._in_contact = False
         self._updates = 0
         self._peak = None            # max |r_i| while not in contact, this period
-        self._abs = None
         self._reset = None           # (clock time, why)
         self._resets = 0
         self._bridged = 0
@@ -141,12 +143,10 @@ class NodeHealth:
         self._in_contact = in_contact
         self._updates += 1
         if not in_contact:
-            peak, r = self._peak, self._abs
+            peak = self._peak
             if peak is None or peak.shape != residual.shape:
                 peak = self._peak = np.zeros(residual.shape)
-                r = self._abs = np.empty(residual.shape)
-            np.abs(residual, out=r)
-            np.maximum(peak, r, out=peak)
+            _peak_into(peak, residual)
 
     def contact_frames(self, forces):
         """One update of the forces at the contact frames (a ContactForces, kept by
@@ -304,3 +304,12 @@ class NodeHealth:
 
 def _num(x):
     return '-' if x is None else f'{x:.4g}'
+
+
+@njit('void(float64[::1], float64[:])', cache=True, nogil=True)
+def _peak_into(peak, r):
+    """peak_i = max(peak_i, |r_i|), per observer update without contact."""
+    for i in range(r.shape[0]):
+        a = abs(r[i])
+        if a > peak[i]:
+            peak[i] = a
