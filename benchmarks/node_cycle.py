@@ -68,6 +68,7 @@ def node_engine(xml, **params):
 def cycle(args):
     import ros_dynamics as rd
     from ros_dynamics.estimation.cycle import message_words
+    from ros_dynamics.estimation.cycle_kernel import M_NANOSEC, M_SEC
     xml = open(rd.bundled_urdf('arm7')).read()
     model = rd.load_urdf(xml)
     n, N = model.nv, args.decimation
@@ -93,7 +94,7 @@ def cycle(args):
     words, fields = message_words(q, v, tau, 0, 0, len(names))
 
     def run(sec, nanosec, t, christoffel):
-        fields[0], fields[1] = sec, nanosec
+        fields[M_SEC], fields[M_NANOSEC] = sec, nanosec
         return eng.run(names, words, fields, t, None, None, christoffel)
 
     def engine_step():
@@ -186,6 +187,7 @@ def _pieces(xml, messages, params, evict=0):
     from relay_node import STAMP, prebuilt_messages
     from vs_pinocchio import trajectory
     from ros_dynamics.ros.outputs import Outputs
+    from ros_dynamics.estimation.cycle_kernel import M_NANOSEC, M_SEC
     from ros_dynamics.ros.wire import JointStateReader
 
     names, Q, V, E, _ = trajectory(xml, messages / 1000.0, 1000.0)
@@ -243,7 +245,7 @@ def _pieces(xml, messages, params, evict=0):
         t = add('timer overhead', t)
         jnames, words, fields = reader.read(w)
         t = add('read JointState (wire bytes)', t)
-        now = int(fields[0]) * 10**9 + int(fields[1])
+        now = int(fields[M_SEC]) * 10**9 + int(fields[M_NANOSEC])
         gamma = outputs.christoffel_due(cfg)
         t = add('Outputs.christoffel_due (Gamma this cycle?)', t)
         out = eng.run(jnames, words, fields, now, None, None, gamma)

@@ -85,12 +85,17 @@ class JointStateCycle:
         self._written = outputs is not None and cycle.coords.identity
         if not self._written:
             outputs = output_buffers(int(cycle.model.nv))
-        obs = cycle.observer
+        obs, b = cycle.observer, assembler.bounds
+        # the rows per joint (cycle_kernel.VBOUND, EBOUND, TORQUE) and the limits (MAX_LEAD ...
+        # TORQUE_SOURCE) the compiled step reads; :meth:`_torque_given` writes a message's
+        # torque into them
+        self._per_joint = np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))])
+        self._limits = np.array(
+            [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns, b.position,
+             obs.friction_velocity_eps if obs else 1.0, float(assembler.allow_missing_velocity),
+             float(TORQUE_MESSAGE)])
         # the compiled step's arguments that are the model's (the message's follow them)
-        self._model_args = self._fixed_arguments(outputs) + (np.array(
-            [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns,
-             assembler.bounds.position, obs.friction_velocity_eps if obs else 1.0,
-             float(assembler.allow_missing_velocity), float(TORQUE_MESSAGE)]),)
+        self._model_args = self._fixed_arguments(outputs)
         # the observer's torque: the messages' efforts, always, or the commanded torque
         self._own_torque = effort_source == 'joint_state' or obs is None
         compile_cycle()
@@ -98,12 +103,11 @@ class JointStateCycle:
     def _fixed_arguments(self, outputs):
         asm, cycle = self.assembler, self.cycle
         obs = cycle.observer
-        b = asm.bounds
         observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
                     (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
         return (cycle.model.packed, cycle.data.work, (self.q, self.v, self.tau),
-                np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))]),
-                (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer, outputs, cycle.kept)
+                self._per_joint, (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer,
+                outputs, cycle.kept, self._limits)
 
     @property
     def fast_cycles(self):
@@ -304,10 +308,9 @@ class JointStateCycle:
         TORQUE_SOURCE, ``per_joint``'s row TORQUE): the latest commanded torque ``command`` or
         none (:meth:`_torque_source`); returns the note of a cycle without it."""
         torque, source, why = self._torque_source(command)
-        per_joint, limits = self._model_args[3], self._model_args[-1]
-        limits[TORQUE_SOURCE] = source
+        self._limits[TORQUE_SOURCE] = source
         if source == TORQUE_GIVEN:
-            per_joint[TORQUE] = torque
+            self._per_joint[TORQUE] = torque
         return why
 
     def _torque_source(self, command):

@@ -25,7 +25,7 @@ from rclpy.serialization import serialize_message
 
 from ..core.api import link_placement
 from ..core.coordinates import BASE_DOF_NAMES
-from ..estimation.cycle_kernel import OUTPUT_FIELDS
+from ..estimation.cycle_kernel import M_NANOSEC, M_SEC, OUTPUT_FIELDS
 from . import interfaces as itf, wire
 from .contact_forces_output import ContactForcesOutput
 from .diagnostics import NodeHealth
@@ -47,7 +47,7 @@ def _attach(msg, field, n):
 
 def _stamp(fields):
     """(sec, nanosec) of a message's ``fields`` (ros/wire.py)."""
-    return int(fields[0]), int(fields[1])
+    return int(fields[M_SEC]), int(fields[M_NANOSEC])
 
 
 def stamp_msg(stamp):
