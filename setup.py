@@ -33,12 +33,12 @@ setup(
     license='BSD-3-Clause',
     entry_points={
         'console_scripts': [
-            'dynamics_node = ros_dynamics.ros.dynamics_node:main',
-            'dynamics_lifecycle_node = ros_dynamics.ros.managed_node:main',
-            'sim = ros_dynamics.ros.sim_node:main',
-            'sim_mujoco = ros_dynamics.ros.mujoco_sim_node:main',
-            'tracking_controller = ros_dynamics.ros.tracking_controller:main',
-            'wbc_controller = ros_dynamics.ros.wbc_node:main',
+            'dynamics_node = ros_dynamics.ros.dynamics_node.node:main',
+            'dynamics_lifecycle_node = ros_dynamics.ros.dynamics_node.managed_node:main',
+            'sim = ros_dynamics.ros.simulation.sim_node:main',
+            'sim_mujoco = ros_dynamics.ros.simulation.mujoco_sim_node:main',
+            'tracking_controller = ros_dynamics.ros.control.tracking_controller:main',
+            'wbc_controller = ros_dynamics.ros.control.wbc_node:main',
             'calibrate = ros_dynamics.identification.calibrate:main',
             'viewer = ros_dynamics.ros.viewer:main',
         ],

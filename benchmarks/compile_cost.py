@@ -114,7 +114,7 @@ class Listener(event.Listener):
 
 event.register('numba:compile', Listener())
 sys.argv = ['dynamics_node'] + sys.argv[1:]
-runpy.run_module('ros_dynamics.ros.dynamics_node', run_name='__main__')
+runpy.run_module('ros_dynamics.ros.dynamics_node.node', run_name='__main__')
 '''
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU time per call of the node's health counters (ros_dynamics.ros.diagnostics.NodeHealth).
+"""CPU time per call of the node's health counters (ros_dynamics.ros.dynamics_node.diagnostics.NodeHealth).
 
 The per-cycle calls (``accepted``, ``rejected``, ``observer``) only add to counters; the 1 Hz
 calls (``status``, ``to_msg``) compute the windows, rates and levels.  Each call is timed over
@@ -20,7 +20,7 @@ import numpy as np
 
 from common import add_out_dir, log, machine_info, output, report
 
-from ros_dynamics.ros.diagnostics import NodeHealth  # noqa: E402
+from ros_dynamics.ros.dynamics_node.diagnostics import NodeHealth  # noqa: E402
 
 
 def per_call(fn, n):

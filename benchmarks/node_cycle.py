@@ -7,7 +7,7 @@
         [--evict BYTES] [--out out/benchmarks/callback_breakdown.md]
 
 Three views of the same cycle, each through the node's public path: the node's engine built
-for the model with the node's default parameters (``ros_dynamics.ros.engine.build_engine(xml,
+for the model with the node's default parameters (``ros_dynamics.ros.dynamics_node.engine.build_engine(xml,
 parameters.defaults())``, which loads its compiled cycle) and ``Engine.run``, the call
 the node's joint-state callback makes per message (stamp policy, gather and bounds, terms,
 observer, detector, the per-cycle output arrays).
@@ -23,9 +23,9 @@ observer, detector, the per-cycle output arrays).
   process are kept, so that a run slowed by the machine's load shows in both;
 * ``--breakdown``: what one joint state costs by piece inside the node and inside the plain
   Pinocchio node (benchmarks/pinocchio_node.py), thread CPU per joint state: reading the
-  serialized JointState (``ros_dynamics.ros.wire.JointStateReader``, the node's raw
+  serialized JointState (``ros_dynamics.ros.dynamics_node.wire.JointStateReader``, the node's raw
   subscription), ``Outputs.christoffel_due``, ``Engine.run``, and the node's outputs
-  (``ros_dynamics.ros.outputs.Outputs``, the node's own publishers, on the node's executor so
+  (``ros_dynamics.ros.dynamics_node.outputs.Outputs``, the node's own publishers, on the node's executor so
   that they learn of their subscribers: ``Outputs.publish`` fills and publishes what is due,
   ~/dynamics and, every N-th joint state, ~/christoffel, for a subscriber of both in a second
   context, and records the cycle's health); the Pinocchio node's deserialization, gather,
@@ -58,8 +58,8 @@ from common import interleaved, log, machine_info, provenance, report, us  # noq
 
 def node_engine(xml, **params):
     """The node's engine for ``xml`` with its default parameters (and ``params``), ready."""
-    from ros_dynamics.ros.engine import build_engine
-    from ros_dynamics.ros.parameters import defaults
+    from ros_dynamics.ros.dynamics_node.engine import build_engine
+    from ros_dynamics.ros.dynamics_node.parameters import defaults
     cfg = defaults().replace(robot_description=xml, **params)
     return build_engine(xml, cfg), cfg      # (built: its compiled cycle loaded)
 
@@ -89,7 +89,7 @@ def cycle(args):
         det.update(obs.update_from(data, tau, 1e-3))
 
     eng, _ = node_engine(xml, christoffel_decimation=N)
-    # the message as the node's reader leaves it (ros/wire.py): its words and fields, the stamp
+    # the message as the node's reader leaves it (ros/dynamics_node/wire.py): its words and fields, the stamp
     # written per message
     words, fields = message_words(q, v, tau, 0, 0, len(names))
 
@@ -186,9 +186,9 @@ def _pieces(xml, messages, params, evict=0):
     from pinocchio_node import pin_terms
     from relay_node import STAMP, prebuilt_messages
     from vs_pinocchio import trajectory
-    from ros_dynamics.ros.outputs import Outputs
+    from ros_dynamics.ros.dynamics_node.outputs import Outputs
     from ros_dynamics.estimation.cycle_kernel import M_NANOSEC, M_SEC
-    from ros_dynamics.ros.wire import JointStateReader
+    from ros_dynamics.ros.dynamics_node.wire import JointStateReader
 
     names, Q, V, E, _ = trajectory(xml, messages / 1000.0, 1000.0)
     wire = []

@@ -167,7 +167,7 @@ def start_node_and_subscriber(ns, params, subscriber_timeout, task_space=False):
     env = ros_compat.ros_environment(domain_id=DOMAIN_ID, localhost_only=True)
     env['PYTHONPATH'] = os.pathsep.join([REPO_ROOT, env.get('PYTHONPATH', '')])
     log = open(os.path.join(tmp, 'node.log'), 'w')
-    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node.node', '--ros-args',
                              '-r', f'__ns:=/{ns}', '--params-file', pfile],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     sub_out = os.path.join(tmp, 'received.json')

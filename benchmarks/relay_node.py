@@ -14,7 +14,7 @@ with rclpy's EventsExecutor, ``executor: events``).  Nothing is read from the jo
 its stamp: no check, no model evaluation.
 
 With ``--cycle`` (vs_pinocchio.py's ``relay-cycle``) it is the floor of a node that computes:
-each joint state is read with the node's reader (ros/wire.py) and run through the node's
+each joint state is read with the node's reader (ros/dynamics_node/wire.py) and run through the node's
 compiled cycle (``Engine.run``: stamp, gather and bounds, M, C, dM/dt, g, the observer, written
 into the node's serialized ~/dynamics), whose ~/dynamics is published; nothing else of the node
 (no accounting, health, outputs policy, diagnostics, services, parameters).
@@ -101,7 +101,7 @@ def make_relay(cycle=False):
         def cycle_engine(self, xml, floating, frames):
             """The node's engine and readers (``--cycle``)."""
             from node_cycle import node_engine
-            from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader, OdometryReader
+            from ros_dynamics.ros.dynamics_node.wire import EMPTY_JOINT_STATE, JointStateReader, OdometryReader
             self.eng, _ = node_engine(xml, floating_base=floating, task_frames=frames)
             self.reader, self.odom_reader = JointStateReader(), OdometryReader()
             self.reader.read(EMPTY_JOINT_STATE)   # its kernel loaded, as the node does

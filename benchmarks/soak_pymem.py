@@ -85,7 +85,7 @@ def main():
     from ros_dynamics_msgs.msg import Dynamics
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.ros.dynamics_node import DynamicsNode
+    from ros_dynamics.ros.dynamics_node.node import DynamicsNode
 
     xml = model_source('arm7')
     model = rd.load_urdf(xml)

@@ -25,7 +25,7 @@ Python-call level, CPU time of this thread (time.thread_time; the 2-core machine
                 above is Python-call overhead
 * message:      (when ros_dynamics_msgs with TaskSpace is importable) what the node adds per
                 joint state to publish them: TaskSpaceStream.write, the terms into the
-                preallocated serialized ~/task_space (ros_dynamics.ros.task_space_output)
+                preallocated serialized ~/task_space (ros_dynamics.ros.dynamics_node.task_space_output)
 
 Ratios are formed from numbers measured in the same run.
 """
@@ -82,7 +82,7 @@ class Case:
             from geometry_msgs.msg import Pose
             from rclpy.serialization import serialize_message
             from ros_dynamics_msgs.msg import TaskSpace
-            from ros_dynamics.ros.task_space_output import TaskSpaceOutput, TaskSpaceStream
+            from ros_dynamics.ros.dynamics_node.task_space_output import TaskSpaceOutput, TaskSpaceStream
         except ImportError:
             log('ros_dynamics_msgs with TaskSpace not importable: the message column is n/a')
         else:

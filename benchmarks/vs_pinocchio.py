@@ -279,7 +279,7 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, id
             model_params, nl.REPO_ROOT, duration + 120, bool(frames))
     elif variant == 'ours@base':   # the node of another checkout (before a change)
         proc, sub, log, sub_out = start_process(
-            ns, ['-m', 'ros_dynamics.ros.dynamics_node'], model_params,
+            ns, ['-m', 'ros_dynamics.ros.dynamics_node.node'], model_params,
             base_root, duration + 120, bool(frames))
     else:
         params = {**model_params, **VARIANTS[variant]}

@@ -65,7 +65,7 @@ def _warm_pipeline():
     from ros_dynamics.core.urdf import load_urdf
     from ros_dynamics.estimation.cycle_state import ObserverSettings
     from ros_dynamics.estimation.cycle import node_cycle
-    from ros_dynamics.ros.wire import EMPTY_JOINT_STATE, JointStateReader
+    from ros_dynamics.ros.dynamics_node.wire import EMPTY_JOINT_STATE, JointStateReader
     JointStateReader().read(EMPTY_JOINT_STATE)
     model = load_urdf(bundled_urdf('arm7'))
     names, z = tuple(model.joint_names), np.zeros(model.nv)

@@ -77,7 +77,7 @@ def _parse():
                     help='the result file (markdown: date, load, machine, command, the RMS '
                          'errors and their ratios; default closed_loop.md next to --out)')
     ap.add_argument('--timeout', type=float, default=120.0, help='wall-clock limit per law [s]')
-    ap.add_argument('--dynamics-module', default='ros_dynamics.ros.dynamics_node',
+    ap.add_argument('--dynamics-module', default='ros_dynamics.ros.dynamics_node.node',
                     help=argparse.SUPPRESS)
     ap.add_argument('--quiet', action='store_true')
     return ap.parse_args()
@@ -129,8 +129,8 @@ def run_law(law, args, xml, tmp, log_dir, say):
     t_start = time.monotonic()
     try:
         start('dynamics_node', args.dynamics_module, files['dyn'])
-        start('tracking_controller', 'ros_dynamics.ros.tracking_controller', files['ctl'])
-        sim = start('sim', 'ros_dynamics.ros.sim_node', files['sim'])
+        start('tracking_controller', 'ros_dynamics.ros.control.tracking_controller', files['ctl'])
+        sim = start('sim', 'ros_dynamics.ros.simulation.sim_node', files['sim'])
         from ros_dynamics.ros.process import make_executor
         executor = make_executor('events')      # keeps up with 2 topics at 1 kHz under load
         executor.add_node(lis)

@@ -59,7 +59,7 @@ def run(args, duration, tmp, log_dir, say):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     from demo import stamp_key
-    from ros_dynamics.ros.wbc_stream import task_space_msg_type
+    from ros_dynamics.ros.control.wbc_stream import task_space_msg_type
     robot = ROBOTS[args.robot]
     _, xml = robot_urdf(args.robot)
     truth_path = os.path.join(tmp, 'truth.npz')
@@ -97,7 +97,7 @@ def run(args, duration, tmp, log_dir, say):
         ref.__setitem__(stamp_key(m), np.array((m.point.x, m.point.y, m.point.z)))), qos)
     from closed_loop_quadruped import run_stack
     t_start = run_stack(
-        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.mujoco_sim_node', args, log_dir,
+        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.simulation.mujoco_sim_node', args, log_dir,
         say, f'[closed_loop] {args.robot} on MuJoCo: sim_mujoco + dynamics node + wbc_controller '
         f'started; {duration:g} simulated s at real-time factor {args.real_time_factor:g}, no '
         'lock-step', lambda: say(f'[closed_loop]   {len(ref)} CoM references so far'))

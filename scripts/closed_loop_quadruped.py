@@ -110,7 +110,7 @@ def run(args, xml, duration, tmp, log_dir, say):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.ros.wbc_stream import task_space_msg_type
+    from ros_dynamics.ros.control.wbc_stream import task_space_msg_type
     push = [args.push_time, args.push_duration, 0.0, args.push, 0.0] if args.push else []
     files = {n: os.path.join(tmp, f'{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
     sim_params = dict(robot_description=xml, floating_base=True, control='external',
@@ -156,7 +156,7 @@ def run(args, xml, duration, tmp, log_dir, say):
     lis.create_subscription(JointState, '/sim/external_torque_truth', lambda m: ext.__setitem__(
         key(m), (list(m.name), np.array(m.effort))), qos)
     t_start = run_stack(
-        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.sim_node', args, log_dir, say,
+        lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.simulation.sim_node', args, log_dir, say,
         f'[closed_loop] quadruped: sim + dynamics node + wbc_controller started; {duration:g} '
         'simulated s in lock-step (a few wall minutes on a loaded machine)',
         lambda: say(f'[closed_loop]   {len(ts)} task-space messages so far'))
@@ -176,8 +176,8 @@ def run_stack(lis, subs, logs, files, sim_module, args, log_dir, say, started, p
     from ros_dynamics.ros.process import make_executor
     procs, t_start = [], time.monotonic()
     try:
-        for name, module, f in (('dynamics_node', 'ros_dynamics.ros.dynamics_node', 'dyn'),
-                                ('wbc_controller', 'ros_dynamics.ros.wbc_node', 'ctl')):
+        for name, module, f in (('dynamics_node', 'ros_dynamics.ros.dynamics_node.node', 'dyn'),
+                                ('wbc_controller', 'ros_dynamics.ros.control.wbc_node', 'ctl')):
             start_program(procs, logs[name], ['-m', module], files[f])
         executor = make_executor('events')
         executor.add_node(lis)

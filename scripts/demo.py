@@ -7,11 +7,11 @@ detects it.
 
 Two real ROS 2 processes on the bundled ``arm7``:
 
-* ``sim`` (``python -m ros_dynamics.ros.sim_node``): the arm under PD + gravity compensation
+* ``sim`` (``python -m ros_dynamics.ros.simulation.sim_node``): the arm under PD + gravity compensation
   moves its tool into a wall (contact on ``arm_link_7``), backs off, and is later pushed on
   ``arm_link_4``; it publishes ``joint_states`` at 1 kHz (with sensor noise) and the ground
   truth on ``/sim/external_torque_truth`` and ``/sim/contact_truth``;
-* ``dynamics_node`` (``python -m ros_dynamics.ros.dynamics_node``): its momentum observer publishes
+* ``dynamics_node`` (``python -m ros_dynamics.ros.dynamics_node.node``): its momentum observer publishes
   ``/dynamics/external_torque`` and ``/dynamics/contact_estimate``.
 
 This script listens to both, prints every detection as it happens (time, isolated link,
@@ -261,9 +261,9 @@ def main():
         say(f'[demo] live view: http://localhost:{args.view_port} (log: {log_dir}/viewer.log)')
     try:
         t_start = time.monotonic()      # --timeout counts from here: the two processes
-        node = start('dynamics_node', ['-m', 'ros_dynamics.ros.dynamics_node'], node_yaml)
+        node = start('dynamics_node', ['-m', 'ros_dynamics.ros.dynamics_node.node'], node_yaml)
         start('sim', [os.path.join(HERE, 'demo_sim.py'), args.contact_link]
-              if args.contact_link else ['-m', 'ros_dynamics.ros.sim_node'], sim_yaml)
+              if args.contact_link else ['-m', 'ros_dynamics.ros.simulation.sim_node'], sim_yaml)
         det = ContactDetector(model, threshold=thr, release_ratio=0.5)
         settle_ns = int(5.0 / args.gain * 1e9)
         events = []

@@ -73,7 +73,7 @@ def main():
     log_path = os.path.join(tmp, 'node.log')
     log = open(log_path, 'w')
     print(f'ROS_DOMAIN_ID={domain} (localhost only); node log: {log_path}')
-    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+    proc = subprocess.Popen([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node.node', '--ros-args',
                              '-r', '__ns:=/demo', '--params-file', pfile],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
 

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ros_dynamics.simulation import simulator  # noqa: E402
-from ros_dynamics.ros import sim_node  # noqa: E402
+from ros_dynamics.ros.simulation import sim_node  # noqa: E402
 
 if __name__ == '__main__':
     link = sys.argv.pop(1)

@@ -70,8 +70,8 @@ def test_no_private_names_imported_across_modules():
 
 def test_file_sizes():
     sizes = {os.path.relpath(p, ROOT): sum(1 for _ in open(p)) for p in _sources(PKG)}
-    assert sizes['ros_dynamics/ros/dynamics_node.py'] <= 500
-    assert sizes['ros_dynamics/ros/engine.py'] <= 350
+    assert sizes['ros_dynamics/ros/dynamics_node/node.py'] <= 500
+    assert sizes['ros_dynamics/ros/dynamics_node/engine.py'] <= 350
     assert not {p: n for p, n in sizes.items() if n > 600}
 
 
@@ -93,12 +93,12 @@ def _engine_chains(node):
 def test_the_joint_state_callback_reads_runs_publishes():
     """The callback: read -> Engine.run -> Outputs.publish, with at most two returns, and
     neither it nor the outputs reach through the engine into its parts (docs/architecture.md)."""
-    callback, = _functions('ros/dynamics_node.py', {'_on_joint_state'})
+    callback, = _functions('ros/dynamics_node/node.py', {'_on_joint_state'})
     assert sum(isinstance(n, ast.Return) for n in ast.walk(callback)) <= 2
     calls = {ast.unparse(c.func) for c in ast.walk(callback) if isinstance(c, ast.Call)}
     assert {'eng.run', 'self._read', 'self._outputs.publish'} <= calls, calls
-    path = (_functions('ros/dynamics_node.py', {'_on_joint_state', '_read', '_account'})
-            + _functions('ros/outputs.py', {'christoffel_due', 'publish', '_messages', '_due',
+    path = (_functions('ros/dynamics_node/node.py', {'_on_joint_state', '_read', '_account'})
+            + _functions('ros/dynamics_node/outputs.py', {'christoffel_due', 'publish', '_messages', '_due',
                                             '_show', '_contacts'}))
     assert not [c for f in path for c in _engine_chains(f)]
 

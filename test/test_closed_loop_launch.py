@@ -22,8 +22,8 @@ def _plan(**overrides):
 
 
 def test_closed_loop_nodes_and_parameters():
-    from ros_dynamics.ros.sim_node import PARAMETERS as SIM
-    from ros_dynamics.ros.tracking_controller import PARAMETERS
+    from ros_dynamics.ros.simulation.sim_node import PARAMETERS as SIM
+    from ros_dynamics.ros.control.tracking_controller import PARAMETERS
     nodes = _plan(law='computed_torque', lockstep_timeout='0')
     assert set(nodes) == {'sim', 'dynamics', 'tracking_controller'}
     assert {n.executable for n in nodes.values()} == {'sim', 'dynamics_node', 'tracking_controller'}

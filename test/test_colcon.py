@@ -60,7 +60,7 @@ def test_install_layout(workspace):
                 'lib/ros_dynamics/dynamics_node'):
         assert (pkg / rel).is_file(), rel
     assert os.access(pkg / 'lib/ros_dynamics/dynamics_node', os.X_OK)
-    site = list(pkg.glob('lib/python3*/site-packages/ros_dynamics/ros/dynamics_node.py'))
+    site = list(pkg.glob('lib/python3*/site-packages/ros_dynamics/ros/dynamics_node/node.py'))
     assert site, 'ros_dynamics package not installed'
     msgs = workspace / 'install' / 'ros_dynamics_msgs'
     for rel in ('share/ros_dynamics_msgs/msg/Dynamics.msg', 'share/ros_dynamics_msgs/srv/GetDynamics.srv',

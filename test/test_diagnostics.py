@@ -1,11 +1,11 @@
-"""ros_dynamics.ros.diagnostics.NodeHealth: levels driven by injected faults on a fake clock
+"""ros_dynamics.ros.dynamics_node.diagnostics.NodeHealth: levels driven by injected faults on a fake clock
 (rejection burst -> WARN -> OK once the burst left the window; silence -> ERROR; rate drop ->
 WARN; no model -> ERROR; residual near its threshold without contact -> WARN), and the
 DiagnosticArray it builds. The logic is plain Python; only to_msg imports diagnostic_msgs."""
 import numpy as np
 import pytest
 
-from ros_dynamics.ros.diagnostics import ERROR, OK, STALE, WARN, NodeHealth
+from ros_dynamics.ros.dynamics_node.diagnostics import ERROR, OK, STALE, WARN, NodeHealth
 
 pytestmark = pytest.mark.core
 

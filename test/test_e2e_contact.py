@@ -1,7 +1,7 @@
 """End to end over real rclpy processes: sim node -> dynamics node (observer) -> listener.
 
-Runs ``scripts/demo.py`` (which starts ``python -m ros_dynamics.ros.sim_node`` and
-``python -m ros_dynamics.ros.dynamics_node``, LOCALHOST discovery, random domain) and checks its JSON:
+Runs ``scripts/demo.py`` (which starts ``python -m ros_dynamics.ros.simulation.sim_node`` and
+``python -m ros_dynamics.ros.dynamics_node.node``, LOCALHOST discovery, random domain) and checks its JSON:
 both scripted contacts (wall on arm_link_7, push on arm_link_4) are detected on the right link,
 with the delay expected from K/(s+K) of the true torque, and nothing else is detected.
 """

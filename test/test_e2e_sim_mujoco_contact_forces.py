@@ -64,7 +64,7 @@ def test_solo12_foot_forces_over_dds_on_mujocos_truth(rclpy_context, ros_env, tm
             real_time_factor=0.5, odom_rate=200.0, odom_delay=0.01, odom_noise_linear=0.03,
             base_push=[PUSH_START, PUSH_LENGTH, *push], wait_for_subscribers=2,
             wait_timeout=60.0, truth_record=truth_path, seed=3),
-            node_name='sim', module='ros_dynamics.ros.mujoco_sim_node')
+            node_name='sim', module='ros_dynamics.ros.simulation.mujoco_sim_node')
         try:
             assert probe.spin_until(lambda: not sim.alive(), timeout=120.0), sim.log()
             assert probe.spin_until(lambda: len(got) >= len(arrived) - 1, timeout=30.0)

@@ -32,7 +32,7 @@ def test_late_odometry_delayed_commands_bad_input_refused(rclpy_context, ros_env
     node = NodeProcess(ros_env, str(tmp_path), 'ms', dict(
         robot_description=xml, real_time_factor=0.5, odom_rate=200.0, odom_delay=0.01,
         command_delay=0.002, hidden_load=0.5, wait_for_subscribers=1, truth_record=truth_path),
-        node_name='sim', module='ros_dynamics.ros.mujoco_sim_node')
+        node_name='sim', module='ros_dynamics.ros.simulation.mujoco_sim_node')
     cli = rclpy.create_node('ms_probe', context=rclpy_context)
     ex = SingleThreadedExecutor(context=rclpy_context)
     ex.add_node(cli)

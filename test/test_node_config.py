@@ -10,7 +10,8 @@ import time
 import pytest
 import yaml
 
-from ros_dynamics.ros import parameters as P
+from ros_dynamics.ros import parameter_files
+from ros_dynamics.ros.dynamics_node import parameters as P
 from test_node_support import ARM7, QUADRUPED, TIMEOUT, NodeProcess, read, running_node
 
 pytestmark = pytest.mark.ros
@@ -19,9 +20,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_generated_files_are_up_to_date():
-    for path, text in P.generated_files(REPO_ROOT).items():
+    for path, text in parameter_files.generated_files(REPO_ROOT).items():
         with open(path) as f:
-            assert f.read() == text, f'{path} is stale: python -m ros_dynamics.ros.parameters --write'
+            assert f.read() == text, f'{path} is stale: python -m ros_dynamics.ros.parameter_files --write'
 
 
 def test_yaml_defaults_load_and_validate():
@@ -77,9 +78,9 @@ def test_running_node_describes_ranges(rclpy_context, ros_env, tmp_path):
 
 
 def _tables():
-    from ros_dynamics.ros.sim_node import PARAMETERS as SIM
-    from ros_dynamics.ros.tracking_controller import PARAMETERS as TRACKING
-    from ros_dynamics.ros.wbc_node import PARAMETERS as WBC
+    from ros_dynamics.ros.simulation.sim_node import PARAMETERS as SIM
+    from ros_dynamics.ros.control.tracking_controller import PARAMETERS as TRACKING
+    from ros_dynamics.ros.control.wbc_node import PARAMETERS as WBC
     return {'sim': SIM, 'tracking_controller': TRACKING, 'wbc_controller': WBC}
 
 
@@ -143,14 +144,14 @@ def _describe(context, service, names):
 # (node name, module, parameter file, {parameter: (range kind, from, to)}): the ranges stated
 # here by hand, beside the table's own descriptor of every parameter
 NODES = [
-    ('sim', 'ros_dynamics.ros.sim_node',
+    ('sim', 'ros_dynamics.ros.simulation.sim_node',
      {'wait_for_subscribers': 1, 'wait_timeout': 600.0, 'publish_robot_description': False},
      {'rate': ('floating_point_range', 0.0, 1e6), 'seed': ('integer_range', 0, 2**31 - 1)}),
-    ('tracking_controller', 'ros_dynamics.ros.tracking_controller',
+    ('tracking_controller', 'ros_dynamics.ros.control.tracking_controller',
      {'joints': ['j1'], 'report_period': 0.0},
      {'max_pending': ('integer_range', 1, 1000000),
       'damping_ratio': ('floating_point_range', 0.0, 1e3)}),
-    ('wbc_controller', 'ros_dynamics.ros.wbc_node',
+    ('wbc_controller', 'ros_dynamics.ros.control.wbc_node',
      {'robot_description': read(QUADRUPED), 'report_period': 0.0},
      {'friction': ('floating_point_range', 0.0, 100.0),
       'step_height': ('floating_point_range', 0.0, 1.0)}),
@@ -186,11 +187,11 @@ def test_running_nodes_describe_every_parameter_with_its_range(rclpy_context, ro
 
 
 @pytest.mark.parametrize('module, argument, text', [
-    ('ros_dynamics.ros.sim_node', 'rate:=-5.0', 'sim: rate must be 0 < value <= 1e+06'),
-    ('ros_dynamics.ros.sim_node', 'base_push:=[0.0, 0.0, 1.0, 2.0, 3.0]', 'duration > 0'),
-    ('ros_dynamics.ros.tracking_controller', 'law:=pid',
+    ('ros_dynamics.ros.simulation.sim_node', 'rate:=-5.0', 'sim: rate must be 0 < value <= 1e+06'),
+    ('ros_dynamics.ros.simulation.sim_node', 'base_push:=[0.0, 0.0, 1.0, 2.0, 3.0]', 'duration > 0'),
+    ('ros_dynamics.ros.control.tracking_controller', 'law:=pid',
      'tracking_controller: law must be one of pd_gravity, computed_torque, slotine_li'),
-    ('ros_dynamics.ros.dynamics_node', 'christoffel_decimation:=0', 'christoffel_decimation'),
+    ('ros_dynamics.ros.dynamics_node.node', 'christoffel_decimation:=0', 'christoffel_decimation'),
 ], ids=['sim-range', 'sim-rule', 'controller-choice', 'dynamics-range'])
 def test_start_with_a_value_outside_the_rules_is_refused(ros_env, module, argument, text):
     res = subprocess.run([sys.executable, '-m', module, '--ros-args', '-p', argument],

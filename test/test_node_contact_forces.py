@@ -126,7 +126,7 @@ def test_message_written_in_place_equals_the_message_object():
     from rclpy.serialization import deserialize_message, serialize_message
     from ros_dynamics_msgs.msg import ContactForces
     from ros_dynamics.estimation.contact_forces import ContactForces as Result
-    from ros_dynamics.ros.contact_forces_output import ContactForcesOutput
+    from ros_dynamics.ros.dynamics_node.contact_forces_output import ContactForcesOutput
     rng = np.random.default_rng(4)
     fast, plain = ContactForcesOutput('world', serialize_message), ContactForcesOutput('world')
     for k in range(2):

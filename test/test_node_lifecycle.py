@@ -15,7 +15,7 @@ def test_lifecycle_transitions(rclpy_context, ros_env, tmp_path):
     model = rd.load_urdf(ARM7)
     names = list(model.joint_names)
     proc = NodeProcess(ros_env, str(tmp_path), 'life', {'robot_description': read(ARM7)},
-                       module='ros_dynamics.ros.managed_node')
+                       module='ros_dynamics.ros.dynamics_node.managed_node')
     probe = Probe(rclpy_context, 'life')
     try:
         probe.wait_connected(proc)

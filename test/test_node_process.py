@@ -49,12 +49,12 @@ class Proc:
 
 
 def node_cmd(ns, *extra):
-    return [sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+    return [sys.executable, '-m', 'ros_dynamics.ros.dynamics_node.node', '--ros-args',
             '-r', f'__ns:=/{ns}', *extra]
 
 
 def sim_cmd(ns, *extra):
-    return [sys.executable, '-m', 'ros_dynamics.ros.sim_node', '--ros-args',
+    return [sys.executable, '-m', 'ros_dynamics.ros.simulation.sim_node', '--ros-args',
             '-r', f'__ns:=/{ns}', *extra]
 
 
@@ -165,7 +165,7 @@ def test_readme_params_file_commands(ros_env, tmp_path):
     out = tmp_path / 'arm7_params.yaml'
     subprocess.run([sys.executable, os.path.join(REPO_ROOT, 'scripts', 'urdf_params.py'),
                     ARM7, '-o', str(out)], check=True, env=ros_env)
-    cmd = (f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node --ros-args -r '
+    cmd = (f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node.node --ros-args -r '
            f'__ns:=/readme --params-file {REPO_ROOT}/config/dynamics.yaml --params-file {out}')
     proc = Proc(cmd, ros_env, shell=True)
     proc.wait_for('model ready: 7 joints')
@@ -177,12 +177,12 @@ def test_urdf_on_the_command_line_gets_a_hint(ros_env):
     node exits with status 2 and the way out, no traceback. A file path as the description is
     refused with the hint, and the node says what it waits for."""
     xml = '<robot name="r"><!-- base: bolted --><link name="a"/></robot>'
-    res = subprocess.run([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node', '--ros-args',
+    res = subprocess.run([sys.executable, '-m', 'ros_dynamics.ros.dynamics_node.node', '--ros-args',
                           '-p', f'robot_description:={xml}'], env=ros_env, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 2 and 'Traceback' not in res.stderr, res.stderr
     assert '--params-file' in res.stderr and "launch file's urdf:=" in res.stderr
-    proc = Proc(f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node --ros-args -r '
+    proc = Proc(f'exec {sys.executable} -m ros_dynamics.ros.dynamics_node.node --ros-args -r '
                 f'__ns:=/pathdesc -p robot_description:=urdf/arm7.urdf', ros_env, shell=True)
     proc.wait_for('waiting for a valid description')
     assert "not URDF XML but starts with 'urdf/arm7.urdf'" in proc.out

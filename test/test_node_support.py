@@ -44,7 +44,7 @@ class NodeProcess:
     parameter file."""
 
     def __init__(self, env, tmpdir, ns, params, node_name='dynamics',
-                 module='ros_dynamics.ros.dynamics_node'):
+                 module='ros_dynamics.ros.dynamics_node.node'):
         self.ns = ns
         self.name = f'/{ns}/{node_name}'
         pfile = write_params(os.path.join(tmpdir, f'{ns}_params.yaml'), params,

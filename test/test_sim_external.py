@@ -65,7 +65,7 @@ def test_external_efforts_held_fallback_and_resume(rclpy_context, ros_env, tmp_p
     proc = NodeProcess(ros_env, str(tmp_path), ns, {
         'control': 'external', 'scenario': 'none', 'command_timeout': 0.05,
         'real_time_factor': 0.5, 'wait_for_subscribers': 1,
-        'publish_robot_description': False}, node_name='sim', module='ros_dynamics.ros.sim_node')
+        'publish_robot_description': False}, node_name='sim', module='ros_dynamics.ros.simulation.sim_node')
     c = Client(rclpy_context, ns)
     try:
         assert c.spin_until(lambda: len(c.js) > 100, 30), proc.log()

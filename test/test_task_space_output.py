@@ -1,4 +1,4 @@
-"""The node's task-space output without a node (ros_dynamics.ros.task_space_output): the
+"""The node's task-space output without a node (ros_dynamics.ros.dynamics_node.task_space_output): the
 parameter task_frames resolved with the reason on a bad frame; quaternions of the frame poses
 against Pinocchio's; mimic_reduced columns against finite differences of the configuration
 map; the preallocated serialized ~/task_space (written in place) deserializes to what the core
@@ -19,7 +19,7 @@ from geometry_msgs.msg import Pose  # noqa: E402
 from ros_dynamics_msgs.msg import TaskSpace  # noqa: E402
 from ros_dynamics_msgs.srv import GetTaskSpace  # noqa: E402
 
-from ros_dynamics.ros.task_space_output import (TaskSpaceOutput, TaskSpaceStream,  # noqa: E402
+from ros_dynamics.ros.dynamics_node.task_space_output import (TaskSpaceOutput, TaskSpaceStream,  # noqa: E402
                                                 resolve_task_frames, rotation_to_quaternion)
 
 GRIPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'urdf',

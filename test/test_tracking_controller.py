@@ -96,7 +96,7 @@ def test_commands_use_the_terms_of_exactly_the_joint_state_they_answer(rclpy_con
         'law': 'slotine_li', 'kp': KP.tolist(), 'kd': KD.tolist(), 'q0': Q0.tolist(),
         'amplitude': AMP.tolist(), 'frequency': [FREQ], 'joints': JOINTS,
         'report_period': 0.0}, node_name='tracking_controller',
-        module='ros_dynamics.ros.tracking_controller')
+        module='ros_dynamics.ros.control.tracking_controller')
     f = Feeder(rclpy_context, ns)
     used = {}
     try:
@@ -161,7 +161,7 @@ def test_sigterm_ends_the_controller_cleanly(rclpy_context, ros_env, tmp_path):
     ns = 'tcterm'
     proc = NodeProcess(ros_env, str(tmp_path), ns, {'joints': JOINTS, 'report_period': 0.0},
                        node_name='tracking_controller',
-                       module='ros_dynamics.ros.tracking_controller')
+                       module='ros_dynamics.ros.control.tracking_controller')
     f = Feeder(rclpy_context, ns)
     try:
         assert f.spin_until(lambda: f.js_pub.get_subscription_count() >= 1, 30), proc.log()

@@ -148,7 +148,7 @@ def test_view_helpers(tmp_path):
 
 def test_browser_shows_robot_and_contact_arrow(browser_factory):
     from ros_dynamics.ros.viewer import RobotView
-    from ros_dynamics.ros.rviz_messages import ContactView
+    from ros_dynamics.ros.dynamics_node.rviz_messages import ContactView
     port = _free_port()
     server = viser.ViserServer(host='127.0.0.1', port=port, verbose=False)
     try:

@@ -1,4 +1,4 @@
-"""ros_dynamics.ros.rviz_messages: contact markers and wrench messages, checked against numbers
+"""ros_dynamics.ros.dynamics_node.rviz_messages: contact markers and wrench messages, checked against numbers
 computed here independently (homogeneous transforms, moment of a force about arbitrary points).
 Only message classes are used (no DDS, no node)."""
 import math
@@ -8,7 +8,7 @@ import pytest
 from builtin_interfaces.msg import Time
 from visualization_msgs.msg import Marker
 
-from ros_dynamics.ros import rviz_messages as V
+from ros_dynamics.ros.dynamics_node import rviz_messages as V
 
 pytestmark = pytest.mark.core
 

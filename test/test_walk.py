@@ -1,8 +1,8 @@
 """The walk of one usual joint state through the node, read from the running code: the Python
-files of ``ros/`` and ``estimation/`` whose functions run while the node handles a joint state
+files of the package whose functions run while the node handles a joint state
 of the usual kind (a source it knows, every joint within its bounds, the observer running, free
 motion), recorded with a profile hook on the executor thread of a real dynamics node (in this
-process, over loopback DDS).  docs/architecture.md states the walk; issue 32 bounds it at six
+process, over loopback DDS).  docs/architecture.md states the walk, bounded at six
 files (the compiled kernels, whose Python bodies never run, not counted)."""
 import collections
 import os
@@ -45,7 +45,7 @@ def _walks(context, model, n_msgs):
     from sensor_msgs.msg import JointState
     from ros_dynamics_msgs.msg import Dynamics
 
-    from ros_dynamics.ros.dynamics_node import DynamicsNode
+    from ros_dynamics.ros.dynamics_node.node import DynamicsNode
 
     ns = f'walk_{os.getpid()}'
     with open(ARM7) as f:
@@ -66,9 +66,9 @@ def _walks(context, model, n_msgs):
                 current.append(set())
             elif current and _where(frame.f_code) not in compiled:
                 path = os.path.abspath(frame.f_code.co_filename)
-                rel = os.path.relpath(path, PKG).split(os.sep)
-                if len(rel) == 2 and rel[0] in ('ros', 'estimation'):
-                    current[-1].add((rel[0], rel[1]))
+                rel = os.path.relpath(path, PKG)
+                if not rel.startswith('..'):          # every Python file of the package
+                    current[-1].add(rel.replace(os.sep, '/'))
         elif event == 'return' and frame.f_code.co_name == '_on_joint_state' and current:
             walks.append(current.pop())
 
@@ -117,11 +117,11 @@ def test_a_usual_joint_state_walks_six_files(rclpy_context):
     # second Gamma is made for the latched ~/christoffel: the usual walk is the most common
     usual, count = collections.Counter(frozenset(w) for w in walks[5:]).most_common(1)[0]
     assert count >= 0.8 * len(walks[5:]), count
-    files = sorted(f'{layer}/{name}' for layer, name in usual)
+    files = sorted(usual)
     print('the walk of a usual joint state:', files)
     assert len(files) <= 6, files
     # what it is: read, run, publish and the health; not the Python pipeline after the step
-    assert {'ros/dynamics_node.py', 'ros/wire.py', 'ros/engine.py', 'estimation/cycle.py',
-            'ros/outputs.py'} <= set(files), files
+    assert {'ros/dynamics_node/node.py', 'ros/dynamics_node/wire.py', 'ros/dynamics_node/engine.py', 'estimation/cycle.py',
+            'ros/dynamics_node/outputs.py'} <= set(files), files
     assert not {'estimation/cycle_state.py', 'estimation/observer.py',
-                'estimation/joint_input.py', 'ros/requests.py'} & set(files), files
+                'estimation/joint_input.py', 'ros/dynamics_node/requests.py'} & set(files), files

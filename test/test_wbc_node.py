@@ -72,7 +72,7 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
                  swing_gains=[800.0, 50.0], normal_force_range=[0.02, 2.0])
     node = NodeProcess(ros_env, str(tmp_path), 'wbcn', dict(robot_description=xml,
                                                             report_period=0.0, **gains),
-                       node_name='wbc_controller', module='ros_dynamics.ros.wbc_node')
+                       node_name='wbc_controller', module='ros_dynamics.ros.control.wbc_node')
     cli = rclpy.create_node('wbc_probe', context=rclpy_context)
     ex = SingleThreadedExecutor(context=rclpy_context)
     ex.add_node(cli)

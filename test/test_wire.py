@@ -1,4 +1,4 @@
-"""The node's per-cycle messages as serialized bytes (ros_dynamics.ros.wire), checked against
+"""The node's per-cycle messages as serialized bytes (ros_dynamics.ros.dynamics_node.wire), checked against
 the middleware's own serialization (rclpy.serialization, i.e. rmw_fastrtps) and against an
 independent CDR writer in this file (struct, both byte orders):
 
@@ -22,7 +22,7 @@ from rclpy import serialization  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.estimation import cycle_kernel as ck  # noqa: E402
-from ros_dynamics.ros import wire  # noqa: E402
+from ros_dynamics.ros.dynamics_node import wire  # noqa: E402
 
 
 def cdr_joint_state(order, sec, nanosec, frame, names, arrays):
@@ -200,8 +200,8 @@ def test_engine_publishes_serialized_messages():
     import ros_dynamics as rd
     from ros_dynamics_msgs.msg import Dynamics
     from urdf_parser_py.urdf import URDF
-    from ros_dynamics.ros.engine import build_engine
-    from ros_dynamics.ros.parameters import defaults
+    from ros_dynamics.ros.dynamics_node.engine import build_engine
+    from ros_dynamics.ros.dynamics_node.parameters import defaults
     with open(rd.bundled_urdf('arm7')) as f:
         xml = f.read()
     urdf = URDF.from_xml_string(xml)

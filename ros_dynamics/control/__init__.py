@@ -1,6 +1,6 @@
 """Model-based joint-space tracking control (plain numpy, no ROS): reference trajectories, the
 control laws (PD + gravity, computed torque, Slotine–Li) and the stamp pairing of joint states
-with the dynamics terms computed for them.  The ROS node :mod:`ros_dynamics.ros.tracking_controller`
+with the dynamics terms computed for them.  The ROS node :mod:`ros_dynamics.ros.control.tracking_controller`
 is a thin adapter over this package."""
 
 from .laws import (LAWS, ComputedTorque, PDGravity, SlotineLi, make_law,  # noqa: F401

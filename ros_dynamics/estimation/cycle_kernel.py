@@ -27,7 +27,7 @@
   and the recent samples with the observer's torque at HISTORY_PERIOD_NS (~/estimate_payload);
 
 and writes q, v, M, C, dM/dt, g, the gravity torque and the residual straight into the output
-buffers the caller gave (the node's serialized messages, ros/wire.py).  What the residual
+buffers the caller gave (the node's serialized messages, ros/dynamics_node/wire.py).  What the residual
 means (the contact detector's hysteresis and isolation, the forces at contact frames, the
 contact wrench) is judged after it, on the residual it leaves
 (:meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`);
@@ -81,7 +81,7 @@ ANSWERS = ('ok', 'non-finite', 'no effort', 'bridged', 'above a threshold', 'res
 
 #: a message as the compiled step takes it: float64 ``words`` and int64 ``fields``: its stamp
 #: (sec, nanosec), its number of names, and where its position, velocity and effort arrays
-#: start in ``words`` and their lengths (ros/wire.py reads a serialized JointState this way;
+#: start in ``words`` and their lengths (ros/dynamics_node/wire.py reads a serialized JointState this way;
 #: :func:`~ros_dynamics.estimation.cycle.message_words` packs arrays this way)
 M_SEC, M_NANOSEC, M_NAMES, M_POS, M_N_POS, M_VEL, M_N_VEL, M_EFF, M_N_EFF = range(9)
 MESSAGE_FIELDS = 9

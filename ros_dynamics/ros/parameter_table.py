@@ -15,7 +15,7 @@ a change affects (``start-up``: read-only).  From the table come
   :func:`ros_dynamics.ros.process.run` reports as one line and exit status 2);
 * the parameter file (:meth:`ParameterTable.yaml_text`) and the reference section of
   ``docs/parameters.md`` (:meth:`ParameterTable.markdown_text`), written by
-  ``python -m ros_dynamics.ros.parameters --write``.
+  ``python -m ros_dynamics.ros.parameter_files --write``.
 
 No rclpy is needed except for :func:`descriptor` and :meth:`ParameterTable.declare`.
 """
@@ -289,7 +289,7 @@ class ParameterTable:
     # -------------------------------------------------------------- generated files
     def yaml_text(self, head=()):
         lines = [f'# Parameters of {self.node} with their defaults (generated from its '
-                 'parameter table:', '# python -m ros_dynamics.ros.parameters --write).',
+                 'parameter table:', '# python -m ros_dynamics.ros.parameter_files --write).',
                  *head, '/**:', '  ros__parameters:']
         for p in self.params:
             lines.append(f'    # {p.description} [{p.affects}]')

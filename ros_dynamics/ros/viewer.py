@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 import ros_dynamics as rd
-from ros_dynamics.ros.rviz_messages import (FORCE_SCALE, contacts_from_estimate,
+from ros_dynamics.ros.dynamics_node.rviz_messages import (FORCE_SCALE, contacts_from_estimate,
                                             contacts_from_forces)
 
 ROBOT_COLOR = (170, 178, 190)
@@ -222,7 +222,7 @@ class RobotView:
 
     # -- contact ------------------------------------------------------------------------------
     def set_contacts(self, contacts):
-        """Show ContactViews (ros_dynamics.ros.rviz_messages): an arrow per force from the world
+        """Show ContactViews (ros_dynamics.ros.dynamics_node.rviz_messages): an arrow per force from the world
         contact point, length force_scale |f|, a label with |f|, and a sphere at each contact
         link's origin. The scene nodes are updated in place while the number of contacts and
         forces stays the same (no flicker at the refresh rate), re-created when it changes."""

@@ -9,8 +9,8 @@ services are those of the plain node.
 import sys
 import time
 
-from ros_dynamics.ros import dynamics_node
-from ros_dynamics.ros.dynamics_node import DynamicsNode
+from ros_dynamics.ros.dynamics_node import node as dynamics_node
+from ros_dynamics.ros.dynamics_node.node import DynamicsNode
 
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn  # noqa: E402
 

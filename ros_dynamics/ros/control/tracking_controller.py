@@ -43,7 +43,7 @@ from ros_dynamics.control.trajectories import TRAJECTORIES  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
-from ros_dynamics.ros.dynamics_terms import (dynamics_msg_type, stamp_ns,  # noqa: E402
+from ros_dynamics.ros.control.dynamics_terms import (dynamics_msg_type, stamp_ns,  # noqa: E402
                                              terms_from_msg)
 
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..estimation.cycle import message_words
-from ..estimation.cycle_kernel import (M_EFF, M_NAMES, M_NANOSEC, M_POS, M_SEC, M_VEL,
+from ...estimation.cycle import message_words
+from ...estimation.cycle_kernel import (M_EFF, M_NAMES, M_NANOSEC, M_POS, M_SEC, M_VEL,
                                        MESSAGE_FIELDS)
 
 HEADER = 4                       # encapsulation header bytes before the CDR payload

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.configuration import base_nq, base_nv, is_normalized, normalize, set_free_joint
-from ..core.validation import close_names
-from ..estimation.joint_input import JointNameMap, NameMaps, layout_error
-from ..identification.samples import Samples
+from ...core.configuration import base_nq, base_nv, is_normalized, normalize, set_free_joint
+from ...core.validation import close_names
+from ...estimation.joint_input import JointNameMap, NameMaps, layout_error
+from ...identification.samples import Samples
 
 
 class Requests:

@@ -3,7 +3,7 @@ the frames, their contact states, the wrench each (world axes, at the frame orig
 contact) and the residual they leave unexplained (estimation/contact_forces.py).
 
 Like the node's other per-cycle outputs the message is serialized once per set of frames
-(:class:`~ros_dynamics.ros.wire.Template`) and each update written into its bytes: the
+(:class:`~ros_dynamics.ros.dynamics_node.wire.Template`) and each update written into its bytes: the
 unexplained part through the template's float64 view, the wrenches at the words where
 sentinel values were found, the contact states at the bytes after the sequence length that was
 found once; where the middleware's serialization is not plain CDR (or a mark is not found
@@ -15,7 +15,7 @@ import struct
 
 import numpy as np
 
-from . import interfaces as itf
+from .. import interfaces as itf
 from .wire import Template
 
 

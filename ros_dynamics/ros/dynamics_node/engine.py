@@ -3,10 +3,10 @@ assembler and the cycle behind one call (:meth:`Engine.run`), and their warm-up.
 
 An :class:`Engine` is built completely (model, every kernel warmed up on it, its messages)
 before it replaces the current one, off the executor thread; :func:`build_engine` is the one
-build path, at start-up and at run time.  What is published is :mod:`ros_dynamics.ros.outputs`'
-(the messages, :class:`~ros_dynamics.ros.outputs.ModelMessages`, are built here: the compiled
+build path, at start-up and at run time.  What is published is :mod:`ros_dynamics.ros.dynamics_node.outputs`'
+(the messages, :class:`~ros_dynamics.ros.dynamics_node.outputs.ModelMessages`, are built here: the compiled
 cycle writes into them); what is kept for requests and how they are read,
-:mod:`ros_dynamics.ros.requests`'.
+:mod:`ros_dynamics.ros.dynamics_node.requests`'.
 """
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import threading
 
 import numpy as np
 
-from ..core.api import christoffel, link_jacobian
-from ..core.configuration import base_nq, base_nv, neutral
-from ..core.jit import cached
-from ..core.kernels import geometry as geometry_kernel
-from ..core.model import with_armature
-from ..core.urdf import load_urdf_string
-from ..estimation.cycle_state import CycleState, ObserverSettings
-from ..estimation.joint_input import InputBounds, JointStateAssembler
-from ..estimation.cycle import JointStateCycle, node_cycle
-from ..identification.payload import apply_payload
+from ...core.api import christoffel, link_jacobian
+from ...core.configuration import base_nq, base_nv, neutral
+from ...core.jit import cached
+from ...core.kernels import geometry as geometry_kernel
+from ...core.model import with_armature
+from ...core.urdf import load_urdf_string
+from ...estimation.cycle_state import CycleState, ObserverSettings
+from ...estimation.joint_input import InputBounds, JointStateAssembler
+from ...estimation.cycle import JointStateCycle, node_cycle
+from ...identification.payload import apply_payload
 from .outputs import ModelMessages
 from .parameters import PARAMETERS
 from .requests import Requests

@@ -1,5 +1,4 @@
-"""The dynamics node's parameters: its table (:class:`~.parameter_table.ParameterTable`), and
-the generator of every node's parameter file and reference.
+"""The dynamics node's parameters: its table (:class:`~ros_dynamics.ros.parameter_table.ParameterTable`).
 
 Each entry gives the type (from the default), the default, the description, the range, the
 allowed lengths of an array, the choices, whether it is read-only, and what a change affects
@@ -8,16 +7,13 @@ allowed lengths of an array, the choices, whether it is read-only, and what a ch
 read-only).  The machinery (validation, ROS descriptors, generated files) is
 :mod:`ros_dynamics.ros.parameter_table`, shared by every node; the other nodes' tables are in
 their modules (``sim_node``, ``tracking_controller``, ``wbc_node``, ``mujoco_sim_node``).
-``python -m ros_dynamics.ros.parameters --write`` writes ``config/dynamics.yaml`` and
+``python -m ros_dynamics.ros.parameter_files --write`` writes ``config/dynamics.yaml`` and
 ``docs/parameters.md`` (a section per node); a test checks that both are up to date.  No rclpy
-is needed except for :func:`descriptor` and the generator (which imports the other nodes).
+is needed except for :func:`descriptor`.
 """
 from __future__ import annotations
 
-import os
-import sys
-
-from .parameter_table import BIG, Param, ParameterTable, descriptor  # noqa: F401
+from ..parameter_table import BIG, Param, ParameterTable, descriptor  # noqa: F401
 
 COORDINATES = ('joint', 'mimic_reduced', 'center_of_mass')
 RELIABILITIES = ('reliable', 'best_effort')
@@ -197,49 +193,3 @@ PARAMETERS = TABLE.params
 BY_NAME = TABLE.by_name
 validate = TABLE.validate
 defaults = TABLE.defaults
-
-
-# ------------------------------------------------------------------ generated files
-def tables():
-    """Every node's table, in the order of docs/parameters.md (imports the node modules)."""
-    from .sim_node import PARAMETERS as SIM
-    from .tracking_controller import PARAMETERS as TRACKING
-    from .wbc_node import PARAMETERS as WBC
-    from .mujoco_sim_node import PARAMETERS as SIM_MUJOCO
-    return (TABLE, SIM, TRACKING, WBC, SIM_MUJOCO)
-
-
-def yaml_text():
-    return TABLE.yaml_text(head=('# Reference: docs/parameters.md. Lists are double arrays: '
-                                 'write [20.0], not 20.0.',))
-
-
-def markdown_text():
-    every = tables()
-    lines = ['# Parameters', '',
-             'Generated from the parameter table of each node (`ros_dynamics/ros/parameters.py` '
-             'for the dynamics node, `PARAMETERS` in `sim_node.py`, `tracking_controller.py`, '
-             '`wbc_node.py` and `mujoco_sim_node.py`, one machinery: `ros_dynamics/ros/parameter_table.py`) by '
-             '`python -m ros_dynamics.ros.parameters --write`. A running node describes each '
-             'parameter, its range and its rule to `ros2 param describe`; a value outside the '
-             'rules is refused with the rule (at start-up the node exits with status 2 and '
-             'says which). Nodes: ' + ', '.join(f'[`{t.node}`](#{t.node})' for t in every)
-             + '.', '']
-    return '\n'.join(lines + [t.markdown_text() for t in every])
-
-
-def generated_files(root):
-    return {os.path.join(root, 'config', 'dynamics.yaml'): yaml_text(),
-            os.path.join(root, 'docs', 'parameters.md'): markdown_text()}
-
-
-if __name__ == '__main__':
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if '--write' in sys.argv:
-        for path, text in generated_files(root).items():
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, 'w') as f:
-                f.write(text)
-            print(f'wrote {path}')
-    else:
-        sys.stdout.write(markdown_text())

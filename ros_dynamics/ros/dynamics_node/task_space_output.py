@@ -6,7 +6,7 @@ one cycle's workspace, :class:`TaskSpaceOutput` computes the task-space terms
 Algorithm 1) and writes them into a ``ros_dynamics_msgs/TaskSpace`` message: per frame the
 pose, the Jacobian and dJ/dt v, and the mass, CoM, CoM velocity, A_G and dA_G/dt v (field
 meanings: the message file and docs/conventions.md).  :class:`TaskSpaceStream` is the same
-message preallocated as serialized bytes (:class:`~ros_dynamics.ros.wire.Template`): a cycle
+message preallocated as serialized bytes (:class:`~ros_dynamics.ros.dynamics_node.wire.Template`): a cycle
 writes its numbers into them, nothing else is converted.
 
 Coordinates: the Jacobians and A_G have one column per published coordinate (the names of
@@ -22,7 +22,7 @@ import array
 import numpy as np
 from numba import njit
 
-from ..core.api import task_frames, task_space, task_space_after_terms
+from ...core.api import task_frames, task_space, task_space_after_terms
 from . import wire
 
 #: what the node's output needs the configured frames to be: the reason when it cannot be made

@@ -1,12 +1,12 @@
 """``dynamics_node``: the ROS 2 adapter over the per-cycle pipeline.
 
-One joint state: read (:mod:`ros_dynamics.ros.wire`) -> one cycle
-(:meth:`Engine.run <ros_dynamics.ros.engine.Engine.run>`) -> published
-(:meth:`Outputs.publish <ros_dynamics.ros.outputs.Outputs.publish>`); docs/architecture.md walks
-it.  The parameters are the table of :mod:`ros_dynamics.ros.parameters`; the model and the
-cycle of one robot are an :class:`~ros_dynamics.ros.engine.Engine`; what is published, and
-when, is :class:`~ros_dynamics.ros.outputs.Outputs`'; the services run on their own executor
-thread (:mod:`ros_dynamics.ros.services`).  Topics, services and policies: docs/ros_interface.md.
+One joint state: read (:mod:`ros_dynamics.ros.dynamics_node.wire`) -> one cycle
+(:meth:`Engine.run <ros_dynamics.ros.dynamics_node.engine.Engine.run>`) -> published
+(:meth:`Outputs.publish <ros_dynamics.ros.dynamics_node.outputs.Outputs.publish>`); docs/architecture.md walks
+it.  The parameters are the table of :mod:`ros_dynamics.ros.dynamics_node.parameters`; the model and the
+cycle of one robot are an :class:`~ros_dynamics.ros.dynamics_node.engine.Engine`; what is published, and
+when, is :class:`~ros_dynamics.ros.dynamics_node.outputs.Outputs`'; the services run on their own executor
+thread (:mod:`ros_dynamics.ros.dynamics_node.services`).  Topics, services and policies: docs/ros_interface.md.
 """
 from __future__ import annotations
 
@@ -36,13 +36,13 @@ from ros_dynamics.core.configuration import (  # noqa: E402
     FREE_QUATERNION, QUATERNION_TOLERANCE)
 from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
 from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
-from ros_dynamics.ros.engine import build_engine, load_model, model_key  # noqa: E402
-from ros_dynamics.ros.engine import observer_settings  # noqa: E402
-from ros_dynamics.ros.outputs import Outputs  # noqa: E402
-from ros_dynamics.ros.parameters import PARAMETERS, descriptor, validate  # noqa: E402
-from ros_dynamics.ros.services import Host, Services  # noqa: E402
-from ros_dynamics.ros.task_space_output import resolve_task_frames  # noqa: E402
-from ros_dynamics.ros.wire import (  # noqa: E402
+from ros_dynamics.ros.dynamics_node.engine import build_engine, load_model, model_key  # noqa: E402
+from ros_dynamics.ros.dynamics_node.engine import observer_settings  # noqa: E402
+from ros_dynamics.ros.dynamics_node.outputs import Outputs  # noqa: E402
+from ros_dynamics.ros.dynamics_node.parameters import PARAMETERS, descriptor, validate  # noqa: E402
+from ros_dynamics.ros.dynamics_node.services import Host, Services  # noqa: E402
+from ros_dynamics.ros.dynamics_node.task_space_output import resolve_task_frames  # noqa: E402
+from ros_dynamics.ros.dynamics_node.wire import (  # noqa: E402
     EMPTY_JOINT_STATE, JointStateReader, OdometryReader)
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
@@ -140,7 +140,7 @@ class DynamicsNode(Node):
 
     @property
     def engine(self):
-        """The current :class:`~ros_dynamics.ros.engine.Engine` (None before the first model)."""
+        """The current :class:`~ros_dynamics.ros.dynamics_node.engine.Engine` (None before the first model)."""
         return self._engine
 
     def destroy_node(self):

@@ -45,8 +45,8 @@ from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
                                       effort_limits_from_urdf)
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
-from ros_dynamics.ros.dynamics_terms import dynamics_msg_type, stamp_ns  # noqa: E402
-from ros_dynamics.ros.wbc_stream import (dynamics_arrays, stream_state,  # noqa: E402
+from ros_dynamics.ros.control.dynamics_terms import dynamics_msg_type, stamp_ns  # noqa: E402
+from ros_dynamics.ros.control.wbc_stream import (dynamics_arrays, stream_state,  # noqa: E402
                                          task_space_msg_type)
 
 def _needs_description(checked):

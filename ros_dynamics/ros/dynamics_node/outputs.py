@@ -2,10 +2,10 @@
 publishing, and what it shows beyond its data topics (contacts for RViz, its health).
 
 * :class:`OutputMessage`: one per-cycle message of fixed layout, allocated once per model as a
-  serialized message (:class:`~ros_dynamics.ros.wire.Template`) with numpy views onto its
+  serialized message (:class:`~ros_dynamics.ros.dynamics_node.wire.Template`) with numpy views onto its
   arrays, so that a cycle writes its results straight into the bytes that are published;
 * :class:`ModelMessages`: the per-cycle messages of one model (built with the
-  :class:`~ros_dynamics.ros.engine.Engine`, off the executor thread: the compiled cycle writes
+  :class:`~ros_dynamics.ros.dynamics_node.engine.Engine`, off the executor thread: the compiled cycle writes
   into them, :data:`~ros_dynamics.estimation.cycle_kernel.OUTPUT_FIELDS` says where);
 * :class:`Outputs`: the node's publishers and, per accepted cycle, :meth:`Outputs.publish`:
   each due topic filled and published; ``~/markers`` (an arrow per estimated contact, the
@@ -13,7 +13,7 @@ publishing, and what it shows beyond its data topics (contacts for RViz, its hea
   ``~/external_wrench`` (the contact wrench about the contact link's origin in its axes, a
   zero wrench once on release), built only while someone subscribes, at onset and release and
   at most 30 times a second in between; ``/diagnostics`` at 1 Hz (:meth:`Outputs.tick`) by the
-  rules of :class:`~ros_dynamics.ros.diagnostics.NodeHealth` (docs/diagnostics.md).
+  rules of :class:`~ros_dynamics.ros.dynamics_node.diagnostics.NodeHealth` (docs/diagnostics.md).
 """
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ import time
 import numpy as np
 from rclpy.serialization import serialize_message
 
-from ..core.api import link_placement
-from ..core.coordinates import BASE_DOF_NAMES
-from ..estimation.cycle_kernel import M_NANOSEC, M_SEC, OUTPUT_FIELDS
-from . import interfaces as itf, wire
+from ...core.api import link_placement
+from ...core.coordinates import BASE_DOF_NAMES
+from ...estimation.cycle_kernel import M_NANOSEC, M_SEC, OUTPUT_FIELDS
+from .. import interfaces as itf
+from . import wire
 from .contact_forces_output import ContactForcesOutput
 from .diagnostics import NodeHealth
 from .rviz_messages import ContactView, contact_markers, external_wrench, released_wrench
@@ -61,7 +62,7 @@ class OutputMessage:
     """One per-cycle output of fixed layout: ``msg`` (frame and names set) with float64
     arrays of the given lengths, and ``arrays[field]``, numpy views to write a cycle's results
     into.  :meth:`message` is what to publish: the serialized message
-    (:class:`~ros_dynamics.ros.wire.Template`, written in place), or ``msg`` itself where the
+    (:class:`~ros_dynamics.ros.dynamics_node.wire.Template`, written in place), or ``msg`` itself where the
     middleware's serialization is not plain CDR."""
 
     def __init__(self, msg, frame_id, names_field, names, sizes):

@@ -20,10 +20,10 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..core.api import christoffel, dynamics, mass_matrix
-from ..core.derivatives import forward_dynamics_derivatives
-from ..identification.payload import estimate_payload
-from . import interfaces as itf
+from ...core.api import christoffel, dynamics, mass_matrix
+from ...core.derivatives import forward_dynamics_derivatives
+from ...identification.payload import estimate_payload
+from .. import interfaces as itf
 from .outputs import stamp_msg
 
 MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
