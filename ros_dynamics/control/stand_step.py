@@ -4,9 +4,10 @@ shift back and stand (a push, if any, is the simulator's).
 
 :class:`StandStepSchedule` is built from the first state the controller sees (the CoM and the
 four feet's positions) and maps time since then to a :class:`~ros_dynamics.control.wbc.WBCReference`.
-CoM and swing references are rest-to-rest minimum-jerk segments (Flash & Hogan 1985,
-:class:`~ros_dynamics.control.trajectories.MinJerkTrajectory`); the swing foot's height is
-``h · 64 s³ (1 − s)³`` (peak ``h`` at mid-swing, zero velocity and acceleration at both ends).
+CoM references are rest-to-rest minimum-jerk segments (Flash & Hogan 1985,
+:class:`~ros_dynamics.control.trajectories.MinJerkTrajectory`), the swing foot's those of
+:mod:`ros_dynamics.control.swing` (peak ``h`` at mid-swing, zero velocity and acceleration at
+both ends).
 The lifted foot is unloaded before lift-off and loaded after touch-down by ramping its normal
 force bound between ``unload_from`` (N, about its share of the weight: below it the bound acts
 over most of the ramp) and 0, so the QP moves the weight to the other feet over the ramp
@@ -19,6 +20,7 @@ references for the same controller.
 
 import numpy as np
 
+from .swing import swing_reference
 from .trajectories import MinJerkTrajectory
 from .wbc import WBCReference
 
@@ -85,8 +87,8 @@ class StandStepSchedule:
         swing, fmax = {}, {}
         if self.t_swing <= t < self.t_down:
             stance = tuple(f for f in self.feet if f != self.lift)
-            swing[self.lift] = swing_reference(self.feet0[self.lift], self.press, self.height,
-                                               self.t_swing, self.t_down, t)
+            swing[self.lift] = _swing(self.feet0[self.lift], self.press, self.height,
+                                      self.t_swing, self.t_down, t)
         elif self.t_lift <= t < self.t_swing:          # unload: bound falls to 0
             fmax[self.lift] = self.f_ramp * (self.t_swing - t) / self.unload
         elif self.t_down <= t < self.t_loaded:         # load: bound rises again
@@ -94,19 +96,11 @@ class StandStepSchedule:
         return WBCReference(c, cd, cdd, stance, swing, normal_force_max=fmax)
 
 
-def swing_reference(p0, press, height, t0, t1, t):
-    """(p, ṗ, p̈) of a foot swung from ``p0`` between ``t0`` and ``t1``: a minimum-jerk
-    segment to ``press`` m below ``p0`` plus the height ``h 64 s³ (1 − s)³``, ``s = (t − t0) /
-    (t1 − t0)`` (module docstring)."""
-    p0 = np.asarray(p0, dtype=float)
-    p, pd, pdd = MinJerkTrajectory([t0, t1], [p0, p0 - np.array([0.0, 0.0, press])])(t)
-    T = t1 - t0
-    s = (t - t0) / T
-    p[2] += height * 64.0 * s**3 * (1 - s)**3
-    pd[2] += height * 64.0 * (3 * s**2 * (1 - s)**3 - 3 * s**3 * (1 - s)**2) / T
-    pdd[2] += height * 64.0 * (6 * s * (1 - s)**3 - 18 * s**2 * (1 - s)**2
-                               + 6 * s**3 * (1 - s)) / T**2
-    return p, pd, pdd
+def _swing(p0, press, height, t0, t1, t):
+    """(p, ṗ, p̈) of a foot swung from ``p0`` between ``t0`` and ``t1`` to ``press`` m below
+    where it started (:func:`~ros_dynamics.control.swing.swing_reference`)."""
+    return swing_reference(p0, p0 - np.array([0.0, 0.0, press]), height, (t - t0) / (t1 - t0),
+                           t1 - t0)
 
 
 def _axis_rotation(axis, angle):
@@ -224,8 +218,8 @@ class ExcitingStandSchedule:
         for foot, t_lift, t_swing, t_down, t_loaded in self.steps:
             if t_swing <= t < t_down:
                 stance = tuple(f for f in self.feet if f != foot)
-                swing[foot] = swing_reference(self.feet0[foot], self.press, self.height,
-                                              t_swing, t_down, t)
+                swing[foot] = _swing(self.feet0[foot], self.press, self.height, t_swing,
+                                     t_down, t)
             elif t_lift <= t < t_swing:
                 fmax[foot] = self.f_ramp * (t_swing - t) / self.unload
             elif t_down <= t < t_loaded:

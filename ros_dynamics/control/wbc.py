@@ -33,6 +33,7 @@ Solved with proxsuite's dense ProxQP (Bambade et al. 2022), warm-started from th
 cycle's solution while the stance set keeps its size (docs/algorithms.md says why that solver).
 """
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -68,9 +69,11 @@ class StreamState:
 @dataclass
 class WBCReference:
     """What the controller should do in this cycle: CoM (position, velocity, acceleration),
-    trunk orientation ``R_ref`` (world), the stance feet, the swing feet's references
+    trunk orientation ``R_ref`` (world) and angular velocity (world), the stance feet, the
+    swing feet's references
     ``{foot: (p, ṗ, p̈)}`` and, per stance foot, an upper bound on its normal force (unloading
-    before lift-off, loading after touch-down; default: ``f_max``)."""
+    before lift-off, loading after touch-down; default: ``f_max``) and a lower one (default
+    ``f_min``; a foot probing for the ground is held at a known force)."""
     com: np.ndarray
     com_velocity: np.ndarray
     com_acceleration: np.ndarray
@@ -78,6 +81,8 @@ class WBCReference:
     swing: dict = field(default_factory=dict)
     R_ref: np.ndarray = field(default_factory=lambda: np.eye(3))
     normal_force_max: dict = field(default_factory=dict)
+    normal_force_min: dict = field(default_factory=dict)
+    angular_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
 
 @dataclass
@@ -97,7 +102,9 @@ class WBCSolution:
 
 def quaternion_matrix(quat):
     """Rotation matrix of a unit quaternion (x, y, z, w), scalar last."""
-    x, y, z, w = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+    x, y, z, w = (float(c) for c in quat)
+    s = 1.0 / math.sqrt(x * x + y * y + z * z + w * w)
+    x, y, z, w = x * s, y * s, z * s, w * s
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
@@ -105,12 +112,12 @@ def quaternion_matrix(quat):
 
 def rotation_log(R):
     """The rotation vector of ``R`` (the SO(3) logarithm, angle < π)."""
-    cos = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
-    angle = np.arccos(cos)
+    cos = min(1.0, max(-1.0, (float(R[0, 0] + R[1, 1] + R[2, 2]) - 1.0) / 2.0))
+    angle = math.acos(cos)
     axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
     if angle < 1e-9:
         return 0.5 * axis
-    return angle / (2.0 * np.sin(angle)) * axis
+    return angle / (2.0 * math.sin(angle)) * axis
 
 
 def effort_limits_from_urdf(xml, joints):
@@ -126,6 +133,38 @@ def effort_limits_from_urdf(xml, joints):
     if missing:
         raise ValueError(f'no effort limit in the URDF for {missing}')
     return np.array([limits[n] for n in joints])
+
+
+class _Workspace:
+    """The QP of ``k`` stance feet for ``n`` velocity coordinates: its proxsuite solver (warm
+    started from the previous cycle's solution) and its matrices, allocated once; the rows
+    that do not depend on the state (the friction pyramids' and the normal forces') written
+    once, the regularization's diagonal kept."""
+
+    def __init__(self, n, k, mu, regularization, w_rot):
+        na = n - 6
+        self.n, self.k = n, k
+        self.nx, self.neq, self.nin = n + 3 * k, 6 + 3 * k, 5 * k + na
+        self.H = np.zeros((self.nx, self.nx))
+        self.diagonal = self.H.reshape(-1)[::self.nx + 1]        # a view of H's diagonal
+        ev, ef, self.e_tau = regularization
+        self.regularization = np.r_[np.full(n, ev), np.full(3 * k, ef)]
+        self.regularization[3:6] += w_rot          # the orientation task: w ‖v̇[3:6] − b‖²
+        self.g = np.zeros(self.nx)
+        self.A = np.zeros((self.neq, self.nx))
+        self.b = np.zeros(self.neq)
+        self.C = np.zeros((self.nin, self.nx))
+        self.lo = np.full(self.nin, -np.inf)
+        self.hi = np.zeros(self.nin)
+        self.B = self.C[5 * k:]                     # τ = B x + h_a: the torque limits' rows
+        self.normal = np.arange(k) * 5 + 4          # rows of the normal force bounds
+        for i in range(k):                          # ± f_t − μ f_z ≤ 0, then f_z's bounds
+            c = n + 3 * i
+            for r, (axis, sign) in enumerate(((0, 1), (0, -1), (1, 1), (1, -1))):
+                self.C[5 * i + r, c + axis] = sign
+                self.C[5 * i + r, c + 2] = -mu
+            self.C[5 * i + 4, c + 2] = 1.0
+        self.qp = None
 
 
 class TaskSpaceInverseDynamics:
@@ -148,9 +187,10 @@ class TaskSpaceInverseDynamics:
         self.com_gains, self.orientation_gains = com_gains, orientation_gains
         self.swing_gains = swing_gains
         self.weights = {'com': 100.0, 'orientation': 100.0, 'swing': 100.0, **(weights or {})}
+        self._sqrt_w = {k: math.sqrt(w) for k, w in self.weights.items()}
         self.reg = regularization
         self.eps_abs = float(eps_abs)
-        self._qp = {}                 # number of stance feet -> its proxsuite QP (warm start)
+        self._work = {}               # number of stance feet -> its _Workspace
         self._frame_index = None
 
     def _frames(self, state):
@@ -163,37 +203,36 @@ class TaskSpaceInverseDynamics:
         return self._frame_index[1]
 
     def tasks(self, state, ref):
-        """[(name, A_t, b_t)]: the weighted tasks of this cycle (module docstring)."""
-        n, m = len(state.v), float(state.mass)
+        """(T, t, b_rot): the CoM and swing tasks' rows ``√w_t A_t`` stacked in ``T`` and
+        ``√w_t b_t`` in ``t`` (module docstring), and the orientation task's ``b_t`` (its
+        ``A_t`` selects v̇[3:6])."""
+        m = float(state.mass)
         idx = self._frames(state)
         kp, kd = self.com_gains
-        A_com = state.centroidal_matrix[:3] / m
-        a_com = (np.asarray(ref.com_acceleration) + kp * (np.asarray(ref.com) - state.com)
-                 + kd * (np.asarray(ref.com_velocity) - state.com_velocity))
-        out = [('com', A_com, a_com - state.centroidal_bias[:3] / m)]
+        s = self._sqrt_w['com']
+        a_com = (ref.com_acceleration + kp * (ref.com - state.com)
+                 + kd * (ref.com_velocity - state.com_velocity) - state.centroidal_bias[:3] / m)
+        rows, rhs = [state.centroidal_matrix[:3] * (s / m)], [s * a_com]
         R = quaternion_matrix(state.q[3:7])
         kp, kd = self.orientation_gains
-        alpha = kp * rotation_log(np.asarray(ref.R_ref) @ R.T) - kd * (R @ state.v[3:6])
-        A_rot = np.zeros((3, n))
-        A_rot[:, 3:6] = np.eye(3)
-        out.append(('orientation', A_rot, R.T @ alpha))
+        alpha = (kp * rotation_log(ref.R_ref @ R.T)
+                 + kd * (ref.angular_velocity - R @ state.v[3:6]))
         kp, kd = self.swing_gains
+        s = self._sqrt_w['swing']
         for foot, (p, pd, pdd) in ref.swing.items():
-            J = state.jacobians[idx[foot], :3]
-            a = (np.asarray(pdd) + kp * (np.asarray(p) - state.positions[idx[foot]])
-                 + kd * (np.asarray(pd) - J @ state.v))
-            out.append(('swing', J, a - state.jacobian_dot_v[idx[foot], :3]))
-        return out
+            i = idx[foot]
+            J = state.jacobians[i, :3]
+            rows.append(s * J)
+            rhs.append(s * (pdd + kp * (p - state.positions[i]) + kd * (pd - J @ state.v)
+                            - state.jacobian_dot_v[i, :3]))
+        return np.concatenate(rows), np.concatenate(rhs), R.T @ alpha
 
-    def solve(self, state, ref):
-        """One cycle: the :class:`WBCSolution` for ``state`` (:class:`StreamState`) and
-        ``ref`` (:class:`WBCReference`).  ValueError on a fixed base or unknown feet."""
-        t0 = time.thread_time()
-        names = list(state.names)
+    def _check(self, state, ref):
+        """The stance feet's frame indices; ValueError on a fixed base or unknown feet."""
+        names = state.names
         if len(names) < 6 or not all(x.startswith(BASE_PREFIX) for x in names[:6]):
             raise ValueError('a floating base is needed (six floating_base/* coordinates first)')
-        n = len(state.v)
-        na = n - 6
+        na = len(state.v) - 6
         if self.effort_limit.shape != (na,):
             raise ValueError(f'{self.effort_limit.size} effort limits for {na} joints')
         idx = self._frames(state)
@@ -203,70 +242,72 @@ class TaskSpaceInverseDynamics:
         unknown = [f for f in stance + list(ref.swing) if f not in idx]
         if unknown:
             raise ValueError(f'{unknown} are not among the feet {self.feet}')
-        k = len(stance)
-        nx = n + 3 * k + na
-        iv, itau = slice(0, n), slice(n + 3 * k, nx)
-        # cost: Σ w_t ‖A_t v̇ − b_t‖² + regularization (1/2 xᵀ H x + gᵀ x up to a constant)
-        H = np.zeros((nx, nx))
-        gq = np.zeros(nx)
-        for name, A_t, b_t in self.tasks(state, ref):
-            w = self.weights[name]
-            H[iv, iv] += w * A_t.T @ A_t
-            gq[iv] -= w * A_t.T @ b_t
-        ev, ef, et = self.reg
-        H[iv, iv] += ev * np.eye(n)
-        H[n:n + 3 * k, n:n + 3 * k] += ef * np.eye(3 * k)
-        H[itau, itau] += et * np.eye(na)
+        return [idx[f] for f in stance]
+
+    def _workspace(self, n, k):
+        w = self._work.get(k)
+        if w is None or w.n != n:
+            w = self._work[k] = _Workspace(n, k, self.mu, self.reg, self.weights['orientation'])
+        return w
+
+    def solve(self, state, ref):
+        """One cycle: the :class:`WBCSolution` for ``state`` (:class:`StreamState`) and
+        ``ref`` (:class:`WBCReference`).  ValueError on a fixed base or unknown feet."""
+        t0 = time.thread_time()
+        stance = self._check(state, ref)
+        n, k = len(state.v), len(stance)
+        w = self._workspace(n, k)
+        Jc = state.jacobians[stance, :3].reshape(3 * k, n)    # stance feet, linear rows
+        h = state.C @ state.v + state.g
+        # τ = S (M v̇ + h − J_cᵀ f): the actuated rows of the equations of motion
+        w.B[:, :n] = state.M[6:]
+        np.negative(Jc[:, 6:].T, out=w.B[:, n:])
+        # cost ½ xᵀ H x + gᵀ x of Σ w_t ‖A_t v̇ − b_t‖² + ε_v ‖v̇‖² + ε_f ‖f‖² + ε_τ ‖τ‖²
+        T, t, b_rot = self.tasks(state, ref)
+        H, g = w.H, w.g
+        np.matmul(w.B.T, w.B, out=H)
+        H *= w.e_tau
+        H[:n, :n] += T.T @ T
+        w.diagonal += w.regularization
         H *= 2.0
-        gq *= 2.0
-        # equalities: equations of motion, stance feet at zero acceleration
-        A = np.zeros((n + 3 * k, nx))
-        b = np.zeros(n + 3 * k)
-        A[:n, iv] = state.M
-        A[6:n, itau] = -np.eye(na)                      # − Sᵀ τ
-        b[:n] = -(state.C @ state.v + state.g)
-        for i, foot in enumerate(stance):
-            J = state.jacobians[idx[foot], :3]
-            A[:n, n + 3 * i:n + 3 * i + 3] = -J.T       # − J_cᵀ f_c
-            A[n + 3 * i:n + 3 * i + 3, iv] = J
-            b[n + 3 * i:n + 3 * i + 3] = -state.jacobian_dot_v[idx[foot], :3]
-        # inequalities: friction pyramid (4 rows), normal force bounds (1 row) per foot; torques
-        C = np.zeros((5 * k + na, nx))
-        lo = np.full(5 * k + na, -np.inf)
-        hi = np.zeros(5 * k + na)
-        for i, foot in enumerate(stance):
-            c = n + 3 * i
-            for r, (axis, sign) in enumerate(((0, 1), (0, -1), (1, 1), (1, -1))):
-                C[5 * i + r, c + axis] = sign                # ± f_t − μ f_z ≤ 0
-                C[5 * i + r, c + 2] = -self.mu
-            C[5 * i + 4, c + 2] = 1.0
-            fmax = min(self.f_max, ref.normal_force_max.get(foot, self.f_max))
-            lo[5 * i + 4], hi[5 * i + 4] = min(self.f_min, fmax), fmax
-        C[5 * k:, itau] = np.eye(na)
-        lo[5 * k:], hi[5 * k:] = -self.effort_limit, self.effort_limit
-        x, solved, iters = self._solve_qp(k, H, gq, A, b, C, lo, hi)
-        res = float(np.max(np.abs(A @ x - b))) if A.size else 0.0
-        forces = {foot: x[n + 3 * i:n + 3 * i + 3].copy() for i, foot in enumerate(stance)}
-        return WBCSolution(x[iv].copy(), forces, x[itau].copy(), solved, iters, res,
+        np.matmul(w.B.T, (2.0 * w.e_tau) * h[6:], out=g)
+        g[:n] -= 2.0 * (T.T @ t)
+        g[3:6] -= (2.0 * self.weights['orientation']) * b_rot
+        # equalities: the floating base's rows of the equations of motion; stance feet at rest
+        w.A[:6, :n] = state.M[:6]
+        np.negative(Jc[:, :6].T, out=w.A[:6, n:])
+        np.negative(h[:6], out=w.b[:6])
+        w.A[6:, :n] = Jc
+        np.negative(state.jacobian_dot_v[stance, :3].reshape(-1), out=w.b[6:])
+        # inequalities: normal force bounds (the pyramids' rows are constant); torque limits
+        fmax = [min(self.f_max, ref.normal_force_max.get(f, self.f_max)) for f in ref.stance]
+        w.hi[w.normal] = fmax
+        w.lo[w.normal] = [min(ref.normal_force_min.get(f, self.f_min), u)
+                          for f, u in zip(ref.stance, fmax)]
+        np.subtract(-self.effort_limit, h[6:], out=w.lo[5 * k:])
+        np.subtract(self.effort_limit, h[6:], out=w.hi[5 * k:])
+        x, solved, iters = self._solve_qp(w)
+        res = float(np.abs(w.A @ x - w.b).max())
+        forces = {foot: x[n + 3 * i:n + 3 * i + 3] for i, foot in enumerate(ref.stance)}
+        return WBCSolution(x[:n], forces, w.B @ x + h[6:], solved, iters, res,
                            time.thread_time() - t0)
 
-    def _new_qp(self, H, g, A, b, C, lo, hi, guess):
-        qp = proxsuite.proxqp.dense.QP(H.shape[0], A.shape[0], C.shape[0])
+    def _new_qp(self, w, guess):
+        qp = proxsuite.proxqp.dense.QP(w.nx, w.neq, w.nin)
         qp.settings.eps_abs = self.eps_abs
         qp.settings.eps_rel = 0.0
         qp.settings.verbose = False
         qp.settings.initial_guess = guess
-        qp.init(H, g, A, b, C, lo, hi)
+        qp.init(w.H, w.g, w.A, w.b, w.C, w.lo, w.hi)
         return qp
 
-    def _solve_qp(self, k, H, g, A, b, C, lo, hi):
-        qp = self._qp.get(k)
+    def _solve_qp(self, w):
         guess = proxsuite.proxqp.InitialGuess
-        if qp is None or qp.model.dim != H.shape[0]:
-            qp = self._qp[k] = self._new_qp(H, g, A, b, C, lo, hi,
-                                            guess.WARM_START_WITH_PREVIOUS_RESULT)
+        if w.qp is None:
+            w.qp = self._new_qp(w, guess.WARM_START_WITH_PREVIOUS_RESULT)
         else:
-            qp.update(H, g, A, b, C, lo, hi)
+            w.qp.update(w.H, w.g, w.A, w.b, w.C, w.lo, w.hi)
+        qp = w.qp
         qp.solve()
         ok = proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
         iters = int(qp.results.info.iter)
@@ -274,11 +315,11 @@ class TaskSpaceInverseDynamics:
             # a warm start from the previous cycle failed once in 3,550-6,800 noisy cycles on
             # the MuJoCo plants: solve this cycle again from the equality-constrained guess
             # (Bambade et al. 2022, the initial guesses), keep that solver if it converged
-            cold = self._new_qp(H, g, A, b, C, lo, hi, guess.EQUALITY_CONSTRAINED_INITIAL_GUESS)
+            cold = self._new_qp(w, guess.EQUALITY_CONSTRAINED_INITIAL_GUESS)
             cold.solve()
             iters += int(cold.results.info.iter)
             if cold.results.info.status == ok:
                 cold.settings.initial_guess = guess.WARM_START_WITH_PREVIOUS_RESULT
-                qp = self._qp[k] = cold
+                qp = w.qp = cold
         solved = qp.results.info.status == ok
         return np.array(qp.results.x), bool(solved), iters

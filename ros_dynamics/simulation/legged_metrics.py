@@ -12,7 +12,8 @@ controller aimed at, never against the stream or an estimate.
 
 import numpy as np
 
-__all__ = ['closed_loop_metrics']
+__all__ = ['closed_loop_metrics', 'walk_metrics', 'heading_velocity', 'count_falls',
+           'contact_delays']
 
 
 def closed_loop_metrics(truth, references, lift, swing):
@@ -57,3 +58,118 @@ def closed_loop_metrics(truth, references, lift, swing):
             'samples': len(ks), '_stamps': ks, '_t': t, '_com': com, '_ref': ref, '_ta': ta,
             '_rise': rise,
             '_slide': slide.max(axis=1), '_fz': forces[:, :, 2]}
+
+
+def _quat_matrix(quat):
+    """Rotation matrices (T, 3, 3) of quaternions (T, 4) (x, y, z, w)."""
+    x, y, z, w = (np.asarray(quat, dtype=float).T / np.linalg.norm(quat, axis=1))
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w),
+                               2 * (x * z + y * w)], -1),
+                     np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z),
+                               2 * (y * z - x * w)], -1),
+                     np.stack([2 * (x * z - y * w), 2 * (y * z + x * w),
+                               1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def heading_velocity(base, twist):
+    """(T, 3): the base's linear velocity in its heading frame (x forward, y left, yaw only)
+    and its yaw rate [rad/s], from the plant's base pose (T, 7) and twist (T, 6, base frame)."""
+    R = _quat_matrix(np.asarray(base)[:, 3:7])
+    v = np.einsum('tij,tj->ti', R, np.asarray(twist)[:, :3])
+    w = np.einsum('tij,tj->ti', R, np.asarray(twist)[:, 3:6])
+    yaw = np.arctan2(R[:, 1, 0], R[:, 0, 0])
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.stack([c * v[:, 0] + s * v[:, 1], -s * v[:, 0] + c * v[:, 1], w[:, 2]], -1)
+
+
+def count_falls(base, ground):
+    """Episodes with the base below half its start height above the ground under it, or
+    tilted more than 45°, and the largest tilt [deg]."""
+    base = np.asarray(base)
+    h = base[:, 2] - ground
+    quat = base[:, 3:7]
+    tilt = np.degrees(np.arccos(np.clip(1 - 2 * (quat[:, 0] ** 2 + quat[:, 1] ** 2), -1, 1)))
+    down = (h < 0.5 * h[0]) | (tilt > 45.0)
+    return int(np.sum(down[1:] & ~down[:-1]) + (1 if down[0] else 0)), float(tilt.max())
+
+
+def _debounced_on(x, hold):
+    """Indices where ``x`` turns on, and where it turns off, after at least ``hold`` samples
+    in the other state (a bouncing contact counts once)."""
+    on, off, run = [], [], 1
+    for k in range(1, len(x)):
+        if x[k] != x[k - 1]:
+            if run >= hold:
+                (on if x[k] else off).append(k)
+            run = 1
+        else:
+            run += 1
+    return np.array(on, dtype=int), np.array(off, dtype=int)
+
+
+def contact_delays(estimate, truth, dt, hold=10, window=0.1):
+    """Touch-down and lift-off delays [s] of ``estimate`` (T, n) against ``truth`` (T, n):
+    for each transition of the truth (after ``hold`` samples in the other state), the time to
+    the estimate's nearest such transition within ``window`` s (missed ones are counted)."""
+    out = {'touchdown': [], 'liftoff': [], 'missed': 0}
+    for i in range(truth.shape[1]):
+        t_on, t_off = _debounced_on(truth[:, i], hold)
+        e_on, e_off = _debounced_on(estimate[:, i], 1)
+        for ref, mine, key in ((t_on, e_on, 'touchdown'), (t_off, e_off, 'liftoff')):
+            for j in ref:
+                near = mine[np.abs(mine - j) * dt <= window] if mine.size else mine
+                if near.size:
+                    out[key].append(float((near[np.argmin(np.abs(near - j))] - j) * dt))
+                else:
+                    out['missed'] += 1
+    return out
+
+
+def walk_metrics(out, commands, settle=0.5, window=2.0):
+    """The figures of a walk (:func:`~ros_dynamics.simulation.legged_walk.walk` or the
+    simulator node's truth record with the node's contact states): falls, the base's mean
+    velocity in its heading frame and yaw rate over the last ``window`` s of each command
+    (``commands``: (t, (vx, vy, wz)) ..., held until the next or the end) against it, the
+    contact estimate against MuJoCo's contacts after ``settle`` s (agreement, delays, touch-downs
+    reported while the foot is >= 1 cm above the ground)."""
+    t = (np.asarray(out['stamp_ns']) - out['stamp_ns'][0]) * 1e-9
+    base = np.asarray(out['base'])
+    ground = out['ground']
+    falls, tilt = count_falls(base, _ground_under(base, out))
+    vel = heading_velocity(base, out['twist'])
+    segments = []
+    ends = [c[0] for c in commands[1:]] + [t[-1] + out.get('dt', 1e-3)]
+    for (start, cmd), end in zip(commands, ends):
+        sel = (t >= max(start, end - window)) & (t < end)
+        mean = vel[sel].mean(axis=0) if sel.any() else np.full(3, np.nan)
+        segments.append({'command': list(cmd), 'from_s': float(max(start, end - window)),
+                         'to_s': float(end), 'mean': mean.tolist(),
+                         'error': (mean - np.asarray(cmd, dtype=float)).tolist()})
+    res = {'falls': falls, 'max_tilt_deg': tilt, 'segments': segments}
+    if 'estimate' in out:
+        m = t >= settle
+        est, truth = np.asarray(out['estimate'])[m], np.asarray(out['touching'])[m]
+        height = (np.asarray(out['feet'])[m, :, 2] - np.asarray(ground)[m]
+                  - out.get('foot_radius', 0.0))
+        on = np.zeros_like(est)
+        on[1:] = est[1:] & ~est[:-1]
+        d = contact_delays(est, truth, out.get('dt', 1e-3))
+        res.update(contact_agreement=float((est == truth).mean()),
+                   touchdown_delay_s=_spread(d['touchdown']), liftoff_delay_s=_spread(
+                       d['liftoff']), transitions_missed=d['missed'],
+                   touchdowns_reported_above_1cm=int(np.sum(on & (height >= 0.01))))
+    return res
+
+
+def _ground_under(base, out):
+    """The ground's height under the base (the terrain of the plant's options, if any)."""
+    ground = out.get('ground_fn')
+    return ground(np.asarray(base)[:, 0]) if ground is not None else 0.0
+
+
+def _spread(x):
+    """(median, p90, max, count) of a list (None when empty)."""
+    if not x:
+        return None
+    x = np.asarray(x)
+    return [float(np.median(x)), float(np.percentile(x, 90)), float(x.max()), int(x.size)]

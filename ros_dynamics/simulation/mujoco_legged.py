@@ -35,12 +35,22 @@ __all__ = ['LeggedPlantOptions', 'MujocoLegged', 'Odometry', 'TruthRecord']
 @dataclass
 class LeggedPlantOptions(PlantOptions):
     """How the plant differs from the URDF (:class:`~.plant_options.PlantOptions`; zeros: it
-    does not) and its contacts: friction coefficient ``mu``, MuJoCo's ``impratio``, the foot
-    spheres' radius [m]."""
+    does not), its contacts (friction coefficient ``mu``, MuJoCo's ``impratio``, the foot
+    spheres' radius [m]) and its terrain: a step of ``step_rise`` m (0: a flat floor) at
+    ``x = step_edge`` (world, m), up (rise > 0: the ground is higher for x >= step_edge) or
+    down (rise < 0: the robot starts on the higher ground, which ends at the edge), across the
+    whole floor; the controller is not told."""
     mu: float = 0.8
     impratio: float = 100.0
     foot_radius: float = 0.02
     seed: int = 0
+    step_edge: float = 0.3
+    step_rise: float = 0.0
+
+    def ground(self, x):
+        """The height of the ground at world ``x`` (array or float)."""
+        up = np.asarray(x) >= self.step_edge
+        return np.where(up == (self.step_rise > 0), abs(self.step_rise), 0.0)
 
 
 def _strip_shapes(xml):
@@ -84,6 +94,12 @@ class MujocoLegged:
                                      mass=0.0, density=0.0)
         spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=0,
                                 conaffinity=1, friction=[o.mu, 0.005, 0.0001])
+        if o.step_rise:                      # the higher ground: a box 10 m wide
+            rise, edge = abs(o.step_rise), o.step_edge
+            centre = edge + 2.5 if o.step_rise > 0 else edge - 2.5
+            spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[2.5, 5, rise / 2],
+                                    pos=[centre, 0, rise / 2], contype=0, conaffinity=1,
+                                    friction=[o.mu, 0.005, 0.0001])
         add_hidden_load(root, o)
         self.m = m = spec.compile()
         self.joints = list(joints) if joints is not None else [
@@ -104,8 +120,8 @@ class MujocoLegged:
         d.qpos[self._qadr] = self.q_pose
         d.qpos[3] = 1.0
         mujoco.mj_kinematics(m, d)
-        lowest = min(d.xpos[b][2] for b in self._foot_body) - o.foot_radius
-        d.qpos[2] = -lowest
+        lowest = min(d.xpos[b][2] - o.ground(d.xpos[b][0]) for b in self._foot_body)
+        d.qpos[2] = o.foot_radius - lowest
         mujoco.mj_forward(m, d)
         self.t = 0.0
         self.tau = np.zeros(len(self.joints))
@@ -199,22 +215,23 @@ class Odometry:
 
 
 class TruthRecord:
-    """What the plant did, per step (its truth, for the metrics): stamp, CoM, base pose, feet
+    """What the plant did, per step (its truth, for the metrics): stamp, CoM, base pose and
+    twist (the project's coordinates: linear and angular velocity in the base frame), feet
     positions; over the period ending at the stamp its contact forces, which feet MuJoCo had
     in contact, the torque and the push's generalized force; the push to come."""
 
-    FIELDS = ('stamp_ns', 'com', 'base', 'feet', 'foot_forces', 'push', 'tau', 'touching',
-              'push_generalized')
+    FIELDS = ('stamp_ns', 'com', 'base', 'twist', 'feet', 'foot_forces', 'push', 'tau',
+              'touching', 'push_generalized')
 
     def __init__(self):
         self.rows = {k: [] for k in self.FIELDS}
 
     def add(self, stamp_ns, plant, push):
-        q, _ = plant.state()
-        for k, x in zip(self.FIELDS, (stamp_ns, plant.com(), q[:7], plant.foot_positions(),
-                                      plant.foot_forces.copy(), np.asarray(push, float),
-                                      plant.tau.copy(), plant.touching.copy(),
-                                      plant.push_generalized.copy())):
+        q, v = plant.state()
+        for k, x in zip(self.FIELDS, (stamp_ns, plant.com(), q[:7], v[:6],
+                                      plant.foot_positions(), plant.foot_forces.copy(),
+                                      np.asarray(push, float), plant.tau.copy(),
+                                      plant.touching.copy(), plant.push_generalized.copy())):
             self.rows[k].append(x)
 
     def save(self, path, **meta):
