@@ -16,6 +16,7 @@ import re
 import tempfile
 import time
 
+from closed_loop_stack import controller_statistics
 from demo import _write_params
 
 from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
@@ -95,7 +96,7 @@ def run(args, duration, tmp, log_dir, say):
         stream.__setitem__(stamp_key(m), np.array((m.com.x, m.com.y, m.com.z)))), qos)
     sub_ref = lis.create_subscription(PointStamped, '/wbc_controller/com_reference', lambda m: (
         ref.__setitem__(stamp_key(m), np.array((m.point.x, m.point.y, m.point.z)))), qos)
-    from closed_loop_quadruped import run_stack
+    from closed_loop_stack import run_stack
     t_start = run_stack(
         lis, (sub_ts, sub_ref), logs, files, 'ros_dynamics.ros.simulation.mujoco_sim_node', args, log_dir,
         say, f'[closed_loop] {args.robot} on MuJoCo: sim_mujoco + dynamics node + wbc_controller '
@@ -119,9 +120,7 @@ def evaluate(truth, ref, stream, text, args):
     r = closed_loop_metrics(truth, ref, robot['feet'].index(robot['lift']),
                             (sched.t_swing, sched.t_down))
     gap = [np.linalg.norm(stream[k] - c) for k, c in zip(r['_stamps'], r['_com']) if k in stream]
-    ctl = re.findall(r'served (\d+)/(\d+) pairs, QP solved (\d+)/(\d+)', text['wbc_controller'])
-    served, pairs, solved, _ = (int(x) for x in ctl[-1]) if ctl else (0, 0, 0, 0)
-    qp_us = re.findall(r'QP CPU time p50 (\d+) us, p99 (\d+) us', text['wbc_controller'])
+    ctl = controller_statistics(text['wbc_controller']) or {}
     delay = re.findall(r'transport delay p50 ([\d.]+) ms, p99 ([\d.]+) ms', text['sim'])
     steps = re.findall(r'joint states published: (\d+); commands applied (\d+), hold steps '
                        r'(\d+)', text['sim'])
@@ -130,11 +129,13 @@ def evaluate(truth, ref, stream, text, args):
     at = np.searchsorted(t, args.push_time)
     r.update({'com_push_response_m': (float(np.abs(com[win, 1] - com[at, 1]).max())
                                       if win.any() and at < len(t) else None),
-              'qp_solved_fraction': solved / served if served else 0.0,
-              'cycles_served': served, 'pairs_received': pairs,
+              'qp_solved_fraction': (ctl['qp_solved'] / ctl['qp_tried'] if ctl.get('qp_tried')
+                                     else 0.0),
+              'periods_answered_fraction': ctl.get('answered_fraction', 0.0),
+              'cycles_served': ctl.get('answered', 0), 'controller': ctl,
               'stream_com_vs_plant_rms_m': float(np.sqrt(np.mean(np.square(gap)))) if gap
               else None,
-              'qp_cpu_time_us_p50_p99': [int(x) for x in qp_us[-1]] if qp_us else None,
+              'qp_cpu_time_us_p50_p99': ctl.get('qp_cpu_us'),
               'transport_delay_ms_p50_p99': [float(x) for x in delay[-1]] if delay else None,
               'plant_steps_commands_hold': [int(x) for x in steps[-1]] if steps else None,
               'plant_mass_kg': float(truth['mass']), '_sched': sched,

@@ -43,8 +43,8 @@ for p in (ROOT, HERE, os.path.join(ROOT, 'benchmarks')):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from demo import (_setup_environment, _stop, _write_params, spin_until_ended,  # noqa: E402
-                  stamp_key, start_program)
+from closed_loop_stack import controller_statistics, run_stack  # noqa: E402
+from demo import _setup_environment, _write_params, stamp_key  # noqa: E402
 
 FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
 
@@ -123,7 +123,10 @@ def run(args, xml, duration, tmp, log_dir, say):
     _write_params(files['dyn'], 'dynamics', dict(
         robot_description=xml, floating_base=True, task_frames=FEET, christoffel_stream=False,
         input_qos_depth=2000, qos_depth=2000))
-    _write_params(files['ctl'], 'wbc_controller', dict(robot_description=xml, report_period=0.0))
+    # the simulator steps in lock-step with the command answering each joint state: the
+    # controller answers every one (1 kHz)
+    _write_params(files['ctl'], 'wbc_controller', dict(robot_description=xml, report_period=0.0,
+                                                       control_rate=1000.0))
     logs = {n: os.path.join(log_dir, f'quadruped_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
     rclpy.init(args=[])
@@ -164,40 +167,6 @@ def run(args, xml, duration, tmp, log_dir, say):
     say(f'[closed_loop] quadruped: {len(ts)} task-space messages, {len(odom)} odom '
         f'({time.monotonic() - t_start:.0f} s wall)')
     return ts, odom, ext, ref, js, text
-
-
-def run_stack(lis, subs, logs, files, sim_module, args, log_dir, say, started, progress):
-    """Start the dynamics node and the controller (``files['dyn']``, ``files['ctl']``), wait
-    until the listener ``lis``'s subscriptions ``subs`` are matched with their publishers, start
-    the simulator ``sim_module`` (``files['sim']``) and spin ``lis`` until it ends; then stop
-    every process and shut rclpy down. Returns the monotonic start time."""
-    import rclpy
-
-    from ros_dynamics.ros.process import make_executor
-    procs, t_start = [], time.monotonic()
-    try:
-        for name, module, f in (('dynamics_node', 'ros_dynamics.ros.dynamics_node.node', 'dyn'),
-                                ('wbc_controller', 'ros_dynamics.ros.control.wbc_node', 'ctl')):
-            start_program(procs, logs[name], ['-m', module], files[f])
-        executor = make_executor('events')
-        executor.add_node(lis)
-        # the simulator waits only for its joint_states subscribers: start it once this
-        # listener is matched with the dynamics node's and the controller's publishers too, or
-        # the first cycles' task space or CoM references go unrecorded under load
-        say('[closed_loop] waiting for the dynamics node and the controller to be discovered')
-        while (any(s.get_publisher_count() < 1 for s in subs)
-               and time.monotonic() - t_start < args.timeout):
-            executor.spin_once(timeout_sec=0.05)
-            if any(p.poll() is not None for p in procs):
-                raise RuntimeError(f'a process ended before the start; logs in {log_dir}')
-        sim = start_program(procs, logs['sim'], ['-m', sim_module], files['sim'])
-        say(started)
-        spin_until_ended(executor, sim, t_start + args.timeout, progress)
-    finally:
-        _stop(procs)
-        lis.destroy_node()
-        rclpy.try_shutdown()
-    return t_start
 
 
 def _true_com(odom, js, ks):
@@ -260,13 +229,10 @@ def evaluate(ts, odom, ext, ref_rec, js, text, args, duration):
             cols = [c for c, j in enumerate(joints) if j.startswith(foot.split('_')[0] + '_')]
             Jl = J[frames.index(foot)][:, cols]
             forces[i, f] = np.linalg.solve(Jl.T, tj[cols])
-    ctl = re.findall(r'served (\d+)/(\d+) pairs, QP solved (\d+)/(\d+)', text['wbc_controller'])
+    ctl = controller_statistics(text['wbc_controller']) or {}
     published = re.findall(r'joint states published: (\d+)', text['sim'])
     in_time = re.findall(r'(\d+) commands answered a published joint state, (\d+) in time',
                          text['sim'])
-    # solved over every served cycle (a rejected pair counts as not solved)
-    served, pairs, solved, _ = (int(x) for x in ctl[-1]) if ctl else (0, 0, 0, 0)
-    qp_us = re.findall(r'QP CPU time p50 (\d+) us, p99 (\d+) us', text['wbc_controller'])
     lat = re.findall(r'loop latency p50 ([\d.]+) ms, p99 ([\d.]+) ms', text['sim'])
     answered = (int(in_time[-1][1]) / int(published[-1])
                 if in_time and published and int(published[-1]) else 0.0)
@@ -281,9 +247,11 @@ def evaluate(ts, odom, ext, ref_rec, js, text, args, duration):
             'com_max_outside_push_m': float(err[~push_win].max()),
             'com_back_within_1mm_after_push_s': _recovery(t, err, push_win, args),
             'max_tilt_deg': float(tilt.max()), 'falls': falls,
-            'qp_solved_fraction': solved / served if served else 0.0,
-            'cycles_served': served, 'pairs_received': pairs,
-            'qp_cpu_time_us_p50_p99': [int(x) for x in qp_us[-1]] if qp_us else None,
+            'qp_solved_fraction': (ctl['qp_solved'] / ctl['qp_tried'] if ctl.get('qp_tried')
+                                   else 0.0),
+            'cycles_served': ctl.get('answered', 0),
+            'pairs_received': ctl.get('pairs_received', 0),
+            'qp_cpu_time_us_p50_p99': ctl.get('qp_cpu_us'),
             'sim_loop_latency_ms_p50_p99': [float(x) for x in lat[-1]] if lat else None,
             'joint_states_published': int(published[-1]) if published else 0,
             'joint_states_answered_fraction': answered, 'samples': len(ks),

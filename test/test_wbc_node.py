@@ -3,6 +3,10 @@ TaskSpace messages (the layouts of docs/conventions.md written here independentl
 node's reader): malformed messages are refused and the node keeps running; a good pair is
 answered with the torques the controller computes in this process from the same arrays, with
 the pair's stamp, and with the CoM reference of the schedule's start."""
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -127,10 +131,100 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
         r = refs[-1].point
         np.testing.assert_allclose((r.x, r.y, r.z), state.com, atol=1e-12)
         node.stop()
-        assert 'served 2/2 pairs, QP solved 1/1 (100.000 %)' in node.log(), node.log()
-        assert 'rejected 2,' in node.log(), node.log()              # the bad Dynamics and pair
+        # the pair (4, 0) (its TaskSpace malformed) is rejected if the worker took it before
+        # (5, 0) completed, else skipped (a newer pair was there): never answered
+        assert 'answered 1 ' in node.log() and 'pairs 2/2, QP solved 1/1' in node.log(), \
+            node.log()
+        assert re.search(r'rejected [12],', node.log()), node.log()   # the bad Dynamics (+ pair)
     finally:
         node.stop()
         ex.remove_node(cli)
         ex.shutdown()
         cli.destroy_node()
+
+
+@pytest.mark.parametrize('argument, text', [
+    ('gait:=gallop', 'wbc_controller: gait must be one of stand_step, trot'),
+    ('feet:=[LF_foot, RF_foot, LH_foot]', 'four different links are needed'),
+    ('feet:=[LF_foot, RF_foot, LH_foot, tail]', "feet ['tail'] are not links of "
+     'robot_description'),
+    ('lift_foot:=nose', "lift_foot 'nose' is not one of the feet"),
+], ids=['gait', 'three-feet', 'unknown-foot', 'lift-foot'])
+def test_a_robot_it_cannot_drive_is_refused_at_start_up(ros_env, tmp_path, argument, text):
+    """Refused with the reason, before any message: an unknown gait, not four feet, a foot that
+    is not a link of the URDF (exit status 2, no traceback)."""
+    from test_node_support import write_params
+    with open(rd.bundled_urdf('quadruped')) as f:
+        xml = f.read()
+    pfile = write_params(str(tmp_path / 'p.yaml'), dict(robot_description=xml),
+                         '/wbc_controller')
+    res = subprocess.run([sys.executable, '-m', 'ros_dynamics.ros.control.wbc_node',
+                          '--ros-args', '--params-file', pfile, '-p', argument],
+                         env=ros_env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert 'could not start: ' in res.stderr and text in res.stderr, res.stderr
+    assert 'Traceback' not in res.stdout + res.stderr, res.stdout + res.stderr
+
+
+def test_a_backlog_is_skipped_not_worked_through(rclpy_context, ros_env, tmp_path):
+    """Pairs queued faster than it computes (all published before it can take them): the
+    controller answers the newest it holds whenever it is free, so its answers are fewer than
+    the periods it owes, their stamps increase, the newest pair is answered, and its
+    statistics say so (answered + skipped = owed)."""
+    import time
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from ros_dynamics_msgs.msg import Dynamics, TaskSpace
+    from sensor_msgs.msg import JointState
+    path = rd.bundled_urdf('quadruped')
+    xml = open(path).read()
+    model = rd.load_urdf(path, floating_base=True)
+    q = standing_quadruped(model, path).q.copy()
+    v = np.zeros(model.nv)
+    n_pairs = 200                                   # one per 2 ms period at 500 Hz
+    msgs = [_messages(model, q, v, (10, 2_000_000 * k))[:2] for k in range(n_pairs)]
+    node = NodeProcess(ros_env, str(tmp_path), 'wbcb', dict(robot_description=xml,
+                                                            report_period=0.0),
+                       node_name='wbc_controller', module='ros_dynamics.ros.control.wbc_node')
+    cli = rclpy.create_node('wbcb_probe', context=rclpy_context)
+    ex = SingleThreadedExecutor(context=rclpy_context)
+    ex.add_node(cli)
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    pub_d = cli.create_publisher(Dynamics, '/wbcb/dynamics/dynamics', qos)
+    pub_t = cli.create_publisher(TaskSpace, '/wbcb/dynamics/task_space', qos)
+    cmds = []
+    cli.create_subscription(JointState, '/wbcb/sim/effort_command', cmds.append, qos)
+
+    def spin_until(pred, timeout=TIMEOUT):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not pred():
+            ex.spin_once(timeout_sec=0.01)
+        return pred()
+
+    last = (10, 2_000_000 * (n_pairs - 1))
+    try:
+        assert spin_until(lambda: pub_d.get_subscription_count() and pub_t.get_subscription_count()
+                          and cli.count_publishers('/wbcb/sim/effort_command')), node.log()
+        for dm, tm in msgs:
+            pub_d.publish(dm)
+            pub_t.publish(tm)
+        assert spin_until(lambda: cmds and (cmds[-1].header.stamp.sec,
+                                            cmds[-1].header.stamp.nanosec) == last), node.log()
+        node.stop()
+    finally:
+        node.stop()
+        ex.remove_node(cli)
+        ex.shutdown()
+        cli.destroy_node()
+    stamps = [c.header.stamp.sec * 10**9 + c.header.stamp.nanosec for c in cmds]
+    assert stamps == sorted(set(stamps)), stamps                 # increasing, none twice
+    assert len(stamps) < n_pairs / 2, len(stamps)               # a backlog skipped
+    m = re.search(r'owed (\d+), answered (\d+) \([\d.]+ %\), skipped (\d+)', node.log())
+    assert m, node.log()
+    owed, answered, skipped = (int(x) for x in m.groups())
+    # owed: the pairs received in distinct periods (its subscriptions keep 100 messages: older
+    # ones of the burst may be dropped before it takes them)
+    assert 2 <= owed <= n_pairs and answered == len(stamps) and answered + skipped == owed, \
+        m.group()

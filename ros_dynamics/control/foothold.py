@@ -40,15 +40,18 @@ class Foothold:
         self.centripetal = self.h / (2.0 * gravity)
 
     def __call__(self, nominal, com, yaw, v, v_cmd, yaw_rate, ahead):
-        """The horizontal foothold (2,) of a foot whose ``nominal`` position (2,) is given
-        relative to the CoM in the heading frame, the CoM at ``com`` (2,), heading ``yaw``,
-        measured and commanded velocities ``v``, ``v_cmd`` (2,, world), commanded ``yaw_rate``,
-        touch-down ``ahead`` s from now."""
-        v, v_cmd = np.asarray(v, dtype=float), np.asarray(v_cmd, dtype=float)
-        hip = com + v_cmd * ahead + yaw_rotation(yaw + yaw_rate * ahead) @ nominal
-        offset = (0.5 * self.stance * v_cmd + self.k * (v - v_cmd)
-                  + self.centripetal * yaw_rate * np.array([v[1], -v[0]]))
-        norm = math.hypot(offset[0], offset[1])
-        if norm > self.reach:
-            offset *= self.reach / norm
-        return hip + offset
+        """The horizontal foothold (x, y) of a foot whose ``nominal`` position (2) is given
+        relative to the CoM in the heading frame, the CoM at ``com`` (its x, y used), heading
+        ``yaw``, measured and commanded velocities ``v``, ``v_cmd`` (world, their x, y used),
+        commanded ``yaw_rate``, touch-down ``ahead`` s from now (floats throughout: two-element
+        numpy arithmetic costs more than it computes)."""
+        vx, vy, cx, cy = float(v[0]), float(v[1]), float(v_cmd[0]), float(v_cmd[1])
+        psi = yaw + yaw_rate * ahead
+        c, s = math.cos(psi), math.sin(psi)
+        hx = float(com[0]) + cx * ahead + c * nominal[0] - s * nominal[1]
+        hy = float(com[1]) + cy * ahead + s * nominal[0] + c * nominal[1]
+        w = self.centripetal * yaw_rate
+        ox = 0.5 * self.stance * cx + self.k * (vx - cx) + w * vy
+        oy = 0.5 * self.stance * cy + self.k * (vy - cy) - w * vx
+        shrink = min(1.0, self.reach / max(math.hypot(ox, oy), 1e-12))
+        return hx + shrink * ox, hy + shrink * oy

@@ -26,7 +26,8 @@ GAITS = ('stand_step', 'trot')
 
 
 class LeggedController:
-    """``feet`` (task frames), ``effort_limit`` (|τ| per actuated joint, stream order),
+    """``feet`` (task frames), ``effort_limit`` (|τ| per actuated joint, stream order; may be
+    set after construction, before the first state),
     ``gait`` one of :data:`GAITS`; ``step_height`` [m] (0: the gait's own);
     ``normal_force_range``: each stance foot's normal force bounds in units of the weight;
     ``qp``: the other options of :class:`TaskSpaceInverseDynamics` (friction, gains);

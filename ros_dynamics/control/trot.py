@@ -34,7 +34,7 @@ import numpy as np
 from .foothold import Foothold, yaw_rotation
 from .swing import swing_reference
 from .touchdown import FootState
-from .wbc import WBCReference, quaternion_matrix
+from .wbc import WBCReference
 
 __all__ = ['TrotSettings', 'TrotGait', 'diagonal_pairs']
 
@@ -52,6 +52,8 @@ class TrotSettings:
     accel: float            # commanded velocity's rate limit [m/s^2]; yaw rate's [rad/s^2]
     yaw_accel: float
     lead: float             # CoM reference at most this far from the measured CoM
+    yaw_lead: float = 0.2   # yaw reference at most this far from the measured yaw [rad]
+    integral_time: float = 1.0  # the CoM error's integral: time constant [s]
     stand: float = 0.5      # on four feet before the first swing
     arm: float = 0.5        # swing phase from which the estimate's contact ends it
     debounce: float = 0.01  # a stance foot reported off this long is lost
@@ -93,9 +95,9 @@ def diagonal_pairs(feet, offsets):
 
 
 def heading(quat):
-    """The yaw [rad] of a base orientation (x, y, z, w)."""
-    R = quaternion_matrix(quat)
-    return math.atan2(R[1, 0], R[0, 0])
+    """The yaw [rad] of a base orientation (x, y, z, w): atan2(R[1, 0], R[0, 0])."""
+    x, y, z, w = (float(c) for c in quat)
+    return math.atan2(2.0 * (x * y + z * w), 1.0 - 2.0 * (y * y + z * z))
 
 
 class TrotGait:
@@ -109,7 +111,7 @@ class TrotGait:
         P, c = state.positions[idx], np.asarray(state.com, dtype=float)
         self.rows = idx
         yaw = heading(state.q[3:7])
-        self.nominal = {f: yaw_rotation(-yaw) @ (P[i, :2] - c[:2])
+        self.nominal = {f: tuple(yaw_rotation(-yaw) @ (P[i, :2] - c[:2]))
                         for i, f in enumerate(self.feet)}
         self.pairs = diagonal_pairs(self.feet, [self.nominal[f] for f in self.feet])
         height = float(c[2] - P[:, 2].mean())
@@ -119,8 +121,9 @@ class TrotGait:
         self.foot = {f: FootState(P[i], t) for i, f in enumerate(self.feet)}
         self.share = float(np.linalg.norm(state.g[:3])) / 2.0    # a trot share: weight / 2
         self.phase, self.pair, self.t_phase, self.t_prev = 'stand', 1, t, t
-        self.c_ref, self.yaw_ref = c.copy(), yaw
-        self.command = np.zeros(3)          # the rate-limited command (vx, vy, wz), heading
+        self.c_ref, self.yaw_ref = tuple(float(x) for x in c), yaw
+        self.bias = (0.0, 0.0)              # the CoM error's integral (integral_time)
+        self.command = [0.0, 0.0, 0.0]      # the rate-limited command (vx, vy, wz), heading
         self.t0 = t
 
     def planned_contact(self):
@@ -151,10 +154,11 @@ class TrotGait:
             left = 1.0 - (t - self.t_phase) / max(self.settings.double, 1e-9)
             for f in self.pairs[1 - self.pair]:
                 fmax[f] = min(fmax.get(f, self.share), max(0.0, left) * self.share)
-        return WBCReference(self.c_ref.copy(), np.r_[v_cmd, 0.0], np.r_[a_cmd, 0.0],
-                            tuple(stance), swing, R_ref=_yaw_matrix(self.yaw_ref),
-                            normal_force_max=fmax, normal_force_min=fmin,
-                            angular_velocity=np.array([0.0, 0.0, wz]))
+        target = (self.c_ref[0] + self.bias[0], self.c_ref[1] + self.bias[1], self.c_ref[2])
+        return WBCReference(np.array(target), np.array((*v_cmd, 0.0)),
+                            np.array((*a_cmd, 0.0)), tuple(stance), swing,
+                            R_ref=_yaw_matrix(self.yaw_ref), normal_force_max=fmax,
+                            normal_force_min=fmin, angular_velocity=np.array((0.0, 0.0, wz)))
 
     def _advance(self, t, P, contact):
         """The feet's modes and the gait's phase at ``t``."""
@@ -178,34 +182,40 @@ class TrotGait:
 
     def _body(self, dt, state, yaw, command):
         """The CoM and yaw references moved on by ``dt`` s: (v_cmd (2,), a_cmd (2,), wz),
-        world axes."""
-        s = self.settings
-        target = np.asarray(command, dtype=float)
-        step = np.array([s.accel, s.accel, s.yaw_accel]) * dt
-        previous = self.command.copy()
-        self.command += np.clip(target - self.command, -step, step)
-        Rz = yaw_rotation(yaw)
-        v_cmd = Rz @ self.command[:2]
-        a_cmd = Rz @ (self.command[:2] - previous[:2]) / dt if dt > 0 else np.zeros(2)
-        wz = float(self.command[2])
-        c = np.asarray(state.com, dtype=float)
-        lead = self.c_ref[:2] + v_cmd * dt - c[:2]
-        n = math.hypot(lead[0], lead[1])
-        self.c_ref[:2] = c[:2] + (lead if n <= s.lead else lead * (s.lead / n))
-        ground = np.mean([self.foot[f].ground for f in self.feet])
-        self.c_ref[2] = ground + s.height
+        world axes (floats: three-element numpy arithmetic costs more than it computes)."""
+        s, cmd = self.settings, self.command
+        limits = (s.accel * dt, s.accel * dt, s.yaw_accel * dt)
+        change = [max(-lim, min(lim, float(x) - c)) for x, c, lim in zip(command, cmd, limits)]
+        cmd[:] = [c + d for c, d in zip(cmd, change)]
+        cos, sin = math.cos(yaw), math.sin(yaw)
+        v_cmd = (cos * cmd[0] - sin * cmd[1], sin * cmd[0] + cos * cmd[1])
+        a_cmd = ((cos * change[0] - sin * change[1]) / dt,
+                 (sin * change[0] + cos * change[1]) / dt) if dt > 0 else (0.0, 0.0)
+        wz = cmd[2]
+        cx, cy = float(state.com[0]), float(state.com[1])
+        lx, ly = self.c_ref[0] + v_cmd[0] * dt - cx, self.c_ref[1] + v_cmd[1] * dt - cy
+        shrink = min(1.0, s.lead / max(math.hypot(lx, ly), 1e-12))
+        ground = sum(self.foot[f].ground for f in self.feet) / len(self.feet)
+        self.c_ref = (cx + shrink * lx, cy + shrink * ly, ground + s.height)
+        # integral action: the QP's target moved by the CoM error's running integral, so
+        # that the model's CoM is on the reference on average (a plant that is not the model
+        # holds it off by a constant: a hidden load, links off)
+        bx, by = self.bias
+        bx += dt / s.integral_time * (self.c_ref[0] - cx)
+        by += dt / s.integral_time * (self.c_ref[1] - cy)
+        shrink = min(1.0, s.lead / max(math.hypot(bx, by), 1e-12))
+        self.bias = (shrink * bx, shrink * by)
         err = math.remainder(self.yaw_ref + wz * dt - yaw, 2 * math.pi)
-        self.yaw_ref = yaw + max(-0.2, min(0.2, err))
+        self.yaw_ref = yaw + max(-s.yaw_lead, min(s.yaw_lead, err))
         return v_cmd, a_cmd, wz
 
     def _swing(self, f, t, state, yaw, v_cmd, wz):
         """(p, ṗ, p̈) of the swing foot ``f``: towards its foothold, replanned now."""
         s, foot = self.settings, self.foot[f]
         ahead = max(0.0, foot.t_lift + s.swing - t)
-        v = np.asarray(state.com_velocity, dtype=float)[:2]
-        foot.p_target = self.foothold(self.nominal[f], np.asarray(state.com)[:2], yaw, v,
+        foot.p_target = self.foothold(self.nominal[f], state.com, yaw, state.com_velocity,
                                       v_cmd, wz, ahead)
-        target = np.r_[foot.p_target, foot.ground - s.press]
+        target = np.array((*foot.p_target, foot.ground - s.press))
         return swing_reference(foot.p_lift, target, s.step_height, (t - foot.t_lift) / s.swing,
                                s.swing)
 

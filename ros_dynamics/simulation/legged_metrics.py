@@ -134,7 +134,6 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
     reported while the foot is >= 1 cm above the ground)."""
     t = (np.asarray(out['stamp_ns']) - out['stamp_ns'][0]) * 1e-9
     base = np.asarray(out['base'])
-    ground = out['ground']
     falls, tilt = count_falls(base, _ground_under(base, out))
     vel = heading_velocity(base, out['twist'])
     segments = []
@@ -149,7 +148,7 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
     if 'estimate' in out:
         m = t >= settle
         est, truth = np.asarray(out['estimate'])[m], np.asarray(out['touching'])[m]
-        height = (np.asarray(out['feet'])[m, :, 2] - np.asarray(ground)[m]
+        height = (np.asarray(out['feet'])[m, :, 2] - np.asarray(out['ground'])[m]
                   - out.get('foot_radius', 0.0))
         on = np.zeros_like(est)
         on[1:] = est[1:] & ~est[:-1]

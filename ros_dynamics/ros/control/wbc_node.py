@@ -1,29 +1,37 @@
 """``wbc_controller``: a whole-body controller for a floating-base quadruped that closes the loop
 through the dynamics node's stream alone (``ros2 run ros_dynamics wbc_controller``).  A thin
-adapter over :class:`ros_dynamics.control.wbc.TaskSpaceInverseDynamics` and the built-in
-:class:`ros_dynamics.control.stand_step.StandStepSchedule`; no model of its own.
+adapter over :class:`ros_dynamics.control.legged_controller.LeggedController` (the gait,
+``stand_step`` or ``trot``, and the QP of :mod:`ros_dynamics.control.wbc`); no model of its own.
 
 * subscribes ``dynamics_topic`` (default ``dynamics/dynamics``: M, C, g, q, v) and
   ``task_space_topic`` (default ``dynamics/task_space``: the feet's J, J̇ v, positions and the
-  centroidal terms), pairs them by stamp (:class:`ros_dynamics.control.StampPairer`; a pair
-  whose names disagree is dropped);
-* solves one QP per pair and publishes its joint torques on ``command_topic`` (default
-  ``sim/effort_command``; sensor_msgs/JointState ``name`` + ``effort``, ``header.stamp`` = the
-  stamp it answers).  A cycle whose QP is not solved repeats the last solved torques;
-* publishes the CoM reference of each cycle on ``~/com_reference`` (geometry_msgs/PointStamped,
-  world frame, the pair's stamp) for plots and evaluation;
-* with ``contact_forces_topic`` (the dynamics node's ``~/contact_forces`` of the feet) tracks
-  with its model the reference shifted by the CoM offset their centre of pressure gives
-  (:class:`ros_dynamics.control.com_offset.CoMOffset`): the true CoM towards the reference when
-  the model is not the robot (a hidden load off-centre, links off);
-* the schedule starts at the first served pair (its stamp is t = 0, its CoM and feet the
-  start); torque bounds from the ``<limit effort>`` of ``robot_description``;
-* logs every ``report_period`` s (and at exit) ``served S/N pairs, QP solved P/Q (x %)``
-  (Q: the served pairs that were valid and reached the QP; the others are counted rejected).
+  centroidal terms) and pairs them by stamp (:class:`ros_dynamics.control.StampPairer`);
+* answers at ``control_rate`` Hz of the stream's time (:class:`ros_dynamics.control.cadence.
+  ControlPeriods`): a worker thread takes the newest pair when it is free and, if that pair
+  opens a period not yet answered, solves the QP and publishes the joint torques on
+  ``command_topic`` (default ``sim/effort_command``; sensor_msgs/JointState ``name`` +
+  ``effort``, ``header.stamp`` = the stamp it answers).  Pairs that came while it computed are
+  skipped, never worked through: a command always answers the newest state it could.  The
+  subscription callbacks only check sizes and store;
+* ``gait`` ``trot``: takes ``cmd_vel_topic`` (geometry_msgs/Twist: ``linear.x``, ``linear.y``
+  in the trunk's heading frame, ``angular.z``; none for ``cmd_vel_timeout`` s: trot in place);
+* with ``contact_forces_topic`` (the dynamics node's ``~/contact_forces`` of the feet): the
+  trot's touch-downs and lost feet from its ``in_contact``
+  (:mod:`ros_dynamics.control.touchdown`); the stand-step schedule's CoM offset from the feet's
+  centre of pressure (:mod:`ros_dynamics.control.com_offset`);
+* publishes the CoM reference of each answer on ``~/com_reference`` (geometry_msgs/PointStamped,
+  world frame, the answered stamp) for plots and evaluation;
+* refuses at start-up, with the reason: an unknown ``gait``, not four ``feet``, a foot that is
+  not a link of ``robot_description``; at the first pair, feet the stream does not carry or not
+  laid out as a quadruped's (two in front, two behind) (logged, no command);
+* logs every ``report_period`` s (and at exit) the periods owed / answered / skipped, the
+  staleness of the answered states and the latency, the QP's solved count and CPU time, the
+  touch-downs by kind.
 """
 
 import os
 import sys
+import threading
 import time
 
 from ros_dynamics.ros import compat as ros_compat
@@ -33,21 +41,26 @@ if __name__ == '__main__' or os.path.basename(sys.argv[0] if sys.argv else '') =
 
 import numpy as np  # noqa: E402
 from builtin_interfaces.msg import Time  # noqa: E402
-from geometry_msgs.msg import PointStamped  # noqa: E402
+from geometry_msgs.msg import PointStamped, Twist  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
+from ros_dynamics.control.cadence import ControlPeriods  # noqa: E402
 from ros_dynamics.control.com_offset import CoMOffset  # noqa: E402
-from ros_dynamics.control.stand_step import StandStepSchedule  # noqa: E402
-from ros_dynamics.control.wbc import (TaskSpaceInverseDynamics,  # noqa: E402
-                                      effort_limits_from_urdf)
+from ros_dynamics.control.legged_controller import GAITS, LeggedController  # noqa: E402
+from ros_dynamics.control.wbc import effort_limits_from_urdf  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
-from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 from ros_dynamics.ros.control.dynamics_terms import dynamics_msg_type, stamp_ns  # noqa: E402
-from ros_dynamics.ros.control.wbc_stream import (dynamics_arrays, stream_state,  # noqa: E402
-                                         task_space_msg_type)
+from ros_dynamics.ros.control.wbc_stream import (contact_estimate, dynamics_arrays,  # noqa: E402
+                                                 dynamics_sizes, stream_state,
+                                                 task_space_msg_type)
+from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
+
+#: a contact estimate older than this (stream time) is not used: the gait's schedule then
+CONTACT_TIMEOUT_NS = 100_000_000
+
 
 def _needs_description(checked):
     if not checked['robot_description']:
@@ -61,18 +74,45 @@ def _force_range_ordered(checked):
                          f'{[low, high]}')
 
 
+def _four_feet_in_the_urdf(checked):
+    import xml.etree.ElementTree as ET
+    feet = list(checked['feet'])
+    if len(feet) != 4 or len(set(feet)) != 4:
+        raise ValueError(f'feet: four different links are needed, not {feet}')
+    try:
+        links = {link.get('name') for link in ET.fromstring(checked['robot_description'])
+                 .iter('link')}
+    except ET.ParseError as exc:
+        raise ValueError(f'robot_description is not XML: {exc}') from None
+    missing = [f for f in feet if f not in links]
+    if missing:
+        raise ValueError(f'feet {missing} are not links of robot_description')
+    if checked['gait'] == 'stand_step' and checked['lift_foot'] not in feet:
+        raise ValueError(f'lift_foot {checked["lift_foot"]!r} is not one of the feet {feet}')
+
+
 P = Param
-#: the controller's parameters (all read-only; docs/parameters.md); a plain (name, default,
-#: description) entry is a parameter with no rule but its type
+#: the controller's parameters (all read-only; docs/parameters.md)
 PARAMETERS = ParameterTable('wbc_controller', (
-    P('robot_description', '', 'URDF (XML): the joints\' <limit effort> bound the torques.',
-      'start-up'),
-    P('feet', ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], 'Point feet (task frames of '
-      '~/task_space).', 'start-up', item='string'),
-    P('lift_foot', 'LF_foot', 'The foot the schedule lifts.', 'start-up'),
+    P('robot_description', '', 'URDF (XML): the joints\' <limit effort> bound the torques; '
+      'the feet must be its links.', 'start-up'),
+    P('gait', 'stand_step', 'stand_step (stand, CoM trajectory, lift lift_foot and put it '
+      'down) or trot (diagonal pairs, following cmd_vel).', 'start-up', choices=GAITS),
+    P('feet', ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'], 'The four point feet (links; task '
+      'frames of ~/task_space).', 'start-up', item='string'),
+    P('control_rate', 500.0, 'Answers per second of the stream\'s time [Hz] (the joint-state '
+      'rate or a divisor of it).', 'start-up', 0.0, 1e5, True),
+    P('cmd_vel_topic', 'cmd_vel', 'geometry_msgs/Twist velocity command (trot): linear.x, '
+      'linear.y [m/s] in the heading frame, angular.z [rad/s].', 'start-up'),
+    P('cmd_vel_timeout', 0.5, 'Seconds without a cmd_vel before trotting in place.',
+      'start-up', 0.0, 1e4, True),
+    P('step_height', 0.0, 'Swing height [m] (0: the gait\'s own: 5 cm for stand_step, a '
+      'fifth of the standing height for trot).', 'start-up', 0.0, 1.0),
+    P('lift_foot', 'LF_foot', 'stand_step: the foot lifted.', 'start-up'),
     P('friction', 0.5, 'Friction coefficient of the linearized cones.', 'start-up',
       0.0, 100.0, True),
-    P('com_amplitude', 0.02, 'CoM trajectory amplitude [m].', 'start-up', 0.0, 1.0),
+    P('com_amplitude', 0.02, 'stand_step: CoM trajectory amplitude [m].', 'start-up', 0.0,
+      1.0),
     P('com_gains', [400.0, 40.0], 'CoM task (K_p [1/s^2], K_d [1/s]): accelerations, so any '
       'mass.', 'start-up', 0.0, 1e6, lengths=(2,)),
     P('orientation_gains', [400.0, 40.0], 'Trunk orientation task (K_p, K_d).', 'start-up',
@@ -82,27 +122,52 @@ PARAMETERS = ParameterTable('wbc_controller', (
     P('normal_force_range', [0.0125, 2.5], 'Bounds of each stance foot\'s normal force, in '
       'units of the robot\'s weight m g (from the stream): scales with the robot.', 'start-up',
       0.0, 100.0, lengths=(2,)),
-    P('step_height', 0.05, 'Swing height [m].', 'start-up', 0.0, 1.0),
-    P('schedule', [0.5, 0.5, 0.8, 0.1, 0.5, 1.5], 'Phase durations [s]: stand, each CoM '
-      'segment, weight shift, unload (and load), swing, final stand.', 'start-up', 0.0, 1e4,
-      True, lengths=(6,)),
+    P('schedule', [0.5, 0.5, 0.8, 0.1, 0.5, 1.5], 'stand_step: phase durations [s]: stand, '
+      'each CoM segment, weight shift, unload (and load), swing, final stand.', 'start-up',
+      0.0, 1e4, True, lengths=(6,)),
     P('dynamics_topic', 'dynamics/dynamics', 'ros_dynamics_msgs/Dynamics input.', 'start-up'),
     P('task_space_topic', 'dynamics/task_space', 'ros_dynamics_msgs/TaskSpace input.',
       'start-up'),
     P('command_topic', 'sim/effort_command', 'sensor_msgs/JointState effort output.',
       'start-up'),
     P('contact_forces_topic', '', 'ros_dynamics_msgs/ContactForces of the feet (the dynamics '
-      'node\'s ~/contact_forces): the CoM offset from their centre of pressure ("": off).',
-      'start-up'),
-    P('com_offset_time_constant', 2.0, 'Time constant of the CoM offset\'s low-pass [s].',
-      'start-up', 0.0, 1e4, True),
+      'node\'s ~/contact_forces): trot: touch-downs and lost feet from in_contact; stand_step: '
+      'the CoM offset from their centre of pressure ("": off).', 'start-up'),
+    P('com_offset_time_constant', 2.0, 'stand_step: time constant of the CoM offset\'s '
+      'low-pass [s].', 'start-up', 0.0, 1e4, True),
     P('max_pending', 100, 'Messages waiting for their partner, at most, per kind.', 'start-up',
       1, 1000000),
     P('report_period', 5.0, 'Seconds between statistics log lines (0: only at exit).',
       'start-up', 0.0, 1e6),
-), rules=(_needs_description, _force_range_ordered), about='The whole-body controller (docs/ros_interface.md, '
-    '"Whole-body controller `wbc_controller`"). Every parameter is read at start-up '
-    '(read-only).')
+), rules=(_needs_description, _force_range_ordered, _four_feet_in_the_urdf),
+    about='The whole-body controller (docs/ros_interface.md, "Whole-body controller '
+    '`wbc_controller`"). Every parameter is read at start-up (read-only).')
+
+
+class NewestPair:
+    """The newest stamp pair the subscriptions completed, for the worker (a lock and a
+    condition; an older pair is replaced, never queued)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._pair = None
+
+    def put(self, pair):
+        with self._cond:
+            self._pair = pair
+            self._cond.notify()
+
+    def take(self, timeout):
+        """The newest pair not taken yet, waiting up to ``timeout`` s (None: none came)."""
+        with self._cond:
+            if self._pair is None:
+                self._cond.wait(timeout)
+            pair, self._pair = self._pair, None
+            return pair
+
+    def wake(self):
+        with self._cond:
+            self._cond.notify()
 
 
 class WBCController(Node):
@@ -110,172 +175,190 @@ class WBCController(Node):
 
     def __init__(self):
         super().__init__('wbc_controller')
-        cfg = PARAMETERS.declare(self)
-        p = lambda n: getattr(cfg, n)  # noqa: E731
-        self.urdf = p('robot_description')
-        self.feet = list(p('feet'))
-        self.lift = p('lift_foot')
-        self.mu, self.amp, self.height = p('friction'), p('com_amplitude'), p('step_height')
-        self.wbc = self.schedule = self.t0 = None
-        self.pairer = StampPairer(int(p('max_pending')), consistent=self._consistent)
-        self.counts = dict(solved=0, unsolved=0, rejected=0)
-        self.latency, self.qp_time = [], []
-        self.cmd = JointState()
-        self._last_tau = None
-        self.resent = 0
-        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(dynamics_msg_type(), p('dynamics_topic'), self._on_dynamics,
-                                 qos)
-        self.create_subscription(task_space_msg_type(), p('task_space_topic'),
-                                 self._on_task_space, qos)
-        self.offset = (CoMOffset(p('com_offset_time_constant')) if p('contact_forces_topic')
-                       else None)
-        self._forces = None                     # the newest (stamp, forces) measured
-        self._forces_stamp = None               # the stamp of the last one used
-        if p('contact_forces_topic'):
-            from ros_dynamics_msgs.msg import ContactForces
-            self.create_subscription(ContactForces, p('contact_forces_topic'),
-                                     self._on_contact_forces, qos)
-        self.pub = self.create_publisher(JointState, p('command_topic'), qos)
-        self.pub_ref = self.create_publisher(PointStamped, '~/com_reference', qos)
-        self.ref = PointStamped()
+        cfg = self.cfg = PARAMETERS.declare(self)
+        self.feet = list(cfg.feet)
+        self.controller = self._controller(cfg)
+        self.pairer = StampPairer(int(cfg.max_pending))
+        self.periods = ControlPeriods(cfg.control_rate)
+        self.slot, self.done = NewestPair(), threading.Event()
+        self.counts = dict(rejected=0, resent=0)
+        self.qp_time = []
+        self.cmd, self.ref = JointState(), PointStamped()
         self.ref.header.frame_id = 'world'
-        if float(p('report_period')) > 0:
-            self.create_timer(float(p('report_period')), self.report)
+        self._last_stamp = None                  # the stamp of the last command published
+        self._cmd_vel = None                     # (monotonic s, (vx, vy, wz))
+        self._contact = None                     # (stamp ns, {foot: bool}, forces (4, 3))
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(dynamics_msg_type(), cfg.dynamics_topic, self._on_dynamics,
+                                 qos)
+        self.create_subscription(task_space_msg_type(), cfg.task_space_topic,
+                                 self._on_task_space, qos)
+        if cfg.contact_forces_topic:
+            from ros_dynamics_msgs.msg import ContactForces
+            self.create_subscription(ContactForces, cfg.contact_forces_topic,
+                                     self._on_contact_forces, qos)
+        if cfg.gait == 'trot':
+            self.create_subscription(Twist, cfg.cmd_vel_topic, self._on_cmd_vel, 10)
+        self.pub = self.create_publisher(JointState, cfg.command_topic, qos)
+        self.pub_ref = self.create_publisher(PointStamped, '~/com_reference', qos)
+        if float(cfg.report_period) > 0:
+            self.create_timer(float(cfg.report_period), self.report)
         self.get_logger().info(
-            f'wbc_controller: feet {self.feet}, lift {self.lift!r}; stream from '
-            f'{self.resolve_topic_name(p("dynamics_topic"))} and '
-            f'{self.resolve_topic_name(p("task_space_topic"))}, torques to '
-            f'{self.resolve_topic_name(p("command_topic"))}')
+            f'wbc_controller: gait {cfg.gait}, feet {self.feet}, {cfg.control_rate:g} Hz; '
+            f'stream from {self.resolve_topic_name(cfg.dynamics_topic)} and '
+            f'{self.resolve_topic_name(cfg.task_space_topic)}, torques to '
+            f'{self.resolve_topic_name(cfg.command_topic)}'
+            + (f', cmd_vel from {self.resolve_topic_name(cfg.cmd_vel_topic)}'
+               if cfg.gait == 'trot' else '')
+            + (f', contact estimate from {self.resolve_topic_name(cfg.contact_forces_topic)}'
+               if cfg.contact_forces_topic else ''))
 
-    @staticmethod
-    def _consistent(dyn, ts):
-        return list(ts[0].names) == dyn[0][0]
+    def _controller(self, cfg):
+        """The ROS-free controller of the parameters (effort limits read from the URDF at the
+        first pair, when the joint order is known)."""
+        schedule = dict(zip(('t_track', 'segment', 'shift', 'unload', 'swing', 'stand'),
+                            cfg.schedule), lift=cfg.lift_foot, amplitude=cfg.com_amplitude)
+        offset = (CoMOffset(cfg.com_offset_time_constant) if cfg.contact_forces_topic
+                  and cfg.gait == 'stand_step' else None)
+        return LeggedController(
+            self.feet, None, cfg.gait, cfg.step_height, tuple(cfg.normal_force_range),
+            dict(mu=cfg.friction, com_gains=tuple(cfg.com_gains),
+                 orientation_gains=tuple(cfg.orientation_gains),
+                 swing_gains=tuple(cfg.swing_gains)), schedule, offset)
 
     def _reject(self, what, exc):
         self.counts['rejected'] += 1
         self.get_logger().warning(f'{what} rejected: {exc}', throttle_duration_sec=2.0)
 
+    # -- the executor thread: check sizes, store ------------------------------------------------
+
     def _on_dynamics(self, msg):
         t_rx = time.monotonic()
         try:
-            arrays = dynamics_arrays(msg)
+            dynamics_sizes(msg)
         except ValueError as exc:
             return self._reject('Dynamics', exc)
         stamp = stamp_ns(msg.header.stamp)
-        if stamp == self.pairer.last_served and self._last_tau is not None:
-            # the state answered last, published again (the simulator repeats its first state
-            # until a command answers it: ours may have gone out before it subscribed)
-            self.resent += 1
+        if stamp == self._last_stamp:
+            # the state answered last, published again (a simulator that waits for its first
+            # command repeats its first state: ours may have gone out before it subscribed)
+            self.counts['resent'] += 1
             return self.pub.publish(self.cmd)
-        pair = self.pairer.add_state(stamp, (arrays, t_rx))
+        self._serve(self.pairer.add_state(stamp, (msg, t_rx)))
+
+    def _on_task_space(self, msg):
+        self._serve(self.pairer.add_terms(stamp_ns(msg.header.stamp), (msg, time.monotonic())))
+
+    def _serve(self, pair):
         if pair is not None:
-            self._serve(*pair)
+            self.periods.receive(pair[0])
+            self.slot.put(pair)
 
     def _on_contact_forces(self, msg):
         try:
-            forces = {f: (w.force.x, w.force.y, w.force.z) for f, w in zip(msg.frames,
-                                                                            msg.wrenches)}
-            self._forces = (stamp_ns(msg.header.stamp),
-                            np.array([forces[f] for f in self.feet], dtype=float))
-        except KeyError as exc:
-            self._reject('ContactForces', f'no force for the foot {exc}')
+            in_contact, forces = contact_estimate(msg, self.feet)
+        except ValueError as exc:
+            return self._reject('ContactForces', exc)
+        self._contact = (stamp_ns(msg.header.stamp), in_contact, forces)
 
-    def _on_task_space(self, msg):
-        pair = self.pairer.add_terms(stamp_ns(msg.header.stamp), (msg, time.monotonic()))
-        if pair is not None:
-            self._serve(*pair)
+    def _on_cmd_vel(self, msg):
+        cmd = (msg.linear.x, msg.linear.y, msg.angular.z)
+        if not all(np.isfinite(cmd)):
+            return self._reject('cmd_vel', f'non-finite {cmd}')
+        self._cmd_vel = (time.monotonic(), cmd)
 
-    def _start(self, stamp, state):
-        joints = state.names[6:]
-        p = lambda n: self.get_parameter(n).value  # noqa: E731
-        weight = np.linalg.norm(state.g[:3])          # the base force rows of g: m |g|
-        f_min, f_max = (weight * x for x in p('normal_force_range'))
-        self.wbc = TaskSpaceInverseDynamics(self.feet, effort_limits_from_urdf(self.urdf, joints),
-                                            mu=self.mu, normal_force=(f_min, f_max),
-                                            com_gains=tuple(p('com_gains')),
-                                            orientation_gains=tuple(p('orientation_gains')),
-                                            swing_gains=tuple(p('swing_gains')))
-        idx = [state.frames.index(f) for f in self.feet]
-        t_track, segment, shift, unload, swing, stand = p('schedule')
-        self.schedule = StandStepSchedule(self.feet, state.com, state.positions[idx],
-                                          lift=self.lift, amplitude=self.amp, t_track=t_track,
-                                          segment=segment, shift=shift, unload=unload,
-                                          swing=swing, stand=stand,
-                                          step_height=self.height, f_max=f_max,
-                                          unload_from=weight / len(self.feet))
-        self.t0 = stamp
-        self.cmd.name = list(joints)
-        self.get_logger().info(f'schedule starts at stamp {stamp * 1e-9:.3f} s, '
-                               f'{self.schedule.duration:.1f} s long; CoM '
-                               f'{np.round(state.com, 4).tolist()}')
+    # -- the worker thread: the newest pair, one answer per period --------------------------------
 
-    def _corrected(self, ref, state):
-        """``ref`` shifted by the CoM offset, updated first by the newest measured forces."""
-        measured, self._forces = self._forces, None
-        if measured is not None:
-            t, forces = measured
-            dt = 0.0 if self._forces_stamp is None else (t - self._forces_stamp) * 1e-9
-            self._forces_stamp = t
-            idx = [state.frames.index(f) for f in self.feet]
-            self.offset.update(dt, state.positions[idx], forces, state.com,
-                               ref.com_acceleration, np.linalg.norm(state.g[:3]),
-                               ref.com_velocity)
-        return self.offset.reference(ref)
+    def loop(self):
+        """The worker: answer the newest pair whenever it opens an unanswered period."""
+        while not self.done.is_set():
+            pair = self.slot.take(0.1)
+            if pair is not None and self.periods.due(pair[0]):
+                self._answer(*pair)
 
-    def _serve(self, stamp, dyn, ts):
+    def _inputs(self, stamp):
+        """(command, contact {foot: bool} or None, forces (stamp, (4, 3)) or None) now."""
+        cmd_vel = self._cmd_vel
+        command = (0.0, 0.0, 0.0)
+        if cmd_vel is not None and time.monotonic() - cmd_vel[0] <= self.cfg.cmd_vel_timeout:
+            command = cmd_vel[1]
+        estimate = self._contact
+        if estimate is None or abs(stamp - estimate[0]) > CONTACT_TIMEOUT_NS:
+            return command, None, None
+        return command, estimate[1], (estimate[0], estimate[2])
+
+    def _answer(self, stamp, dyn, ts):
         try:
-            state = stream_state(dyn[0], ts[0])
-            if self.wbc is None:
-                self._start(stamp, state)
-            ref = self.schedule((stamp - self.t0) * 1e-9)
-            # the reference published is the schedule's (the true CoM's target); the model's
-            # CoM tracks it shifted by the offset
-            sol = self.wbc.solve(state, ref if self.offset is None else
-                                 self._corrected(ref, state))
+            state = stream_state(dynamics_arrays(dyn[0]), ts[0])
+            if self.controller.effort_limit is None:
+                self.controller.effort_limit = effort_limits_from_urdf(
+                    self.cfg.robot_description, state.names[6:])
+                self.cmd.name = list(state.names[6:])
+            started = self.controller.gait is not None
+            tau, ref, sol = self.controller.command(stamp, state, *self._inputs(stamp))
         except ValueError as exc:
             return self._reject('stream pair', exc)
+        if not started:
+            self.get_logger().info(f'{self.cfg.gait} starts at stamp {stamp * 1e-9:.3f} s; CoM '
+                                   f'{np.round(state.com, 4).tolist()}')
         self.qp_time.append(sol.cpu_time)
         del self.qp_time[:-100000]
-        if sol.solved and np.all(np.isfinite(sol.tau)):
-            self.counts['solved'] += 1
-            self._last_tau = sol.tau
-        else:
-            self.counts['unsolved'] += 1
+        if not sol.solved:
             self.get_logger().warning('QP not solved: the last solved torques are repeated',
                                       throttle_duration_sec=1.0)
-        if self._last_tau is None:
+        if tau is None:
             return
         self.cmd.header.stamp = Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
-        self.cmd.effort = self._last_tau.tolist()
+        self.cmd.effort = tau.tolist()
         self.pub.publish(self.cmd)
+        self._last_stamp = stamp
+        self.periods.answer(stamp, time.monotonic() - max(dyn[1], ts[1]))
         self.ref.header.stamp = self.cmd.header.stamp
         self.ref.point.x, self.ref.point.y, self.ref.point.z = (float(x) for x in ref.com)
         self.pub_ref.publish(self.ref)
-        self.latency.append(time.monotonic() - max(dyn[1], ts[1]))
-        del self.latency[:-100000]
 
     def report(self):
-        c, k = self.pairer.counts, self.counts
-        served, tried = c['served'], k['solved'] + k['unsolved']
-        pct = 100.0 * k['solved'] / tried if tried else 0.0
-        lat = np.asarray(self.latency) * 1e3
+        c, k, p = self.pairer.counts, self.controller.counts, self.periods.summary()
+        tried = k['solved'] + k['unsolved']
         qp = np.asarray(self.qp_time) * 1e6
+
+        def ms(x):
+            return f'p50 {x[0]:.2f} ms, p99 {x[1]:.2f} ms, max {x[2]:.2f} ms' if x else '-'
+        gait = self.controller.gait
+        feet = getattr(gait, 'foot', None)
+        touchdowns = ({kind: sum(feet[f].touchdowns[kind] for f in feet)
+                       for kind in next(iter(feet.values())).touchdowns} if feet else None)
         self.get_logger().info(
-            f'served {served}/{c["states"]} pairs, QP solved {k["solved"]}/{tried} '
-            f'({pct:.3f} %), late {c["late"]}, mismatched {c["mismatched"]}, rejected '
-            f'{k["rejected"]}, resent {self.resent}'
-            + (f'; latency pair -> command p50 {np.percentile(lat, 50):.2f} ms, p99 '
-               f'{np.percentile(lat, 99):.2f} ms' if lat.size else '')
+            f'periods at {self.cfg.control_rate:g} Hz: owed {p["owed"]}, answered '
+            f'{p["answered"]} ({100 * p["answered_fraction"]:.2f} %), skipped {p["skipped"]}, '
+            f'gaps in the stream {p["gaps"]}; staleness {ms(p["staleness_ms"])}; latency '
+            f'{ms(p["latency_ms"])}; pairs {c["served"]}/{c["states"]}, QP solved '
+            f'{k["solved"]}/{tried}, rejected {self.counts["rejected"]}, resent '
+            f'{self.counts["resent"]}'
             + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '
                f'{np.percentile(qp, 99):.0f} us' if qp.size else '')
-            + (f'; CoM offset ({self.offset.offset[0]:.4f}, {self.offset.offset[1]:.4f}) m '
-               f'from {self.offset.updates} force samples' if self.offset is not None else ''))
+            + (f'; touch-downs {touchdowns}, lost {sum(f.lost for f in feet.values())}'
+               if touchdowns else '')
+            + (f'; CoM offset ({self.controller.offset.offset[0]:.4f}, '
+               f'{self.controller.offset.offset[1]:.4f}) m from '
+               f'{self.controller.offset.updates} force samples'
+               if self.controller.offset is not None else ''))
 
 
 def main(args=None):
     """Entry point of ``wbc_controller``: spins until SIGINT/SIGTERM, logs the statistics."""
-    return process.run(WBCController, args, on_stop=lambda node: node.report())
+    def start(node):
+        node.thread = threading.Thread(target=node.loop, daemon=True)
+        node.thread.start()
+
+    def stop(node):
+        node.done.set()
+        node.slot.wake()
+        node.thread.join(timeout=5.0)
+        node.report()
+
+    return process.run(WBCController, args, executor='events', before_spin=start,
+                       on_stop=stop)
 
 
 if __name__ == '__main__':

@@ -11,7 +11,8 @@ import numpy as np
 
 from ros_dynamics.control.wbc import StreamState
 
-__all__ = ['dynamics_arrays', 'stream_state', 'task_space_msg_type']
+__all__ = ['dynamics_arrays', 'dynamics_sizes', 'stream_state', 'task_space_msg_type',
+           'contact_estimate']
 
 
 def task_space_msg_type():
@@ -31,8 +32,37 @@ def _finite(name, a):
     return a
 
 
+def dynamics_sizes(msg):
+    """ValueError when a Dynamics message's array lengths do not fit its names (checked as it
+    arrives, before it waits for its TaskSpace; no array is made)."""
+    n = len(msg.names)
+    sizes = (len(msg.position), len(msg.velocity), len(msg.gravity), len(msg.mass_matrix),
+             len(msg.coriolis_matrix))
+    if sizes[1:] != (n, n, n * n, n * n) or sizes[0] < n:
+        raise ValueError(f'Dynamics sizes (position {sizes[0]}, velocity {sizes[1]}, gravity '
+                         f'{sizes[2]}, mass_matrix {sizes[3]}, coriolis_matrix {sizes[4]}) do '
+                         f'not fit {n} names')
+
+
+def contact_estimate(msg, feet):
+    """({foot: in_contact}, forces (len(feet), 3) world) of a ContactForces message for the
+    ``feet``; ValueError when one of them is missing or a force is not finite."""
+    index = {f: i for i, f in enumerate(msg.frames)}
+    missing = [f for f in feet if f not in index]
+    if missing or len(msg.in_contact) != len(msg.frames) or len(msg.wrenches) != len(
+            msg.frames):
+        raise ValueError(f'no contact estimate for the feet {missing or feet} in '
+                         f'{list(msg.frames)}')
+    rows = [index[f] for f in feet]
+    forces = np.array([(msg.wrenches[i].force.x, msg.wrenches[i].force.y,
+                        msg.wrenches[i].force.z) for i in rows])
+    _finite('contact forces', forces)
+    return {f: bool(msg.in_contact[i]) for f, i in zip(feet, rows)}, forces
+
+
 def dynamics_arrays(msg):
     """(names, q, v, M, C, g) of a Dynamics message; ValueError on sizes or non-finite values."""
+    dynamics_sizes(msg)
     names = list(msg.names)
     n = len(names)
     q = np.asarray(msg.position, dtype=float)
@@ -40,10 +70,6 @@ def dynamics_arrays(msg):
     g = np.asarray(msg.gravity, dtype=float)
     M = np.asarray(msg.mass_matrix, dtype=float)
     C = np.asarray(msg.coriolis_matrix, dtype=float)
-    if v.size != n or g.size != n or M.size != n * n or C.size != n * n or q.size < n:
-        raise ValueError(f'Dynamics sizes (position {q.size}, velocity {v.size}, gravity '
-                         f'{g.size}, mass_matrix {M.size}, coriolis_matrix {C.size}) do not '
-                         f'fit {n} names')
     for name, a in (('position', q), ('velocity', v), ('gravity', g), ('mass_matrix', M),
                     ('coriolis_matrix', C)):
         _finite(name, a)

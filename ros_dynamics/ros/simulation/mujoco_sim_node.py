@@ -105,6 +105,10 @@ PARAMETERS = ParameterTable('sim_mujoco', (
     P('joint_coulomb', 0.0, 'Dry (Coulomb) friction on every joint [N m].', 'start-up', 0.0,
       1e4),
     P('friction', 0.8, 'Foot-floor friction coefficient.', 'start-up', 0.0, 100.0, True),
+    P('step_rise', 0.0, 'A step in the ground the controller is not told of [m] (0: flat; '
+      '> 0: higher for x >= step_edge; < 0: the robot starts on the higher ground).',
+      'start-up', -1.0, 1.0),
+    P('step_edge', 0.3, 'Where the step is: world x [m].', 'start-up', -100.0, 100.0),
     P('base_push', [0.0, 0.0, 0.0, 0.0, 0.0], '[t_start, duration, fx, fy, fz] on the root.',
       'start-up', lengths=(5,)),
     ('wait_for_subscribers', 0, 'joint_states subscribers to wait for before starting.'),
@@ -133,7 +137,8 @@ class MujocoSim(Node):
             hidden_load=p('hidden_load'), load_offset=tuple(p('load_offset')),
             link_error=p('link_error'), rotor_inertia=p('rotor_inertia'),
             joint_viscous=p('joint_viscous'), joint_coulomb=p('joint_coulomb'), mu=p('friction'),
-            foot_radius=p('foot_radius'), seed=p('seed'))
+            foot_radius=p('foot_radius'), seed=p('seed'), step_rise=p('step_rise'),
+            step_edge=p('step_edge'))
         rate = float(p('rate'))
         push = list(p('base_push'))
         if len(push) != 5:
