@@ -90,12 +90,14 @@ def controller_statistics(log):
     """The last statistics line of wbc_controller's log as a dict (None when there is none):
     control_rate, periods owed / answered / skipped, gaps, staleness_ms and latency_ms (p50,
     p99, max), pairs served / received, QP solved / tried, rejected, resent, qp_cpu_us (p50,
-    p99)."""
+    p99), touchdowns {kind: count} and lost (the trot)."""
+    import ast
     import re
     found = re.findall(_STATS, log)
     if not found:
         return None
     x = found[-1]
+    touch = re.findall(r'touch-downs (\{[^}]*\}), lost (\d+)', log)
     num = [float(v) if v else None for v in x]
     return dict(control_rate=num[0], owed=int(num[1]), answered=int(num[2]),
                 skipped=int(num[3]), gaps=int(num[4]),
@@ -104,4 +106,6 @@ def controller_statistics(log):
                 latency_ms=num[8:11] if num[8] is not None else None,
                 pairs_served=int(num[11]), pairs_received=int(num[12]), qp_solved=int(num[13]),
                 qp_tried=int(num[14]), rejected=int(num[15]), resent=int(num[16]),
-                qp_cpu_us=num[17:19] if num[17] is not None else None)
+                qp_cpu_us=num[17:19] if num[17] is not None else None,
+                touchdowns=ast.literal_eval(touch[-1][0]) if touch else None,
+                lost=int(touch[-1][1]) if touch else None)

@@ -8,12 +8,12 @@ velocity commands on ``cmd_vel`` and records the node's contact estimate.
 
     python scripts/closed_loop_trot.py --robot solo12                       # the command plan
     python scripts/closed_loop_trot.py --robot solo12 --sensing noisy --hidden-load 1 --real-time
-    python scripts/closed_loop_trot.py --robot quadruped --plan step --step-rise 0.02
+    python scripts/closed_loop_trot.py --robot quadruped --plan forward --step-rise 0.02
 
 Plans (each command held until the next; the figures are means over its last 2 s):
 ``commands``: trot in place, forward 0.3 m/s, sideways 0.2 m/s, turning 0.6 rad/s, stop (in
-place), 4 s each (in place 3 s); ``step``: in place 2 s, then forward 0.3 m/s over a step in
-the ground ``--step-rise`` m high (default 2 cm; negative: down) at ``--step-edge`` m.
+place), 4 s each (in place 3 s); ``forward``: in place 2 s, then forward 0.3 m/s for 5 s (over
+a step in the ground ``--step-rise`` m high, negative: down, at ``--step-edge`` m, if given).
 
 ``--real-time``: the simulator runs at the wall clock's pace and never waits for a command
 (``max_delay`` 0, no least delay): a command acts when it arrives, however late, as on a robot;
@@ -46,7 +46,7 @@ from demo import _setup_environment, _write_params, stamp_key  # noqa: E402
 PLANS = {
     'commands': (((0.0, (0.0, 0.0, 0.0)), (3.0, (0.3, 0.0, 0.0)), (7.0, (0.0, 0.2, 0.0)),
                   (11.0, (0.0, 0.0, 0.6)), (15.0, (0.0, 0.0, 0.0))), 18.0),
-    'step': (((0.0, (0.0, 0.0, 0.0)), (2.0, (0.3, 0.0, 0.0))), 7.0),
+    'forward': (((0.0, (0.0, 0.0, 0.0)), (2.0, (0.3, 0.0, 0.0))), 7.0),
 }
 
 
@@ -69,9 +69,9 @@ def _parse(argv=None):
                     help='lateral push [share of the weight] (0: none), --push-time')
     ap.add_argument('--push-time', type=float, default=5.0, help='push start [s]')
     ap.add_argument('--push-duration', type=float, default=0.1, help='push length [s]')
-    ap.add_argument('--step-rise', type=float, default=0.02,
-                    help='plan step: the step\'s height [m] (negative: down)')
-    ap.add_argument('--step-edge', type=float, default=0.45, help='plan step: its x [m]')
+    ap.add_argument('--step-rise', type=float, default=0.0,
+                    help='a step in the ground [m] (0: none; negative: down)')
+    ap.add_argument('--step-edge', type=float, default=0.45, help='the step\'s x [m]')
     ap.add_argument('--real-time', action='store_true',
                     help='the simulator at the wall clock\'s pace, never waiting for a command')
     ap.add_argument('--max-delay', type=float, default=0.005,
@@ -93,14 +93,13 @@ def _files(args, xml, robot, tmp, weight, truth_path):
     commands, duration = PLANS[args.plan]
     files = {n: os.path.join(tmp, f'{n}.yaml') for n in ('sim', 'dyn', 'ctl')}
     push = [args.push_time, args.push_duration, 0.0, args.push * weight, 0.0]
-    rise = args.step_rise if args.plan == 'step' else 0.0
     _write_params(files['sim'], 'sim', dict(
         robot_description=xml, feet=robot['feet'], foot_radius=robot['foot_radius'],
         pose=[f'{j}={a}' for j, a in robot['pose'].items()], duration=duration + 0.5,
         real_time_factor=1.0, command_delay=0.0 if args.real_time else 0.002,
         max_delay=0.0 if args.real_time else args.max_delay, hidden_load=args.hidden_load,
         load_offset=list(args.load_offset), link_error=args.link_error, base_push=push,
-        step_rise=rise, step_edge=args.step_edge, wait_for_subscribers=2, wait_timeout=120.0,
+        step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=2, wait_timeout=120.0,
         truth_record=truth_path, seed=args.seed, **SENSING[args.sensing]))
     # real time: a node that falls behind keeps the newest joint states (10), not a backlog
     depth = 10 if args.real_time else 2000
@@ -209,8 +208,7 @@ def evaluate(truth, lis, text, args, weight):
                            f'{text["wbc_controller"][-3000:]}')
     rows = np.flatnonzero(truth['stamp_ns'] >= lis.t0)
     known = [k for k in rows if int(truth['stamp_ns'][k]) in lis.estimate]
-    ground = LeggedPlantOptions(step_edge=args.step_edge,
-                                step_rise=args.step_rise if args.plan == 'step' else 0.0).ground
+    ground = LeggedPlantOptions(step_edge=args.step_edge, step_rise=args.step_rise).ground
     out = {k: truth[k][rows] for k in ('stamp_ns', 'base', 'twist', 'feet', 'touching')}
     out.update(ground_fn=ground, dt=1e-3)
     res = walk_metrics(out, PLANS[args.plan][0])
@@ -244,7 +242,9 @@ def summary_line(r, args):
     worst_v = max(max(abs(s['error'][0]), abs(s['error'][1])) for s in r['segments'])
     worst_w = max(abs(s['error'][2]) for s in r['segments'])
     c = r['controller'] or {}
-    return (f'{args.robot} trot on MuJoCo ({args.plan}, hidden load {args.hidden_load:g} kg, '
+    return (f'{args.robot} trot on MuJoCo ({args.plan}'
+            + (f', a {100 * args.step_rise:g} cm step' if args.step_rise else '')
+            + f', hidden load {args.hidden_load:g} kg, '
             f'{args.sensing} sensing, touch-down from the {args.touchdown}'
             + (', real time' if args.real_time else '') + f'): falls {r["falls"]}, velocity '
             f'error max {worst_v:.3f} m/s, yaw rate error max {worst_w:.3f} rad/s, periods '

@@ -58,3 +58,63 @@ def test_closed_loop_real_launch_api():
     assert all(type(a) is Node for a in actions)
     assert sorted(a.node_executable for a in actions) == ['dynamics_node', 'sim',
                                                           'tracking_controller']
+
+
+TROT = os.path.join(REPO_ROOT, 'launch', 'trot.launch.py')
+
+
+def _trot(**overrides):
+    args = L.defaults(L.TROT_ARGS, REPO_ROOT)
+    args.update(overrides)
+    return {a.name: a for a in L.trot_actions(args)}
+
+
+@pytest.mark.parametrize('robot', ['solo12', 'quadruped'])
+def test_trot_nodes_and_parameters(robot):
+    """trot.launch.py: MuJoCo's plant in real time (never waiting), the dynamics node with the
+    feet as task and contact frames (its contact threshold 20 % of a foot's trot share of the
+    URDF's weight), wbc_controller trotting with touch-downs from the node; every parameter one
+    the node declares and within its rules."""
+    from ros_dynamics.ros.control.wbc_node import PARAMETERS as CTL
+    from ros_dynamics.ros.dynamics_node.parameters import TABLE as DYN
+    from ros_dynamics.ros.simulation.mujoco_sim_node import PARAMETERS as SIM
+    from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
+    import ros_dynamics as rd
+    nodes = _trot(robot=robot, hidden_load='1.0', sensing='noisy')
+    assert {n.executable for n in nodes.values()} == {'sim_mujoco', 'dynamics_node',
+                                                      'wbc_controller'}
+    path, xml = robot_urdf(robot)
+    feet = ROBOTS[robot]['feet']
+    (sim,) = nodes['sim'].parameters
+    assert sim['robot_description'] == xml and sim['max_delay'] == 0.0
+    assert sim['real_time_factor'] == 1.0 and sim['hidden_load'] == 1.0
+    assert sim['odom_delay'] == 0.01 and sim['odom_noise_linear'] == 0.03
+    params_file, dyn = nodes['dynamics'].parameters
+    assert os.path.isfile(params_file) and dyn['task_frames'] == dyn['contact_frames'] == feet
+    mass = rd.load_urdf(path, floating_base=True).total_mass()     # the model's, independently
+    assert abs(dyn['contact_force_threshold'] - 0.2 * 9.81 * mass / 2) < 1e-6 * mass
+    (ctl,) = nodes['wbc_controller'].parameters
+    assert ctl['gait'] == 'trot' and ctl['feet'] == feet
+    assert ctl['contact_forces_topic'] == 'dynamics/contact_forces'
+    for table, given in ((SIM, sim), (DYN, dyn), (CTL, ctl)):
+        assert set(given) <= {p.name for p in table}
+        table.validate({**{p.name: p.default for p in table}, **given})
+    assert 'contact_forces_topic' not in _trot(contact_estimate='false')['wbc_controller'] \
+        .parameters[0]
+
+
+def test_trot_bad_arguments():
+    with pytest.raises(L.LaunchArgumentError, match="robot:='anymal'"):
+        _trot(robot='anymal')
+    with pytest.raises(L.LaunchArgumentError, match='sensing'):
+        _trot(sensing='perfect')
+    with pytest.raises(L.LaunchArgumentError, match="hidden_load:='heavy': expected a number"):
+        _trot(hidden_load='heavy')
+
+
+def test_trot_real_launch_api():
+    pytest.importorskip('launch_ros', reason='launch / launch_ros not installed (no PyPI wheels)')
+    declared, actions = _run_launch_file(TROT, {'robot': 'quadruped'})
+    assert declared == {n for n, _, _ in L.TROT_ARGS}
+    assert sorted(a.node_executable for a in actions) == ['dynamics_node', 'sim_mujoco',
+                                                          'wbc_controller']

@@ -1,8 +1,9 @@
 """What ros_dynamics' launch files start, as plain Python (no launch / launch_ros import).
 
-The launch files (dynamics.launch.py, closed_loop.launch.py) declare their arguments from the
-tables here, call :func:`dynamics_actions` / :func:`closed_loop_actions` with the argument
-values (strings, as ``LaunchConfiguration.perform`` gives them) and turn the returned
+The launch files (dynamics.launch.py, closed_loop.launch.py, trot.launch.py) declare their
+arguments from the tables here, call :func:`dynamics_actions` / :func:`closed_loop_actions` /
+:func:`trot_actions` with the argument values (strings, as ``LaunchConfiguration.perform``
+gives them) and turn the returned
 :class:`NodeAction` / :class:`LogAction` records into launch_ros ``Node`` / ``LifecycleNode``
 and launch ``LogInfo`` actions. So the decisions (argument validation, which nodes, with which
 parameters) can be tested without launch installed, and the launch files stay a thin mapping.
@@ -46,6 +47,21 @@ CLOSED_LOOP_ARGS = (
     ('command_timeout', '0.1', 'sim falls back to gravity compensation + damping after [s]'),
     ('duration', '0.0', 'simulated seconds, then the simulator exits (0: forever)'),
 )
+
+TROT_ARGS = (
+    ('robot', 'solo12', 'solo12 (example-robot-data) | quadruped (urdf/quadruped.urdf)'),
+    ('params_file', 'share:config/dynamics.yaml', 'Parameter file of dynamics_node'),
+    ('contact_estimate', 'true', 'touch-downs and lost feet from the dynamics node\'s '
+                                 '~/contact_forces (false: from the gait\'s schedule)'),
+    ('step_height', '0.0', 'swing height [m] (0: a fifth of the standing height)'),
+    ('hidden_load', '0.0', 'kg on the trunk that MuJoCo has and the URDF does not'),
+    ('sensing', 'clean', 'clean | noisy (odometry 200 Hz, 10 ms late, 0.03 m/s noise; joint '
+                         'noise)'),
+    ('duration', '0.0', 'simulated seconds, then the simulator exits (0: until stopped)'),
+)
+#: the sensing of ``sensing:=noisy`` (a legged robot's state estimator and joint sensors)
+NOISY_SENSING = dict(noise_velocity=0.05, noise_effort=0.05, odom_rate=200.0, odom_delay=0.01,
+                     odom_noise_linear=0.03, odom_noise_angular=0.01)
 
 RVIZ_CONFIG = 'config/dynamics.rviz'
 LIFECYCLE_EXECUTABLE = 'dynamics_lifecycle_node'
@@ -232,6 +248,52 @@ def closed_loop_actions(args):
         NodeAction(package='ros_dynamics', executable='tracking_controller',
                    name='tracking_controller', parameters=[ctl]),
         NodeAction(package='ros_dynamics', executable='sim', name='sim', parameters=[sim]),
+    ]
+
+
+def urdf_mass(xml):
+    """The sum of the URDF's link masses [kg] (no model built)."""
+    return sum(float(m.get('value', 0.0)) for m in ET.fromstring(xml).iter('mass'))
+
+
+def trot_actions(args):
+    """Actions of trot.launch.py for the argument values ``args`` (TROT_ARGS): MuJoCo's plant in
+    real time (it never waits for a command), the dynamics node with the feet as task and
+    contact frames, wbc_controller trotting on ``cmd_vel``."""
+    from ..simulation.legged_robots import ROBOTS, robot_urdf
+    missing = [n for n, _, _ in TROT_ARGS if n not in args]
+    if missing:
+        raise LaunchArgumentError(f'missing launch arguments: {missing}')
+    if args['robot'] not in ROBOTS:
+        raise LaunchArgumentError(f"robot:={args['robot']!r}: one of {sorted(ROBOTS)}")
+    if args['sensing'] not in ('clean', 'noisy'):
+        raise LaunchArgumentError(f"sensing:={args['sensing']!r}: clean or noisy")
+    if not os.path.isfile(args['params_file']):
+        raise LaunchArgumentError(f"params_file:={args['params_file']}: no such file")
+    num = {n: parse_float(n, args[n]) for n in ('step_height', 'hidden_load', 'duration')}
+    robot, (_, xml) = ROBOTS[args['robot']], robot_urdf(args['robot'])
+    feet, weight = list(robot['feet']), 9.81 * urdf_mass(xml)
+    estimate = parse_bool('contact_estimate', args['contact_estimate'])
+    sim = {'robot_description': xml, 'feet': feet, 'foot_radius': robot['foot_radius'],
+           'pose': [f'{j}={a}' for j, a in robot['pose'].items()], 'real_time_factor': 1.0,
+           'max_delay': 0.0, 'command_delay': 0.0, 'hidden_load': num['hidden_load'],
+           'duration': num['duration'],
+           **(NOISY_SENSING if args['sensing'] == 'noisy' else {})}
+    # a node behind keeps the newest joint states (10), not a backlog; contact at 20 % of a
+    # foot's share of the weight in a trot
+    dyn = {'robot_description': xml, 'floating_base': True, 'task_frames': feet,
+           'contact_frames': feet, 'contact_force_threshold': 0.1 * weight,
+           'christoffel_stream': False, 'input_qos_depth': 10}
+    ctl = {'robot_description': xml, 'gait': 'trot', 'feet': feet,
+           'step_height': num['step_height'],
+           **({'contact_forces_topic': 'dynamics/contact_forces'} if estimate else {})}
+    return [
+        NodeAction(package='ros_dynamics', executable='dynamics_node', name='dynamics',
+                   parameters=[args['params_file'], dyn]),
+        NodeAction(package='ros_dynamics', executable='wbc_controller', name='wbc_controller',
+                   parameters=[ctl]),
+        NodeAction(package='ros_dynamics', executable='sim_mujoco', name='sim',
+                   parameters=[sim]),
     ]
 
 

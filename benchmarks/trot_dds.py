@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""A quadruped trotting through the stream over DDS, MuJoCo's plant in real time never waiting
+for the controller: the check from outside, run by the project (scripts/closed_loop_trot.py).
+
+    python benchmarks/trot_dds.py [--robot solo12] [--seeds 1 2 3] [--variants plan push step]
+
+Four processes on the machine's cores: ``sim_mujoco`` (MuJoCo at 1 kHz at the wall clock's
+pace, ``max_delay`` 0: a command acts when it arrives), the dynamics node (the feet as task and
+contact frames; it keeps the 10 newest joint states, not a backlog), ``wbc_controller`` (gait
+trot at 500 Hz, touch-downs from the node's ``~/contact_forces``) and the script's listener
+(plays the commands on ``cmd_vel``, records the node's contact states).  The plant hides a 1 kg
+trunk load from the URDF; the sensing is a legged robot's (odometry 200 Hz, 10 ms late, white
+noise 0.03 m/s and 0.01 rad/s; joint velocity noise 0.05 rad/s, effort noise 0.05 N m).
+
+Variants, each over the seeds (the sensing noise): ``plan``: trot in place, forward 0.3 m/s,
+sideways 0.2 m/s, turning 0.6 rad/s, stop; ``push``: trotting forward, a lateral push of 20 %
+of the weight for 0.1 s; ``step``: forward over an unseen 2 cm step.  Figures from MuJoCo's
+truth (falls, the base's mean velocity over the last 2 s of each command against it, the node's
+contact state against MuJoCo's) and from the controller's own statistics (periods answered,
+staleness of the states it answered); the simulator's transport delay (a state's stamp to the
+step its command acts on); the CPU each process used per simulated second; the machine's load.
+The machine is shared: a run with the load above the cores' number is disturbed, and its
+controller statistics say by how much.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from common import add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402
+
+MEASURES = ('ros_dynamics/control', 'ros_dynamics/ros/control/wbc_node.py',
+            'ros_dynamics/ros/control/wbc_stream.py',
+            'ros_dynamics/ros/simulation/mujoco_sim_node.py',
+            'ros_dynamics/simulation/mujoco_legged.py',
+            'ros_dynamics/simulation/legged_metrics.py', 'scripts/closed_loop_trot.py',
+            'scripts/closed_loop_stack.py')
+
+#: name: closed_loop_trot.py's arguments
+VARIANTS = {
+    'plan': ['--plan', 'commands'],
+    'push': ['--plan', 'forward', '--push', '0.2', '--push-time', '4.0'],
+    'step': ['--plan', 'forward', '--step-rise', '0.02'],
+}
+
+
+def one(robot, variant, seed, folder):
+    """closed_loop_trot.py's result (its .json) for one run, with the load averages around it."""
+    path = os.path.join(folder, f'{robot}_{variant}_{seed}.json')
+    cmd = [sys.executable, os.path.join(ROOT, 'scripts', 'closed_loop_trot.py'), '--robot',
+           robot, '--real-time', '--hidden-load', '1.0', '--sensing', 'noisy', '--seed',
+           str(seed), '--json', path, '--out', os.path.join(folder, f'{robot}_{variant}_{seed}'
+                                                                    '.png'),
+           *VARIANTS[variant]]
+    before = os.getloadavg()[0]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
+    with open(path) as f:
+        res = json.load(f)
+    res.update(load_before=before, load_after=os.getloadavg()[0], wall=time.monotonic() - t0)
+    return res
+
+
+def _row(robot, variant, seed, r):
+    c = r['controller'] or {}
+    segs = r['segments']
+    v = max(max(abs(s['error'][0]), abs(s['error'][1])) for s in segs)
+    w = max(abs(s['error'][2]) for s in segs)
+    cpu, sim_s = r.get('cpu_s') or {}, r.get('simulated_s') or 1.0
+    per = ' / '.join(f'{cpu[k] / sim_s:.2f}' if k in cpu else '-'
+                     for k in ('sim', 'dynamics_node', 'wbc_controller', 'listener'))
+    d, st = r.get('transport_delay_ms'), c.get('staleness_ms')
+    cells = [robot, variant, str(seed), str(r['falls']), f'{v:.3f}', f'{w:.3f}',
+             f'{100 * c.get("answered_fraction", 0.0):.2f}', str(c.get('owed', 0)),
+             f'{st[0]:.1f} / {st[1]:.1f} / {st[2]:.0f}' if st else '-',
+             f'{d[0]:.0f} / {d[1]:.0f}' if d else '-',
+             f'{100 * r.get("contact_agreement", float("nan")):.1f}',
+             f'{sim_s / cpu["wall"]:.2f}' if cpu.get('wall') else '-', per,
+             f'{r["load_before"]:.1f} / {r["load_after"]:.1f}']
+    return '| ' + ' | '.join(cells) + ' |'
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--robot', default='solo12', choices=('solo12', 'quadruped'))
+    ap.add_argument('--seeds', type=int, nargs='+', default=[1, 2, 3])
+    ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
+    add_out_dir(ap)
+    args = ap.parse_args(argv)
+    head = provenance()
+    folder = tempfile.mkdtemp(prefix='rd_trot_dds_')
+    lines = ['| robot | variant | seed | falls | velocity error max [m/s] | yaw rate error max '
+             '[rad/s] | periods answered [%] | periods owed | staleness p50 / p99 / max [ms] '
+             '| transport delay p50 / p99 [ms] | contact agreement [%] | simulated s per wall s '
+             '| CPU s per simulated s: sim / node / controller / listener | load before / '
+             'after |', '|' + '---|' * 15]
+    t0 = time.monotonic()
+    for variant in args.variants:
+        for seed in args.seeds:
+            log(f'{args.robot} {variant} seed {seed}: about a minute of wall time '
+                f'({time.monotonic() - t0:.0f} s so far) ...')
+            r = one(args.robot, variant, seed, folder)
+            lines.append(_row(args.robot, variant, seed, r))
+            log('  ' + r['summary'])
+    report(output(args.out_dir, f'trot_dds_{args.robot}.md'),
+           docstring_report(__doc__, head, '\n'.join(lines)))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
