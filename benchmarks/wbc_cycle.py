@@ -42,7 +42,7 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 
-from common import RESULTS, add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402,E501
+from common import add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402
 
 MEASURES = ('ros_dynamics/control', 'ros_dynamics/ros/control/wbc_stream.py')
 

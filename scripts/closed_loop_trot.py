@@ -99,8 +99,8 @@ def _files(args, xml, robot, tmp, weight, truth_path):
         real_time_factor=1.0, command_delay=0.0 if args.real_time else 0.002,
         max_delay=0.0 if args.real_time else args.max_delay, hidden_load=args.hidden_load,
         load_offset=list(args.load_offset), link_error=args.link_error, base_push=push,
-        step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=2, wait_timeout=120.0,
-        truth_record=truth_path, seed=args.seed, **SENSING[args.sensing]))
+        step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=2,
+        wait_timeout=120.0, truth_record=truth_path, seed=args.seed, **SENSING[args.sensing]))
     # real time: a node that falls behind keeps the newest joint states (10), not a backlog
     depth = 10 if args.real_time else 2000
     _write_params(files['dyn'], 'dynamics', dict(
@@ -223,7 +223,8 @@ def evaluate(truth, lis, text, args, weight):
                    estimate_samples=len(known))
     res.update(controller=controller_statistics(text['wbc_controller']),
                plant_mass_kg=float(truth['mass']), weight_N=weight,
-               cpu_s=lis.cpu, simulated_s=float(truth['stamp_ns'][-1] - truth['stamp_ns'][0]) * 1e-9,
+               cpu_s=lis.cpu,
+               simulated_s=float(truth['stamp_ns'][-1] - truth['stamp_ns'][0]) * 1e-9,
                transport_delay_ms=_delays(truth), _t=(out['stamp_ns'] - lis.t0) * 1e-9,
                _out=out)
     return res

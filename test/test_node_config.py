@@ -112,7 +112,9 @@ def test_docs_have_a_section_per_node():
 def test_other_nodes_validation_refuses_with_the_rule(node, name, value, text):
     table = _tables()[node]
     values = {p.name: p.default for p in table}
-    values['robot_description'] = '<robot name="r"/>'
+    # a description with the links wbc_controller's default feet name
+    values['robot_description'] = '<robot name="r">' + ''.join(
+        f'<link name="{f}"/>' for f in ('LF_foot', 'RF_foot', 'LH_foot', 'RH_foot')) + '</robot>'
     table.validate(values)                     # the defaults (and a description) pass
     values[name] = value
     with pytest.raises(ValueError) as err:

@@ -54,21 +54,54 @@ def _messages(model, q, v, stamp):
     return dm, tm, state
 
 
+class _Probe:
+    """A test node publishing ~/dynamics and ~/task_space into namespace ``ns`` and recording
+    the controller's commands and CoM references."""
+
+    def __init__(self, context, ns, depth):
+        import rclpy
+        from geometry_msgs.msg import PointStamped
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from ros_dynamics_msgs.msg import Dynamics, TaskSpace
+        from sensor_msgs.msg import JointState
+        self.ns, self.cli = ns, rclpy.create_node(f'{ns}_probe', context=context)
+        self.ex = SingleThreadedExecutor(context=context)
+        self.ex.add_node(self.cli)
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_d = self.cli.create_publisher(Dynamics, f'/{ns}/dynamics/dynamics', qos)
+        self.pub_t = self.cli.create_publisher(TaskSpace, f'/{ns}/dynamics/task_space', qos)
+        self.cmds, self.refs = [], []
+        self.cli.create_subscription(JointState, f'/{ns}/sim/effort_command', self.cmds.append,
+                                     qos)
+        self.cli.create_subscription(PointStamped, f'/{ns}/wbc_controller/com_reference',
+                                     self.refs.append, qos)
+
+    def spin_until(self, pred, timeout=TIMEOUT):
+        import time
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not pred():
+            self.ex.spin_once(timeout_sec=0.01)
+        return pred()
+
+    def connected(self):
+        return self.spin_until(
+            lambda: self.pub_d.get_subscription_count() and self.pub_t.get_subscription_count()
+            and self.cli.count_publishers(f'/{self.ns}/sim/effort_command')
+            and self.cli.count_publishers(f'/{self.ns}/wbc_controller/com_reference'))
+
+    def close(self):
+        self.ex.remove_node(self.cli)
+        self.ex.shutdown()
+        self.cli.destroy_node()
+
+
 def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_context, ros_env,
                                                                       tmp_path):
-    import time
-
-    import rclpy
-    from geometry_msgs.msg import PointStamped
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from ros_dynamics_msgs.msg import Dynamics, TaskSpace
-    from sensor_msgs.msg import JointState
     path = rd.bundled_urdf('quadruped')
     xml = open(path).read()
     model = rd.load_urdf(path, floating_base=True)
-    sim = standing_quadruped(model, path)
-    q = sim.q.copy()
+    q = standing_quadruped(model, path).q.copy()
     v = 0.05 * np.sin(np.arange(model.nv))              # moving a little: C v and J̇ v matter
     # gains and force bounds other than the defaults: the parameters reach the QP (the torques
     # below differ from the defaults' by 0.44 N m at most: the damping terms act, v != 0)
@@ -77,44 +110,25 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
     node = NodeProcess(ros_env, str(tmp_path), 'wbcn', dict(robot_description=xml,
                                                             report_period=0.0, **gains),
                        node_name='wbc_controller', module='ros_dynamics.ros.control.wbc_node')
-    cli = rclpy.create_node('wbc_probe', context=rclpy_context)
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    ex.add_node(cli)
-    qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-    pub_d = cli.create_publisher(Dynamics, '/wbcn/dynamics/dynamics', qos)
-    pub_t = cli.create_publisher(TaskSpace, '/wbcn/dynamics/task_space', qos)
-    cmds, refs = [], []
-    cli.create_subscription(JointState, '/wbcn/sim/effort_command', cmds.append, qos)
-    cli.create_subscription(PointStamped, '/wbcn/wbc_controller/com_reference', refs.append, qos)
-
-    def spin_until(pred, timeout=TIMEOUT):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and not pred():
-            ex.spin_once(timeout_sec=0.01)
-        return pred()
-
+    probe = _Probe(rclpy_context, 'wbcn', 100)
     try:
-        assert spin_until(lambda: pub_d.get_subscription_count() and pub_t.get_subscription_count()
-                          and cli.count_publishers('/wbcn/sim/effort_command')
-                          and cli.count_publishers('/wbcn/wbc_controller/com_reference')), \
-            node.log()
+        assert probe.connected(), node.log()
         dm, tm, state = _messages(model, q, v, (5, 0))
         bad_d, _, _ = _messages(model, q, v, (3, 0))
         bad_d.mass_matrix = bad_d.mass_matrix[:-1]                   # one entry short
         good_d, bad_t, _ = _messages(model, q, v, (4, 0))
         bad_t.jacobians = list(bad_t.jacobians) + [0.0]               # one too many
-        for m in (bad_d, good_d):
-            pub_d.publish(m)
-        pub_t.publish(bad_t)
-        pub_d.publish(dm)
-        pub_t.publish(tm)
-        assert spin_until(lambda: cmds and refs), node.log()
+        for m in (bad_d, good_d, dm):
+            probe.pub_d.publish(m)
+        for m in (bad_t, tm):
+            probe.pub_t.publish(m)
+        assert probe.spin_until(lambda: probe.cmds and probe.refs), node.log()
         assert node.alive()
         assert 'Dynamics rejected: Dynamics sizes' in node.log()   # (one log line per 2 s)
+        cmds = probe.cmds
         assert len(cmds) == 1, [c.header.stamp for c in cmds]        # only the good pair
-        cmd = cmds[-1]
-        assert (cmd.header.stamp.sec, cmd.header.stamp.nanosec) == (5, 0)
-        assert list(cmd.name) == list(model.joint_names)
+        assert (cmds[0].header.stamp.sec, cmds[0].header.stamp.nanosec) == (5, 0)
+        assert list(cmds[0].name) == list(model.joint_names)
         weight = np.linalg.norm(state.g[:3])
         ctl = TaskSpaceInverseDynamics(
             FEET, effort_limits_from_urdf(xml, model.joint_names),
@@ -125,10 +139,10 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
         sched = StandStepSchedule(FEET, state.com, state.positions, unload_from=weight / 4)
         sol = ctl.solve(state, sched(0.0))
         assert sol.solved
-        np.testing.assert_allclose(cmd.effort, sol.tau, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(cmds[0].effort, sol.tau, rtol=1e-6, atol=1e-6)
         default = TaskSpaceInverseDynamics(FEET, effort_limits_from_urdf(xml, model.joint_names))
         assert np.abs(default.solve(state, sched(0.0)).tau - sol.tau).max() > 1e-3
-        r = refs[-1].point
+        r = probe.refs[-1].point
         np.testing.assert_allclose((r.x, r.y, r.z), state.com, atol=1e-12)
         node.stop()
         # the pair (4, 0) (its TaskSpace malformed) is rejected if the worker took it before
@@ -138,9 +152,7 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
         assert re.search(r'rejected [12],', node.log()), node.log()   # the bad Dynamics (+ pair)
     finally:
         node.stop()
-        ex.remove_node(cli)
-        ex.shutdown()
-        cli.destroy_node()
+        probe.close()
 
 
 @pytest.mark.parametrize('argument, text', [
@@ -171,13 +183,6 @@ def test_a_backlog_is_skipped_not_worked_through(rclpy_context, ros_env, tmp_pat
     controller answers the newest it holds whenever it is free, so its answers are fewer than
     the periods it owes, their stamps increase, the newest pair is answered, and its
     statistics say so (answered + skipped = owed)."""
-    import time
-
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from ros_dynamics_msgs.msg import Dynamics, TaskSpace
-    from sensor_msgs.msg import JointState
     path = rd.bundled_urdf('quadruped')
     xml = open(path).read()
     model = rd.load_urdf(path, floating_base=True)
@@ -188,37 +193,21 @@ def test_a_backlog_is_skipped_not_worked_through(rclpy_context, ros_env, tmp_pat
     node = NodeProcess(ros_env, str(tmp_path), 'wbcb', dict(robot_description=xml,
                                                             report_period=0.0),
                        node_name='wbc_controller', module='ros_dynamics.ros.control.wbc_node')
-    cli = rclpy.create_node('wbcb_probe', context=rclpy_context)
-    ex = SingleThreadedExecutor(context=rclpy_context)
-    ex.add_node(cli)
-    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    pub_d = cli.create_publisher(Dynamics, '/wbcb/dynamics/dynamics', qos)
-    pub_t = cli.create_publisher(TaskSpace, '/wbcb/dynamics/task_space', qos)
-    cmds = []
-    cli.create_subscription(JointState, '/wbcb/sim/effort_command', cmds.append, qos)
-
-    def spin_until(pred, timeout=TIMEOUT):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and not pred():
-            ex.spin_once(timeout_sec=0.01)
-        return pred()
-
+    probe = _Probe(rclpy_context, 'wbcb', 1000)
     last = (10, 2_000_000 * (n_pairs - 1))
     try:
-        assert spin_until(lambda: pub_d.get_subscription_count() and pub_t.get_subscription_count()
-                          and cli.count_publishers('/wbcb/sim/effort_command')), node.log()
+        assert probe.connected(), node.log()
         for dm, tm in msgs:
-            pub_d.publish(dm)
-            pub_t.publish(tm)
-        assert spin_until(lambda: cmds and (cmds[-1].header.stamp.sec,
-                                            cmds[-1].header.stamp.nanosec) == last), node.log()
+            probe.pub_d.publish(dm)
+            probe.pub_t.publish(tm)
+        assert probe.spin_until(lambda: probe.cmds and (
+            probe.cmds[-1].header.stamp.sec, probe.cmds[-1].header.stamp.nanosec) == last), \
+            node.log()
         node.stop()
     finally:
         node.stop()
-        ex.remove_node(cli)
-        ex.shutdown()
-        cli.destroy_node()
-    stamps = [c.header.stamp.sec * 10**9 + c.header.stamp.nanosec for c in cmds]
+        probe.close()
+    stamps = [c.header.stamp.sec * 10**9 + c.header.stamp.nanosec for c in probe.cmds]
     assert stamps == sorted(set(stamps)), stamps                 # increasing, none twice
     assert len(stamps) < n_pairs / 2, len(stamps)               # a backlog skipped
     m = re.search(r'owed (\d+), answered (\d+) \([\d.]+ %\), skipped (\d+)', node.log())

@@ -158,6 +158,7 @@ class MujocoSim(Node):
         self._newest_stamp = -1                 # the newest stamp a command answered
         self.delays, self.hold_steps, self.rejected = [], 0, 0
         self.truth = TruthRecord()
+        self._wall = [None, None]               # wall clock at the first and the last step
         self._odo = None
         self._t0_ns = 0
         self.done = threading.Event()
@@ -258,6 +259,7 @@ class MujocoSim(Node):
             t0_ns = self._t0_ns = self.get_clock().now().nanoseconds
             dt_ns, rtf = int(round(plant.dt * 1e9)), float(p('real_time_factor'))
             t0, k, state = time.monotonic(), 0, dict(stamp=None, tau=None)
+            self._wall = [time.monotonic(), None]
             t_push, d_push = p('base_push')[:2]
             max_delay = int(round(p('max_delay') * 1e9))
             while rclpy.ok() and not self.done.is_set():
@@ -277,6 +279,7 @@ class MujocoSim(Node):
                 self.truth.add(now, plant, push)
                 plant.step(tau, push)
                 k += 1
+                self._wall[1] = time.monotonic()
                 if p('duration') > 0 and plant.t >= p('duration') - 1e-12:
                     break
                 lag = time.monotonic() - t0 - k * plant.dt / rtf
@@ -293,11 +296,14 @@ class MujocoSim(Node):
     def summary(self):
         d = np.asarray(self.delays) * 1e3
         steps = len(self.truth.rows['stamp_ns'])
+        start, end = self._wall
+        pace = (f'; {steps * self.plant.dt:.2f} simulated s in {end - start:.2f} wall s'
+                if start is not None and end is not None and end > start else '')
         self.get_logger().info(
             f'joint states published: {steps}; commands applied {d.size}, hold steps '
             f'{self.hold_steps}, rejected {self.rejected}'
             + (f'; transport delay p50 {np.percentile(d, 50):.2f} ms, p99 '
-               f'{np.percentile(d, 99):.2f} ms (simulated)' if d.size else ''))
+               f'{np.percentile(d, 99):.2f} ms (simulated)' if d.size else '') + pace)
         path = self.p('truth_record')
         if path:
             self.truth.save(path, foot_names=np.array(self.plant.feet), mass=self.plant.mass,
