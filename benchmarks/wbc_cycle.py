@@ -13,12 +13,14 @@ releases run, and under the trot (this release only).
 Per pair of messages, each release's own code as its node runs it (the old code checked out
 of git into a temporary package; nothing of this checkout's control/ is shared with it):
 
-* ``callback``: what the subscriptions do per message pair: the old node converted every
-  Dynamics message to arrays (``dynamics_arrays``) as it arrived; this one checks its sizes
-  (``dynamics_sizes``), and converts only the pairs it answers;
-* ``answer``: one answer: the message pair to arrays (``dynamics_arrays``, ``stream_state``),
-  the schedule's reference, the QP (``TaskSpaceInverseDynamics.solve``): this release through
-  ``LeggedController.command``, the node's path;
+* ``callback``: what the subscriptions do per message pair: the old node's were deserialized
+  by rclpy as they arrived and its callback converted every Dynamics message to arrays
+  (``dynamics_arrays``); this one's subscriptions keep them serialized and read their stamps
+  (``header_stamp``);
+* ``answer``: one answer: the old node's from its deserialized pair (``stream_state``, the
+  schedule's reference, the QP: ``TaskSpaceInverseDynamics.solve``); this one's from the
+  serialized pair (deserialized, ``dynamics_arrays``, ``stream_state``, then
+  ``LeggedController.command``, the node's path);
 * ``stream``: the message pair to arrays alone; ``QP``: ``solve`` alone (its assembly and
   proxsuite's solve) on the answer's reference, by a second solver of the same kind that
   solves every pair in the same order (its warm starts as in the answers).
@@ -26,7 +28,9 @@ of git into a temporary package; nothing of this checkout's control/ is shared w
 Timed with this thread's CPU clock (time.thread_time: a core shared with other jobs does not
 count), the two releases in alternating blocks over the same pairs in the same order (each
 keeping its own warm starts from block to block), the median of the blocks' means per call and
-the p50 / p99 of the single calls over all blocks.
+the p50 / p99 of the single calls over all blocks.  Per second of 1 kHz joint states, the old
+node ran the callback and an answer for every pair; this one runs the callback for every pair
+and answers at 500 Hz.
 """
 import argparse
 import importlib
@@ -95,7 +99,13 @@ def record(gait, seconds):
 
 
 def messages(stamp, st):
-    """The Dynamics and TaskSpace messages of one stream state, as the node publishes them."""
+    """The Dynamics and TaskSpace messages of one stream state, as the node publishes them,
+    serialized (as they reach a subscription)."""
+    from rclpy.serialization import serialize_message
+    return tuple(serialize_message(m) for m in _messages(stamp, st))
+
+
+def _messages(stamp, st):
     from geometry_msgs.msg import Pose
     from ros_dynamics_msgs.msg import Dynamics, TaskSpace
     n, k = len(st.names), len(st.frames)
@@ -131,17 +141,22 @@ class Old:
                                                          f_max=2.5 * w, unload_from=w / 4)
 
     def callback(self, dm, tm):
-        self.o['wbc_stream'].dynamics_arrays(dm)
+        """rclpy's deserialization of both messages, then the old callback's conversion; the
+        messages kept for the answer."""
+        from rclpy.serialization import deserialize_message
+        from ros_dynamics_msgs.msg import Dynamics, TaskSpace
+        self.msgs = (deserialize_message(dm, Dynamics), deserialize_message(tm, TaskSpace))
+        self.arrays = self.o['wbc_stream'].dynamics_arrays(self.msgs[0])
 
     def answer(self, stamp, dm, tm):
-        """One answer; returns its reference."""
-        state = self.o['wbc_stream'].stream_state(self.o['wbc_stream'].dynamics_arrays(dm), tm)
+        """One answer from the pair the callback kept; returns its reference."""
+        state = self.o['wbc_stream'].stream_state(self.arrays, self.msgs[1])
         ref = self.sched((stamp - self.t0) * 1e-9)
         self.wbc.solve(state, ref)
         return ref
 
     def stream(self, dm, tm):
-        return self.o['wbc_stream'].stream_state(self.o['wbc_stream'].dynamics_arrays(dm), tm)
+        return self.o['wbc_stream'].stream_state(self.arrays, self.msgs[1])
 
     def qp(self, state, ref):
         return self.wbc2.solve(state, ref)
@@ -158,15 +173,18 @@ class New:
         self.wbc2 = None
 
     def callback(self, dm, tm):
-        self.s.dynamics_sizes(dm)
+        self.s.header_stamp(dm)
+        self.s.header_stamp(tm)
 
     def answer(self, stamp, dm, tm):
-        """One answer; returns its reference."""
-        state = self.s.stream_state(self.s.dynamics_arrays(dm), tm)
-        return self.ctl.command(stamp, state, (0.3, 0.0, 0.0))[1]
+        """One answer from the serialized pair; returns its reference."""
+        return self.ctl.command(stamp, self.stream(dm, tm), (0.3, 0.0, 0.0))[1]
 
     def stream(self, dm, tm):
-        return self.s.stream_state(self.s.dynamics_arrays(dm), tm)
+        from rclpy.serialization import deserialize_message
+        from ros_dynamics_msgs.msg import Dynamics, TaskSpace
+        return self.s.stream_state(self.s.dynamics_arrays(deserialize_message(dm, Dynamics)),
+                                   deserialize_message(tm, TaskSpace))
 
     def qp(self, state, ref):
         if self.wbc2 is None:
@@ -187,10 +205,10 @@ def blocks(cands, pairs, n_blocks, per_block):
         order = list(cands) if b % 2 else list(cands)[::-1]
         for name in order:
             c, start = cands[name], pos[name]
-            for kind in kinds:
-                calls = []
-                for i in range(start, start + per_block):
-                    stamp, dm, tm, st = pairs[i % len(pairs)]
+            calls = {k: [] for k in kinds}
+            for i in range(start, start + per_block):
+                stamp, dm, tm, st = pairs[i % len(pairs)]
+                for kind in kinds:                  # the callback first: it keeps the pair
                     t0 = time.thread_time()
                     if kind == 'callback':
                         c.callback(dm, tm)
@@ -200,10 +218,11 @@ def blocks(cands, pairs, n_blocks, per_block):
                         refs[name][i % len(pairs)] = c.answer(stamp, dm, tm)
                     else:
                         c.qp(st, refs[name][i % len(pairs)])
-                    calls.append(time.thread_time() - t0)
-                if b >= 2:                                  # two warm-up rounds
-                    out[name][kind][0].append(np.mean(calls))
-                    out[name][kind][1].extend(calls)
+                    calls[kind].append(time.thread_time() - t0)
+            if b >= 2:                                      # two warm-up rounds
+                for kind in kinds:
+                    out[name][kind][0].append(np.mean(calls[kind]))
+                    out[name][kind][1].extend(calls[kind])
             pos[name] += per_block
     return out
 
@@ -247,11 +266,15 @@ def _table(rows, args):
                              f'{np.percentile(calls, 50) * 1e6:.0f} | '
                              f'{np.percentile(calls, 99) * 1e6:.0f} |')
         if args.base in res:
+            med = {n: {k: np.median(res[n][k][0]) for k in res[n]} for n in res}
             for kind in ('callback', 'stream', 'answer', 'qp'):
-                new = np.median(res['this release'][kind][0])
-                old = np.median(res[args.base][kind][0])
+                new, old = med['this release'][kind], med[args.base][kind]
                 ratios.append(f'{kind}: {new * 1e6:.0f} against {old * 1e6:.0f} us '
                               f'({new / old:.2f} of {args.base})')
+            new = 1000 * med['this release']['callback'] + 500 * med['this release']['answer']
+            old = 1000 * (med[args.base]['callback'] + med[args.base]['answer'])
+            ratios.append(f'per second of 1 kHz joint states: {new * 1e3:.0f} against '
+                          f'{old * 1e3:.0f} ms of CPU ({new / old:.2f})')
     return '\n'.join(lines) + '\n\nStand-step, this release against ' + args.base + ': ' + \
         '; '.join(ratios) + '.'
 

@@ -82,14 +82,15 @@ def _spin_while(executor, sim, deadline, progress, procs, before, cpu):
 _STATS = (r'periods at ([\d.]+) Hz: owed (\d+), answered (\d+) \([\d.]+ %\), skipped (\d+), '
           r'gaps in the stream (\d+); staleness (?:p50 ([\d.]+) ms, p99 ([\d.]+) ms, max '
           r'([\d.]+) ms|-); latency (?:p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms|-); '
+          r'age (?:p50 (-?[\d.]+) ms, p99 (-?[\d.]+) ms, max (-?[\d.]+) ms|-); '
           r'pairs (\d+)/(\d+), QP solved (\d+)/(\d+), rejected (\d+), resent (\d+)'
           r'(?:; QP CPU time p50 (\d+) us, p99 (\d+) us)?')
 
 
 def controller_statistics(log):
     """The last statistics line of wbc_controller's log as a dict (None when there is none):
-    control_rate, periods owed / answered / skipped, gaps, staleness_ms and latency_ms (p50,
-    p99, max), pairs served / received, QP solved / tried, rejected, resent, qp_cpu_us (p50,
+    control_rate, periods owed / answered / skipped, gaps, staleness_ms, latency_ms and age_ms
+    (p50, p99, max), pairs served / received, QP solved / tried, rejected, resent, qp_cpu_us (p50,
     p99), touchdowns {kind: count} and lost (the trot)."""
     import ast
     import re
@@ -104,8 +105,9 @@ def controller_statistics(log):
                 answered_fraction=num[2] / num[1] if num[1] else 0.0,
                 staleness_ms=num[5:8] if num[5] is not None else None,
                 latency_ms=num[8:11] if num[8] is not None else None,
-                pairs_served=int(num[11]), pairs_received=int(num[12]), qp_solved=int(num[13]),
-                qp_tried=int(num[14]), rejected=int(num[15]), resent=int(num[16]),
-                qp_cpu_us=num[17:19] if num[17] is not None else None,
+                age_ms=num[11:14] if num[11] is not None else None,
+                pairs_served=int(num[14]), pairs_received=int(num[15]), qp_solved=int(num[16]),
+                qp_tried=int(num[17]), rejected=int(num[18]), resent=int(num[19]),
+                qp_cpu_us=num[20:22] if num[20] is not None else None,
                 touchdowns=ast.literal_eval(touch[-1][0]) if touch else None,
                 lost=int(touch[-1][1]) if touch else None)

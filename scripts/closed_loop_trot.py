@@ -28,6 +28,7 @@ state against MuJoCo's; the controller's periods answered and staleness from its
 import argparse
 import json
 import os
+import struct
 import sys
 import tempfile
 import time
@@ -117,7 +118,9 @@ def _files(args, xml, robot, tmp, weight, truth_path):
 
 class Listener:
     """This script's node: plays the plan on cmd_vel (20 Hz, by the stamps of the controller's
-    answers: its clock), records the CoM references' stamps and the node's contact states."""
+    answers: its clock) and keeps the node's contact states.  Both subscriptions take the
+    serialized messages (no deserialization while the loop runs: this process shares the cores
+    with it); the contact states are read after the run (:meth:`contact_states`)."""
 
     def __init__(self, commands, feet):
         import rclpy
@@ -128,23 +131,31 @@ class Listener:
         self.node = rclpy.create_node('closed_loop_trot')
         self.commands, self.feet, self.Twist = commands, feet, Twist
         self.t0 = self.newest = None
-        self.estimate = {}                   # stamp -> in_contact (4,)
+        self.raw_contacts = []
         qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
         self.subs = (self.node.create_subscription(PointStamped, '/wbc_controller/com_reference',
-                                                   self._on_ref, qos),
+                                                   self._on_ref, qos, raw=True),
                      self.node.create_subscription(ContactForces, '/dynamics/contact_forces',
-                                                   self._on_contact, qos))
+                                                   self.raw_contacts.append, qos, raw=True))
         self.pub = self.node.create_publisher(Twist, '/cmd_vel', 10)
         self.node.create_timer(0.05, self._play)
 
-    def _on_ref(self, m):
-        k = stamp_key(m)
+    def _on_ref(self, data):
+        sec, nanosec = struct.unpack_from('<iI', data, 4)     # CDR: header.stamp first
+        k = sec * 1_000_000_000 + nanosec
         self.t0 = k if self.t0 is None else self.t0
         self.newest = k
 
-    def _on_contact(self, m):
-        idx = [list(m.frames).index(f) for f in self.feet]
-        self.estimate[stamp_key(m)] = [bool(m.in_contact[i]) for i in idx]
+    def contact_states(self):
+        """{stamp ns: in_contact per foot} of the node's contact estimates received."""
+        from rclpy.serialization import deserialize_message
+        from ros_dynamics_msgs.msg import ContactForces
+        out = {}
+        for data in self.raw_contacts:
+            m = deserialize_message(data, ContactForces)
+            idx = [list(m.frames).index(f) for f in self.feet]
+            out[stamp_key(m)] = [bool(m.in_contact[i]) for i in idx]
+        return out
 
     def command(self):
         """The plan's command now (the controller's time)."""
@@ -185,11 +196,12 @@ def run(args, say):
         f'wbc_controller started; {PLANS[args.plan][1]:g} s, '
         + ('real time, the plant never waits' if args.real_time else
            f'the plant waits beyond {args.max_delay * 1e3:g} ms'),
-        lambda: say(f'[trot]   {len(lis.estimate)} contact estimates so far, command '
+        lambda: say(f'[trot]   {len(lis.raw_contacts)} contact estimates so far, command '
                     f'{lis.command()}'), cpu=lis.cpu)
     text = {n: open(p).read() for n, p in logs.items()}
     if not os.path.exists(truth_path):
         raise RuntimeError(f'the simulator wrote no truth record; its log: {text["sim"][-3000:]}')
+    lis.estimate = lis.contact_states()
     say(f'[trot] {len(lis.estimate)} contact estimates ({time.monotonic() - t_start:.0f} s '
         f'wall); logs in {log_dir}')
     return dict(np.load(truth_path)), lis, text, weight

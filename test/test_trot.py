@@ -230,14 +230,14 @@ def test_periods_owed_answered_skipped():
     for s in stamps[:3]:
         p.receive(s)
     assert p.due(stamps[2])
-    p.answer(stamps[2], 0.001)                  # answered the newest of periods 0 and 1
+    p.answer(stamps[2], 0.001, stamps[2] + 3_000_000)   # the newest of periods 0 and 1
     assert not p.due(stamps[3])                 # still period 1
     for s in stamps[3:12]:
         p.receive(s)
-    p.answer(stamps[11], 0.002)                 # period 5, newest: periods 2-4 skipped
+    p.answer(stamps[11], 0.002, stamps[11] + 5_000_000)  # period 5: periods 2-4 skipped
     out = p.summary()
     assert (out['owed'], out['answered'], out['skipped'], out['gaps']) == (6, 2, 4, 0)
-    assert out['staleness_ms'][2] == 0.0
+    assert out['staleness_ms'][2] == 0.0 and out['age_ms'][2] == 5.0
     p.receive(stamps[19])                       # periods 6-8 never received: gaps
     assert p.summary()['gaps'] == 3 and p.summary()['owed'] == 7
     with pytest.raises(ValueError):

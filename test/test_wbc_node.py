@@ -114,17 +114,20 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
     try:
         assert probe.connected(), node.log()
         dm, tm, state = _messages(model, q, v, (5, 0))
-        bad_d, _, _ = _messages(model, q, v, (3, 0))
+        bad_d, good_t, _ = _messages(model, q, v, (3, 0))
         bad_d.mass_matrix = bad_d.mass_matrix[:-1]                   # one entry short
+        probe.pub_d.publish(bad_d)
+        probe.pub_t.publish(good_t)
+        assert probe.spin_until(lambda: 'Dynamics sizes' in node.log()), node.log()
         good_d, bad_t, _ = _messages(model, q, v, (4, 0))
         bad_t.jacobians = list(bad_t.jacobians) + [0.0]               # one too many
-        for m in (bad_d, good_d, dm):
+        for m in (good_d, dm):
             probe.pub_d.publish(m)
         for m in (bad_t, tm):
             probe.pub_t.publish(m)
         assert probe.spin_until(lambda: probe.cmds and probe.refs), node.log()
         assert node.alive()
-        assert 'Dynamics rejected: Dynamics sizes' in node.log()   # (one log line per 2 s)
+        assert 'stream pair rejected: Dynamics sizes' in node.log()   # (one line per 2 s)
         cmds = probe.cmds
         assert len(cmds) == 1, [c.header.stamp for c in cmds]        # only the good pair
         assert (cmds[0].header.stamp.sec, cmds[0].header.stamp.nanosec) == (5, 0)
@@ -145,11 +148,12 @@ def test_pair_answered_with_the_in_process_solution_bad_input_refused(rclpy_cont
         r = probe.refs[-1].point
         np.testing.assert_allclose((r.x, r.y, r.z), state.com, atol=1e-12)
         node.stop()
-        # the pair (4, 0) (its TaskSpace malformed) is rejected if the worker took it before
-        # (5, 0) completed, else skipped (a newer pair was there): never answered
-        assert 'answered 1 ' in node.log() and 'pairs 2/2, QP solved 1/1' in node.log(), \
+        # the pair (3, 0) (its Dynamics malformed) rejected; (4, 0) (its TaskSpace malformed)
+        # rejected if the worker took it before (5, 0) completed, else skipped (a newer pair
+        # was there): neither answered
+        assert 'answered 1 ' in node.log() and 'pairs 3/3, QP solved 1/1' in node.log(), \
             node.log()
-        assert re.search(r'rejected [12],', node.log()), node.log()   # the bad Dynamics (+ pair)
+        assert re.search(r'rejected [12],', node.log()), node.log()
     finally:
         node.stop()
         probe.close()

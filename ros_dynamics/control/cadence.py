@@ -14,7 +14,11 @@ one after the other (their answers would be late by the backlog), they are skipp
   stamp it answers (0 when it answers the newest state; one state period when a newer one came
   during its computation);
 * **latency**: wall seconds from the answered state's arrival (both halves of its pair) to
-  the command's publication.
+  the command's publication;
+* **age**: the controller's clock at the command minus the stamp it answers: the whole delay
+  since the joint state was measured (sensing, the dynamics node, transport, this computation),
+  when the stamps are on the controller's clock (a robot's wall-clock stamps, a simulator in
+  real time).
 
 :class:`ControlPeriods` keeps these counts; :meth:`due` says whether a state still opens an
 unanswered period.
@@ -38,7 +42,7 @@ class ControlPeriods:
         self.received = 0                # periods with a state received
         self.answered = 0
         self.last_answered = None        # the period index of the last answer
-        self.staleness_ns, self.latency_s = [], []
+        self.staleness_ns, self.latency_s, self.age_ns = [], [], []
 
     def period(self, stamp_ns):
         """The index of the period a stamp falls in (from the first state received)."""
@@ -59,15 +63,17 @@ class ControlPeriods:
         return self.t0 is not None and (self.last_answered is None
                                         or self.period(stamp_ns) > self.last_answered)
 
-    def answer(self, stamp_ns, latency_s):
-        """A command answering ``stamp_ns`` went out, ``latency_s`` wall seconds after that
-        state arrived."""
+    def answer(self, stamp_ns, latency_s, now_ns):
+        """A command answering ``stamp_ns`` went out at ``now_ns`` (the controller's clock),
+        ``latency_s`` wall seconds after that state arrived."""
         self.answered += 1
         self.last_answered = self.period(stamp_ns)
         self.staleness_ns.append(self.newest - stamp_ns)
         self.latency_s.append(latency_s)
+        self.age_ns.append(now_ns - stamp_ns)
         if len(self.latency_s) > 2 * self.keep:
             del self.staleness_ns[:-self.keep], self.latency_s[:-self.keep]
+            del self.age_ns[:-self.keep]
 
     @property
     def gaps(self):
@@ -75,13 +81,14 @@ class ControlPeriods:
         return 0 if self.newest is None else self.period(self.newest) + 1 - self.received
 
     def summary(self):
-        """A dict: owed, answered, skipped, answered_fraction, gaps, staleness_ms and
-        latency_ms (p50, p99, max; None before an answer)."""
+        """A dict: owed, answered, skipped, answered_fraction, gaps, staleness_ms, latency_ms
+        and age_ms (p50, p99, max; None before an answer)."""
         out = dict(owed=self.received, answered=self.answered,
                    skipped=self.received - self.answered, gaps=self.gaps,
                    answered_fraction=self.answered / self.received if self.received else 1.0)
         for key, xs, scale in (('staleness_ms', self.staleness_ns, 1e-6),
-                               ('latency_ms', self.latency_s, 1e3)):
+                               ('latency_ms', self.latency_s, 1e3),
+                               ('age_ms', self.age_ns, 1e-6)):
             x = np.asarray(xs, dtype=float) * scale
             out[key] = [float(np.percentile(x, 50)), float(np.percentile(x, 99)),
                         float(x.max())] if x.size else None

@@ -5,14 +5,15 @@ adapter over :class:`ros_dynamics.control.legged_controller.LeggedController` (t
 
 * subscribes ``dynamics_topic`` (default ``dynamics/dynamics``: M, C, g, q, v) and
   ``task_space_topic`` (default ``dynamics/task_space``: the feet's J, J̇ v, positions and the
-  centroidal terms) and pairs them by stamp (:class:`ros_dynamics.control.StampPairer`);
+  centroidal terms) and pairs them by stamp (:class:`ros_dynamics.control.StampPairer`); the
+  subscriptions keep the messages serialized, read only their stamps, and the worker
+  deserializes only the pairs it answers (a message it skips costs a stamp read);
 * answers at ``control_rate`` Hz of the stream's time (:class:`ros_dynamics.control.cadence.
   ControlPeriods`): a worker thread takes the newest pair when it is free and, if that pair
   opens a period not yet answered, solves the QP and publishes the joint torques on
   ``command_topic`` (default ``sim/effort_command``; sensor_msgs/JointState ``name`` +
   ``effort``, ``header.stamp`` = the stamp it answers).  Pairs that came while it computed are
-  skipped, never worked through: a command always answers the newest state it could.  The
-  subscription callbacks only check sizes and store;
+  skipped, never worked through: a command always answers the newest state it could;
 * ``gait`` ``trot``: takes ``cmd_vel_topic`` (geometry_msgs/Twist: ``linear.x``, ``linear.y``
   in the trunk's heading frame, ``angular.z``; none for ``cmd_vel_timeout`` s: trot in place);
 * with ``contact_forces_topic`` (the dynamics node's ``~/contact_forces`` of the feet): the
@@ -25,8 +26,9 @@ adapter over :class:`ros_dynamics.control.legged_controller.LeggedController` (t
   not a link of ``robot_description``; at the first pair, feet the stream does not carry or not
   laid out as a quadruped's (two in front, two behind) (logged, no command);
 * logs every ``report_period`` s (and at exit) the periods owed / answered / skipped, the
-  staleness of the answered states and the latency, the QP's solved count and CPU time, the
-  touch-downs by kind.
+  staleness of the answered states, the latency and the age of each answer
+  (:mod:`~ros_dynamics.control.cadence`), the QP's solved count and CPU time, the touch-downs
+  by kind.
 """
 
 import os
@@ -44,6 +46,7 @@ from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import PointStamped, Twist  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
@@ -52,9 +55,9 @@ from ros_dynamics.control.com_offset import CoMOffset  # noqa: E402
 from ros_dynamics.control.legged_controller import GAITS, LeggedController  # noqa: E402
 from ros_dynamics.control.wbc import effort_limits_from_urdf  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
-from ros_dynamics.ros.control.dynamics_terms import dynamics_msg_type, stamp_ns  # noqa: E402
+from ros_dynamics.ros.control.dynamics_terms import dynamics_msg_type  # noqa: E402
 from ros_dynamics.ros.control.wbc_stream import (contact_estimate, dynamics_arrays,  # noqa: E402
-                                                 dynamics_sizes, stream_state,
+                                                 header_stamp, stream_state,
                                                  task_space_msg_type)
 from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 
@@ -187,16 +190,19 @@ class WBCController(Node):
         self.ref.header.frame_id = 'world'
         self._last_stamp = None                  # the stamp of the last command published
         self._cmd_vel = None                     # (monotonic s, (vx, vy, wz))
+        self._contact_raw = None                 # the newest ContactForces, serialized
         self._contact = None                     # (stamp ns, {foot: bool}, forces (4, 3))
+        self.types = (dynamics_msg_type(), task_space_msg_type())
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(dynamics_msg_type(), cfg.dynamics_topic, self._on_dynamics,
-                                 qos)
-        self.create_subscription(task_space_msg_type(), cfg.task_space_topic,
-                                 self._on_task_space, qos)
+        self.create_subscription(self.types[0], cfg.dynamics_topic, self._on_dynamics, qos,
+                                 raw=True)
+        self.create_subscription(self.types[1], cfg.task_space_topic, self._on_task_space, qos,
+                                 raw=True)
         if cfg.contact_forces_topic:
             from ros_dynamics_msgs.msg import ContactForces
+            self.contact_type = ContactForces
             self.create_subscription(ContactForces, cfg.contact_forces_topic,
-                                     self._on_contact_forces, qos)
+                                     self._on_contact_forces, qos, raw=True)
         if cfg.gait == 'trot':
             self.create_subscription(Twist, cfg.cmd_vel_topic, self._on_cmd_vel, 10)
         self.pub = self.create_publisher(JointState, cfg.command_topic, qos)
@@ -230,36 +236,38 @@ class WBCController(Node):
         self.counts['rejected'] += 1
         self.get_logger().warning(f'{what} rejected: {exc}', throttle_duration_sec=2.0)
 
-    # -- the executor thread: check sizes, store ------------------------------------------------
+    # -- the executor thread: a serialized message's stamp, stored ------------------------------
 
-    def _on_dynamics(self, msg):
-        t_rx = time.monotonic()
+    def _stamp(self, what, data):
         try:
-            dynamics_sizes(msg)
+            return header_stamp(data)
         except ValueError as exc:
-            return self._reject('Dynamics', exc)
-        stamp = stamp_ns(msg.header.stamp)
+            self._reject(what, exc)
+
+    def _on_dynamics(self, data):
+        t_rx = time.monotonic()
+        stamp = self._stamp('Dynamics', data)
+        if stamp is None:
+            return
         if stamp == self._last_stamp:
             # the state answered last, published again (a simulator that waits for its first
             # command repeats its first state: ours may have gone out before it subscribed)
             self.counts['resent'] += 1
             return self.pub.publish(self.cmd)
-        self._serve(self.pairer.add_state(stamp, (msg, t_rx)))
+        self._serve(self.pairer.add_state(stamp, (data, t_rx)))
 
-    def _on_task_space(self, msg):
-        self._serve(self.pairer.add_terms(stamp_ns(msg.header.stamp), (msg, time.monotonic())))
+    def _on_task_space(self, data):
+        stamp = self._stamp('TaskSpace', data)
+        if stamp is not None:
+            self._serve(self.pairer.add_terms(stamp, (data, time.monotonic())))
 
     def _serve(self, pair):
         if pair is not None:
             self.periods.receive(pair[0])
             self.slot.put(pair)
 
-    def _on_contact_forces(self, msg):
-        try:
-            in_contact, forces = contact_estimate(msg, self.feet)
-        except ValueError as exc:
-            return self._reject('ContactForces', exc)
-        self._contact = (stamp_ns(msg.header.stamp), in_contact, forces)
+    def _on_contact_forces(self, data):
+        self._contact_raw = data
 
     def _on_cmd_vel(self, msg):
         cmd = (msg.linear.x, msg.linear.y, msg.angular.z)
@@ -277,11 +285,20 @@ class WBCController(Node):
                 self._answer(*pair)
 
     def _inputs(self, stamp):
-        """(command, contact {foot: bool} or None, forces (stamp, (4, 3)) or None) now."""
+        """(command, contact {foot: bool} or None, forces (stamp, (4, 3)) or None) now: the
+        newest cmd_vel unless too old, the newest contact estimate unless too far from
+        ``stamp``."""
         cmd_vel = self._cmd_vel
         command = (0.0, 0.0, 0.0)
         if cmd_vel is not None and time.monotonic() - cmd_vel[0] <= self.cfg.cmd_vel_timeout:
             command = cmd_vel[1]
+        raw, self._contact_raw = self._contact_raw, None
+        if raw is not None:
+            try:
+                msg = deserialize_message(raw, self.contact_type)
+                self._contact = (header_stamp(raw), *contact_estimate(msg, self.feet))
+            except ValueError as exc:
+                self._reject('ContactForces', exc)
         estimate = self._contact
         if estimate is None or abs(stamp - estimate[0]) > CONTACT_TIMEOUT_NS:
             return command, None, None
@@ -289,7 +306,8 @@ class WBCController(Node):
 
     def _answer(self, stamp, dyn, ts):
         try:
-            state = stream_state(dynamics_arrays(dyn[0]), ts[0])
+            state = stream_state(dynamics_arrays(deserialize_message(dyn[0], self.types[0])),
+                                 deserialize_message(ts[0], self.types[1]))
             if self.controller.effort_limit is None:
                 self.controller.effort_limit = effort_limits_from_urdf(
                     self.cfg.robot_description, state.names[6:])
@@ -312,7 +330,8 @@ class WBCController(Node):
         self.cmd.effort = tau.tolist()
         self.pub.publish(self.cmd)
         self._last_stamp = stamp
-        self.periods.answer(stamp, time.monotonic() - max(dyn[1], ts[1]))
+        self.periods.answer(stamp, time.monotonic() - max(dyn[1], ts[1]),
+                            self.get_clock().now().nanoseconds)
         self.ref.header.stamp = self.cmd.header.stamp
         self.ref.point.x, self.ref.point.y, self.ref.point.z = (float(x) for x in ref.com)
         self.pub_ref.publish(self.ref)
@@ -332,7 +351,8 @@ class WBCController(Node):
             f'periods at {self.cfg.control_rate:g} Hz: owed {p["owed"]}, answered '
             f'{p["answered"]} ({100 * p["answered_fraction"]:.2f} %), skipped {p["skipped"]}, '
             f'gaps in the stream {p["gaps"]}; staleness {ms(p["staleness_ms"])}; latency '
-            f'{ms(p["latency_ms"])}; pairs {c["served"]}/{c["states"]}, QP solved '
+            f'{ms(p["latency_ms"])}; age {ms(p["age_ms"])}; pairs {c["served"]}/{c["states"]}, '
+            f'QP solved '
             f'{k["solved"]}/{tried}, rejected {self.counts["rejected"]}, resent '
             f'{self.counts["resent"]}'
             + (f'; QP CPU time p50 {np.percentile(qp, 50):.0f} us, p99 '

@@ -1,18 +1,34 @@
 """The one place where the whole-body controller reads the stream into numpy (no rclpy import):
 a ``ros_dynamics_msgs/Dynamics`` and the ``ros_dynamics_msgs/TaskSpace`` with the same stamp ->
-:class:`ros_dynamics.control.wbc.StreamState`.
+:class:`ros_dynamics.control.wbc.StreamState`; a ``ContactForces`` -> the feet's contact states
+and forces; a serialized message's stamp, read without deserializing it (:func:`header_stamp`:
+the controller's subscriptions keep the messages serialized and deserialize only the pairs it
+answers).
 
 Layouts as fixed in docs/conventions.md ("Array layouts in the messages"): ``mass_matrix``,
 ``coriolis_matrix`` row-major n×n, ``jacobians`` k·6·n (frame f, row r, column c at
 ``(f*6 + r)*n + c``), ``jacobian_dot_v`` k·6, ``centroidal_matrix`` 6·n, ``centroidal_bias`` 6.
 """
 
+import struct
+
 import numpy as np
 
 from ros_dynamics.control.wbc import StreamState
 
 __all__ = ['dynamics_arrays', 'dynamics_sizes', 'stream_state', 'task_space_msg_type',
-           'contact_estimate']
+           'contact_estimate', 'header_stamp']
+
+
+def header_stamp(data):
+    """The ``header.stamp`` [ns] of a serialized message whose first field is a
+    ``std_msgs/Header`` (Dynamics, TaskSpace, ContactForces): the CDR encapsulation (4 bytes,
+    the second one 1 for little-endian), then ``int32 sec``, ``uint32 nanosec``.  ValueError
+    when ``data`` is too short."""
+    if len(data) < 12:
+        raise ValueError(f'a serialized message of {len(data)} bytes has no header')
+    sec, nanosec = struct.unpack_from('<iI' if data[1] else '>iI', data, 4)
+    return sec * 1_000_000_000 + nanosec
 
 
 def task_space_msg_type():
