@@ -18,17 +18,16 @@ import os
 import numpy as np
 
 from ..core import bundled_urdf, load_urdf
-from ..core.api import dynamics, task_frames, task_space
+from ..core.api import task_frames
 from ..control.stand_step import ExcitingStandSchedule, StandStepSchedule
-from ..control.wbc import StreamState, TaskSpaceInverseDynamics, effort_limits_from_urdf
+from ..control.wbc import TaskSpaceInverseDynamics, effort_limits_from_urdf
 from ..identification.urdf_inertials import replace_inertials
+from .legged_walk import stream_state
 from .mujoco_plant import perturbed_model
 from .mujoco_quadruped import FEET, MujocoQuadruped, ShiftLiftPush
 from .plant import PDGravityController
 
 SCHEDULES = ('excite', 'stand_step')
-BASE = ['floating_base/' + c for c in ('linear_x', 'linear_y', 'linear_z', 'angular_x',
-                                       'angular_y', 'angular_z')]
 
 
 def shipped():
@@ -59,15 +58,8 @@ class _WBC:
         self.kind, self.kw, self.schedule = schedule, kw, None
         self.failed = 0
 
-    def stream(self, q, v):
-        d = dynamics(self.model, q, v)
-        ts = task_space(self.model, q, v, self.frames)
-        return StreamState(BASE + list(self.model.joint_names), q, v, d.M, d.C, d.g, FEET,
-                           ts.positions, ts.jacobians, ts.jacobian_dot_v, ts.mass, ts.com,
-                           ts.com_velocity, ts.centroidal_matrix, ts.centroidal_bias)
-
     def __call__(self, t, q, v, qd, vd):
-        s = self.stream(q, v)
+        s = stream_state(self.model, self.frames, FEET, q, v)
         if self.schedule is None:
             cls = ExcitingStandSchedule if self.kind == 'excite' else StandStepSchedule
             self.schedule = cls(FEET, s.com, s.positions,
