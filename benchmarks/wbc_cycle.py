@@ -19,8 +19,8 @@ of git into a temporary package; nothing of this checkout's control/ is shared w
   (``header_stamp``);
 * ``answer``: one answer: the old node's from its deserialized pair (``stream_state``, the
   schedule's reference, the QP: ``TaskSpaceInverseDynamics.solve``); this one's from the
-  serialized pair (deserialized, ``dynamics_arrays``, ``stream_state``, then
-  ``LeggedController.command``, the node's path);
+  serialized pair (read from the bytes by ``read_serialized``, ``dynamics_arrays``,
+  ``stream_state``, then ``LeggedController.command``, the node's path);
 * ``stream``: the message pair to arrays alone; ``QP``: ``solve`` alone (its assembly and
   proxsuite's solve) on the answer's reference, by a second solver of the same kind that
   solves every pair in the same order (its warm starts as in the answers).
@@ -48,7 +48,8 @@ import numpy as np  # noqa: E402
 
 from common import add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402
 
-MEASURES = ('ros_dynamics/control', 'ros_dynamics/ros/control/wbc_stream.py')
+MEASURES = ('ros_dynamics/control', 'ros_dynamics/ros/control/wbc_stream.py',
+            'ros_dynamics/ros/control/wbc_wire.py')
 
 #: the previous release's files this benchmark imports, and where they go in its package
 OLD_FILES = {'ros_dynamics/control/wbc.py': 'wbc.py',
@@ -181,10 +182,10 @@ class New:
         return self.ctl.command(stamp, self.stream(dm, tm), (0.3, 0.0, 0.0))[1]
 
     def stream(self, dm, tm):
-        from rclpy.serialization import deserialize_message
         from ros_dynamics_msgs.msg import Dynamics, TaskSpace
-        return self.s.stream_state(self.s.dynamics_arrays(deserialize_message(dm, Dynamics)),
-                                   deserialize_message(tm, TaskSpace))
+        return self.s.stream_state(
+            self.s.dynamics_arrays(self.s.read_serialized('Dynamics', dm, Dynamics)),
+            self.s.read_serialized('TaskSpace', tm, TaskSpace))
 
     def qp(self, state, ref):
         if self.wbc2 is None:

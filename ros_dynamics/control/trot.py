@@ -5,12 +5,13 @@ orientation, the unloading before lift-off).
 
 Everything that depends on the robot comes from its first state and its size
 (:meth:`TrotSettings.for_robot`): the CoM's height ``h`` above the feet gives the swing
-duration √(h/g) (the time scale of the pendulum the trunk is on two feet; 0.15 s for Solo12,
-0.18 s for the Mini-Cheetah-sized quadruped, as the trots of quadruped-reactive-walking and of
-the MIT Cheetah software), the step height (h/5), the feet's reach around their nominal
-position (h/3) and the command's acceleration limit; the nominal feet are where they stand
-at the start, relative to the CoM in the heading frame; the pairs (front left with hind right,
-front right with hind left) come from their positions.
+duration √(h/g) (the time scale of the pendulum the trunk is on two feet; h = 0.20 m and
+0.14 s for Solo12 standing as legged_robots.ROBOTS has it, 0.29 m and 0.17 s for the
+Mini-Cheetah-sized quadruped: the swings of quadruped-reactive-walking's and of the MIT Cheetah
+software's trots), the step height (h/5), the feet's reach around their nominal position (h/3)
+and the CoM reference's lead (h/10); the nominal feet are where they stand at the start,
+relative to the CoM in the heading frame; the pairs (front left with hind right, front right
+with hind left) come from their positions.
 
 The gait (a sequence of phases, each started by events rather than by the clock alone):
 stand ``stand`` s on four feet, then repeat: a pair swings (``swing`` s planned;
@@ -21,8 +22,10 @@ touch-down delays the gait instead of leaving the trunk on one foot.
 
 The trunk: the CoM reference moves at the commanded velocity (linear.x, linear.y in the
 heading frame, rate-limited to ``accel``), kept within ``lead`` of the measured CoM (a push does
-not leave it far ahead); its height is ``h`` above the mean height where the feet last landed;
-the yaw reference turns at the commanded rate, roll and pitch zero.  Swing feet aim at
+not leave it far ahead), moved by the running integral of the CoM error (``integral_time``: a
+plant that is not the model holds the model's CoM off the reference by a constant, which would
+otherwise slow the trunk down); its height is ``h`` above the mean height where the feet last
+landed; the yaw reference turns at the commanded rate, roll and pitch zero.  Swing feet aim at
 :class:`~ros_dynamics.control.foothold.Foothold` (1), replanned every cycle, at the height
 where they last landed minus ``press``.
 """

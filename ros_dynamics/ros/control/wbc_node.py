@@ -6,8 +6,8 @@ adapter over :class:`ros_dynamics.control.legged_controller.LeggedController` (t
 * subscribes ``dynamics_topic`` (default ``dynamics/dynamics``: M, C, g, q, v) and
   ``task_space_topic`` (default ``dynamics/task_space``: the feet's J, J̇ v, positions and the
   centroidal terms) and pairs them by stamp (:class:`ros_dynamics.control.StampPairer`); the
-  subscriptions keep the messages serialized, read only their stamps, and the worker
-  deserializes only the pairs it answers (a message it skips costs a stamp read);
+  subscriptions keep the messages serialized, read only their stamps, and the worker reads
+  only the pairs it answers (:mod:`.wbc_wire`: a message it skips costs a stamp read);
 * answers at ``control_rate`` Hz of the stream's time (:class:`ros_dynamics.control.cadence.
   ControlPeriods`): a worker thread takes the newest pair when it is free and, if that pair
   opens a period not yet answered, solves the QP and publishes the joint torques on
@@ -46,7 +46,6 @@ from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import PointStamped, Twist  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
@@ -57,8 +56,8 @@ from ros_dynamics.control.wbc import effort_limits_from_urdf  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
 from ros_dynamics.ros.control.dynamics_terms import dynamics_msg_type  # noqa: E402
 from ros_dynamics.ros.control.wbc_stream import (contact_estimate, dynamics_arrays,  # noqa: E402
-                                                 header_stamp, stream_state,
-                                                 task_space_msg_type)
+                                                 header_stamp, read_serialized,
+                                                 stream_state, task_space_msg_type)
 from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 
 #: a contact estimate older than this (stream time) is not used: the gait's schedule then
@@ -295,8 +294,8 @@ class WBCController(Node):
         raw, self._contact_raw = self._contact_raw, None
         if raw is not None:
             try:
-                msg = deserialize_message(raw, self.contact_type)
-                self._contact = (header_stamp(raw), *contact_estimate(msg, self.feet))
+                arrays = read_serialized('ContactForces', raw, self.contact_type)
+                self._contact = (header_stamp(raw), *contact_estimate(arrays, self.feet))
             except ValueError as exc:
                 self._reject('ContactForces', exc)
         estimate = self._contact
@@ -306,8 +305,9 @@ class WBCController(Node):
 
     def _answer(self, stamp, dyn, ts):
         try:
-            state = stream_state(dynamics_arrays(deserialize_message(dyn[0], self.types[0])),
-                                 deserialize_message(ts[0], self.types[1]))
+            state = stream_state(
+                dynamics_arrays(read_serialized('Dynamics', dyn[0], self.types[0])),
+                read_serialized('TaskSpace', ts[0], self.types[1]))
             if self.controller.effort_limit is None:
                 self.controller.effort_limit = effort_limits_from_urdf(
                     self.cfg.robot_description, state.names[6:])

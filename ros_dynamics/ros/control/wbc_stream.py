@@ -1,9 +1,9 @@
 """The one place where the whole-body controller reads the stream into numpy (no rclpy import):
 a ``ros_dynamics_msgs/Dynamics`` and the ``ros_dynamics_msgs/TaskSpace`` with the same stamp ->
 :class:`ros_dynamics.control.wbc.StreamState`; a ``ContactForces`` -> the feet's contact states
-and forces; a serialized message's stamp, read without deserializing it (:func:`header_stamp`:
-the controller's subscriptions keep the messages serialized and deserialize only the pairs it
-answers).
+and forces; a serialized message's stamp (:func:`header_stamp`).  The controller's
+subscriptions keep the messages serialized; :func:`read_serialized` reads the pairs it answers
+(:mod:`.wbc_wire`, rclpy's deserialization where that cannot), the checks here apply to both.
 
 Layouts as fixed in docs/conventions.md ("Array layouts in the messages"): ``mass_matrix``,
 ``coriolis_matrix`` row-major n×n, ``jacobians`` k·6·n (frame f, row r, column c at
@@ -16,8 +16,11 @@ import numpy as np
 
 from ros_dynamics.control.wbc import StreamState
 
+from . import wbc_wire
+
 __all__ = ['dynamics_arrays', 'dynamics_sizes', 'stream_state', 'task_space_msg_type',
-           'contact_estimate', 'header_stamp']
+           'contact_estimate', 'header_stamp', 'task_space_arrays', 'contact_arrays',
+           'read_serialized']
 
 
 def header_stamp(data):
@@ -60,24 +63,58 @@ def dynamics_sizes(msg):
                          f'not fit {n} names')
 
 
-def contact_estimate(msg, feet):
-    """({foot: in_contact}, forces (len(feet), 3) world) of a ContactForces message for the
-    ``feet``; ValueError when one of them is missing or a force is not finite."""
-    index = {f: i for i, f in enumerate(msg.frames)}
+def read_serialized(kind, data, msg_type):
+    """The arrays of a serialized message: ``kind`` 'Dynamics' (fields as the message's),
+    'TaskSpace' (:data:`~.wbc_wire.TaskSpaceArrays`) or 'ContactForces'
+    (:data:`~.wbc_wire.ContactArrays`); read from the bytes (:func:`.wbc_wire.read`), else
+    deserialized by rclpy (``msg_type``) and converted."""
+    out = wbc_wire.read(kind, data)
+    if out is not None:
+        return out
+    from rclpy.serialization import deserialize_message
+    msg = deserialize_message(data, msg_type)
+    return {'Dynamics': lambda m: m, 'TaskSpace': task_space_arrays,
+            'ContactForces': contact_arrays}[kind](msg)
+
+
+def task_space_arrays(msg):
+    """A TaskSpace message as :data:`~.wbc_wire.TaskSpaceArrays`."""
+    P = np.array([(p.position.x, p.position.y, p.position.z) for p in msg.poses],
+                 dtype=float).reshape(len(msg.poses), 3)
+    c, cd = msg.com, msg.com_velocity
+    return wbc_wire.TaskSpaceArrays(
+        list(msg.names), list(msg.frames), P, np.asarray(msg.jacobians, dtype=float),
+        np.asarray(msg.jacobian_dot_v, dtype=float), float(msg.mass),
+        np.array((c.x, c.y, c.z)), np.array((cd.x, cd.y, cd.z)),
+        np.asarray(msg.centroidal_matrix, dtype=float),
+        np.asarray(msg.centroidal_bias, dtype=float))
+
+
+def contact_arrays(msg):
+    """A ContactForces message as :data:`~.wbc_wire.ContactArrays`."""
+    return wbc_wire.ContactArrays(
+        list(msg.frames), np.array(msg.in_contact, dtype=bool),
+        np.array([(w.force.x, w.force.y, w.force.z) for w in msg.wrenches],
+                 dtype=float).reshape(len(msg.wrenches), 3))
+
+
+def contact_estimate(ca, feet):
+    """({foot: in_contact}, forces (len(feet), 3) world) of the ``feet`` from
+    :data:`~.wbc_wire.ContactArrays`; ValueError when one is missing or a force not finite."""
+    index = {f: i for i, f in enumerate(ca.frames)}
     missing = [f for f in feet if f not in index]
-    if missing or len(msg.in_contact) != len(msg.frames) or len(msg.wrenches) != len(
-            msg.frames):
+    k = len(ca.frames)
+    if missing or len(ca.in_contact) != k or len(ca.forces) != k:
         raise ValueError(f'no contact estimate for the feet {missing or feet} in '
-                         f'{list(msg.frames)}')
+                         f'{list(ca.frames)}')
     rows = [index[f] for f in feet]
-    forces = np.array([(msg.wrenches[i].force.x, msg.wrenches[i].force.y,
-                        msg.wrenches[i].force.z) for i in rows])
-    _finite('contact forces', forces)
-    return {f: bool(msg.in_contact[i]) for f, i in zip(feet, rows)}, forces
+    forces = _finite('contact forces', np.array(ca.forces[rows], dtype=float))
+    return {f: bool(ca.in_contact[i]) for f, i in zip(feet, rows)}, forces
 
 
 def dynamics_arrays(msg):
-    """(names, q, v, M, C, g) of a Dynamics message; ValueError on sizes or non-finite values."""
+    """(names, q, v, M, C, g) of a Dynamics message (or :data:`~.wbc_wire.DynamicsArrays`);
+    ValueError on sizes or non-finite values."""
     dynamics_sizes(msg)
     names = list(msg.names)
     n = len(names)
@@ -94,15 +131,18 @@ def dynamics_arrays(msg):
 
 def stream_state(dyn, ts):
     """A :class:`StreamState` from ``dyn`` = :func:`dynamics_arrays` of a Dynamics message and
-    the TaskSpace message ``ts`` of the same stamp; ValueError when they do not fit together."""
+    ``ts`` the :data:`~.wbc_wire.TaskSpaceArrays` of the TaskSpace of the same stamp (or the
+    message); ValueError when they do not fit together."""
+    if not isinstance(ts, wbc_wire.TaskSpaceArrays):
+        ts = task_space_arrays(ts)
     names, q, v, M, C, g = dyn
     n = len(names)
     if list(ts.names) != names:
         raise ValueError('TaskSpace names differ from the Dynamics names')
     frames = list(ts.frames)
     k = len(frames)
-    if len(ts.poses) != k:
-        raise ValueError(f'{len(ts.poses)} poses for {k} frames')
+    if len(ts.positions) != k:
+        raise ValueError(f'{len(ts.positions)} poses for {k} frames')
     J = _finite('jacobians', np.asarray(ts.jacobians, dtype=float))
     Jdv = _finite('jacobian_dot_v', np.asarray(ts.jacobian_dot_v, dtype=float))
     AG = _finite('centroidal_matrix', np.asarray(ts.centroidal_matrix, dtype=float))
@@ -111,11 +151,9 @@ def stream_state(dyn, ts):
         raise ValueError(f'TaskSpace sizes (jacobians {J.size}, jacobian_dot_v {Jdv.size}, '
                          f'centroidal_matrix {AG.size}, centroidal_bias {AGdv.size}) do not fit '
                          f'{k} frames and {n} names')
-    P = _finite('poses', np.array([(p.position.x, p.position.y, p.position.z)
-                                   for p in ts.poses]).reshape(k, 3))
-    c, cd = ts.com, ts.com_velocity
-    com = _finite('com', np.array((c.x, c.y, c.z)))
-    comv = _finite('com_velocity', np.array((cd.x, cd.y, cd.z)))
+    P = _finite('poses', np.asarray(ts.positions, dtype=float))
+    com = _finite('com', np.asarray(ts.com, dtype=float))
+    comv = _finite('com_velocity', np.asarray(ts.com_velocity, dtype=float))
     mass = float(ts.mass)
     if not mass > 0:
         raise ValueError(f'mass {mass} is not > 0')
