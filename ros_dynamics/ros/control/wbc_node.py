@@ -185,9 +185,9 @@ class WBCController(Node):
         self.slot, self.done = NewestPair(), threading.Event()
         self.counts = dict(rejected=0, resent=0)
         self.qp_time = []
-        self.cmd, self.ref = JointState(), PointStamped()
+        self.joints, self.ref = None, PointStamped()
         self.ref.header.frame_id = 'world'
-        self._last_stamp = None                  # the stamp of the last command published
+        self._last = None                        # (stamp, message) of the last command
         self._cmd_vel = None                     # (monotonic s, (vx, vy, wz))
         self._contact_raw = None                 # the newest ContactForces, serialized
         self._contact = None                     # (stamp ns, {foot: bool}, forces (4, 3))
@@ -248,11 +248,12 @@ class WBCController(Node):
         stamp = self._stamp('Dynamics', data)
         if stamp is None:
             return
-        if stamp == self._last_stamp:
+        last = self._last
+        if last is not None and stamp == last[0]:
             # the state answered last, published again (a simulator that waits for its first
             # command repeats its first state: ours may have gone out before it subscribed)
             self.counts['resent'] += 1
-            return self.pub.publish(self.cmd)
+            return self.pub.publish(last[1])
         self._serve(self.pairer.add_state(stamp, (data, t_rx)))
 
     def _on_task_space(self, data):
@@ -277,11 +278,18 @@ class WBCController(Node):
     # -- the worker thread: the newest pair, one answer per period --------------------------------
 
     def loop(self):
-        """The worker: answer the newest pair whenever it opens an unanswered period."""
+        """The worker: answer the newest pair whenever it opens an unanswered period (an
+        unexpected error is logged and the next pair answered: the worker does not die)."""
         while not self.done.is_set():
             pair = self.slot.take(0.1)
-            if pair is not None and self.periods.due(pair[0]):
+            if pair is None or not self.periods.due(pair[0]):
+                continue
+            try:
                 self._answer(*pair)
+            except Exception as exc:  # noqa: BLE001 - logged; the stream goes on
+                self.counts['rejected'] += 1
+                self.get_logger().error(f'answering stamp {pair[0]} failed: {exc!r}',
+                                        throttle_duration_sec=2.0)
 
     def _inputs(self, stamp):
         """(command, contact {foot: bool} or None, forces (stamp, (4, 3)) or None) now: the
@@ -311,7 +319,7 @@ class WBCController(Node):
             if self.controller.effort_limit is None:
                 self.controller.effort_limit = effort_limits_from_urdf(
                     self.cfg.robot_description, state.names[6:])
-                self.cmd.name = list(state.names[6:])
+                self.joints = list(state.names[6:])
             started = self.controller.gait is not None
             tau, ref, sol = self.controller.command(stamp, state, *self._inputs(stamp))
         except ValueError as exc:
@@ -326,13 +334,13 @@ class WBCController(Node):
                                       throttle_duration_sec=1.0)
         if tau is None:
             return
-        self.cmd.header.stamp = Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
-        self.cmd.effort = tau.tolist()
-        self.pub.publish(self.cmd)
-        self._last_stamp = stamp
+        cmd = JointState(name=self.joints, effort=tau.tolist())
+        cmd.header.stamp = Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
+        self.pub.publish(cmd)
+        self._last = (stamp, cmd)
         self.periods.answer(stamp, time.monotonic() - max(dyn[1], ts[1]),
                             self.get_clock().now().nanoseconds)
-        self.ref.header.stamp = self.cmd.header.stamp
+        self.ref.header.stamp = cmd.header.stamp
         self.ref.point.x, self.ref.point.y, self.ref.point.z = (float(x) for x in ref.com)
         self.pub_ref.publish(self.ref)
 
