@@ -139,3 +139,31 @@ def test_metrics_count_falls_lift_and_slide():
     assert abs(r['lift_foot_height_m'] - 0.04) < 1e-12
     assert abs(r['stance_slide_max_m'] - 0.015) < 1e-12
     assert abs(r['com_rms_m'] - 0.003) < 1e-12
+
+
+def _standing(**options):
+    """Solo12 in its standing pose on LeggedPlantOptions(**options), held by its PD for 0.3 s."""
+    from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
+    robot = ROBOTS['solo12']
+    plant = MujocoLegged(robot_urdf('solo12')[1], robot['feet'], pose=robot['pose'],
+                         options=LeggedPlantOptions(foot_radius=robot['foot_radius'], **options))
+    for _ in range(300):
+        plant.step(plant.hold(10.0 * plant.mass, 0.2 * plant.mass))
+    return plant
+
+
+@pytest.mark.parametrize('rise, edge', [(0.02, -1.0), (-0.02, 1.0), (0.02, 1.0)],
+                         ids=['on-a-step-up', 'on-a-step-down', 'before-a-step'])
+def test_the_step_in_the_ground_is_where_the_options_say(rise, edge):
+    """LeggedPlantOptions' step (step_rise at x = step_edge): the robot placed on the ground
+    under its feet stands there, held by its PD, exactly as on the flat floor but for the
+    height: its feet in contact, as far above that ground (the foot radius less MuJoCo's soft
+    penetration) as on the floor, carrying its weight."""
+    flat = _standing()
+    plant = _standing(step_rise=rise, step_edge=edge)
+    P = plant.foot_positions()
+    ground = plant.options.ground(P[:, 0])
+    assert np.allclose(ground, 0.02 if (rise > 0) == (edge < 0) else 0.0), ground
+    assert np.all(plant.touching) and np.all(flat.touching)
+    np.testing.assert_allclose(P[:, 2] - ground, flat.foot_positions()[:, 2], atol=1e-6)
+    assert abs(plant.foot_forces[:, 2].sum() - 9.81 * plant.mass) < 0.05 * 9.81 * plant.mass
