@@ -84,7 +84,7 @@ def _row(robot, variant, seed, r):
              f'{st[0]:.1f} / {st[1]:.1f} / {st[2]:.0f}' if st else '-',
              f'{d[0]:.0f} / {d[1]:.0f}' if d else '-',
              f'{100 * r.get("contact_agreement", float("nan")):.1f}',
-             f'{sim_s / cpu["wall"]:.2f}' if cpu.get('wall') else '-', per,
+             f'{r["sim_pace"][0] / r["sim_pace"][1]:.2f}' if r.get('sim_pace') else '-', per,
              f'{r["load_before"]:.1f} / {r["load_after"]:.1f}']
     return '| ' + ' | '.join(cells) + ' |'
 

@@ -28,6 +28,7 @@ state against MuJoCo's; the controller's periods answered and staleness from its
 import argparse
 import json
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -186,7 +187,8 @@ def run(args, say):
     files = _files(args, xml, robot, tmp, weight, truth_path)
     log_dir = os.path.join(os.path.dirname(os.path.abspath(args.out)), 'closed_loop_logs')
     os.makedirs(log_dir, exist_ok=True)
-    logs = {n: os.path.join(log_dir, f'trot_{args.robot}_{n}.log')
+    stem = os.path.splitext(os.path.basename(args.out))[0]
+    logs = {n: os.path.join(log_dir, f'{stem}_{n}.log')
             for n in ('sim', 'dynamics_node', 'wbc_controller')}
     lis = Listener(PLANS[args.plan][0], robot['feet'])
     lis.cpu = {}
@@ -233,7 +235,9 @@ def evaluate(truth, lis, text, args, weight):
         res.update({k: v for k, v in contact.items() if k not in ('falls', 'max_tilt_deg',
                                                                   'segments')},
                    estimate_samples=len(known))
+    pace = re.findall(r'([\d.]+) simulated s in ([\d.]+) wall s', text['sim'])
     res.update(controller=controller_statistics(text['wbc_controller']),
+               sim_pace=[float(x) for x in pace[-1]] if pace else None,
                plant_mass_kg=float(truth['mass']), weight_N=weight,
                cpu_s=lis.cpu,
                simulated_s=float(truth['stamp_ns'][-1] - truth['stamp_ns'][0]) * 1e-9,
