@@ -16,6 +16,7 @@ A cycle whose QP is not solved repeats the last solved torques.
 """
 import numpy as np
 
+from .prediction import predicted
 from .stand_step import StandStepSchedule
 from .trot import TrotGait
 from .wbc import TaskSpaceInverseDynamics
@@ -82,9 +83,16 @@ class LeggedController:
             return self.gait(t, state, command, contact)
         return self.gait(t)
 
-    def command(self, stamp_ns, state, command=(0.0, 0.0, 0.0), contact=None, forces=None):
+    def command(self, stamp_ns, state, command=(0.0, 0.0, 0.0), contact=None, forces=None,
+                ahead=0.0):
         """(τ or None before a first solved QP, the reference, the QP's solution) for ``state``
-        at ``stamp_ns``; ``forces``: (stamp ns, (4, 3) the feet's measured forces) or None."""
+        at ``stamp_ns``; ``forces``: (stamp ns, (4, 3) the feet's measured forces) or None;
+        ``ahead`` [s]: the delay until the torques act, over which the state is carried
+        forward (:func:`~ros_dynamics.control.prediction.predicted`) and the gait's time
+        too."""
+        if ahead > 0:
+            state = predicted(state, ahead)
+            stamp_ns += int(round(ahead * 1e9))
         ref = self.reference(stamp_ns, state, command, contact)
         target = ref
         if self.offset is not None and self.gait_name == 'stand_step':

@@ -61,6 +61,7 @@ class WalkScenario:
     step_height: float = 0.0
     settle: float = 0.3
     contact_share: float = 0.2
+    ahead: float = 0.0
 
 
 def stream_state(model, frames, feet, q, v):
@@ -87,7 +88,8 @@ def walk(sc):
     (:class:`TruthRecord`'s fields), ``estimate`` (T, 4) the node's in_contact, ``modes``
     (T, 4) the controller's foot modes, ``answered`` (T,) whether the controller answered that
     state, ``qp_time`` [s] per answer, and ``feet``, ``dt``, ``mass``, ``ground`` (the terrain
-    under each foot, (T, 4))."""
+    under each foot, (T, 4)).  A run whose trunk falls below 0.3 of its standing height ends
+    there (the metrics count the fall)."""
     robot = ROBOTS[sc.robot]
     path, xml = robot_urdf(sc.robot)
     model = load_urdf(path, floating_base=True)
@@ -107,6 +109,7 @@ def walk(sc):
     every = max(1, int(round(1.0 / (sc.control_rate * plant.dt))))
     delay = int(round(sc.command_delay / plant.dt))
     truth, pending, tau = TruthRecord(), [], plant.hold(*hold)
+    z0 = plant.state()[0][2] - plant_opts.ground(plant.state()[0][0])
     log = {k: [] for k in ('estimate', 'estimate_force', 'modes', 'answered', 'qp_time')}
     for k in range(int(round(sc.duration / plant.dt))):
         t = k * plant.dt
@@ -123,7 +126,7 @@ def walk(sc):
         if k % every == 0:
             state = stream_state(model, frames, feet, qs, vs)
             cmd = _command(sc.commands, t)
-            new, _, sol = ctl.command(int(round(t * 1e9)), state, cmd, contact)
+            new, _, sol = ctl.command(int(round(t * 1e9)), state, cmd, contact, ahead=sc.ahead)
             if new is not None:
                 pending.append((k + delay, new.copy()))
             log['qp_time'].append(sol.cpu_time)
@@ -137,6 +140,9 @@ def walk(sc):
             push = np.asarray(sc.push[2], dtype=float)
         truth.add(int(round(t * 1e9)), plant, push)
         plant.step(tau, push)
+        base = plant.state()[0]
+        if base[2] - plant_opts.ground(base[0]) < 0.3 * z0:       # fallen: the run ends
+            break
     out = {k: np.asarray(x) for k, x in truth.rows.items()}
     out.update({k: np.asarray(x) for k, x in log.items()})
     out.update(foot_names=list(feet), dt=plant.dt, mass=plant.mass, weight=weight,

@@ -20,6 +20,9 @@ adapter over :class:`ros_dynamics.control.legged_controller.LeggedController` (t
   trot's touch-downs and lost feet from its ``in_contact``
   (:mod:`ros_dynamics.control.touchdown`); the stand-step schedule's CoM offset from the feet's
   centre of pressure (:mod:`ros_dynamics.control.com_offset`);
+* with ``delay_compensation`` Δ > 0 the state is carried forward by Δ before the gait and the
+  QP see it (:mod:`ros_dynamics.control.prediction`): for a known delay from the measurement
+  to the torques acting;
 * publishes the CoM reference of each answer on ``~/com_reference`` (geometry_msgs/PointStamped,
   world frame, the answered stamp) for plots and evaluation;
 * refuses at start-up, with the reason: an unknown ``gait``, not four ``feet``, a foot that is
@@ -110,6 +113,9 @@ PARAMETERS = ParameterTable('wbc_controller', (
       'start-up', 0.0, 1e4, True),
     P('step_height', 0.0, 'Swing height [m] (0: the gait\'s own: 5 cm for stand_step, a '
       'fifth of the standing height for trot).', 'start-up', 0.0, 1.0),
+    P('delay_compensation', 0.0, 'Seconds from a joint state\'s measurement to its torques '
+      'acting, if known: the state is carried forward by it before the QP (0: off).',
+      'start-up', 0.0, 0.1),
     P('lift_foot', 'LF_foot', 'stand_step: the foot lifted.', 'start-up'),
     P('friction', 0.5, 'Friction coefficient of the linearized cones.', 'start-up',
       0.0, 100.0, True),
@@ -321,7 +327,8 @@ class WBCController(Node):
                     self.cfg.robot_description, state.names[6:])
                 self.joints = list(state.names[6:])
             started = self.controller.gait is not None
-            tau, ref, sol = self.controller.command(stamp, state, *self._inputs(stamp))
+            tau, ref, sol = self.controller.command(stamp, state, *self._inputs(stamp),
+                                                    ahead=self.cfg.delay_compensation)
         except ValueError as exc:
             return self._reject('stream pair', exc)
         if not started:
