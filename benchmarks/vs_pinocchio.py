@@ -254,6 +254,48 @@ def start_process(ns, argv, params, root, subscriber_timeout, task_space=False):
     return proc, sub, log, sub_out
 
 
+def start_variant(robot, variant, xml, duration, ns, base_root=None):
+    """The node process of ``variant`` for ``robot`` in /ns and its ~/dynamics subscriber
+    (start_process's four)."""
+    frames = TASK_FRAMES.get(robot)
+    model_params = ({'robot_description': xml, 'floating_base': True, 'task_frames': frames}
+                    if frames else {'robot_description': xml})
+    if variant in PINOCCHIO:
+        argv = [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]]
+    elif variant in (RELAY, RELAY_CYCLE):
+        argv = [os.path.join(HERE, 'relay_node.py')] + (['--cycle'] if variant == RELAY_CYCLE
+                                                        else [])
+    elif variant == 'ours@base':   # the node of another checkout (before a change)
+        return start_process(ns, ['-m', 'ros_dynamics.ros.dynamics_node.node'], model_params,
+                             base_root, duration + 120, bool(frames))
+    else:
+        return nl.start_node_and_subscriber(ns, {**model_params, **VARIANTS[variant]},
+                                            duration + 120, bool(frames))
+    return start_process(ns, argv, model_params, nl.REPO_ROOT, duration + 120, bool(frames))
+
+
+def odometry_before(node, ns, B):
+    """(the odom publisher, before(k, sec, nanosec): publishes the base state of step k with
+    that stamp), for a floating base's trajectory ``B``."""
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    odom_pub = node.create_publisher(
+        Odometry, f'/{ns}/odom', QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    odom = Odometry()
+    odom.header.frame_id, odom.child_frame_id = 'world', 'base'
+
+    def before(k, sec, nanosec):
+        (odom.pose.pose.position.x, odom.pose.pose.position.y,
+         odom.pose.pose.position.z), quat, lin, ang = B[k]
+        o, t = odom.pose.pose.orientation, odom.twist.twist
+        o.x, o.y, o.z, o.w = quat
+        t.linear.x, t.linear.y, t.linear.z = lin
+        t.angular.x, t.angular.y, t.angular.z = ang
+        odom.header.stamp.sec, odom.header.stamp.nanosec = sec, nanosec
+        odom_pub.publish(odom)
+    return odom_pub, before
+
+
 def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, idle=0.0,
               perf=False):
     """One run (module text); with ``idle`` > 0 also the node's CPU over ``idle`` seconds
@@ -265,26 +307,7 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, id
     from sensor_msgs.msg import JointState
 
     ns = f'vs_{robot}_{variant}_{tag}'.replace('-', '_').replace('@', '_')
-    frames = TASK_FRAMES.get(robot)
-    model_params = ({'robot_description': xml, 'floating_base': True, 'task_frames': frames}
-                    if frames else {'robot_description': xml})
-    if variant in PINOCCHIO:
-        proc, sub, log, sub_out = start_process(
-            ns, [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]],
-            model_params, nl.REPO_ROOT, duration + 120, bool(frames))
-    elif variant in (RELAY, RELAY_CYCLE):
-        proc, sub, log, sub_out = start_process(
-            ns, [os.path.join(HERE, 'relay_node.py')] + (['--cycle'] if variant == RELAY_CYCLE
-                                                         else []),
-            model_params, nl.REPO_ROOT, duration + 120, bool(frames))
-    elif variant == 'ours@base':   # the node of another checkout (before a change)
-        proc, sub, log, sub_out = start_process(
-            ns, ['-m', 'ros_dynamics.ros.dynamics_node.node'], model_params,
-            base_root, duration + 120, bool(frames))
-    else:
-        params = {**model_params, **VARIANTS[variant]}
-        proc, sub, log, sub_out = nl.start_node_and_subscriber(ns, params, duration + 120,
-                                                               bool(frames))
+    proc, sub, log, sub_out = start_variant(robot, variant, xml, duration, ns, base_root)
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(f'vs_client_{tag}', context=ctx)
@@ -292,65 +315,74 @@ def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, id
                                 QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
-    names, Q, V, E, B = traj
-    before, extra = None, {}
-    if B is not None:      # the base state: odom with the stamp of each joint state, just before
-        from nav_msgs.msg import Odometry
-        odom_pub = node.create_publisher(
-            Odometry, f'/{ns}/odom', QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-        odom = Odometry()
-        odom.header.frame_id, odom.child_frame_id = 'world', 'base'
-
-        def before(k, sec, nanosec):
-            (odom.pose.pose.position.x, odom.pose.pose.position.y,
-             odom.pose.pose.position.z), quat, lin, ang = B[k]
-            o, t = odom.pose.pose.orientation, odom.twist.twist
-            o.x, o.y, o.z, o.w = quat
-            t.linear.x, t.linear.y, t.linear.z = lin
-            t.angular.x, t.angular.y, t.angular.z = ang
-            odom.header.stamp.sec, odom.header.stamp.nanosec = sec, nanosec
-            odom_pub.publish(odom)
+    B = traj[4]
+    odom_pub, before = odometry_before(node, ns, B) if B is not None else (None, None)
     try:
         end = time.monotonic() + 120
         while B is not None and not odom_pub.get_subscription_count() and time.monotonic() < end:
             ex.spin_once(timeout_sec=0.05)
         nl.wait_until_connected(pub, ex, proc, sub, log, 120)   # then the node is idle
-        if idle > 0:
-            c0 = nl.cpu_seconds(proc.pid)
-            time.sleep(idle)
-            extra['idle_cpu_ms_per_s'] = 1e3 * (nl.cpu_seconds(proc.pid) - c0) / idle
-        recorder = (thread_profile.start(proc.pid, os.path.join(tempfile.gettempdir(),
-                                                                f'rd_perf_{ns}.data'))
-                    if perf else None)
-        cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
-        sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
-        time.sleep(0.3)   # the tail of the queue
-        cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
-        if recorder is not None:
-            thread_profile.stop(recorder)
-            extra['main_thread_shares'] = thread_profile.shares(recorder.args[-1])
-        load = os.getloadavg()[0]
+        sent, elapsed, extra = _measure(proc, pub, traj, rate, before, idle, perf, ns)
         sub.wait(timeout=duration + 150)
     finally:
         nl.stop_trial(ex, node, ctx, proc, sub, log)
+    return _answered(robot, variant, sub_out, sent, elapsed, extra)
+
+
+def _measure(proc, pub, traj, rate, before, idle, perf, ns):
+    """The node process's CPU while the trajectory is published (and idle before it, and
+    where its Python thread's CPU went): (stamps sent, seconds, the measures)."""
+    extra = {}
+    if idle > 0:
+        c0 = nl.cpu_seconds(proc.pid)
+        time.sleep(idle)
+        extra['idle_cpu_ms_per_s'] = 1e3 * (nl.cpu_seconds(proc.pid) - c0) / idle
+    recorder = (thread_profile.start(proc.pid, os.path.join(tempfile.gettempdir(),
+                                                            f'rd_perf_{ns}.data'))
+                if perf else None)
+    cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
+    names, Q, V, E, _ = traj
+    sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
+    time.sleep(0.3)   # the tail of the queue
+    cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
+    if recorder is not None:
+        thread_profile.stop(recorder)
+        extra['main_thread_shares'] = thread_profile.shares(recorder.args[-1])
+    n = len(sent)
+    extra.update(cpu_us_per_joint_state=1e6 * (cpu1 - cpu0) / n, cpu=cpu1 - cpu0,
+                 cpu_us_by_thread={k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / n, 1)
+                                   for k in sorted(threads1)
+                                   if threads1[k] - threads0.get(k, 0.0) > 0},
+                 loadavg_1min=os.getloadavg()[0])
+    return sent, elapsed, extra
+
+
+def _answered(robot, variant, sub_out, sent, elapsed, extra):
+    """One run's result: the joint states answered (with task frames: both messages)."""
     with open(sub_out) as f:
         received = {s for s, _ in json.load(f)}
     n = len(sent)
-    if frames:     # answered: both ~/dynamics and ~/task_space arrived
+    if TASK_FRAMES.get(robot):     # answered: both ~/dynamics and ~/task_space arrived
         with open(sub_out + '.ts') as f:
             received_ts = set(json.load(f))
         extra.update(dynamics_answered_fraction=sum(s in received for s in sent) / n,
                      task_space_answered_fraction=sum(s in received_ts for s in sent) / n)
         received &= received_ts
     answered = sum(s in received for s in sent)
+    cpu = extra.pop('cpu')
     return {'robot': robot, 'variant': variant, 'sent': n, 'send_rate_hz': n / elapsed,
             'answered_fraction': answered / n, **extra,
-            'cpu_us_per_joint_state': 1e6 * (cpu1 - cpu0) / n,
-            'cpu_us_per_answered': 1e6 * (cpu1 - cpu0) / max(answered, 1),
-            'cpu_us_by_thread': {k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / n, 1)
-                                 for k in sorted(threads1)
-                                 if threads1[k] - threads0.get(k, 0.0) > 0},
-            'loadavg_1min': load}
+            'cpu_us_per_answered': 1e6 * cpu / max(answered, 1)}
+
+
+def ratio_pairs(variants):
+    """The (variant, reference) pairs whose CPU ratio is reported."""
+    refs = [v for v in variants if v in PINOCCHIO]
+    others = [v for v in variants if v not in PINOCCHIO and v != RELAY]
+    return ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + (
+        [(v, RELAY_CYCLE) for v in ('ours', 'ours@base') if v in variants]
+        if RELAY_CYCLE in variants else []) + [
+        (v, ref) for ref in refs for v in others if v != RELAY_CYCLE]
 
 
 def summarize(results, robots, variants, full=0.999):
@@ -359,102 +391,139 @@ def summarize(results, robots, variants, full=0.999):
     counts for the median and range only if both nodes answered (>= 99.9 % of the joint
     states): a node that fell behind dropped joint states it then never paid for; likewise a
     node's median and range of us per joint state use its fully answered runs."""
-    refs = [v for v in variants if v in PINOCCHIO]
-    others = [v for v in variants if v not in PINOCCHIO and v != RELAY]
-    pairs = ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + (
-        [(v, RELAY_CYCLE) for v in ('ours', 'ours@base') if v in variants]
-        if RELAY_CYCLE in variants else []) + [
-        (v, ref) for ref in refs for v in others if v != RELAY_CYCLE]
+    pairs = ratio_pairs(variants)
     lines = ['| robot | rep | order | ' + ' | '.join(f'{v} us/js (answered)' for v in variants)
              + ' | ' + ' | '.join(f'{v} / {ref}' for v, ref in pairs)
              + ' | all answered | load |', '|' + '---|' * (6 + len(variants) + len(pairs))]
     summary = {}
     for robot in robots:
-        reps = sorted({r['rep'] for r in results if r['robot'] == robot})
-        ratios = {p: [] for p in pairs}
-        us = {v: [] for v in variants}
-        for rep in reps:
-            row = {r['variant']: r for r in results if r['robot'] == robot and r['rep'] == rep}
-            order = ' '.join(r['variant'] for r in sorted(row.values(), key=lambda r: r['slot']))
-            ok = all(r['answered_fraction'] >= full for r in row.values())
-            answered = {v: row[v]['answered_fraction'] >= full for v in variants}
-            cells = [f'{row[v]["cpu_us_per_joint_state"]:.0f} '
-                     f'({100 * row[v]["answered_fraction"]:.1f} %)' for v in variants]
-            rc = []
-            for v, ref in pairs:
-                x = row[v]['cpu_us_per_joint_state'] / row[ref]['cpu_us_per_joint_state']
-                rc.append(f'{x:.2f}' if answered[v] and answered[ref] else f'({x:.2f})')
-                if answered[v] and answered[ref]:
-                    ratios[(v, ref)].append(x)
-            for v in variants:
-                if answered[v]:
-                    us[v].append(row[v]['cpu_us_per_joint_state'])
-            load = max(r['loadavg_1min'] for r in row.values())
-            lines.append(f'| {robot} | {rep} | {order} | ' + ' | '.join(cells) + ' | '
-                         + ' | '.join(rc) + f' | {"yes" if ok else "no"} | {load:.1f} |')
+        rows, summary[robot] = _robot_rows(results, robot, variants, pairs, full)
+        lines += rows
+    return (lines + _by_thread(results, robots, variants)
+            + _idle_rows(results, robots, variants, summary)
+            + _profile_rows(results, robots, variants, summary)), summary
 
-        def mr(x):
-            return (f'**{statistics.median(x):.2f}** [{min(x):.2f}, {max(x):.2f}]' if x
-                    else 'n/a')
 
-        def ur(x):
-            return f'{statistics.median(x):.0f} [{min(x):.0f}, {max(x):.0f}]' if x else 'n/a'
-        lines.append(f'| {robot} | median [range] over the answered runs | | '
-                     + ' | '.join(ur(us[v]) for v in variants) + ' | '
-                     + ' | '.join(mr(ratios[p]) for p in pairs) + ' | | |')
-        summary[robot] = {
-            'runs_answered': {v: len(x) for v, x in us.items()},
-            'ratios_counted': {f'{v} / {ref}': len(x) for (v, ref), x in ratios.items()},
-            'us_median': {v: statistics.median(x) if x else None for v, x in us.items()},
-            'us_range': {v: [min(x), max(x)] if x else None for v, x in us.items()},
-            'ratio_median': {f'{v} / {ref}': statistics.median(x) if x else None
-                             for (v, ref), x in ratios.items()},
-            'ratio_range': {f'{v} / {ref}': [min(x), max(x)] if x else None
-                            for (v, ref), x in ratios.items()}}
-    threads = ['', 'Median CPU per joint state by thread [us]:', '',
-               '| robot | variant | by thread |', '|---|---|---|']
+def _robot_rows(results, robot, variants, pairs, full):
+    """A robot's rows (one per repetition, then median [range]) and its summary."""
+    lines, ratios, us = [], {p: [] for p in pairs}, {v: [] for v in variants}
+    for rep in sorted({r['rep'] for r in results if r['robot'] == robot}):
+        row = {r['variant']: r for r in results if r['robot'] == robot and r['rep'] == rep}
+        order = ' '.join(r['variant'] for r in sorted(row.values(), key=lambda r: r['slot']))
+        answered = {v: row[v]['answered_fraction'] >= full for v in variants}
+        cells = [f'{row[v]["cpu_us_per_joint_state"]:.0f} '
+                 f'({100 * row[v]["answered_fraction"]:.1f} %)' for v in variants]
+        rc = []
+        for v, ref in pairs:
+            x = row[v]['cpu_us_per_joint_state'] / row[ref]['cpu_us_per_joint_state']
+            both = answered[v] and answered[ref]
+            rc.append(f'{x:.2f}' if both else f'({x:.2f})')
+            if both:
+                ratios[(v, ref)].append(x)
+        for v in variants:
+            if answered[v]:
+                us[v].append(row[v]['cpu_us_per_joint_state'])
+        load = max(r['loadavg_1min'] for r in row.values())
+        lines.append(f'| {robot} | {rep} | {order} | ' + ' | '.join(cells) + ' | '
+                     + ' | '.join(rc) + f' | {"yes" if all(answered.values()) else "no"} | '
+                     f'{load:.1f} |')
+
+    def mr(x):
+        return f'**{statistics.median(x):.2f}** [{min(x):.2f}, {max(x):.2f}]' if x else 'n/a'
+
+    def ur(x):
+        return f'{statistics.median(x):.0f} [{min(x):.0f}, {max(x):.0f}]' if x else 'n/a'
+    lines.append(f'| {robot} | median [range] over the answered runs | | '
+                 + ' | '.join(ur(us[v]) for v in variants) + ' | '
+                 + ' | '.join(mr(ratios[p]) for p in pairs) + ' | | |')
+    return lines, {
+        'runs_answered': {v: len(x) for v, x in us.items()},
+        'ratios_counted': {f'{v} / {ref}': len(x) for (v, ref), x in ratios.items()},
+        'us_median': {v: statistics.median(x) if x else None for v, x in us.items()},
+        'us_range': {v: [min(x), max(x)] if x else None for v, x in us.items()},
+        'ratio_median': {f'{v} / {ref}': statistics.median(x) if x else None
+                         for (v, ref), x in ratios.items()},
+        'ratio_range': {f'{v} / {ref}': [min(x), max(x)] if x else None
+                        for (v, ref), x in ratios.items()}}
+
+
+def _by_thread(results, robots, variants):
+    lines = ['', 'Median CPU per joint state by thread [us]:', '',
+             '| robot | variant | by thread |', '|---|---|---|']
     for robot in robots:
         for v in variants:
             rs = [r for r in results if r['robot'] == robot and r['variant'] == v]
             keys = sorted({k for r in rs for k in r['cpu_us_by_thread']})
             med = {k: statistics.median(r['cpu_us_by_thread'].get(k, 0.0) for r in rs)
                    for k in keys}
-            threads.append(f'| {robot} | {v} | ' + ', '.join(
+            lines.append(f'| {robot} | {v} | ' + ', '.join(
                 f'{k} {x:.0f}' for k, x in sorted(med.items(), key=lambda t: -t[1]) if x >= 0.5)
                 + ' |')
+    return lines
+
+
+def _idle_rows(results, robots, variants, summary):
     idle = [r for r in results if 'idle_cpu_ms_per_s' in r]
-    if idle:
-        threads += ['', 'Idle CPU before the first joint state (connected, nothing to do), ms '
-                    'per second, median [range]:', '', '| robot | variant | idle CPU |',
-                    '|---|---|---|']
-        for robot in robots:
-            for v in variants:
-                x = [r['idle_cpu_ms_per_s'] for r in idle
-                     if r['robot'] == robot and r['variant'] == v]
-                if x:
-                    threads.append(f'| {robot} | {v} | {statistics.median(x):.1f} '
-                                   f'[{min(x):.1f}, {max(x):.1f}] |')
-                    summary[robot].setdefault('idle_cpu_ms_per_s', {})[v] = statistics.median(x)
+    if not idle:
+        return []
+    lines = ['', 'Idle CPU before the first joint state (connected, nothing to do), ms per '
+             'second, median [range]:', '', '| robot | variant | idle CPU |', '|---|---|---|']
+    for robot in robots:
+        for v in variants:
+            x = [r['idle_cpu_ms_per_s'] for r in idle if r['robot'] == robot and r['variant'] == v]
+            if x:
+                lines.append(f'| {robot} | {v} | {statistics.median(x):.1f} '
+                             f'[{min(x):.1f}, {max(x):.1f}] |')
+                summary[robot].setdefault('idle_cpu_ms_per_s', {})[v] = statistics.median(x)
+    return lines
+
+
+def _profile_rows(results, robots, variants, summary):
     profiled = [r for r in results if r.get('main_thread_shares')]
-    if profiled:
-        groups = [g for g, _ in thread_profile.GROUPS]
-        threads += ['', 'Where the Python thread\'s CPU per joint state goes (perf record of '
-                    'that thread, by library: benchmarks/thread_profile.py; its share of the '
-                    'samples times the thread\'s CPU per joint state), median over the '
-                    'repetitions, us:', '', '| robot | variant | Python thread | '
-                    + ' | '.join(groups) + ' |', '|---|---|---|' + '---|' * len(groups)]
-        for robot in robots:
-            for v in variants:
-                rs = [r for r in profiled if r['robot'] == robot and r['variant'] == v]
-                if not rs:
-                    continue
-                main = [r['cpu_us_by_thread'].get('main (Python)', 0.0) for r in rs]
-                us_by = {g: statistics.median(r['main_thread_shares'].get(g, 0.0) * m
-                                              for r, m in zip(rs, main)) for g in groups}
-                threads.append(f'| {robot} | {v} | {statistics.median(main):.0f} | '
-                               + ' | '.join(f'{us_by[g]:.1f}' for g in groups) + ' |')
-                summary[robot].setdefault('main_thread_us_by_library', {})[v] = us_by
-    return lines + threads, summary
+    if not profiled:
+        return []
+    groups = [g for g, _ in thread_profile.GROUPS]
+    lines = ['', 'Where the Python thread\'s CPU per joint state goes (perf record of that '
+             'thread, by library: benchmarks/thread_profile.py; its share of the samples times '
+             'the thread\'s CPU per joint state), median over the repetitions, us:', '',
+             '| robot | variant | Python thread | ' + ' | '.join(groups) + ' |',
+             '|---|---|---|' + '---|' * len(groups)]
+    for robot in robots:
+        for v in variants:
+            rs = [r for r in profiled if r['robot'] == robot and r['variant'] == v]
+            if not rs:
+                continue
+            main = [r['cpu_us_by_thread'].get('main (Python)', 0.0) for r in rs]
+            us_by = {g: statistics.median(r['main_thread_shares'].get(g, 0.0) * m
+                                          for r, m in zip(rs, main)) for g in groups}
+            lines.append(f'| {robot} | {v} | {statistics.median(main):.0f} | '
+                         + ' | '.join(f'{us_by[g]:.1f}' for g in groups) + ' |')
+            summary[robot].setdefault('main_thread_us_by_library', {})[v] = us_by
+    return lines
+
+
+def prepare(robots, duration, rate):
+    """(URDFs, trajectories, checks against Pinocchio, task-space checks) per robot; exits if
+    the two libraries differ."""
+    xmls, trajs, checks, ts_checks = {}, {}, {}, {}
+    for robot in robots:
+        with open(robot_urdf(robot)) as f:
+            xmls[robot] = f.read()
+        frames = TASK_FRAMES.get(robot)
+        checks[robot] = check_same_output(xmls[robot], floating=bool(frames))
+        if not checks[robot] <= 1e-9:
+            raise SystemExit(f'{robot}: Pinocchio and ours differ by {checks[robot]:.3g}')
+        trajs[robot] = trajectory(xmls[robot], duration, rate, bool(frames))
+        print(f'{robot}: {len(trajs[robot][0])} joints; max |ours - pinocchio| over M, C, dM/dt, '
+              f'g = {checks[robot]:.1e}', flush=True)
+        if frames:
+            err = check_same_task_space(xmls[robot], frames)
+            ts_checks[robot] = err
+            print(f'{robot}: floating base, task frames {", ".join(frames)}; max relative '
+                  f'|ours - pinocchio| over the task space = {err:.1e}', flush=True)
+            if not err <= 1e-9:
+                raise SystemExit(f'{robot}: the task spaces differ by {err:.3g}')
+    return xmls, trajs, checks, ts_checks
 
 
 def _commit(root):
@@ -514,24 +583,7 @@ def main():
             f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
             f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
     print(head, flush=True)
-    xmls, trajs, checks, ts_checks = {}, {}, {}, {}
-    for robot in args.robots:
-        with open(robot_urdf(robot)) as f:
-            xmls[robot] = f.read()
-        frames = TASK_FRAMES.get(robot)
-        checks[robot] = check_same_output(xmls[robot], floating=bool(frames))
-        if not checks[robot] <= 1e-9:
-            raise SystemExit(f'{robot}: Pinocchio and ours differ by {checks[robot]:.3g}')
-        trajs[robot] = trajectory(xmls[robot], args.duration, args.rate, bool(frames))
-        print(f'{robot}: {len(trajs[robot][0])} joints; max |ours - pinocchio| over M, C, dM/dt, '
-              f'g = {checks[robot]:.1e}', flush=True)
-        if frames:
-            err = check_same_task_space(xmls[robot], frames)
-            ts_checks[robot] = err
-            print(f'{robot}: floating base, task frames {", ".join(frames)}; max relative '
-                  f'|ours - pinocchio| over the task space = {err:.1e}', flush=True)
-            if not err <= 1e-9:
-                raise SystemExit(f'{robot}: the task spaces differ by {err:.3g}')
+    xmls, trajs, checks, ts_checks = prepare(args.robots, args.duration, args.rate)
     # every kernel into the disk cache first, so that no measured run pays the first start
     # (with a cold cache the node compiles the Gamma kernel on a thread after its first answer)
     print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)

@@ -369,13 +369,15 @@ class DynamicsNode(Node):
     def _account(self, out):
         """Count and log one outcome of the cycle: its notes; a cycle, a held partial source or
         a refusal (with its reason)."""
-        for note in out.notes:
-            self._warn(*note)
+        if out.notes:
+            for note in out.notes:
+                self._warn(*note)
         if out.verdict == 'cycle':
-            if self.stats['accepted'] == 0:
+            stats = self.stats
+            if not stats['accepted']:
                 self._log.info('first joint state accepted: publishing')
-            self.stats['accepted'] += 1
-            self.stats['observer_outputs'] += out.result.residual is not None
+            stats['accepted'] += 1
+            stats['observer_outputs'] += out.result.residual is not None
         elif out.verdict == 'held':
             self.refused['held (partial source)'] = self.refused.get('held (partial source)',
                                                                      0) + 1

@@ -241,4 +241,4 @@ class Outputs:
 def _stamp_ns(out):
     """A cycle's time [ns]: its message's stamp, or the receiving clock for an unstamped one."""
     fields = out.fields
-    return int(fields[M_SEC]) * NS + int(fields[M_NANOSEC]) or out.t_ns
+    return fields[M_SEC] * NS + fields[M_NANOSEC] or out.t_ns
