@@ -27,7 +27,7 @@ class ContactDrawing:
 
     def __init__(self, model, frame_id):
         self.model, self.frame_id = model, frame_id
-        self._views, self._stamp = None, None     # the last drawing (None: published)
+        self.views, self._stamp = None, None      # the last drawing (None: published)
         self._wrench_now = False      # it has a contact wrench
         self._next = 0.0              # monotonic time of the next drawing
         self._shown = 0               # markers shown (ids to delete on release)
@@ -45,12 +45,12 @@ class ContactDrawing:
         if contact.onset or contact.release or changed or (
                 (contact.in_contact or loaded) and time.monotonic() >= self._next):
             self._next = time.monotonic() + DRAW_PERIOD
-            self._views, self._stamp = self._draw(res, res.q), stamp()
+            self.views, self._stamp = self._draw(res, res.q), stamp()
             self._wrench_now, self._scale = res.wrench is not None, force_scale
 
     def published(self):
         """The last drawing was published (or had nobody to go to)."""
-        self._views = None
+        self.views = None
 
     def _draw(self, res, q):
         model, views = self.model, []
@@ -71,16 +71,16 @@ class ContactDrawing:
 
     def markers(self):
         """~/markers of this cycle's drawing, or None."""
-        if self._views is None:
+        if self.views is None:
             return None
-        msg = contact_markers(self._views, self._stamp, self.frame_id, previous=self._shown,
+        msg = contact_markers(self.views, self._stamp, self.frame_id, previous=self._shown,
                               force_scale=self._scale)
-        self._shown = len(self._views)
+        self._shown = len(self.views)
         return msg
 
     def wrench(self):
         """~/external_wrench of this cycle's drawing (a zero one once on release), or None."""
-        views = self._views
+        views = self.views
         if views is None:
             return None
         if views and views[0].force is not None and self._wrench_now:

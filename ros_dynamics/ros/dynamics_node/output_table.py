@@ -13,6 +13,8 @@ A builder ``build(messages, out, stamp)`` takes the model's messages, the cycle'
 (``out.result``: :class:`~ros_dynamics.estimation.cycle_state.CycleResult`; ``out.written``:
 the compiled step wrote the slots) and ``stamp()`` (the message's (sec, nanosec), read when
 called); it returns the message to publish, or None when the output is not due this cycle.
+Where the compiled step wrote an output's slots (and stamp), Outputs publishes its bytes as
+they are, without the builder (the usual cycle's path).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ class Output:
     switch: str = ''          # the bool parameter that turns it off ('': always on)
     slots: tuple = ()         # ((message field, cycle_kernel slot), ...) the compiled step writes
     latched: bool = False     # transient local, depth 1 (a late subscriber gets the last one)
+    updates: bool = False     # due only for a cycle that updated the observer (a residual)
     stands_in: bool = False   # published whatever its switch where ~/dynamics cannot be
 
     def message_type(self):
@@ -109,7 +112,7 @@ OUTPUTS = (
            (('effort', SLOT_GRAVITY),), stands_in=True),
     Output('external_torque', 'sensor_msgs.msg.JointState', 'every observer update',
            _residual(written_or_filled('external_torque')), 'publish_external_torque',
-           (('effort', SLOT_RESIDUAL),)),
+           (('effort', SLOT_RESIDUAL),), updates=True),
     Output('markers', 'visualization_msgs.msg.MarkerArray', 'at a contact onset and release, '
            'at most 30 times a second in between', _markers, 'publish_markers'),
     Output('external_wrench', 'geometry_msgs.msg.WrenchStamped', 'at a contact onset, at most '

@@ -29,11 +29,12 @@ class Stream:
     """One output of the table and its publisher: ``listeners``, its subscribers as DDS's
     matched events count them (None: no such events) or as the publisher last said."""
 
-    __slots__ = ('output', 'publisher', 'listeners', 'events')
+    __slots__ = ('output', 'publisher', 'listeners', 'events', 'written')
 
     def __init__(self, output, publisher, events):
         self.output, self.publisher, self.events = output, publisher, events
         self.listeners = 0
+        self.written = None     # the message's bytes where the compiled step writes it
 
     def listened(self):
         """Has it a subscriber (the last count)?"""
@@ -105,6 +106,10 @@ class Outputs:
         URDF ``warnings``; ``free_peak``: where its compiled cycle writes the residual's peak
         of free-motion updates (NodeHealth.free_peak)."""
         self._msgs, self._cycles = messages, 0
+        for stream in self.streams.values():
+            slotted = messages.by_topic.get(stream.output.name)
+            stream.written = (slotted.template.serialized if messages.compiled is not None
+                              and slotted is not None else None)
         self.health.model(messages.model.nv, warnings, cfg.coordinates,
                           messages.joint_coordinate_names)
         self.health.free_peak(free_peak)
@@ -202,10 +207,15 @@ class Outputs:
         def stamp():
             return int(fields[M_SEC]), int(fields[M_NANOSEC])
         for stream in self._live:
-            msg = stream.output.build(msgs, out, stamp)
+            if stream.written is not None and out.written and not (
+                    stream.output.updates and out.result.residual is None):
+                msg = stream.written.tobytes()       # as the compiled step wrote it
+            else:
+                msg = stream.output.build(msgs, out, stamp)
             if msg is not None:
                 self._send(stream, msg)
-        msgs.drawing.published()
+        if msgs.drawing.views is not None:
+            msgs.drawing.published()
 
     def _draw(self, out, force_scale):
         fields = out.fields

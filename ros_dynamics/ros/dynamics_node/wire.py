@@ -328,7 +328,8 @@ class Template:
     the middleware's serializer (``rclpy.serialization.serialize_message``).  ``stamp`` is an
     int32 view of header.stamp (sec, nanosec), ``arrays[field]`` a float64 view of each float64
     sequence, ``payload`` the whole payload as float64 words and ``offsets[field]`` where each
-    sequence starts in it; :meth:`bytes` the message to publish.  ValueError when the
+    sequence starts in it, ``serialized`` the whole message as a uint8 view; :meth:`bytes` the
+    message to publish.  ValueError when the
     serialized message is not plain little-endian CDR or does not walk to its length (then
     publish ``msg`` itself)."""
 
@@ -347,7 +348,7 @@ class Template:
         self._size, self._layout = len(raw), arrays
         self.offsets = {k: o // 8 for k, (o, _) in arrays.items()}
         self._views(np.zeros(self.words))
-        self._bytes[:] = np.frombuffer(raw, dtype=np.uint8)
+        self.serialized[:] = np.frombuffer(raw, dtype=np.uint8)
 
     @property
     def words(self):
@@ -364,7 +365,7 @@ class Template:
 
     def _views(self, buffer):
         self._buffer = buffer
-        self._bytes = buffer.view(np.uint8)[8 - HEADER:8 - HEADER + self._size]
+        self.serialized = buffer.view(np.uint8)[8 - HEADER:8 - HEADER + self._size]
         self.payload = payload = buffer[1:]
         self.stamp = payload[:1].view(np.int32)
         self.arrays = {k: payload[o // 8:o // 8 + c] for k, (o, c) in self._layout.items()}
@@ -373,7 +374,7 @@ class Template:
         self.stamp[0], self.stamp[1] = sec, nanosec
 
     def bytes(self):
-        return self._bytes.tobytes()
+        return self.serialized.tobytes()
 
 
 def stamped(template, msg, stamp):
