@@ -7,7 +7,10 @@ other in an order that rotates from one repetition to the next (so each goes fir
 the others):
 
 * ``ours``: dynamics_node with its defaults (robot_description the only parameter; the
-  EventsExecutor, the joint state read and ~/dynamics written as serialized bytes).  Publishes
+  EventsExecutor, the joint state read and ~/dynamics written as serialized bytes) but
+  ``catch_up: false``: it publishes every joint state, as every other variant does (fresh when
+  behind it would skip publishing some on a busy machine: benchmarks/fresh_when_behind.py).
+  Publishes
   ~/dynamics (M, C, dM/dt, g, q, v) per joint state, the latched ~/christoffel (Gamma) every
   10th, and runs the observer and contact detector (its ~/external_torque, ~/gravity_torque
   have no subscriber here, so they are not filled);
@@ -91,7 +94,12 @@ ROBOTS = {'panda': 'panda_description/urdf/panda.urdf',
 TASK_FRAMES = {'quadruped-feet': ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'],
                'talos-feet-hands': ['left_sole_link', 'right_sole_link',
                                     'gripper_left_base_link', 'gripper_right_base_link']}
-VARIANTS = {'ours': {}, 'ours-lean': {'christoffel_stream': False, 'observer_enabled': False}}
+#: ours publishes every joint state, as the relays and the Pinocchio node do (catch_up false:
+#: on a busy machine it would otherwise skip publishing some, fresh when behind, and do less;
+#: benchmarks/fresh_when_behind.py measures that)
+VARIANTS = {'ours': {'catch_up': False},
+            'ours-lean': {'christoffel_stream': False, 'observer_enabled': False,
+                          'catch_up': False}}
 # The Pinocchio node's variants, with the executor each spins with (the references of the ratios)
 PINOCCHIO = {'pinocchio': 'spin', 'pinocchio-events': 'events'}
 #: the floor: benchmarks/relay_node.py, no computation (every variant is also divided by it)
@@ -100,8 +108,9 @@ RELAY = 'relay'
 #: is also divided by it)
 RELAY_CYCLE = 'relay-cycle'
 ALL_VARIANTS = ['relay', 'relay-cycle', 'ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
-OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults, '
-           'EventsExecutor, serialized bytes in and out) publishes ~/dynamics (M, C, dM/dt, g, '
+OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults but '
+           'catch_up false: every joint state published, EventsExecutor, serialized bytes in '
+           'and out) publishes ~/dynamics (M, C, dM/dt, g, '
            'q, v), the latched ~/christoffel every 10th and runs the observer and contact '
            'detector; ours-lean publishes ~/dynamics only; pinocchio '
            '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events '
@@ -109,8 +118,8 @@ OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, default
            'publish the same ~/dynamics message; relay (benchmarks/relay_node.py, ours\'s '
            'executor, bytes in and out) publishes a pre-built ~/dynamics of the same size, '
            'stamped as the joint state, and computes nothing; relay-cycle (relay_node.py '
-           '--cycle) reads the joint state with the node\'s reader, runs the node\'s compiled '
-           'cycle (Engine.run) and publishes its ~/dynamics, nothing else of the node. One '
+           '--cycle) reads the joint state and runs the node\'s compiled cycle (Engine.run, one '
+           'compiled call) and publishes its ~/dynamics, nothing else of the node. One '
            'subscriber process on ~/dynamics for each. '
            'Robots with task frames (quadruped-feet, talos-feet-hands): a floating base (odom '
            'with each joint state) and ~/task_space (frame poses, LOCAL_WORLD_ALIGNED Jacobians, '

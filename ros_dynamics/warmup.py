@@ -21,7 +21,8 @@ ESTIMATE = {
     'terms': 7.0, 'geometry': 2.0, 'observer_terms': 1.5, 'mass_matrix': 1.0, 'gravity': 1.0,
     'inverse_dynamics': 2.0, 'forward_dynamics': 3.0, 'contact_compliance': 7.0,
     'dynamics_batch': 4.0, 'christoffel_batch': 2.0, 'residual_step': 0.5, 'any_above': 0.1,
-    'cycle_step': 6.0, 'read_and_step': 6.0, 'task_space': 5.5, 'derivatives': 8.0, 'derivatives_batch': 10.0,
+    'cycle_step': 6.0, 'read_and_step': 6.0, 'task_space': 5.5, 'derivatives': 8.0,
+    'derivatives_batch': 10.0,
 }
 
 

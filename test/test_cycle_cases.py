@@ -47,10 +47,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # -- the page ------------------------------------------------------------------------------------
-def _policy():
+def _policy(root=ROOT):
     """{answer name: (verdict, kind, level, text)} of docs/input_policy.md's table ('' for
     '—'; the text with ``<name>`` placeholders, no backticks)."""
-    text = open(os.path.join(ROOT, 'docs', 'input_policy.md')).read()
+    text = open(os.path.join(root, 'docs', 'input_policy.md')).read()
     table = text.split('## Verdicts and reasons', 1)[1].split('\n## ', 1)[0]
     rows = {}
     for line in table.splitlines():

@@ -79,8 +79,9 @@ def _slot_values(res):
 
 class ModelMessages:
     """The per-cycle messages of one model (module text): published coordinates ``coords``,
-    frame ``frame_id``, task frames ``task``; ``compiled``: (buffer, OutputLayout) where the compiled step writes, or None (it writes into
-    buffers of its own, and the messages are filled from the result).  ``workspace``: the
+    frame ``frame_id``, task frames ``task``; ``compiled``: (buffer, OutputLayout) where the
+    compiled step writes, or None (it writes into buffers of its own, and the messages are
+    filled from the result).  ``workspace``: the
     cycle's core workspace (a ``Data``: the task-space terms continue from its kinematics pass);
     ``geometry_ready``: Gamma can be made now (its kernel is loaded)."""
 

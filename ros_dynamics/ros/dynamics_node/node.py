@@ -141,7 +141,8 @@ class DynamicsNode(Node):
 
     @property
     def engine(self):
-        """The current :class:`~ros_dynamics.ros.dynamics_node.engine.Engine` (None before the first model)."""
+        """The current :class:`~ros_dynamics.ros.dynamics_node.engine.Engine` (None before the
+        first model)."""
         return self._engine
 
     def destroy_node(self):
@@ -414,8 +415,10 @@ class DynamicsNode(Node):
         rejected = sum(n for k, n in self.refused.items() if not k.startswith('held'))
         by_kind = ', '.join(f'{k} {n}' for k, n in sorted(self.refused.items())) or 'none'
         text = (f'joint states accepted: {self.stats["accepted"]}, rejected: {rejected} '
-                f'(by reason: {by_kind}); observer outputs: {self.stats["observer_outputs"]}; '
-                f'publications failed: {self._outputs.publish_failed}')
+                f'(by reason: {by_kind}); skipped for a newer one (fresh when behind): '
+                f'{self._outputs.health.input.total_skipped}; observer outputs: '
+                f'{self.stats["observer_outputs"]}; publications failed: '
+                f'{self._outputs.publish_failed}')
         eng = self._engine
         if eng is not None:
             text += '; joint-state sources: ' + eng.sources_summary()

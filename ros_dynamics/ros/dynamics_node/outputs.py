@@ -166,8 +166,8 @@ class Outputs:
         if self._cycles % cfg.christoffel_decimation:      # (first: most cycles stop here)
             return False
         msgs, stream = self._msgs, self.streams.get('christoffel')
-        if not (stream is not None and cfg.christoffel_stream and msgs.with_gamma
-                and msgs.geometry_ready):
+        if not (stream is not None and msgs is not None and cfg.christoffel_stream
+                and msgs.with_gamma and msgs.geometry_ready):
             return False
         now = time.monotonic()
         if stream.listeners > 0 or now >= self._gamma_next:
