@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.configuration import base_nq, base_nv
-from .answers import ANSWERS, CYCLE, HELD, split
+from .answers import ANSWERS, CYCLE, HELD, REFUSED, split
 from .cycle_data import (CycleData, CycleModel, Inputs, OutputLayout, clock_jumped, latest_into,
                          latest_stamp,
                          observer_model, restart_timing, set_base, set_torque_source,
@@ -37,6 +37,9 @@ from .rules import (BRIDGED, FREE, INCOMPLETE, NO_EFFORT, NONFINITE, NS, PASS, R
 
 _NO_NOTES = ()
 _TORQUED = UPDATES | {RESTARTED, SAME}      # the answers whose cycle had the observer's torque
+#: the refusals of a message the step accepted first (its stamp recorded, a partial source's
+#: values held)
+_RECORDED = frozenset((INCOMPLETE, NONFINITE, STATE))
 
 
 class Outcome:
@@ -92,9 +95,10 @@ class JointStateCycle:
     ``allow_missing_velocity``); ``outputs``: (buffer, :data:`~.cycle_data.OutputLayout`) where
     the compiled step writes its results (serialized messages in the model's own coordinates),
     or None (a buffer of its own; the outcome is then not ``written``); ``effort_source``:
-    'joint_state' or
-    'commanded_torque' (then ``commanded_timeout`` [s], 0: none).  The compiled step's kernels
-    are compiled (or loaded from the disk cache) here."""
+    'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0: none);
+    ``odom_max_age`` [s]: a floating base's odometry at most this much older than a joint state
+    (0: no limit).  The compiled step's kernels are compiled (or loaded from the disk cache)
+    here."""
 
     def __init__(self, model, coordinates='joint', observer=None, bounds=None, outputs=None,
                  effort_source='joint_state', commanded_timeout=0.0, odom_max_age=0.0,
@@ -105,8 +109,8 @@ class JointStateCycle:
         self.base_q, self.base_v = base_nq(model), base_nv(model)
         self.state = CycleState(model, coordinates, observer)
         written = outputs is not None and self.state.coords.identity
-        buffer, self.layout = outputs if written else output_buffer(int(model.nq),
-                                                                     int(model.nv))
+        buffer, self.output_layout = (outputs if written else
+                                      output_buffer(int(model.nq), int(model.nv)))
         self.data = CycleData(model, self.state.data.work, buffer, _gap_max(observer))
         self._out = Outcome(self)           # the outcome of every answer but FREE
         self.outcome = self._out            # the last one returned
@@ -156,7 +160,7 @@ class JointStateCycle:
         thresholds = None if st.detector is None else st.detector.thresholds
         self.cycle_model = CycleModel(self.model, inputs,
                                       observer_model(self.model, st.settings, thresholds),
-                                      self.layout)
+                                      self.output_layout)
 
     # -- what the cycle keeps, for others ------------------------------------------------------
     @property
@@ -301,11 +305,10 @@ class JointStateCycle:
             note, why_ = ANSWERS[note], self._why(fields)
             self.state.stepped_reset(note.says(why_))
             out.note(note.kind, note.line(why_), note.level)
+        if row.verdict != REFUSED or answer in _RECORDED:
+            self.assembler.accepted(self._layout)
         if row.verdict == CYCLE:
-            self.assembler.accepted(self._layout)
             return self._made(answer, christoffel)
-        if row.verdict == HELD or answer == INCOMPLETE:
-            self.assembler.accepted(self._layout)
         return self._not_made(row, fields)
 
     def _not_made(self, row, fields):

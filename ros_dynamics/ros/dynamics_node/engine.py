@@ -26,7 +26,7 @@ from ...core.kernels import geometry as geometry_kernel
 from ...core.model import with_armature
 from ...core.urdf import load_urdf_string
 from ...estimation.cycle import JointStateCycle, node_cycle
-from ...estimation.cycle_kernel import M_NOW
+from ...estimation.cycle_kernel import M_NOW, entry_point
 from ...estimation.cycle_state import ObserverSettings
 from ...estimation.joint_input import InputBounds
 from ...estimation.rules import FREE
@@ -112,6 +112,7 @@ class Engine:
             cfg.odom_max_age, **_input_settings(cfg))
         self.messages.workspace = self.cycle.state.data
         self.reader = JointStateReader(lambda raw: deserialize_message(raw, itf.JointState))
+        self._step = entry_point(read_and_step)   # (wire.read_and_step without numba's dispatch)
         self.requests = Requests(model, self.messages.joint_coordinate_names, self.cycle)
         self.requests.configure(self.cycle.bounds, self.cycle.state.coords.joint_map,
                                 self.cycle.assembler.hint)
@@ -156,10 +157,12 @@ class Engine:
         cycles (their outputs are out) the kernels not loaded at the build are compiled in the
         background (:meth:`warm_later`, noted once)."""
         js, reading = self.cycle, self.reader.reading
+        if type(raw) is not bytes:           # (the entry point takes bytes only)
+            raw = bytes(raw)
         if js.commanded:
             js.torque(self.command)
         reading.fields[M_NOW] = now_ns
-        code = read_and_step(js.cycle_model.struct, js.data.struct, raw, reading)
+        code = self._step(js.cycle_model.struct, js.data.struct, raw, reading)
         if code != NOT_READ:
             out = js.answered(code, reading.fields, christoffel)
         else:

@@ -23,6 +23,7 @@ from .messages import stamp_msg
 from .output_table import OUTPUTS
 
 ASK_EVERY = 0.05              # s: the publishers without a subscriber are asked again after this
+ASK_FOR = 5.0                 # s after a model's install while they are asked (matched events)
 
 
 class Stream:
@@ -80,7 +81,8 @@ class Outputs:
         self._cycles = 0              # cycles of the current model
         self._gamma_next = 0.0        # monotonic time of the next unlistened Gamma
         self._force_scale = 0.01      # marker_force_scale of the last published cycle
-        self._ask_at = 0.0            # monotonic time to ask the publishers (_ask)
+        self._ask_at = self._ask_until = 0.0   # when to ask the publishers again, until when
+        self._asking = False                   # (_ask)
 
     def _stream(self, create_publisher, output, kind, qos):
         """The :class:`Stream` of one output, its subscribers counted by DDS's matched events
@@ -106,6 +108,7 @@ class Outputs:
         URDF ``warnings``; ``free_peak``: where its compiled cycle writes the residual's peak
         of free-motion updates (NodeHealth.free_peak)."""
         self._msgs, self._cycles = messages, 0
+        self._asking, self._ask_at, self._ask_until = True, 0.0, time.monotonic() + ASK_FOR
         for stream in self.streams.values():
             slotted = messages.by_topic.get(stream.output.name)
             stream.written = (slotted.template.serialized if messages.compiled is not None
@@ -127,9 +130,11 @@ class Outputs:
 
     def _ask(self, now):
         """The publishers of the switched outputs without a subscriber asked for one, every
-        ASK_EVERY s (a matched event may come after the first messages; some middlewares
-        have none), and those without events asked again whether they still have one."""
+        ASK_EVERY s for ASK_FOR s after an install (a matched event may come after the first
+        messages), and, where the middleware has no matched events, always, those with one
+        asked again whether they still have it."""
         self._ask_at = now + ASK_EVERY
+        self._asking = now < self._ask_until or any(not s.events for s in self.streams.values())
         for s in self._switched:
             if not s.events:
                 s.listeners = 0
@@ -199,9 +204,10 @@ class Outputs:
         """Publish the messages of one cycle (``out``) that are live and due."""
         self._cycles += 1
         msgs, fields = self._msgs, out.fields
-        now = time.monotonic()
-        if now >= self._ask_at:
-            self._ask(now)
+        if self._asking:
+            now = time.monotonic()
+            if now >= self._ask_at:
+                self._ask(now)
         self._force_scale = cfg.marker_force_scale
 
         def stamp():
