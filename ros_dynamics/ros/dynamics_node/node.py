@@ -415,9 +415,9 @@ class DynamicsNode(Node):
         rejected = sum(n for k, n in self.refused.items() if not k.startswith('held'))
         by_kind = ', '.join(f'{k} {n}' for k, n in sorted(self.refused.items())) or 'none'
         text = (f'joint states accepted: {self.stats["accepted"]}, rejected: {rejected} '
-                f'(by reason: {by_kind}); skipped for a newer one (fresh when behind): '
-                f'{self._outputs.health.input.total_skipped}; observer outputs: '
-                f'{self.stats["observer_outputs"]}; publications failed: '
+                f'(by reason: {by_kind}); observer outputs: {self.stats["observer_outputs"]}; '
+                f'skipped for a newer one (fresh when behind): '
+                f'{self._outputs.health.input.total_skipped}; publications failed: '
                 f'{self._outputs.publish_failed}')
         eng = self._engine
         if eng is not None:
