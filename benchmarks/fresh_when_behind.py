@@ -13,7 +13,8 @@ subscriber minus the stamp: p50, p99, max), the share of joint states answered, 
 states the node took into its cycle (its shutdown summary: every one when the observer took
 every sample) and those it skipped for a newer one (fresh when behind: taken into the cycle,
 not published), the service calls answered.  Variants: ``ours`` (the defaults: ``catch_up``
-true), ``ours-every`` (``catch_up: false``: every joint state published, however late) and,
+true, after 10 ms of waiting), ``ours-every`` (``catch_up: false``: every joint state
+published, however late) and,
 with ``--base``, ``ours@base`` (the node of another checkout, e.g. before the change).  The
 variants run in an order that rotates from one run to the next.
 
@@ -41,7 +42,8 @@ sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402  (sets the ROS environment: localhost, its domain id)
 from common import log, machine_info, output, report  # noqa: E402
-from vs_pinocchio import robot_urdf, start_process, trajectory  # noqa: E402
+from vs_pinocchio import (client, robot_urdf, start_process, trajectory,  # noqa: E402
+                          warm_caches)
 
 import numpy as np  # noqa: E402
 
@@ -121,20 +123,9 @@ def start_node(variant, ns, xml, duration, base):
 
 def run(variant, xml, traj, args, tag):
     """One run: the node, its subscriber, the service caller, the stream (module text)."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-
     ns = f'fresh_{variant}_{tag}'.replace('-', '_').replace('@', '_')
     proc, sub, node_log, sub_out = start_node(variant, ns, xml, args.duration, args.base)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f'fresh_client_{tag}', context=ctx)
-    pub = node.create_publisher(JointState, f'/{ns}/joint_states',
-                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
+    ctx, node, pub, ex = client(ns, tag)
     names, Q, V, E, _ = traj
     caller, calls_out = start_caller(ns, names, args.calls, args.duration + 1.0)
     try:
@@ -204,12 +195,7 @@ def main():
     with open(robot_urdf(args.robot)) as f:
         xml = f.read()
     traj = trajectory(xml, args.duration, args.rate)
-    log('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...')
-    for root in [nl.REPO_ROOT] + ([args.base] if args.base else []):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH',
-                                                                                '')]))
-        subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=root,
-                       stdout=subprocess.DEVNULL, env=env)
+    warm_caches([nl.REPO_ROOT] + ([args.base] if args.base else []))
     command = 'python benchmarks/fresh_when_behind.py ' + ' '.join(
         f'<checkout of {a}>' if a == args.base else a for a in sys.argv[1:])
     head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '

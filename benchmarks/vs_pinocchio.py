@@ -305,25 +305,43 @@ def odometry_before(node, ns, B):
     return odom_pub, before
 
 
+def client(ns, tag):
+    """(context, node, joint-state publisher on /ns/joint_states, executor) of this process's
+    rclpy client of a node in /ns."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node(f'bench_client_{tag}', context=ctx)
+    pub = node.create_publisher(JointState, f'/{ns}/joint_states',
+                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    return ctx, node, pub, ex
+
+
+def warm_caches(roots):
+    """Every kernel into the disk cache of each checkout (``python -m ros_dynamics.warmup``), so
+    that no measured run pays the first start (with a cold cache the node compiles the Gamma
+    kernel on a thread after its first answer)."""
+    print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
+    for root in roots:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH',
+                                                                                '')]))
+        subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=root,
+                       stdout=subprocess.DEVNULL, env=env)
+
+
 def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, idle=0.0,
               perf=False):
     """One run (module text); with ``idle`` > 0 also the node's CPU over ``idle`` seconds
     before the first joint state, connected and with nothing to do (ms per second); with
     ``perf`` where its Python thread's CPU went (benchmarks/thread_profile.py)."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-
     ns = f'vs_{robot}_{variant}_{tag}'.replace('-', '_').replace('@', '_')
     proc, sub, log, sub_out = start_variant(robot, variant, xml, duration, ns, base_root)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f'vs_client_{tag}', context=ctx)
-    pub = node.create_publisher(JointState, f'/{ns}/joint_states',
-                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
+    ctx, node, pub, ex = client(ns, tag)
     B = traj[4]
     odom_pub, before = odometry_before(node, ns, B) if B is not None else (None, None)
     try:
@@ -593,14 +611,7 @@ def main():
             f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
     print(head, flush=True)
     xmls, trajs, checks, ts_checks = prepare(args.robots, args.duration, args.rate)
-    # every kernel into the disk cache first, so that no measured run pays the first start
-    # (with a cold cache the node compiles the Gamma kernel on a thread after its first answer)
-    print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
-    for root in [nl.REPO_ROOT] + ([args.base] if args.base else []):   # each checkout's own
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH',
-                                                                                '')]))
-        subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=root,
-                       stdout=subprocess.DEVNULL, env=env)
+    warm_caches([nl.REPO_ROOT] + ([args.base] if args.base else []))   # each checkout's own
     results = []
     for rep in range(args.reps):
         for robot in args.robots:

@@ -1,6 +1,7 @@
 """Fresh when behind (issue 43, docs/ros_interface.md "Fresh when behind"): joint states that
-queued up while the node could not take them go, every one, into the cycle (the observer takes
-every sample), and only the newest is published; /diagnostics counts the others.
+queued up while the node could not take them (longer than ``catch_up_after``) go, every one,
+into the cycle (the observer takes every sample), and only the newest is published;
+/diagnostics counts the others.
 
 A real dynamics node in this process over loopback DDS (as test_walk.py runs it), its executor
 spun by the test: a stream of joint states is published and delivered to the node's
@@ -10,7 +11,8 @@ machine's load.  Asserted by count: one ~/dynamics and one ~/external_torque, fo
 joint state; every joint state accepted (the shutdown summary) and the others counted as
 skipped (/diagnostics); the published residual equal to the observer's equation fed every
 sample (a sample skipped would be a gap the observer bridges, and the residual would differ);
-with ``catch_up: false`` every joint state is published instead.
+when they waited less than ``catch_up_after`` (not behind: a hiccup), or with ``catch_up:
+false``, every joint state is published instead.
 """
 import os
 import time
@@ -56,7 +58,7 @@ def _observer(model, stream):
     return r
 
 
-def _node(rclpy_context, catch_up):
+def _node(rclpy_context, catch_up, after):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
@@ -67,11 +69,12 @@ def _node(rclpy_context, catch_up):
 
     from ros_dynamics.ros.dynamics_node.node import DynamicsNode
 
-    ns = f'catch_up_{catch_up}_{os.getpid()}'
+    ns = f'catch_up_{catch_up}_{int(after)}_{os.getpid()}'
     with open(ARM7) as f:
         xml = f.read()
     node = DynamicsNode(context=rclpy_context, namespace=ns, parameter_overrides=[
         Parameter('robot_description', value=xml), Parameter('catch_up', value=catch_up),
+        Parameter('catch_up_after', value=after),
         Parameter('observer_gain', value=[K]), Parameter('contact_threshold', value=[100.0]),
         Parameter('christoffel_stream', value=False)])
     peer = rclpy.create_node(f'catch_up_peer_{os.getpid()}', context=rclpy_context,
@@ -127,11 +130,16 @@ def rd_timeout(seconds):
     return Duration(seconds=seconds)
 
 
-@pytest.mark.parametrize('catch_up', [True, False], ids=['catch_up', 'every_one'])
-def test_behind_every_sample_goes_in_and_the_newest_comes_out(rclpy_context, catch_up):
+@pytest.mark.parametrize('catch_up, after, newest_only', [
+    (True, 0.0, True), (True, 60.0, False), (False, 0.0, False)],
+    ids=['behind', 'waited_less', 'every_one'])
+def test_behind_every_sample_goes_in_and_the_newest_comes_out(rclpy_context, catch_up, after,
+                                                              newest_only):
+    """Behind (the joint states waited longer than ``catch_up_after`` = 0): the newest
+    published.  ``catch_up_after`` 60 s (they waited less) or ``catch_up: false``: each."""
     model = rd.load_urdf(ARM7)
     stream = _stream(model)
-    node, peer, pub, got, node_ex, peer_ex = _node(rclpy_context, catch_up)
+    node, peer, pub, got, node_ex, peer_ex = _node(rclpy_context, catch_up, after)
     executors = (node_ex, peer_ex)
     try:
         # the node's matched events and the model first: its outputs learn of our readers
@@ -150,7 +158,7 @@ def test_behind_every_sample_goes_in_and_the_newest_comes_out(rclpy_context, cat
             stamp(m) == newest for m in got['external_torque']))
         assert _spin_until(executors, lambda: (_diag(got, 'accepted (total)') or 0) >= N)
         skipped = _diag(got, 'skipped for a newer one (total)')
-        if catch_up:
+        if newest_only:
             # the first callback took the first joint state and all the others waiting behind
             # it: one cycle published, the others skipped
             assert len(got['dynamics']) == len(got['external_torque']) == 1, (

@@ -321,16 +321,19 @@ class DynamicsNode(Node):
 
     def _on_joint_state(self, raw):
         """Read and run the joint state, publish what it made (module text); fresh when behind:
-        with joint states waiting behind it, :meth:`_catch_up`."""
+        with joint states waiting behind it for longer than ``catch_up_after``,
+        :meth:`_catch_up`."""
         t_in = time.perf_counter()
         if not self._built.empty():
             self._install_built()
-        newer = self._inbox.newer(self.config.catch_up)
-        if newer:
+        cfg = self.config
+        newer, waited = self._inbox.newer(cfg.catch_up)
+        if newer and waited > cfg.catch_up_after:
             return self._catch_up((raw,) + newer)
-        out = self._run(raw, christoffel=self._outputs.christoffel_due(self.config))
-        if out is not None:
-            self._outputs.publish(self.config, out, t_in)
+        for raw in (raw,) + newer:        # (not behind: each published in turn)
+            out = self._run(raw, christoffel=self._outputs.christoffel_due(cfg))
+            if out is not None:
+                self._outputs.publish(cfg, out, t_in)
 
     def _catch_up(self, raws):
         """Joint states that queued up while the node was behind (oldest first): each into the
