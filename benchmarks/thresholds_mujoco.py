@@ -35,6 +35,10 @@ the friction at reversals stands far out of the rest, which the previous rule le
 
     python benchmarks/thresholds_mujoco.py [--seeds 1 2] [--rates 1000 100] [--noise-free 1] [--out-dir out/benchmarks]
 """
+
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation',
+            'ros_dynamics/simulation/mujoco_plant.py', 'urdf/arm7.urdf')
+
 import argparse
 import os
 import subprocess
