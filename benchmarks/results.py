@@ -95,11 +95,13 @@ class Git:
 
     def dirty(self):
         """Tracked files that differ from HEAD, and Python files git does not track (a run of
-        them would measure code no commit holds)."""
+        them would measure code no commit holds); result files (benchmarks/results/) are not
+        code: a batch of re-runs copies each new one there while the next runs."""
         tracked = self.run('status', '--porcelain', '--untracked-files=no').stdout.split('\n')
         untracked = self.run('ls-files', '--others', '--exclude-standard').stdout.split()
-        return [line[3:] for line in tracked if line.strip()] + [
+        files = [line[3:] for line in tracked if line.strip()] + [
             f for f in untracked if f.endswith('.py')]
+        return [f for f in files if not f.startswith(RESULTS + '/')]
 
     def tracked(self, paths=()):
         return set(self.run('ls-files', '--', *paths).stdout.split())
