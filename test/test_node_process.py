@@ -13,11 +13,10 @@ import pytest
 
 import ros_dynamics as rd
 
-from test_node_support import ARM7, REPO_ROOT, NodeProcess, Probe, read
+from test_node_support import ARM7, REPO_ROOT, TIMEOUT, NodeProcess, Probe, read
 
 pytestmark = pytest.mark.ros
 
-TIMEOUT = 60.0
 
 
 class Proc:
