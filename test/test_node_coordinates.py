@@ -295,6 +295,7 @@ def test_center_of_mass_topics(quad_com, quad_model):
     assert dyn is not None, proc.log()
     assert list(dyn.names) == COM_BASE + names
     assert dyn.header.frame_id == 'world'
+    stamp = dyn.header.stamp.sec * 1_000_000_000 + dyn.header.stamp.nanosec
     assert probe.spin_until(lambda: probe.find_stamped('christoffel', stamp) is not None)
     q, v = np.r_[pos, quat, qj], np.r_[lin, ang, vj]
     qbar, vbar = co.state(q, v)

@@ -64,9 +64,8 @@ def test_nothing_before_odom_then_matches_core(quad, model):
     qj, vj, ej = joints(model, 1)
     s0 = next(_stamps)
     probe.js_pub.publish(probe.joint_state(names, qj, vj, ej, s0))
-    probe.spin_for(0.5)
+    assert probe.spin_until(lambda: 'no valid odom yet' in proc.log())
     assert probe.counts()['dynamics'] == 0
-    assert 'no valid odom yet' in proc.log()
     resp = probe.get('dynamics')
     assert not resp.success and 'no joint state accepted yet' in resp.message
 
@@ -142,7 +141,8 @@ def test_bad_odom_is_ignored(quad, model):
            odom([math.inf, 0, 0], quat, lin, ang)]
     for msg in bad:
         probe.odom_pub.publish(msg)
-    probe.spin_for(0.3)
+    assert probe.spin_until(lambda: 'non-finite pose or twist' in proc.log()
+                            and 'quaternion norm' in proc.log())
     qj, vj, ej = joints(model, 4)
     dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, next(_stamps)))
     assert dyn is not None

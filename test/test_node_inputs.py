@@ -137,7 +137,7 @@ def test_service_bounds_while_streaming(rclpy_context, ros_env, tmp_path):
     params = {'robot_description': read(ARM7)}
     with running_node(rclpy_context, ros_env, str(tmp_path), 'srvb', params) as (proc, probe):
         q = np.zeros(7)
-        assert probe.send_and_wait(probe.joint_state(names, q, q, q, next_stamp()))
+        assert probe.send_until_answered(lambda: probe.joint_state(names, q, q, q, next_stamp()))
         srv = f'{probe.prefix}/get_operational_space'
         req = GetOperationalSpace.Request(links=['tool'] * 3000)
         resp = probe.call(GetOperationalSpace, srv, req)

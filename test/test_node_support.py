@@ -169,8 +169,10 @@ class Probe:
             return (self.js_pub.get_subscription_count() >= 1
                     and all(self.subs[o].get_publisher_count() >= 1 for o in outputs))
         assert self.spin_until(ready, timeout), 'node did not come up'
-        # the node's writers learn of our readers in the same discovery exchange; a margin
-        self.spin_for(0.3)
+        # the node's writers learn of our readers in the same discovery exchange, a little
+        # later on a busy machine: a margin (a first answer that matters is sent until it
+        # arrives: send_until_answered)
+        self.spin_for(1.0)
 
     def counts(self):
         return {k: len(v) for k, v in self.received.items()}
