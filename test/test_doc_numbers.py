@@ -242,6 +242,8 @@ def _cited(text, doc):
 
 
 def _marked(text):
+    """The phrases a block marks as not measured (a marker in `code` is an example)."""
+    text = CODE.sub(' ', text)
     return [p.strip() for m in MARK.finditer(text) for p in m.group(1).split(';') if p.strip()]
 
 
@@ -316,12 +318,12 @@ def blocks(doc, text):
 # -- the check ------------------------------------------------------------------------------------
 
 def _clauses(text):
-    """(start, end) of the clauses of a text: split after a sentence, a parenthesis, a comma, a
-    semicolon, a colon or a dash; a table row is one."""
+    """(start, end) of the clauses of a text: split after a sentence, a closing parenthesis, a
+    comma, a semicolon, a colon or a dash; a table row is one."""
     if text.lstrip().startswith('|'):
         return [(0, len(text))]
     cuts = [0] + [m.end() for m in re.finditer(
-        r'(?<=[.;!?)])\s+|[,;:(]\s+|\s+[—–]\s+|\s\(', text)] + [len(text)]
+        r'(?<=[.;!?)])\s+|[,;:]\s+|\s+[—–]\s+', text)] + [len(text)]
     return list(zip(cuts[:-1], cuts[1:]))
 
 
@@ -333,10 +335,11 @@ def _sentence(text, pos):
 
 
 def _context(block, plain, start, end):
-    """[{token: weight}, ...] of the text that names the row of the number at plain[start:end],
-    nearest first: in a table, its row's text cells, its column's header, the other headers and
-    the caption, the heading; in prose, its clause, its sentence, its block, the caption and the
-    heading.  A token counts at its nearest level only."""
+    """[{tokens}, ...] of the text that names the row of the number at plain[start:end], nearest
+    first: in a table, its row's text cells (and a pivot's numeric column header, as a key),
+    its column's header, the other headers and the caption, the heading; in prose, the words
+    since the previous number with a parenthesis right after it, its clause, its sentence, its
+    block and the caption, the heading.  A token counts at its nearest level only."""
     levels = []
 
     def add(*texts):
@@ -348,12 +351,20 @@ def _context(block, plain, start, end):
     if block.header is not None:
         col = plain[:start].count('|') - 1
         cells = _cells(plain)
-        add(' '.join(c for c in cells if c and not _is_value(c)))
-        add(block.header[col] if 0 <= col < len(block.header) else '')
+        head = block.header[col] if 0 <= col < len(block.header) else ''
+        labels = ' '.join(c for c in cells if c and not _is_value(c))
+        if re.fullmatch(r'[\d.]+', head.strip()):   # a pivot (| links | 3 | 6 |): a row's key
+            add(labels, f'{block.header[0]} = {head.strip()}')
+        else:
+            add(labels)
+            add(head)
         add(' '.join(block.header), *around[:-1])
     else:
-        clause = next(plain[a:b] for a, b in _clauses(plain) if a <= start < b)
-        add(clause.replace(own, ' ', 1))
+        a, b = next((a, b) for a, b in _clauses(plain) if a <= start < b)
+        before = max([a] + [m.end() for m in NUMBER.finditer(plain, a, start)])
+        after = re.match(r'[^\w(]{0,4}\w{0,6}\s*\(([^)]*)\)', plain[end:b])
+        add(plain[before:start] + ' ' + (after.group(1) if after else ''))
+        add(plain[a:b].replace(own, ' ', 1))
         add(_sentence(plain, start).replace(own, ' ', 1))
         add(plain.replace(own, ' ', 1), *around[:-1])
     add(*around[-1:])
@@ -380,11 +391,12 @@ def where(block, number, start, end, plain):
     """(cells that hold ``number`` among those the text names best, the best cells, the cells
     holding it) for the number at plain[start:end] of ``block``.
 
-    The row the text names best: the one whose labels its nearest text names most (its clause,
-    or its table row), then the one with the fewest labels the text does not name at all (the
-    row a shorter name means), then the one the farther text names most (sentence, block,
-    caption, heading); a sentence of prose by the share of its words the text names.  Within
-    that row, the column the number's column header names, if it names one."""
+    The row the text names best: the one whose labels its nearest text names most (in prose the
+    words since the previous number and a parenthesis right after it, then its clause; in a
+    table its row's text cells and its column's header), then the one with the fewest labels the
+    text does not name at all (the row a shorter name means), then the one the farther text
+    names most (sentence, block, caption, heading); a sentence of prose by the share of its
+    words the text names.  Within that row, the column the number's column header names."""
     cells = [c for path in block.cites for c in result_cells(path)]
     holding = [c for c in cells if occurs(number, c.text)]
     # a figure of a table competes with the cells of tables, a figure of prose with prose
@@ -406,13 +418,15 @@ def where(block, number, start, end, plain):
             key[r] = tuple(round(g / norm, 6) for g in got)
         else:
             unnamed = sum(idf.get(t, 0.0) for t in c.tokens - named)
-            key[r] = (round(got[0], 6), -round(unnamed, 6)) + tuple(round(g, 6)
-                                                                    for g in got[1:])
+            key[r] = tuple(round(g, 6) for g in got[:2 if block.header is None else 1]) + (
+                -round(unnamed, 6),) + tuple(round(g, 6) for g in
+                                             got[2 if block.header is None else 1:])
     best = max(key.values(), default=())
-    if not best or not any(x > 0 for x in best[:1] + best[2:]):
+    if not best or not any(x > 0 for x in best):
         return [], [], holding
     top = [c for r, group in rows.items() if key[r] == best for c in group]
-    column = levels[1] if block.header is not None else set()
+    column = set(tokens(block.header[plain[:start].count('|') - 1])) if (
+        block.header is not None and 0 <= plain[:start].count('|') - 1 < len(block.header)) else set()
     scored = {id(c): sum(idf.get(t, 0.0) for t in column if t in c.column) for c in top}
     if any(scored.values()):
         most = max(scored.values())
@@ -459,6 +473,7 @@ def check_block(block):
             wrong.append(f'{n} (named: {top[0].row.strip()[:70]!r}'
                          f'{f" and {len(top) - 1} more" if len(top) > 1 else ""}; '
                          f'{n} is in {holding[0].row.strip()[:60]!r})')
+    wrong += _ranges(block, plain, nums)
     cites = ', '.join(block.cites)
     if absent:
         found.append(f'{block.doc}:{block.line}: {", ".join(absent)} not in {cites}')
@@ -469,6 +484,36 @@ def check_block(block):
         found.append(f'{block.doc}:{block.line}: not in the row the text names: '
                      + '; '.join(wrong))
     return found
+
+
+def _values(text):
+    return [float(n.replace(',', '')) for n, _, _, _ in numbers(text)]
+
+
+def _ranges(block, plain, nums):
+    """A range of figures of several rows (``0.52-0.57 ms`` over the runs) is the least and the
+    greatest of its column over the rows the text names."""
+    wrong = []
+    for (n1, s1, e1, _), (n2, s2, e2, _) in zip(nums, nums[1:]):
+        if not re.fullmatch(r'\s*(?:[%µa-zA-Z]{1,3}\s*)?(?:-|–|to)\s*', plain[e1:s2]):
+            continue
+        ok, top, _ = where(block, n1, s1, e1, plain)
+        pair = re.escape(n1) + r'\s*(?:,|-|–|to)\s*' + re.escape(n2)
+        if not ok or any(re.search(pair, c.text) for c in ok):   # a cell [lo, hi]
+            continue
+        lo, hi = float(n1.replace(',', '')), float(n2.replace(',', ''))
+        spans = []
+        for c in ok:
+            k = _values(c.text).index(lo) if lo in _values(c.text) else 0   # its place in a cell
+            vals = [v[k] for x in top if (x.path, x.table, x.col) == (c.path, c.table, c.col)
+                    for v in [_values(x.text)] if len(v) > k]
+            spans.append((min(vals), max(vals)))
+            if (min(vals), max(vals)) == (lo, hi):
+                break
+        else:
+            wrong.append(f'{n1}-{n2} (not the least and greatest of its column over the rows '
+                         f'named: {spans[0][0]:g}-{spans[0][1]:g})')
+    return wrong
 
 
 def problems(doc, text):
