@@ -55,6 +55,8 @@ COST = re.compile(r'\s?(?:µs|us\b|ns\b|s of CPU)')
 LINK = re.compile(r'\[([^\]]*)\]\(([^)\s]+)\)')
 CODE = re.compile(r'`[^`]*`')
 MARK = re.compile(r'<!--\s*not measured:(.*?)-->', re.S)
+# Words that join two figures ("A against B", "A and B"): the name of each is on its side.
+JOIN = re.compile(r'\b(?:against|and|than|vs\.?|versus|to|from|while|but|or)\b|[(]')
 # Numbers that are names or references, never measurements.
 NOT_READ = re.compile(
     r'\b(?:Sec|Section|Sections|Table|Tables|Fig|Figs|Figure|Eq|Eqs|Equation|Algorithm|Algorithms'
@@ -362,8 +364,10 @@ def _context(block, plain, start, end):
     else:
         a, b = next((a, b) for a, b in _clauses(plain) if a <= start < b)
         before = max([a] + [m.end() for m in NUMBER.finditer(plain, a, start)])
-        after = re.match(r'[^\w(]{0,4}\w{0,6}\s*\(([^)]*)\)', plain[end:b])
-        add(plain[before:start] + ' ' + (after.group(1) if after else ''))
+        nxt = min([b] + [m.start() for m in NUMBER.finditer(plain, end, b)])
+        paren = re.match(r'[^\w(]{0,4}\w{0,6}\s*\(([^)]*)\)', plain[end:b])
+        add(JOIN.split(plain[before:start])[-1] + ' ' + JOIN.split(plain[end:nxt])[0] + ' ' +
+            (paren.group(1) if paren else ''))
         add(plain[a:b].replace(own, ' ', 1))
         add(_sentence(plain, start).replace(own, ' ', 1))
         add(plain.replace(own, ' ', 1), *around[:-1])

@@ -172,7 +172,7 @@ class Probe:
         # the node's writers learn of our readers in the same discovery exchange, a little
         # later on a busy machine: a margin (a first answer that matters is sent until it
         # arrives: send_until_answered)
-        self.spin_for(1.0)
+        self.spin_for(2.0)
 
     def counts(self):
         return {k: len(v) for k, v in self.received.items()}
