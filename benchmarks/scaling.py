@@ -74,7 +74,7 @@ def time_model(xml, blocks, block_s, seed=0):
         'dyn_api': lambda: rd.dynamics(m, q, v),
         'gam_kernel': lambda: geometry(m.packed, data.work, q, G, kernels.CHRISTOFFEL, point),
         'gam_api': lambda: rd.christoffel(m, q),
-    }, blocks=blocks, block_s=block_s)
+    }, blocks=blocks, block_s=block_s, stat='min', clock=time.thread_time)
     r['rel_diff'] = err
     return r
 
@@ -171,7 +171,7 @@ def main(argv=None):
     ref = {('chain', 'dyn'): slope(Nf, Nf ** 2), ('chain', 'gam'): slope(Nf, Nf ** 3),
            ('tree', 'dyn'): slope(Nf, Nf * np.log2(Nf)), ('tree', 'gam'): slope(Nf, Nf * np.log2(Nf) ** 2)}
     lines = [f'# Scaling with N (N = {Ns[0]}..{Ns[-1]}; log-log slopes fitted over N >= {FIT_FROM})',
-             '', 'Median wall-clock time per call over interleaved blocks; the plots '
+             '', 'Minimum thread CPU time per call over interleaved blocks; the plots '
              '(scaling_chain.png, scaling_tree.png) and scaling.csv of the same run beside this file.',
              '', '| topology | algorithm | slope, kernel | slope, API call | expected | expected '
              f'slope on this range | local kernel slope, N={Ns[-2]}..{Ns[-1]} |',

@@ -200,8 +200,9 @@ def result_cells(path):
                 first = cells[0] or last
                 last = first
                 label = [first] + [c for c in cells[1:] if c and not _is_value(c)]
-                if header and re.fullmatch(r'[\d.,\s]+', cells[0] or ''):
-                    label.append(f'{header[0]} = {cells[0]}')
+                if header and re.fullmatch(r'[\d.,\s]+', cells[0] or ''):  # a key: K = 10
+                    key = re.sub(r'[\[(].*', '', header[0]).strip()
+                    label.append(f'{key} = {cells[0]}')
                 for j, c in enumerate(cells):
                     col = header[j] if header and j < len(header) else ''
                     out.append(Cell(path, c, ' '.join(label), col, line, j, table, heading))
@@ -438,12 +439,13 @@ def where(block, number, start, end, plain):
     return [c for c in top if c in holding], top, holding
 
 
+def _phrase(phrase):
+    """A marked phrase as a pattern (any white space between its words)."""
+    return r'\s+'.join(re.escape(w) for w in _plain(phrase).split())
+
+
 def _exempt(plain, marked):
-    spans = []
-    for phrase in marked:
-        p = _plain(phrase).strip()
-        spans += [(m.start(), m.end()) for m in re.finditer(re.escape(p), plain)]
-    return spans
+    return [(m.start(), m.end()) for p in marked for m in re.finditer(_phrase(p), plain)]
 
 
 def check_block(block):
@@ -451,7 +453,7 @@ def check_block(block):
     plain = _plain(block.text)
     found = []
     marked = _exempt(plain, block.marked)
-    missing = [p for p in block.marked if not re.search(re.escape(_plain(p).strip()), plain)]
+    missing = [p for p in block.marked if not re.search(_phrase(p), plain)]
     if missing:
         found.append(f'{block.doc}:{block.line}: marked as not measured but not in the text: '
                      f'{"; ".join(missing)}')
