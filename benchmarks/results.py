@@ -355,7 +355,9 @@ def changed(git, sha, files, folders=()):
     changed since commit ``sha`` in more than docstrings and comments (sorted)."""
     tracked = git.tracked(files)
     out = {f for f in files if f not in tracked and os.path.exists(os.path.join(git.root, f))}
-    out |= {f for f in git.files_at(sha, folders) if not os.path.exists(os.path.join(git.root, f))}
+    if folders:
+        out |= {f for f in git.files_at(sha, folders)
+                if not os.path.exists(os.path.join(git.root, f))}
     for f, blob in git.differing(sha, tracked).items():
         if blob is None or git.semantic(blob, f) != git.semantic(None, f):
             out.add(f)

@@ -157,6 +157,17 @@ def test_a_planted_stale_result_is_caught(repo, monkeypatch, capsys):
     _write(repo, 'ros_dynamics/other.py', 'def h():\n    return 1\n')
     _commit(repo, 'words')
     assert _state(repo) == ('fresh', [])
+    # a result of a script that declares files only: a file it does not measure deleted
+    _write(repo, 'benchmarks/files_only.py', '''MEASURES = ('ros_dynamics/kernel.py',)\n''')
+    _commit(repo, 'a second benchmark')
+    import common
+    monkeypatch.setattr(sys, 'argv', [os.path.join(repo, 'benchmarks', 'files_only.py')])
+    common.report(os.path.join(repo, 'benchmarks', 'results', 'files_only.md'), '# R\n',
+                  measures=('ros_dynamics/kernel.py',))
+    _commit(repo, 'its result')
+    os.remove(os.path.join(repo, 'ros_dynamics/other.py'))                  # not measured
+    _commit(repo, 'unrelated file deleted')
+    assert _state(repo) == ('fresh', []) and _state(repo, 'files_only.md') == ('fresh', [])
     # each of these makes it stale, and names the file
     plants = [
         ('ros_dynamics/helper.py', 'def g(x):\n    return 3 * x\n'),          # imported only
