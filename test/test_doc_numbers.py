@@ -367,8 +367,12 @@ def _context(block, plain, start, end):
         before = max([a] + [m.end() for m in NUMBER.finditer(plain, a, start)])
         nxt = min([b] + [m.start() for m in NUMBER.finditer(plain, end, b)])
         paren = re.match(r'[^\w(]{0,4}\w{0,6}\s*\(([^)]*)\)', plain[end:b])
-        add(JOIN.split(plain[before:start])[-1] + ' ' + JOIN.split(plain[end:nxt])[0] + ' ' +
-            (paren.group(1) if paren else ''))
+        key = ''
+        if before == a and plain[:a].rstrip().endswith(':'):    # "key: number"
+            prev = [x for x in _clauses(plain) if x[1] <= a]
+            key = JOIN.split(plain[prev[-1][0]:a])[-1] if prev else ''
+        add(key + ' ' + JOIN.split(plain[before:start])[-1] + ' ' +
+            JOIN.split(plain[end:nxt])[0] + ' ' + (paren.group(1) if paren else ''))
         add(plain[a:b].replace(own, ' ', 1))
         add(_sentence(plain, start).replace(own, ' ', 1))
         add(plain.replace(own, ' ', 1), *around[:-1])
