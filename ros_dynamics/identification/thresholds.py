@@ -3,17 +3,32 @@ threshold calibration; the node only compares the residual against what this ret
 :func:`ros_dynamics.estimation.rules.threshold_at`).
 
 A threshold must cover what the model cannot explain in free motion, all of it: dry friction
-at reversals, unmodelled effects, noise.  Left out, it comes back live as false contacts.  Two
-forms, per joint:
+at reversals, unmodelled effects, noise.  Left out, it comes back live as false contacts.  And
+it must hold on motion the recording did not show: the part of the residual that comes from
+model error grows with the state (a mass off by a few percent leaves a few percent of the
+torque, a friction law off leaves a share of the speed), and other motion reaches states the
+recording did not.  Per joint, the threshold is a *scale* of the residual times a *level*
+(Haddadin et al. 2017, dynamic thresholds):
 
-* constant: ``threshold_i = max(floor, margin · max_t |r_i(t)|)``;
-* state-dependent (Haddadin et al. 2017, dynamic thresholds): ``threshold_i = base_i +
-  k_v,i |v_i| + k_τ,i |τ_i|``, ``margin`` times the smallest such envelope of ``|r_i|`` over the
-  samples (a linear programme: the envelope's mean over the samples is minimised subject to
-  lying above every ``|r_i(t)|``), ``base_i >= floor``.  It is chosen for a joint only where the
-  data ask for it: its mean threshold is at least 20 % below the constant one, and it still
-  covers the residual on data it was not fitted on (two interleaved halves of the recording in
-  1 s blocks, each fitted on the other, both with the margin).  No acceleration enters.
+    threshold_i(v, τ) = κ_i s_i(v, τ),   s_i = a_i + b_i |v_i| + c_i |τ_i|,
+
+* the scale ``s_i``: constant (``b = c = 0``), or the mean of ``|r_i|`` as a function of the
+  state, a non-negative least-squares fit of ``|r_i|`` on ``[1, |v_i|, |τ_i|]`` over every
+  sample (a regression of the residual's size, not an envelope of its extremes, so that it
+  extrapolates with the state the way the recording's bulk grows, not the way a few peaks
+  fall; ``a_i`` at least a fifth of the mean ``|r_i|``);
+* the level ``κ_i``: the standardized residual ``z = |r_i| / s_i`` must stay below it on motion
+  like the recording for at least ``target`` seconds on average -- the return level of a
+  generalized extreme-value distribution fitted to the maxima of ``z`` over 0.25 s blocks
+  (Coles 2001, Ch. 3; the false-alarm target, default one crossing per 10 h) -- and at least
+  ``margin`` x its largest value in the recording (motion unlike it).
+
+The state-dependent scale is chosen for a joint (``state='auto'``) only where it transfers
+better: fitted on one half of the recording (its first and its second half: different parts
+of the motion, not interleaved blocks of the same) it leaves no more samples of the other half
+above it than the constant one, and either fewer or a mean threshold at least 10 % lower; and
+at the joint's limits (the URDF's velocity and effort) it stays below half the effort limit
+(a threshold beyond that detects nothing).  No acceleration enters.
 """
 
 import numpy as np
@@ -62,17 +77,63 @@ def envelope(r, v, tau, state=True):
     return np.array([x[0], x[1] / sv, x[2] / st])
 
 
-def _level(env, v, tau):
-    return env[0] + env[1] * np.abs(v) + env[2] * np.abs(tau)
+#: the false-alarm target [s]: on motion like the recording, the threshold is crossed less
+#: than once in this long on average (the extreme-value return level of the level's fit)
+TARGET = 36000.0
+#: the blocks whose maxima the extreme-value fit takes [s]
+BLOCK = 0.25
+#: a state-dependent threshold at the joint's limits stays below this share of its effort limit
+LIMIT_SHARE = 0.5
+
+
+def residual_scale(r, v, tau, state=True):
+    """``(a, b, c)``: the mean of ``|r|`` as ``a + b |v| + c |τ|`` (non-negative least squares,
+    ``a`` at least a fifth of the mean ``|r|``; ``state=False``: the mean ``|r|``)."""
+    a = np.abs(np.asarray(r, dtype=float))
+    mean = max(float(a.mean()) if a.size else 0.0, 1e-12)
+    if not state or a.size < 10:
+        return np.array([mean, 0.0, 0.0])
+    from scipy.optimize import nnls
+    a0 = 0.2 * mean
+    X = np.column_stack([np.ones(a.size), np.abs(v), np.abs(tau)])
+    norm = np.maximum(np.linalg.norm(X, axis=0), 1e-12)
+    x = nnls(X / norm, a - a0)[0] / norm
+    return np.array([a0 + x[0], x[1], x[2]])
+
+
+def _scaled(scale, v, tau):
+    return scale[0] + scale[1] * np.abs(v) + scale[2] * np.abs(tau)
+
+
+def return_level(t, z, target=TARGET, block=BLOCK):
+    """The level the series ``z`` at the times ``t`` exceeds once per ``target`` seconds on
+    average: the return level of a generalized extreme-value distribution fitted to its maxima
+    over ``block`` s (scipy; Coles 2001, Sec. 3.3.3; the shape bounded to |ξ| <= 0.5); its
+    largest value when fewer than 20 blocks."""
+    k = np.floor((t - t[0]) / block).astype(int)
+    top = np.full(k.max() + 1, -np.inf)
+    np.maximum.at(top, k, z)
+    top = top[np.isfinite(top)]
+    if top.size < 20 or np.ptp(top) <= 0:
+        return float(np.max(z))
+    from scipy.stats import genextreme
+    c, loc, sc = genextreme.fit(top)
+    c = float(np.clip(c, -0.5, 0.5))                  # scipy's c is -ξ
+    return max(float(np.max(z)), float(genextreme.ppf(1.0 - block / target, c, loc, sc)))
 
 
 class StateThresholds:
     """Per-joint thresholds ``base + k_v |v| + k_τ |τ|`` (arrays (nj,)) and how they were
-    chosen (``state``: the joints given a state-dependent one; ``notes``)."""
+    chosen: ``state`` the joints given a state-dependent one, ``extreme`` per joint the
+    return level over ``margin`` x the recording's largest (above 1: the false-alarm target
+    set the level), ``notes``."""
 
-    def __init__(self, base, velocity, torque, state, notes):
+    def __init__(self, base, velocity, torque, state, notes, margin=2.0, floor=0.2,
+                 extreme=None):
         self.base, self.velocity, self.torque = base, velocity, torque
         self.state, self.notes = state, notes
+        self.margin, self.floor = margin, floor
+        self.extreme = np.ones(len(base)) if extreme is None else extreme
 
     def at(self, v, tau):
         """(T, nj) thresholds at the states (v, τ) (T, nj)."""
@@ -87,12 +148,50 @@ class StateThresholds:
             p['contact_threshold_torque'] = [float(x) for x in self.torque]
         return p
 
+    def describe(self, f):
+        """The report's line (``f`` formats an array)."""
+        grows = np.any(self.velocity) or np.any(self.torque)
+        return (f'contact_threshold = {f(self.base)} N m'
+                + (f' + {f(self.velocity)} |v| + {f(self.torque)} |tau|' if grows else '')
+                + f' (at least {self.margin:g} x the recording\'s largest residual relative '
+                f'to its scale, and crossed less than once per {TARGET / 3600:g} h on motion '
+                'like it)')
 
-def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', names=None):
-    """Thresholds covering every sample of ``r`` (T, nj) (contact-free residual the node's
-    cycle showed, held-out), at the states ``v``, ``tau`` (T, nj) (module text).  ``state``:
-    'auto' (state-dependent where the data ask for it), True (every joint), False (constant).
-    Returns :class:`StateThresholds`."""
+
+def _fit_joint(t, r, v, tau, margin, floor, state, target=None):
+    """``(base, k_v, k_τ)`` of one joint (module text); ``target`` None: the margin only."""
+    scale = residual_scale(r, v, tau, state)
+    z = np.abs(r) / _scaled(scale, v, tau)
+    top = float(np.max(z)) if z.size else 0.0
+    level = margin * top
+    if target is not None and z.size:
+        level = max(level, return_level(t, z, target))
+    out = level * scale
+    out[0] = max(out[0], floor)
+    return out, level / max(margin * top, 1e-300)
+
+
+def _transfers(t, r, v, tau, margin, floor):
+    """(samples above, mean threshold) of the constant and the state-dependent threshold,
+    each fitted on one half of the recording and judged on the other (both ways)."""
+    half = t <= t[0] + 0.5 * (t[-1] - t[0])
+    above, mean = np.zeros(2, dtype=int), np.zeros(2)
+    for a in (half, ~half):
+        for i, state in enumerate((False, True)):
+            th = _scaled(_fit_joint(t[a], r[a], v[a], tau[a], margin, floor, state)[0],
+                         v[~a], tau[~a])
+            above[i] += int(np.sum(np.abs(r[~a]) > th))
+            mean[i] += float(np.mean(th))
+    return above, mean
+
+
+def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', names=None,
+                         limits=None, target=TARGET):
+    """Thresholds for the residual ``r`` (T, nj) the node's cycle showed in contact-free
+    motion (held out from the fit), at the states ``v``, ``tau`` (T, nj) (module text).
+    ``state``: 'auto' (state-dependent where it transfers better), True (every joint), False
+    (constant).  ``limits``: (velocity limits, effort limits) (nj,) each, or None.  Returns
+    :class:`StateThresholds`."""
     r, v, tau = (np.asarray(x, dtype=float) for x in (r, v, tau))
     t = np.asarray(t, dtype=float)
     if r.ndim != 2 or r.shape[0] == 0 or v.shape != r.shape or tau.shape != r.shape:
@@ -103,29 +202,28 @@ def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', name
         raise ValueError('margin must be > 0 and floor >= 0')
     nj = r.shape[1]
     names = names or [str(j) for j in range(nj)]
-    fold = (np.floor((t - t[0]) / 1.0).astype(int) % 2) == 0
-    base, kv, kt = np.zeros(nj), np.zeros(nj), np.zeros(nj)
+    out, extreme = np.zeros((3, nj)), np.ones(nj)
     chosen = np.zeros(nj, dtype=bool)
     notes = []
     for j in range(nj):
-        const = margin * envelope(r[:, j], v[:, j], tau[:, j], state=False)
-        const[0] = max(floor, const[0])
-        pick = const
-        if state is not False and fold.any() and (~fold).any():
-            env = margin * envelope(r[:, j], v[:, j], tau[:, j])
-            env[0] = max(floor, env[0])
-            mean_c = float(np.mean(_level(const, v[:, j], tau[:, j])))
-            mean_s = float(np.mean(_level(env, v[:, j], tau[:, j])))
-            held = True
-            for a in (fold, ~fold):     # fitted on one half, it covers the other
-                e = margin * envelope(r[a, j], v[a, j], tau[a, j])
-                e[0] = max(floor, e[0])
-                held &= bool(np.all(np.abs(r[~a, j]) <= _level(e, v[~a, j], tau[~a, j])))
-            if state is True or (held and mean_s < 0.8 * mean_c):
-                pick, chosen[j] = env, True
-                notes.append(f'joint {names[j]!r}: state-dependent threshold {env[0]:.3g} + '
-                             f'{env[1]:.3g}|v| + {env[2]:.3g}|tau| N m (mean {mean_s:.3g} '
-                             f'against {mean_c:.3g} N m constant; covers each half of the '
-                             'data when fitted on the other)' if held else '')
-        base[j], kv[j], kt[j] = pick
-    return StateThresholds(base, kv, kt, chosen, [n for n in notes if n])
+        const, ext_c = _fit_joint(t, r[:, j], v[:, j], tau[:, j], margin, floor, False, target)
+        pick, ext = const, ext_c
+        if state is not False and r.shape[0] >= 100:
+            grown, ext_s = _fit_joint(t, r[:, j], v[:, j], tau[:, j], margin, floor, True,
+                                      target)
+            above, mean = _transfers(t, r[:, j], v[:, j], tau[:, j], margin, floor)
+            at_limit = (None if limits is None else
+                        grown[0] + grown[1] * limits[0][j] + grown[2] * limits[1][j])
+            safe = at_limit is None or not at_limit > LIMIT_SHARE * limits[1][j]
+            better = above[1] <= above[0] and (above[1] < above[0] or mean[1] < 0.9 * mean[0])
+            if (state is True or (better and safe)) and np.any(grown[1:]):
+                pick, ext, chosen[j] = grown, ext_s, True
+                notes.append(f'joint {names[j]!r}: threshold {grown[0]:.3g} + {grown[1]:.3g}|v| '
+                             f'+ {grown[2]:.3g}|tau| N m (fitted on either half of the '
+                             f'recording, {above[1]} samples of the other above it against '
+                             f'{above[0]} for a constant one; mean {mean[1] / 2:.3g} against '
+                             f'{mean[0] / 2:.3g} N m'
+                             + (f'; {at_limit:.3g} N m at the joint\'s limits' if at_limit
+                                is not None else '') + ')')
+        out[:, j], extreme[j] = pick, ext
+    return StateThresholds(out[0], out[1], out[2], chosen, notes, margin, floor, extreme)
