@@ -110,8 +110,8 @@ def check(model, s, ident, thresholds=None, velocity=None, torque=None):
 def previous_thresholds(ident, s):
     """The rule before this benchmark's commit: held-out blocks far above the rest left out of
     the thresholds, max(0.2, 2 max |r|) of the identifier's prediction on the others."""
-    ref = ident.residual_after_test
-    keep = typical_blocks(s.t[ident.test_rows], ref)
+    ref = ident.held.residual_after
+    keep = typical_blocks(s.t[ident.held.test_rows], ref)
     return calibrate_thresholds(ref[keep], margin=2.0, floor=0.2), int((~keep).sum())
 
 
@@ -155,13 +155,13 @@ def one(seed, rate, tmp, noise=1.0):
     cpu = time.process_time() - t0
     idm = ident.model(MODEL)
     row = {'plant': f'seed {seed}, {rate} Hz' + ('' if noise else ', no sensor noise'), 'identification cpu [s]': f'{cpu:.1f}',
-           'held-out rms URDF [N m]': f(ident.before['rms']),
+           'held-out rms URDF [N m]': f(ident.held.before['rms']),
            'held-out rms identified, replayed through the node\'s cycle [N m]':
-               f(ident.after['rms']),
+               f(ident.held.after['rms']),
            'thresholds [N m]': f(ident.thresholds),
            'threshold growth with |v| [N m s/rad], |tau| [-]':
                f'{f(ident.threshold_velocity)}, {f(ident.threshold_torque)}',
-           'held-out check (the report)': f'{ident.check.onsets} onsets'}
+           'held-out check (the report)': f'{ident.held.check.onsets} onsets'}
     free = samples(plant(truth, 11, OTHER, rate, scale, noise=noise).run(20.0))
     ck = check(idm, free, ident)
     row['other motion, 20 s free: false onsets, time in contact [s]'] = (

@@ -12,7 +12,7 @@ import pytest
 from ros_dynamics.identification import bags
 from ros_dynamics.identification import floating_base as fb
 from ros_dynamics.identification.samples import Samples
-from ros_dynamics.identification.whole_model import inertial_parameters, pseudo_inertia
+from ros_dynamics.identification.inertial_parameters import inertial_parameters, pseudo_inertia
 
 pytestmark = pytest.mark.core
 
@@ -86,7 +86,7 @@ def test_identified_beats_the_shipped_urdf_on_held_out_stance(recording):
     reg = recording.get('regressor') or fb.projected_regressor(model, s, FEET,
                                                                 odom_twist_noise=0.0)
     ident = fb.identify_floating_base(model, s, FEET, regressor=reg)
-    before, after = ident.before['rms'][6:], ident.after['rms'][6:]
+    before, after = ident.held.before['rms'][6:], ident.held.after['rms'][6:]
     assert np.all(after < before), (before, after)
     assert np.max(after / before) < 0.3, after / before
     m_true = truth.total_mass()

@@ -113,8 +113,8 @@ def test_the_plant_is_not_the_model():
 
 def test_no_false_contact_on_other_motion_and_the_report_says_held_out(identified):
     s, ident = identified
-    assert ident.check is not None and 'held-out' in ident.check.label
-    assert ident.check.onsets == 0
+    assert ident.held.check is not None and 'held-out' in ident.held.check.label
+    assert ident.held.check.onsets == 0
     _, free = run(TRUTH, OTHER, 11, 12.0)
     ck = _check(ident, free)
     assert ck.onsets == 0 and ck.contact_time == 0.0, ck.summary()

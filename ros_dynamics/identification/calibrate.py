@@ -61,11 +61,11 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _run(argv)
-    except (InputError, BagError, CalibrationError) as exc:
-        print(f'calibrate: {exc}', file=sys.stderr)
-        return EXIT_INPUT
-    except (ValueError, OSError) as exc:   # a value the tools refuse, a file not written
-        print(f'calibrate: {exc}', file=sys.stderr)
+    except (InputError, BagError, CalibrationError, ValueError, OSError) as exc:
+        # bad files, data that cannot give what was asked, a value the tools refuse, a file
+        # not written: one line
+        text = '; '.join(x.strip() for x in str(exc).splitlines() if x.strip())
+        print(f'calibrate: {text}', file=sys.stderr)
         return EXIT_INPUT
 
 

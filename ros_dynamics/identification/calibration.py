@@ -57,7 +57,7 @@ from .replay import increasing_in_time, observer_residuals, without_refused
 from .residual_fit import ResidualFit
 from .samples import CalibrationError
 from .spans import in_spans
-from .thresholds import StateThresholds, fit_state_thresholds
+from .thresholds import StateThresholds, fit_state_thresholds, joint_limits
 
 __all__ = ['Calibration', 'ContactInData', 'Traces', 'calibrate', 'observer_residuals']
 
@@ -248,6 +248,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     prob = _Problem(model, samples, gain, payload_link, friction, load)
     samples = prob.samples
     notes = list(samples.notes)     # what reading the recording skipped
+    _hold_unexcited(prob, notes)
     rows, used = _without_contact(prob, contact, friction, notes)
     _select_load_friction(prob, rows, load_friction, notes)
     inertia_identified = _payload_inertia(prob, rows, inertia, notes)
@@ -286,6 +287,18 @@ def _check_options(model, samples, link, friction, margin, floor, contact, load_
                                f'and {model.nv}')
     if len(samples) < 50:
         raise CalibrationError(f'{len(samples)} samples: too few to calibrate (need >= 50)')
+
+
+def _hold_unexcited(prob, notes):
+    """Friction columns no usable row excites (a joint at rest throughout) are held at 0."""
+    fit = prob.fit
+    dead = ~np.any(fit.A[fit.usable] != 0, axis=0) & np.array(
+        [n.startswith(('Fv[', 'Fc[', 'Fl[')) for n in prob.names])
+    if dead.any():
+        fit.hold(dead, np.zeros(len(dead)))
+        joints = sorted({n[3:-1] for n, d in zip(prob.names, dead) if d})
+        notes.append(f'{", ".join(joints)} never move (faster than 0.02 rad/s): their friction '
+                     'is not fitted (0)')
 
 
 def _without_contact(prob, contact, friction, notes):
@@ -491,15 +504,6 @@ def _replay(cal, prob, used, contact):
         if contact != 'exclude':
             raise ContactInData(msg)
         cal.notes.append('warning: ' + msg)
-
-
-def joint_limits(model):
-    """(velocity limits, effort limits) (nj,) of the URDF's joints, or None if one is
-    missing."""
-    lim = [model.joint_limits.get(n, {}) for n in model.joint_names]
-    v = np.array([float(x.get('velocity', 0.0) or 0.0) for x in lim])
-    e = np.array([float(x.get('effort', 0.0) or 0.0) for x in lim])
-    return (v, e) if np.all(v > 0) and np.all(e > 0) else None
 
 
 def _thresholds(cal, prob, used, margin, floor, state):

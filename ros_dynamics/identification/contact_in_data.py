@@ -78,6 +78,11 @@ def trimmed_rows(ts, valid, residual, solve, rounds=8):
     return rows
 
 
+def _peak(e):
+    """The largest |e| per joint (columns), 0 where a joint has no value (NaN: at rest)."""
+    return np.max(np.nan_to_num(np.abs(e)), axis=0) if len(e) else np.zeros(e.shape[1])
+
+
 def _noise(e, rows):
     x = e[rows]
     x = np.where(np.isfinite(x), x, np.nan)
@@ -97,16 +102,16 @@ def contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05):
 def split_spans(t, e, spans, limit):
     """(contact spans, spans within what friction can leave: ``limit`` (nj,) per joint)."""
     big = [sp for sp in spans
-           if np.any(np.nan_to_num(np.nanmax(np.abs(e[in_spans(t, [sp])]), axis=0)) > limit)]
+           if np.any(_peak(e[in_spans(t, [sp])]) > limit)]
     return big, [sp for sp in spans if sp not in big]
 
 
 def small_note(t, e, small, limit):
     """The report's line on spans that stand out within what friction can leave."""
-    peak = np.nanmax(np.abs(e[in_spans(t, small)]), axis=0)
+    peak = _peak(e[in_spans(t, small)])
     where = ', '.join(f'{a - t[0]:.2f}-{b - t[0]:.2f} s' for a, b in small[:4])
     return (f'{len(small)} stretches ({where}{" ..." if len(small) > 4 else ""}) stand out of '
-            f'the noise by up to {np.round(np.nan_to_num(peak), 3).tolist()} N m, within what '
+            f'the noise by up to {np.round(peak, 3).tolist()} N m, within what '
             f'the friction law\'s shape or a small model error explains '
             f'({np.round(limit, 3).tolist()} N m): left out of the fit, kept for the thresholds')
 
@@ -117,13 +122,12 @@ def contact_message(t, spans, e, rows, names):
     noise = _noise(e, rows)
     parts = []
     for a, b in spans[:6]:
-        peak = np.nan_to_num(np.nanmax(np.abs(e[in_spans(t, [(a, b)])]), axis=0))
+        peak = _peak(e[in_spans(t, [(a, b)])])
         joints = [f'{n} {p:.3g} N m' for n, p, z in zip(names, peak, noise) if p > 10 * z]
         parts.append(f'{a - t[0]:.2f}-{b - t[0]:.2f} s ({1e3 * (b - a):.0f} ms; up to '
                      f'{", ".join(joints)})')
     more = f' and {len(spans) - 6} more' if len(spans) > 6 else ''
-    worst = int(np.argmax(np.nan_to_num(np.nanmax(np.abs(e[in_spans(t, spans)]), axis=0))
-                          / noise))
+    worst = int(np.argmax(_peak(e[in_spans(t, spans)]) / noise))
     return (f'the recording looks like it contains contact: with friction and payload fitted '
             f'to the rest, the residual stays far above its noise during {"; ".join(parts)}'
             f'{more} (noise level of {names[worst]!r}: {noise[worst]:.3g} N m); friction and a '
