@@ -17,6 +17,7 @@ import ros_dynamics as rd
 from ros_dynamics.identification import bags
 from ros_dynamics.identification import calibrate as cli
 from ros_dynamics.control.trajectories import SineTrajectory
+from ros_dynamics.identification import inertial_parameters as IP
 from ros_dynamics.identification import whole_model as ID
 from ros_dynamics.identification.urdf_inertials import replace_inertials
 from ros_dynamics.simulation import home_pose
@@ -40,7 +41,7 @@ def test_regressor_columns_sum_to_the_models_momentum_and_bias():
     body's π must give the model's own terms (a different model than the unit ones)."""
     rng = np.random.default_rng(2)
     q, v = rng.uniform(-1.5, 1.5, (2, 4, 7))
-    pi = ID.inertial_parameters(TRUTH)
+    pi = IP.inertial_parameters(TRUTH)
     p, b = np.zeros((4, 7)), np.zeros((4, 7))
     for i in range(TRUTH.nbodies):
         P, B = ID.regressor_columns(TRUTH, q, v, i)
@@ -53,12 +54,12 @@ def test_regressor_columns_sum_to_the_models_momentum_and_bias():
 
 
 def test_pseudo_inertia_is_psd_exactly_for_rigid_bodies():
-    for pi in ID.inertial_parameters(TRUTH):
-        assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
-        np.testing.assert_allclose(ID.pseudo_inertia_parameters(ID.pseudo_inertia(pi)), pi)
+    for pi in IP.inertial_parameters(TRUTH):
+        assert np.linalg.eigvalsh(IP.pseudo_inertia(pi))[0] > 0
+        np.testing.assert_allclose(IP.pseudo_inertia_parameters(IP.pseudo_inertia(pi)), pi)
     # principal moments (1, 1, 3) violate the triangle inequality: no mass distribution has them
     bad = np.array([1.0, 0, 0, 0, 1.0, 0, 0, 1.0, 0, 3.0])
-    assert np.linalg.eigvalsh(ID.pseudo_inertia(bad))[0] < 0
+    assert np.linalg.eigvalsh(IP.pseudo_inertia(bad))[0] < 0
 
 
 def test_replace_inertials_changes_only_the_inertials():
@@ -107,7 +108,7 @@ def test_held_out_residual_falls_on_every_joint(recording):
     np.testing.assert_allclose(ident.friction_coulomb, FC, rtol=0.3)
     # every identified body is physically consistent
     for pi in ident.parameters:
-        assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
+        assert np.linalg.eigvalsh(IP.pseudo_inertia(pi))[0] > 0
 
 
 def test_held_out_on_a_second_recording_of_other_motion(recording, tmp_path, capsys):

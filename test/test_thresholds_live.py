@@ -39,23 +39,39 @@ TOOL = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
 
 
 def test_state_thresholds_where_the_data_ask_for_them():
-    """Joint 0's residual grows with |v| (friction-like), joint 1's does not: joint 0 gets a
-    state-dependent threshold that covers every sample with the margin and is lower on
-    average than the constant one; joint 1 a constant one, 2 x its max |r|."""
+    """Joint 0's residual grows with |v| (a friction law off) and the recording's second half
+    moves it four times faster: a constant threshold fitted on the first half is crossed on
+    the second, so joint 0 gets a state-dependent one, which covers every sample with the
+    margin and, on other motion four times faster still, every sample where the constant one
+    does not; joint 1's residual does not grow: a constant one, 2 x its max |r|."""
     rng = np.random.default_rng(0)
     t = np.arange(20000) * 1e-3
-    v = np.column_stack([np.sin(0.7 * t) * 2.0, np.cos(0.5 * t)])
+    fast = np.where(t > 10.0, 2.0, 0.5)
+    v = np.column_stack([np.sin(0.7 * t) * fast, np.cos(0.5 * t)])
     tau = np.column_stack([5 * np.cos(0.3 * t), 3 * np.sin(0.2 * t)])
-    r = np.column_stack([(0.05 + 0.3 * np.abs(v[:, 0])) * rng.uniform(-1, 1, t.size),
-                         0.1 * rng.uniform(-1, 1, t.size)])
+
+    def residual(v, rng):
+        return np.column_stack([(0.05 + 0.3 * np.abs(v[:, 0])) * rng.uniform(-1, 1, len(v)),
+                                0.1 * rng.uniform(-1, 1, len(v))])
+    r = residual(v, rng)
     th = fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.01)
     assert list(th.state) == [True, False]
-    level = th.at(v, tau)
-    assert np.all(np.abs(r) * 2.0 <= level + 1e-9)
-    assert np.mean(level[:, 0]) < 0.8 * 2.0 * np.max(np.abs(r[:, 0]))
-    assert th.base[1] == pytest.approx(2.0 * np.max(np.abs(r[:, 1])))
+    assert th.velocity[0] > 0 and th.torque[0] == pytest.approx(0.0, abs=0.05)
+    assert np.all(np.abs(r) * 2.0 <= th.at(v, tau) + 1e-9)
+    assert th.base[1] == pytest.approx(2.0 * np.max(np.abs(r[:, 1])), rel=0.05)
     assert set(th.parameters()) == {'contact_threshold', 'contact_threshold_velocity',
                                     'contact_threshold_torque'}
+    # other motion four times faster still: the state threshold holds, a constant one not
+    v2 = np.column_stack([8.0 * np.sin(1.1 * t), np.cos(0.5 * t)])
+    r2 = residual(v2, np.random.default_rng(1))
+    const = fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.01, state=False)
+    assert not np.any(np.abs(r2[:, 0]) > th.at(v2, tau)[:, 0])
+    assert np.sum(np.abs(r2[:, 0]) > const.at(v2, tau)[:, 0]) > 100
+    # and a residual that does not grow gets no state terms even when asked 'auto' on slow
+    # and fast halves alike
+    same = fit_state_thresholds(t, residual(np.column_stack([fast * 0 + 0.5, v[:, 1]]), rng),
+                                v, tau, margin=2.0, floor=0.01)
+    assert not same.state.any()
 
 
 def test_a_stretch_is_contact_only_with_evidence():

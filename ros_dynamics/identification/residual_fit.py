@@ -75,6 +75,8 @@ class ResidualFit:
         sel = np.repeat(rows, self.nv) & self.usable
         A, b = self.A[sel], self.b[sel]
         joint = np.tile(np.arange(self.nv), self.n)[sel]
+        # a column no selected row excites (a joint at rest there) is held at its offset
+        fixed = fixed | ~np.any(A != 0, axis=0)
         free = ~fixed
         rhs = b + A[:, fixed] @ self.offset[fixed]
         w = np.ones(A.shape[0])
