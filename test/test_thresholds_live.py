@@ -39,15 +39,13 @@ TOOL = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
 
 
 def test_state_thresholds_where_the_data_ask_for_them():
-    """Joint 0's residual grows with |v| (a friction law off) and the recording's second half
-    moves it four times faster: a constant threshold fitted on the first half is crossed on
-    the second, so joint 0 gets a state-dependent one, which covers every sample with the
-    margin and, on other motion four times faster still, every sample where the constant one
-    does not; joint 1's residual does not grow: a constant one, 2 x its max |r|."""
+    """Joint 0's residual grows with |v| (a friction law off), joint 1's does not.  Joint 0 gets
+    a threshold that is the constant one up to the speed recorded and grows beyond it: on
+    other motion four times faster it covers every sample, where the constant one is crossed; joint 1 gets the constant one, 2 x its max |r| (the false-alarm level
+    adds at most 5 % to it here)."""
     rng = np.random.default_rng(0)
     t = np.arange(20000) * 1e-3
-    fast = np.where(t > 10.0, 2.0, 0.5)
-    v = np.column_stack([np.sin(0.7 * t) * fast, np.cos(0.5 * t)])
+    v = np.column_stack([2.0 * np.sin(0.7 * t), np.cos(0.5 * t)])
     tau = np.column_stack([5 * np.cos(0.3 * t), 3 * np.sin(0.2 * t)])
 
     def residual(v, rng):
@@ -55,23 +53,36 @@ def test_state_thresholds_where_the_data_ask_for_them():
                                 0.1 * rng.uniform(-1, 1, len(v))])
     r = residual(v, rng)
     th = fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.01)
+    const = fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.01, state=False)
     assert list(th.state) == [True, False]
     assert th.velocity[0] > 0 and th.torque[0] == pytest.approx(0.0, abs=0.05)
+    assert th.velocity_from[0] == pytest.approx(2.0, rel=1e-3)      # the speed recorded
+    np.testing.assert_allclose(th.at(v, tau), const.at(v, tau))     # the same within it
     assert np.all(np.abs(r) * 2.0 <= th.at(v, tau) + 1e-9)
-    assert th.base[1] == pytest.approx(2.0 * np.max(np.abs(r[:, 1])), rel=0.05)
+    assert 2.0 * np.max(np.abs(r[:, 1])) <= th.base[1] < 2.1 * np.max(np.abs(r[:, 1]))
     assert set(th.parameters()) == {'contact_threshold', 'contact_threshold_velocity',
-                                    'contact_threshold_torque'}
-    # other motion four times faster still: the state threshold holds, a constant one not
+                                    'contact_threshold_torque', 'contact_threshold_velocity_from',
+                                    'contact_threshold_torque_from'}
     v2 = np.column_stack([8.0 * np.sin(1.1 * t), np.cos(0.5 * t)])
     r2 = residual(v2, np.random.default_rng(1))
-    const = fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.01, state=False)
     assert not np.any(np.abs(r2[:, 0]) > th.at(v2, tau)[:, 0])
-    assert np.sum(np.abs(r2[:, 0]) > const.at(v2, tau)[:, 0]) > 100
-    # and a residual that does not grow gets no state terms even when asked 'auto' on slow
-    # and fast halves alike
-    same = fit_state_thresholds(t, residual(np.column_stack([fast * 0 + 0.5, v[:, 1]]), rng),
-                                v, tau, margin=2.0, floor=0.01)
-    assert not same.state.any()
+    assert np.sum(np.abs(r2[:, 0]) > const.at(v2, tau)[:, 0]) > 20       # 44 here
+
+
+def test_the_compiled_rule_grows_beyond_the_recorded_state():
+    """rules.any_above (what the node's cycle runs) against numpy: base + k_v max(0, |v| - v0)
+    + k_tau max(0, |tau| - tau0), on random states on both sides of the knees."""
+    from ros_dynamics.estimation.rules import any_above
+    rng = np.random.default_rng(4)
+    rows = np.ascontiguousarray(np.array([[1.0, 2.0], [0.5, 0.0], [0.0, 0.1], [1.0, 0.0],
+                                          [0.0, 10.0]]))
+    disagree = 0
+    for _ in range(2000):
+        r, v, tau = rng.uniform(-3, 3, 2), rng.uniform(-4, 4, 2), rng.uniform(-30, 30, 2)
+        level = (rows[0] + rows[1] * np.maximum(0, np.abs(v) - rows[3])
+                 + rows[2] * np.maximum(0, np.abs(tau) - rows[4]))
+        disagree += any_above(r, rows, v, tau) != bool(np.any(np.abs(r) > level))
+    assert disagree == 0
 
 
 def test_a_stretch_is_contact_only_with_evidence():
@@ -113,10 +124,8 @@ def identified():
 
 def _check(ident, s):
     return check_recording(ident.model(MODEL), s, K, ident.friction_viscous,
-                           ident.friction_coulomb, threshold=ident.thresholds,
-                           threshold_velocity=ident.threshold_velocity,
-                           threshold_torque=ident.threshold_torque,
-                           torque_offset=ident.torque_offset)
+                           ident.friction_coulomb, torque_offset=ident.torque_offset,
+                           **ident.contact_thresholds.settings())
 
 
 def test_the_plant_is_not_the_model():

@@ -166,9 +166,10 @@ def _fit_options(ap):
                     'and names them when they are at most 10 %% of the recording, else '
                     'stops; error: stop with an error naming them; exclude: fit on the rest')
     ap.add_argument('--state-thresholds', choices=('auto', 'yes', 'no'), default='auto',
-                    help='contact thresholds growing with |v| and |tau| '
-                    '(contact_threshold_velocity/_torque): auto (default) where the data '
-                    'ask for it, yes on every joint, no: constant')
+                    help='contact thresholds that grow with |v| and |tau| beyond the speed and '
+                    'torque the recording reached (contact_threshold_velocity, _torque, '
+                    '_velocity_from, _torque_from): auto (default) where the recording\'s '
+                    'residual grows with them, yes on every joint, no: constant')
 
 
 def _check_parser():

@@ -110,10 +110,8 @@ class Calibration:
     determined: bool = True                      # the motion determines what was asked
     notes: list = field(default_factory=list)
 
-    # the node's threshold parameters, as views of contact_thresholds
+    # the base level of the thresholds (contact_thresholds: all their rows)
     thresholds = property(lambda self: self.contact_thresholds.base)
-    threshold_velocity = property(lambda self: self.contact_thresholds.velocity)
-    threshold_torque = property(lambda self: self.contact_thresholds.torque)
     used = property(lambda self: self.traces.used)
     t = property(lambda self: self.traces.t)
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..estimation.cycle_state import per_coordinate
 from .replay import observer_residuals
 from .spans import runs
-from .thresholds import envelope
+from .thresholds import StateThresholds, envelope
 
 __all__ = ['Check', 'ContactForceCheck', 'check_recording', 'check_contact_forces',
            'contact_stretches']
@@ -69,21 +69,23 @@ class Check:
 
 def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                     threshold=5.0, threshold_velocity=0.0, threshold_torque=0.0,
-                    release_ratio=0.5, torque_offset=0.0, label='', **contact):
-    """Replay ``samples`` through the node's cycle with these settings (``contact``: its
-    contact-force settings, e.g. ``contact_frames``: the detector then judges the part the
-    contact frames leave unexplained, as the node's); a :class:`Check`."""
+                    release_ratio=0.5, torque_offset=0.0, label='', threshold_velocity_from=0.0,
+                    threshold_torque_from=0.0, **contact):
+    """Replay ``samples`` through the node's cycle with these settings (the threshold's rows
+    of :func:`ros_dynamics.estimation.rules.threshold_at`; ``contact``: its contact-force
+    settings, e.g. ``contact_frames``: the detector then judges the part the contact frames
+    leave unexplained, as the node's); a :class:`Check`."""
+    rows = {'': threshold, '_velocity': threshold_velocity, '_torque': threshold_torque,
+            '_velocity_from': threshold_velocity_from, '_torque_from': threshold_torque_from}
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
-                             threshold=threshold, release_ratio=release_ratio,
-                             torque_offset=torque_offset, threshold_velocity=threshold_velocity,
-                             threshold_torque=threshold_torque, **contact)
+                             release_ratio=release_ratio, torque_offset=torque_offset,
+                             **{f'threshold{k}': x for k, x in rows.items()}, **contact)
     nv = int(model.nv)
     nb = nv - len(model.joint_names)
-    base, kv, kt = (per_coordinate(n, x, model)[nb:] for n, x in (
-        ('contact_threshold', threshold), ('contact_threshold_velocity', threshold_velocity),
-        ('contact_threshold_torque', threshold_torque)))
+    th = StateThresholds(*(per_coordinate(f'contact_threshold{k}', x, model)[nb:]
+                           for k, x in rows.items()))
     r = res['r'][:, nb:]
-    thr = base + kv * np.abs(samples.v[:, nb:]) + kt * np.abs(samples.tau[:, nb:])
+    thr = th.at(samples.v[:, nb:], samples.tau[:, nb:])
     contact = res['contact']
     ok = np.all(np.isfinite(r), axis=1)
     free = ok & ~contact

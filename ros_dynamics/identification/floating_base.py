@@ -497,9 +497,7 @@ def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, 
         setattr(ident, 'unexplained_' + key, {'rms': np.sqrt(np.mean(U ** 2, axis=0)),
                                                'max': np.max(np.abs(U), axis=0)})
         setattr(ident, 'check_' + key, ck)
-    nj = len(model.joint_names)
     ident.contact_thresholds = StateThresholds(
-        calibrate_thresholds(U[:, nb:], margin=margin, floor=floor), np.zeros(nj), np.zeros(nj),
-        np.zeros(nj, dtype=bool), [], margin, floor,
+        calibrate_thresholds(U[:, nb:], margin=margin, floor=floor), margin=margin, floor=floor,
         how=f'max(floor, {margin:g} x the held-out unexplained part\'s largest)')
     return ident

@@ -6,31 +6,32 @@ A threshold must cover what the model cannot explain in free motion, all of it: 
 at reversals, unmodelled effects, noise.  Left out, it comes back live as false contacts.  And
 it must hold on motion the recording did not show: the part of the residual that comes from
 model error grows with the state (a mass off by a few percent leaves a few percent of the
-torque, a friction law off leaves a share of the speed), and other motion reaches states the
-recording did not.  Per joint, the threshold is a *scale* of the residual times a *level*
-(Haddadin et al. 2017, dynamic thresholds):
+torque, a friction law off leaves a share of the speed), and other motion reaches speeds and
+torques the recording did not.  Per joint (Haddadin et al. 2017, dynamic thresholds;
+:func:`ros_dynamics.estimation.rules.threshold_at`):
 
-    threshold_i(v, τ) = κ_i s_i(v, τ),   s_i = a_i + b_i |v_i| + c_i |τ_i|,
+    threshold_i(v, τ) = c_i + k_v,i max(0, |v_i| − v0_i) + k_τ,i max(0, |τ_i| − τ0_i),
 
-* the scale ``s_i``: constant (``b = c = 0``), or the mean of ``|r_i|`` as a function of the
-  state, a non-negative least-squares fit of ``|r_i|`` on ``[1, |v_i|, |τ_i|]`` over every
-  sample (a regression of the residual's size, not an envelope of its extremes, so that it
-  extrapolates with the state the way the recording's bulk grows, not the way a few peaks
-  fall; ``a_i`` at least a fifth of the mean ``|r_i|``);
-* the level ``κ_i``: the standardized residual ``z = |r_i| / s_i`` must stay below it on motion
-  like the recording for at least ``target`` seconds on average -- the return level of a
-  Gumbel distribution fitted to the maxima of ``z`` over 0.25 s blocks (Coles 2001, Ch. 3; the
-  false-alarm target, default one crossing per 10 h) -- and at least ``margin`` x its largest
-  value in the recording (motion unlike it).
+* ``c_i`` covers the motion recorded: at least ``margin`` x the largest ``|r_i|`` (motion unlike
+  the recording's), and the level ``|r_i|`` reaches once per ``target`` on motion like it --
+  the return level of a Gumbel distribution fitted to its maxima over 0.25 s blocks (Coles
+  2001, Ch. 3: the maxima of a low-pass residual of noise and smooth model error fall in the
+  Gumbel domain; the false-alarm target, default one crossing per 10 h);
+* ``v0_i``, ``τ0_i``: the speed and torque the recording reached; up to them the threshold is
+  ``c_i``, the same as a constant one, so the recorded motion (and any motion within it) sees
+  no threshold lower than the constant one -- on a real arm (Gaz et al. 2019's recording of a
+  Panda) an earlier form that lowered the threshold at low speed for a growth term was crossed
+  on the rest of the motion where the constant one held;
+* beyond them the threshold grows as the residual's size grows with the state in the
+  recording: its mean, a non-negative least-squares fit ``s_i = a_i + b_i |v_i| + d_i |τ_i|``
+  of ``|r_i|`` over every sample (a regression of the bulk, not an envelope of a few peaks),
+  scaled to the threshold: ``k_v = c b / s(v0, τ0)``, ``k_τ = c d / s(v0, τ0)``.  A growth is
+  kept (``state='auto'``) only where the state predicts the residual's size: fitted on one half
+  of the recording (its first or its second half) it predicts the other half's ``|r_i|``
+  better than a constant.  At the joint's limits (the URDF's velocity and effort) the
+  threshold is kept below half the effort limit (one beyond that detects nothing).
 
-The state-dependent scale is chosen for a joint (``state='auto'``) only where the data need
-it: fitted on one half of the recording (its first and its second half: different parts of the
-motion, not interleaved blocks of the same), the constant threshold is crossed on the other
-half and the state-dependent one fewer times; and at the joint's limits (the URDF's velocity
-and effort) it stays below half the effort limit (a threshold beyond that detects nothing).
-A lower mean threshold alone does not choose it: on a real arm (Gaz et al. 2019's recording
-of a Panda) a state-dependent threshold chosen for its lower mean was crossed on the rest of
-the motion where the constant one held.  No acceleration enters.
+No acceleration enters.
 """
 
 import numpy as np
@@ -85,18 +86,16 @@ def envelope(r, v, tau, state=True):
 TARGET = 36000.0
 #: the blocks whose maxima the extreme-value fit takes [s]
 BLOCK = 0.25
-#: a state-dependent threshold at the joint's limits stays below this share of its effort limit
+#: the threshold at the joint's limits stays below this share of its effort limit
 LIMIT_SHARE = 0.5
 
 
-def residual_scale(r, v, tau, state=True):
-    """``(a, b, c)``: the mean of ``|r|`` as ``a + b |v| + c |τ|`` (non-negative least squares,
-    ``a`` at least a fifth of the mean ``|r|``; ``state=False``: the mean ``|r|``)."""
+def residual_scale(r, v, tau):
+    """``(a, b, d)``: the mean of ``|r|`` as ``a + b |v| + d |τ|`` (non-negative least squares,
+    ``a`` at least a fifth of the mean ``|r|``)."""
+    from scipy.optimize import nnls
     a = np.abs(np.asarray(r, dtype=float))
     mean = max(float(a.mean()) if a.size else 0.0, 1e-12)
-    if not state or a.size < 10:
-        return np.array([mean, 0.0, 0.0])
-    from scipy.optimize import nnls
     a0 = 0.2 * mean
     X = np.column_stack([np.ones(a.size), np.abs(v), np.abs(tau)])
     norm = np.maximum(np.linalg.norm(X, axis=0), 1e-12)
@@ -111,9 +110,8 @@ def _scaled(scale, v, tau):
 def return_level(t, z, target=TARGET, block=BLOCK):
     """The level the series ``z`` at the times ``t`` exceeds once per ``target`` seconds on
     average: the return level of a Gumbel distribution fitted to its maxima over ``block`` s
-    (scipy; Coles 2001, Sec. 3.3.3: the maxima of a low-pass residual of noise and smooth model
-    error fall in the Gumbel domain, and a heavier-tailed shape fitted to a few tens of blocks
-    is noise that would set the level, not data); its largest value when fewer than 20
+    (scipy; Coles 2001, Sec. 3.3.3; a heavier-tailed shape fitted to a few tens of blocks is
+    noise that would set the level, not data); its largest value when fewer than 20
     blocks."""
     k = np.floor((t - t[0]) / block).astype(int)
     top = np.full(k.max() + 1, -np.inf)
@@ -127,67 +125,93 @@ def return_level(t, z, target=TARGET, block=BLOCK):
 
 
 class StateThresholds:
-    """Per-joint thresholds ``base + k_v |v| + k_τ |τ|`` (arrays (nj,)) and how they were
-    chosen: ``state`` the joints given a state-dependent one, ``extreme`` per joint the
-    return level over ``margin`` x the recording's largest (above 1: the false-alarm target
-    set the level), ``notes``."""
+    """Per-joint thresholds ``base + k_v max(0, |v| − v0) + k_τ max(0, |τ| − τ0)`` (arrays (nj,):
+    ``base``, ``velocity``, ``torque``, ``velocity_from``, ``torque_from``) and how they were
+    chosen: ``state`` the joints given a growth, ``extreme`` per joint the false-alarm level
+    over ``margin`` x the recording's largest (above 1: the target set the level), ``notes``."""
 
-    def __init__(self, base, velocity, torque, state, notes, margin=2.0, floor=0.2,
-                 extreme=None, how=None):
-        self.base, self.velocity, self.torque = base, velocity, torque
-        self.state, self.notes = state, notes
+    def __init__(self, base, velocity=None, torque=None, velocity_from=None, torque_from=None,
+                 state=None, notes=(), margin=2.0, floor=0.2, extreme=None, how=None):
+        nj = len(base)
+        zero = np.zeros(nj)
+        self.base = np.asarray(base, dtype=float)
+        self.velocity, self.torque, self.velocity_from, self.torque_from = (
+            zero.copy() if x is None else np.asarray(x, dtype=float)
+            for x in (velocity, torque, velocity_from, torque_from))
+        self.state = np.zeros(nj, dtype=bool) if state is None else state
+        self.notes = list(notes)
         self.margin, self.floor = margin, floor
-        self.extreme = np.ones(len(base)) if extreme is None else extreme
-        self.how = how or (f'at least {margin:g} x the recording\'s largest residual relative '
-                           f'to its scale, and crossed less than once per {TARGET / 3600:g} h '
-                           'on motion like it')
+        self.extreme = np.ones(nj) if extreme is None else extreme
+        self.how = how or (f'at least {margin:g} x the recording\'s largest residual, and '
+                           f'crossed less than once per {TARGET / 3600:g} h on motion like it')
 
     def at(self, v, tau):
-        """(T, nj) thresholds at the states (v, τ) (T, nj)."""
-        return self.base + self.velocity * np.abs(v) + self.torque * np.abs(tau)
+        """(T, nj) thresholds at the states (v, τ) (T, nj) (rules.threshold_at)."""
+        return (self.base + self.velocity * np.maximum(0.0, np.abs(v) - self.velocity_from)
+                + self.torque * np.maximum(0.0, np.abs(tau) - self.torque_from))
+
+    def settings(self):
+        """The keyword arguments of the node's cycle (:func:`.replay.observer_residuals`,
+        :func:`.check.check_recording`)."""
+        return dict(threshold=self.base, threshold_velocity=self.velocity,
+                    threshold_torque=self.torque, threshold_velocity_from=self.velocity_from,
+                    threshold_torque_from=self.torque_from)
 
     def parameters(self):
-        """The node parameters (``contact_threshold``, and the state-dependent terms when any
-        joint has one)."""
+        """The node parameters (``contact_threshold``, and the growth terms when any joint has
+        one)."""
         p = {'contact_threshold': [float(x) for x in self.base]}
         if np.any(self.velocity) or np.any(self.torque):
-            p['contact_threshold_velocity'] = [float(x) for x in self.velocity]
-            p['contact_threshold_torque'] = [float(x) for x in self.torque]
+            for name, x in (('velocity', self.velocity), ('torque', self.torque),
+                            ('velocity_from', self.velocity_from),
+                            ('torque_from', self.torque_from)):
+                p[f'contact_threshold_{name}'] = [float(y) for y in x]
         return p
 
     def describe(self, f):
         """The report's line (``f`` formats an array)."""
         grows = np.any(self.velocity) or np.any(self.torque)
         return (f'contact_threshold = {f(self.base)} N m'
-                + (f' + {f(self.velocity)} |v| + {f(self.torque)} |tau|' if grows else '')
+                + (f' + {f(self.velocity)} max(0, |v| - {f(self.velocity_from)}) + '
+                   f'{f(self.torque)} max(0, |tau| - {f(self.torque_from)})' if grows else '')
                 + f' ({self.how})')
 
 
-def _fit_joint(t, r, v, tau, margin, floor, state, target=None):
-    """``(base, k_v, k_τ)`` of one joint (module text); ``target`` None: the margin only."""
-    scale = residual_scale(r, v, tau, state)
-    z = np.abs(r) / _scaled(scale, v, tau)
-    top = float(np.max(z)) if z.size else 0.0
-    level = margin * top
-    if target is not None and z.size:
-        level = max(level, return_level(t, z, target))
-    out = level * scale
-    out[0] = max(out[0], floor)
-    return out, level / max(margin * top, 1e-300)
+def _constant(t, r, margin, floor, target):
+    """``c`` (module text) and its false-alarm level over ``margin`` x the largest."""
+    top = float(np.max(np.abs(r))) if r.size else 0.0
+    level = max(margin * top, return_level(t, np.abs(r), target) if target else 0.0)
+    return max(floor, level), level / max(margin * top, 1e-300)
 
 
-def _transfers(t, r, v, tau, margin, floor):
-    """(samples above, mean threshold) of the constant and the state-dependent threshold,
-    each fitted on one half of the recording and judged on the other (both ways)."""
+def _predicts(t, r, v, tau):
+    """Whether the state predicts ``|r|``: the scale fitted on one half of the recording (its
+    first or its second half) predicts the other half's ``|r|`` with a smaller mean square
+    error than the first half's mean, both ways."""
     half = t <= t[0] + 0.5 * (t[-1] - t[0])
-    above, mean = np.zeros(2, dtype=int), np.zeros(2)
     for a in (half, ~half):
-        for i, state in enumerate((False, True)):
-            th = _scaled(_fit_joint(t[a], r[a], v[a], tau[a], margin, floor, state)[0],
-                         v[~a], tau[~a])
-            above[i] += int(np.sum(np.abs(r[~a]) > th))
-            mean[i] += float(np.mean(th))
-    return above, mean
+        if a.sum() < 50 or (~a).sum() < 50:
+            return False
+        scale = residual_scale(r[a], v[a], tau[a])
+        e_state = np.mean((np.abs(r[~a]) - _scaled(scale, v[~a], tau[~a])) ** 2)
+        e_const = np.mean((np.abs(r[~a]) - np.mean(np.abs(r[a]))) ** 2)
+        if not e_state < e_const:
+            return False
+    return True
+
+
+def _growth(c, r, v, tau, limit):
+    """(k_v, k_τ, v0, τ0) beyond the recorded speed and torque (module text), within
+    ``limit`` = (velocity limit, effort limit) or None."""
+    v0, t0 = float(np.max(np.abs(v))), float(np.max(np.abs(tau)))
+    scale = residual_scale(r, v, tau)
+    s0 = float(_scaled(scale, v0, t0))
+    k = c * scale[1:] / max(s0, 1e-300)
+    if limit is not None:
+        top = c + k[0] * max(0.0, limit[0] - v0) + k[1] * max(0.0, limit[1] - t0)
+        if top > LIMIT_SHARE * limit[1] and top > c:
+            k *= max(0.0, LIMIT_SHARE * limit[1] - c) / (top - c)
+    return k[0], k[1], v0, t0
 
 
 def joint_limits(model):
@@ -203,9 +227,9 @@ def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', name
                          limits=None, target=TARGET):
     """Thresholds for the residual ``r`` (T, nj) the node's cycle showed in contact-free
     motion (held out from the fit), at the states ``v``, ``tau`` (T, nj) (module text).
-    ``state``: 'auto' (state-dependent where it transfers better), True (every joint), False
-    (constant).  ``limits``: (velocity limits, effort limits) (nj,) each, or None.  Returns
-    :class:`StateThresholds`."""
+    ``state``: 'auto' (a growth beyond the recorded state where the state predicts the
+    residual's size), True (every joint), False (constant).  ``limits``: (velocity limits,
+    effort limits) (nj,) each, or None.  Returns :class:`StateThresholds`."""
     r, v, tau = (np.asarray(x, dtype=float) for x in (r, v, tau))
     t = np.asarray(t, dtype=float)
     if r.ndim != 2 or r.shape[0] == 0 or v.shape != r.shape or tau.shape != r.shape:
@@ -216,28 +240,20 @@ def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', name
         raise ValueError('margin must be > 0 and floor >= 0')
     nj = r.shape[1]
     names = names or [str(j) for j in range(nj)]
-    out, extreme = np.zeros((3, nj)), np.ones(nj)
-    chosen = np.zeros(nj, dtype=bool)
-    notes = []
+    out = np.zeros((5, nj))
+    extreme, chosen, notes = np.ones(nj), np.zeros(nj, dtype=bool), []
     for j in range(nj):
-        const, ext_c = _fit_joint(t, r[:, j], v[:, j], tau[:, j], margin, floor, False, target)
-        pick, ext = const, ext_c
-        if state is not False and r.shape[0] >= 100:
-            grown, ext_s = _fit_joint(t, r[:, j], v[:, j], tau[:, j], margin, floor, True,
-                                      target)
-            above, mean = _transfers(t, r[:, j], v[:, j], tau[:, j], margin, floor)
-            at_limit = (None if limits is None else
-                        grown[0] + grown[1] * limits[0][j] + grown[2] * limits[1][j])
-            safe = at_limit is None or not at_limit > LIMIT_SHARE * limits[1][j]
-            better = above[1] < above[0]
-            if (state is True or (better and safe)) and np.any(grown[1:]):
-                pick, ext, chosen[j] = grown, ext_s, True
-                notes.append(f'joint {names[j]!r}: threshold {grown[0]:.3g} + {grown[1]:.3g}|v| '
-                             f'+ {grown[2]:.3g}|tau| N m (fitted on either half of the '
-                             f'recording, {above[1]} samples of the other above it against '
-                             f'{above[0]} for a constant one; mean {mean[1] / 2:.3g} against '
-                             f'{mean[0] / 2:.3g} N m'
-                             + (f'; {at_limit:.3g} N m at the joint\'s limits' if at_limit
-                                is not None else '') + ')')
-        out[:, j], extreme[j] = pick, ext
-    return StateThresholds(out[0], out[1], out[2], chosen, notes, margin, floor, extreme)
+        out[0, j], extreme[j] = _constant(t, r[:, j], margin, floor, target)
+        if state is False or r.shape[0] < 100:
+            continue
+        if state is True or _predicts(t, r[:, j], v[:, j], tau[:, j]):
+            lim = None if limits is None else (limits[0][j], limits[1][j])
+            out[1:, j] = _growth(out[0, j], r[:, j], v[:, j], tau[:, j], lim)
+            chosen[j] = bool(np.any(out[1:3, j]))
+            if chosen[j]:
+                notes.append(f'joint {names[j]!r}: threshold {out[0, j]:.3g} N m up to the speed '
+                             f'and torque recorded ({out[3, j]:.3g}, {out[4, j]:.3g}), growing '
+                             f'beyond by {out[1, j]:.3g} per rad/s and {out[2, j]:.3g} per N m '
+                             '(the residual\'s size grows with them in the recording)')
+    return StateThresholds(*out, state=chosen, notes=notes, margin=margin, floor=floor,
+                           extreme=extreme)

@@ -176,10 +176,8 @@ class Identification:
     contact_thresholds: StateThresholds = None
     notes: list = field(default_factory=list)
 
-    # the node's threshold parameters, as views of contact_thresholds
+    # the base level of the thresholds (contact_thresholds: all their rows)
     thresholds = property(lambda self: self.contact_thresholds.base)
-    threshold_velocity = property(lambda self: self.contact_thresholds.velocity)
-    threshold_torque = property(lambda self: self.contact_thresholds.torque)
 
     def node_parameters(self):
         """The ``dynamics`` node's parameters of this identification (the inertials go into the
@@ -407,8 +405,7 @@ def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds):
     rb = observer_residuals(model, held, gain)['r'][ok][:, nb:][~contact]
     ident.held.before = _stats(rb[np.all(np.isfinite(rb), axis=1)])
     ident.held.check = check_recording(
-        idm, held, threshold=th.base, threshold_velocity=th.velocity,
-        threshold_torque=th.torque,
+        idm, held, **th.settings(),
         label=f'the held-out data, {ident.held.label} (the node\'s cycle, identified model and '
               'thresholds)', **settings)
 
