@@ -151,8 +151,9 @@ def _fit_options(ap):
                     'determines it)')
     ap.add_argument('--torque-constant-error', type=float, default=None,
                     help='relative error of each joint\'s torque constant (one standard '
-                    'deviation) in the payload\'s standard errors (default 0.02: torques '
-                    'from motor currents; 0 for joint torque sensors)')
+                    'deviation) in the payload\'s standard errors and the thresholds\' growth '
+                    'beyond the recorded torque (default 0.02: torques from motor currents; 0 '
+                    'for joint torque sensors)')
     ap.add_argument('--velocity-filters', type=float, nargs='*', default=None, metavar='HZ',
                     help='refit with the velocities differentiated from the positions and '
                     'low-passed at these cut-offs [Hz], the spread counted in the standard '

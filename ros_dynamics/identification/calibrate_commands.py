@@ -83,7 +83,9 @@ def _identify(args):
              'give --held-out BAG of other motion to judge on that') + ') ...', flush=True)
     ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
                                margin=args.margin, floor=args.floor,
-                               state_thresholds=_CHOICE[args.state_thresholds], held_out=held)
+                               state_thresholds=_CHOICE[args.state_thresholds], held_out=held,
+                               **({} if args.torque_constant_error is None else
+                                  {'torque_error': args.torque_constant_error}))
     return _write_identified(args, model, ident)
 
 

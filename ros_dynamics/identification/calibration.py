@@ -262,7 +262,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                            partners, asked, payload_link)
     cal.determined = not lines
     _replay(cal, prob, used, contact)
-    _thresholds(cal, prob, used, margin, floor, state_thresholds)
+    _thresholds(cal, prob, used, margin, floor, state_thresholds, torque_scale_error)
     if payload_link is not None and model_error:
         cal.notes.append(model_error_note(model, samples, prob.r0, cal, payload_link, gain,
                                           model_error))
@@ -504,7 +504,7 @@ def _replay(cal, prob, used, contact):
         cal.notes.append('warning: ' + msg)
 
 
-def _thresholds(cal, prob, used, margin, floor, state):
+def _thresholds(cal, prob, used, margin, floor, state, torque_error):
     """The thresholds from the calibrated residual of the node's cycle at the samples used."""
     nb, s = prob.nb, prob.samples
     r1 = cal.traces.residual_after
@@ -512,6 +512,7 @@ def _thresholds(cal, prob, used, margin, floor, state):
     th = fit_state_thresholds(s.t[ok], r1[ok][:, nb:], s.v[ok][:, nb:], s.tau[ok][:, nb:],
                               margin=margin, floor=floor, state=state,
                               names=list(prob.model.joint_names),
-                              limits=joint_limits(prob.model))
+                              limits=joint_limits(prob.model), torque_error=torque_error,
+                              coulomb=cal.friction_coulomb)
     cal.contact_thresholds = th
     cal.notes += th.notes

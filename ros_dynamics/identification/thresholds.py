@@ -16,7 +16,11 @@ torques the recording did not.  Per joint (Haddadin et al. 2017, dynamic thresho
   the recording's), and the level ``|r_i|`` reaches once per ``target`` on motion like it --
   the return level of a Gumbel distribution fitted to its maxima over 0.25 s blocks (Coles
   2001, Ch. 3: the maxima of a low-pass residual of noise and smooth model error fall in the
-  Gumbel domain; the false-alarm target, default one crossing per 10 h);
+  Gumbel domain; the false-alarm target, default one crossing per 10 h) -- and at least the
+  joint's Coulomb friction: at a velocity reversal dry friction holds anything up to its
+  Coulomb level, which the smooth law of the observer does not give, and motion that turns
+  harder than the recording's shows it (on MuJoCo's sticking friction, a wrist calibrated on
+  slow motion was crossed at the reversals of motion 2.5 times faster);
 * ``v0_i``, ``τ0_i``: the speed and torque the recording reached; up to them the threshold is
   ``c_i``, the same as a constant one, so the recorded motion (and any motion within it) sees
   no threshold lower than the constant one -- on a real arm (Gaz et al. 2019's recording of a
@@ -28,8 +32,13 @@ torques the recording did not.  Per joint (Haddadin et al. 2017, dynamic thresho
   scaled to the threshold: ``k_v = c b / s(v0, τ0)``, ``k_τ = c d / s(v0, τ0)``.  A growth is
   kept (``state='auto'``) only where the state predicts the residual's size: fitted on one half
   of the recording (its first or its second half) it predicts the other half's ``|r_i|``
-  better than a constant.  At the joint's limits (the URDF's velocity and effort) the
-  threshold is kept below half the effort limit (one beyond that detects nothing).
+  better than a constant.  And whatever the recording shows, a torque read through torque
+  constants (from motor currents) is off by a share of itself (``torque_error``, one standard
+  deviation, default 0.02; 0 for joint torque sensors): beyond the recorded torque the
+  threshold grows by at least ``margin`` x that share (a slow recording, whose torques are
+  mostly gravity's, cannot show how the residual grows with the torques of faster motion).
+  At the joint's limits (the URDF's velocity and effort) the threshold is kept below half the
+  effort limit (one beyond that detects nothing).
 
 No acceleration enters.
 """
@@ -200,13 +209,16 @@ def _predicts(t, r, v, tau):
     return True
 
 
-def _growth(c, r, v, tau, limit):
-    """(k_v, k_τ, v0, τ0) beyond the recorded speed and torque (module text), within
-    ``limit`` = (velocity limit, effort limit) or None."""
+def _growth(c, r, v, tau, limit, fitted, least):
+    """(k_v, k_τ, v0, τ0) beyond the recorded speed and torque (module text): the growth of the
+    residual's size (``fitted``), at least ``least`` per N m of torque, within ``limit`` =
+    (velocity limit, effort limit) or None."""
     v0, t0 = float(np.max(np.abs(v))), float(np.max(np.abs(tau)))
-    scale = residual_scale(r, v, tau)
-    s0 = float(_scaled(scale, v0, t0))
-    k = c * scale[1:] / max(s0, 1e-300)
+    k = np.zeros(2)
+    if fitted:
+        scale = residual_scale(r, v, tau)
+        k = c * scale[1:] / max(float(_scaled(scale, v0, t0)), 1e-300)
+    k[1] = max(k[1], least)
     if limit is not None:
         top = c + k[0] * max(0.0, limit[0] - v0) + k[1] * max(0.0, limit[1] - t0)
         if top > LIMIT_SHARE * limit[1] and top > c:
@@ -224,12 +236,14 @@ def joint_limits(model):
 
 
 def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', names=None,
-                         limits=None, target=TARGET):
+                         limits=None, target=TARGET, torque_error=0.02, coulomb=0.0):
     """Thresholds for the residual ``r`` (T, nj) the node's cycle showed in contact-free
     motion (held out from the fit), at the states ``v``, ``tau`` (T, nj) (module text).
     ``state``: 'auto' (a growth beyond the recorded state where the state predicts the
-    residual's size), True (every joint), False (constant).  ``limits``: (velocity limits,
-    effort limits) (nj,) each, or None.  Returns :class:`StateThresholds`."""
+    residual's size, and by at least ``margin`` x ``torque_error`` of the torque), True (the
+    fitted growth on every joint), False (constant).  ``limits``: (velocity limits, effort
+    limits) (nj,) each, or None.  ``coulomb`` (nj,): the fitted Coulomb friction, a floor of
+    each joint's threshold.  Returns :class:`StateThresholds`."""
     r, v, tau = (np.asarray(x, dtype=float) for x in (r, v, tau))
     t = np.asarray(t, dtype=float)
     if r.ndim != 2 or r.shape[0] == 0 or v.shape != r.shape or tau.shape != r.shape:
@@ -239,21 +253,23 @@ def fit_state_thresholds(t, r, v, tau, margin=2.0, floor=0.2, state='auto', name
     if not (margin > 0 and floor >= 0):
         raise ValueError('margin must be > 0 and floor >= 0')
     nj = r.shape[1]
+    floors = np.maximum(floor, np.broadcast_to(np.asarray(coulomb, dtype=float), (nj,)))
     names = names or [str(j) for j in range(nj)]
     out = np.zeros((5, nj))
     extreme, chosen, notes = np.ones(nj), np.zeros(nj, dtype=bool), []
     for j in range(nj):
-        out[0, j], extreme[j] = _constant(t, r[:, j], margin, floor, target)
+        out[0, j], extreme[j] = _constant(t, r[:, j], margin, floors[j], target)
         if state is False or r.shape[0] < 100:
             continue
-        if state is True or _predicts(t, r[:, j], v[:, j], tau[:, j]):
-            lim = None if limits is None else (limits[0][j], limits[1][j])
-            out[1:, j] = _growth(out[0, j], r[:, j], v[:, j], tau[:, j], lim)
-            chosen[j] = bool(np.any(out[1:3, j]))
-            if chosen[j]:
-                notes.append(f'joint {names[j]!r}: threshold {out[0, j]:.3g} N m up to the speed '
-                             f'and torque recorded ({out[3, j]:.3g}, {out[4, j]:.3g}), growing '
-                             f'beyond by {out[1, j]:.3g} per rad/s and {out[2, j]:.3g} per N m '
-                             '(the residual\'s size grows with them in the recording)')
+        fitted = state is True or _predicts(t, r[:, j], v[:, j], tau[:, j])
+        lim = None if limits is None else (limits[0][j], limits[1][j])
+        out[1:, j] = _growth(out[0, j], r[:, j], v[:, j], tau[:, j], lim, fitted,
+                             margin * torque_error)
+        chosen[j] = bool(np.any(out[1:3, j]))
+        if fitted and chosen[j]:
+            notes.append(f'joint {names[j]!r}: threshold {out[0, j]:.3g} N m up to the speed and '
+                         f'torque recorded ({out[3, j]:.3g}, {out[4, j]:.3g}), growing beyond by '
+                         f'{out[1, j]:.3g} per rad/s and {out[2, j]:.3g} per N m (the residual\'s '
+                         'size grows with them in the recording)')
     return StateThresholds(*out, state=chosen, notes=notes, margin=margin, floor=floor,
                            extreme=extreme)

@@ -329,7 +329,7 @@ def _robust_fit(model, par, rho, residual, t):
 
 
 def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor=0.2,
-                       state_thresholds='auto', held_out=None, **options):
+                       state_thresholds='auto', held_out=None, torque_error=0.02, **options):
     """:func:`identify` on a recording: the node pipeline's residual with the URDF's model
     (:func:`.replay.observer_residuals`), the fit on the first ``1 − holdout`` of the
     recording, then the held-out rest replayed through the node's cycle with the identified
@@ -342,7 +342,8 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
     ``held_out``: a second recording (:class:`.samples.Samples`) of *other* motion of the same
     robot: then the whole of ``samples`` is fitted and the held-out figures, the thresholds and
     the check come from ``held_out`` (motion the fit has not seen, not the tail of the same
-    excitation)."""
+    excitation).  ``torque_error``: the torque constants' relative error the thresholds grow
+    with beyond the recorded torque (:func:`.thresholds.fit_state_thresholds`)."""
     nv = int(model.nv)
     for what, smp in (('samples', samples), ('held-out samples', held_out)):
         if smp is not None and (smp.q.shape[1] != int(model.nq) or smp.v.shape[1] != nv):
@@ -372,11 +373,11 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
         held = samples.slice(samples.t[int(ident.held.test_rows[0])] - samples.t[0])
         ident.held.label = (f'the last {holdout:.0%} of the recording ({len(held)} samples: the '
                           'same motion as the fit)')
-    _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds)
+    _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds, torque_error)
     return ident
 
 
-def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds):
+def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds, torque_error):
     """The held-out samples replayed through the node's cycle with the URDF's and with the
     identified model: the residual statistics, the thresholds and the check."""
     nb = int(model.nv) - len(model.joint_names)
@@ -398,7 +399,8 @@ def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds):
                               else 'stands out, kept in the thresholds: ') + st['why'])
     th = fit_state_thresholds(t_h[~contact], r_h[~contact], v_h[~contact], tau_h[~contact],
                               margin=margin, floor=floor, state=state_thresholds, names=names,
-                              limits=joint_limits(model))
+                              limits=joint_limits(model), torque_error=torque_error,
+                              coulomb=ident.friction_coulomb)
     ident.notes += th.notes
     ident.contact_thresholds = th
     ident.held.after = _stats(r_h[~contact])
