@@ -19,10 +19,9 @@ Per plant, with the default options:
   through the node's cycle with the identified model and each rule's thresholds
   (``calibrate check``): false contact onsets and samples;
 * the rules: ``this`` (the default: at least margin x the largest held-out residual, the
-  false-alarm level, the joint's Coulomb friction; growth beyond the recorded speed and
-  torque, docs/calibration.md), ``no growth`` (the same without the growth:
-  ``--state-thresholds no``) and ``constant`` (the previous release on these plants, whose
-  state terms were never selected here: max(0.2, 2 max |r|) per joint);
+  false-alarm level and the joint's Coulomb friction, docs/calibration.md) and ``constant``
+  (the previous release on these plants, whose state terms were never selected here:
+  max(0.2, 2 max |r|) per joint);
 * the sensitivity each costs: the median threshold per joint over the faster motion (the
   smallest external torque detected there), and two known contacts on the faster motion (30 N
   on the last link at 3-5 s, 40 N on link 4 at 10-12 s): detected, delay.
@@ -43,8 +42,7 @@ import ros_dynamics as rd
 from ros_dynamics.control.trajectories import SineTrajectory
 from ros_dynamics.identification.check import check_recording
 from ros_dynamics.identification.samples import Samples
-from ros_dynamics.identification.thresholds import (StateThresholds, calibrate_thresholds,
-                                                    fit_state_thresholds)
+from ros_dynamics.identification.thresholds import Thresholds, calibrate_thresholds
 from ros_dynamics.identification.whole_model import identify_recording
 from ros_dynamics.simulation import home_pose
 from ros_dynamics.simulation.mujoco_plant import MujocoPlant, perturbed_model
@@ -105,20 +103,11 @@ def check(model, s, ident, th):
                            torque_offset=ident.torque_offset, **th.settings())
 
 
-def without_growth(ident, rec):
-    """This rule without the growth beyond the recorded state (state_thresholds no)."""
-    r = ident.held.check.r
-    ok = np.all(np.isfinite(r), axis=1)
-    k = len(rec) - len(r)
-    return fit_state_thresholds(rec.t[k:][ok], r[ok], rec.v[k:][ok], rec.tau[k:][ok],
-                                state=False, coulomb=ident.friction_coulomb)
-
-
 def constant_rule(ident):
     """The previous release's rule on these plants: max(0.2, 2 max |r|) over the held-out
     residual replayed through the node's cycle."""
     r = ident.held.check.r
-    return StateThresholds(calibrate_thresholds(r[np.all(np.isfinite(r), axis=1)], margin=2.0,
+    return Thresholds(calibrate_thresholds(r[np.all(np.isfinite(r), axis=1)], margin=2.0,
                                                 floor=0.2))
 
 
@@ -150,12 +139,8 @@ def one(seed):
                'faster': samples(plant(truth, 12, other(FASTER), 1000, scale).run(20.0))}
     row['faster max |v| [rad/s]'] = f(np.max(np.abs(motions['faster'].v), axis=0))
     out = plant(truth, 5, other(FASTER), 1000, scale, pushes=PUSHES).run(14.0)
-    for name, th in (('this', ident.contact_thresholds), ('no growth', without_growth(ident, rec)),
-                     ('constant', constant_rule(ident))):
-        row[f'{name}: thresholds [N m]'] = (
-            f(th.base) + (f' + {f(th.velocity)} max(0, |v| - {f(th.velocity_from)}) + '
-                          f'{f(th.torque)} max(0, |tau| - {f(th.torque_from)})'
-                          if th.state.any() else ''))
+    for name, th in (('this', ident.contact_thresholds), ('constant', constant_rule(ident))):
+        row[f'{name}: thresholds [N m]'] = f(th.base)
         for motion, s in motions.items():
             ck = check(idm, s, ident, th)
             row[f'{name}: {motion} motion, false onsets, samples'] = (
@@ -181,7 +166,7 @@ def main():
         rows.append(one(seed))
         log(rows[-1])
     totals = []
-    for name in ('this', 'no growth', 'constant'):
+    for name in ('this', 'constant'):
         for motion in ('other', 'faster'):
             n = [int(r[f'{name}: {motion} motion, false onsets, samples'].split(',')[0])
                  for r in rows]

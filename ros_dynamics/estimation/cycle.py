@@ -104,7 +104,7 @@ class JointStateCycle:
         asm, cycle = self.assembler, self.cycle
         obs = cycle.observer
         observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
-                    (np.zeros((0, 0)), np.zeros(0), np.zeros((5, 0))))
+                    (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
         return (cycle.model.packed, cycle.data.work, (self.q, self.v, self.tau),
                 self._per_joint, (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer,
                 outputs, cycle.kept, self._limits)

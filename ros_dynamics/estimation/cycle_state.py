@@ -79,22 +79,16 @@ class ObserverSettings:
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
                  torque_offset=0.0, contact_frames=(), contact_frame_model='point',
                  contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
-                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03,
-                 threshold_velocity_from=0.0, threshold_torque_from=0.0):
+                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.threshold_velocity = per_coordinate('contact_threshold_velocity',
                                                  threshold_velocity, model)
         self.threshold_torque = per_coordinate('contact_threshold_torque', threshold_torque,
                                                model)
-        self.threshold_velocity_from = per_coordinate('contact_threshold_velocity_from',
-                                                      threshold_velocity_from, model)
-        self.threshold_torque_from = per_coordinate('contact_threshold_torque_from',
-                                                    threshold_torque_from, model)
-        if any((x < 0).any() for x in (self.threshold_velocity, self.threshold_torque,
-                                       self.threshold_velocity_from, self.threshold_torque_from)):
-            raise ValueError('contact_threshold_velocity, _torque, _velocity_from and '
-                             '_torque_from must be >= 0')
+        if (self.threshold_velocity < 0).any() or (self.threshold_torque < 0).any():
+            raise ValueError('contact_threshold_velocity and contact_threshold_torque must be '
+                             '>= 0')
         self.friction_viscous = per_coordinate('observer_friction_viscous', friction_viscous,
                                                model)
         self.friction_coulomb = per_coordinate('observer_friction_coulomb', friction_coulomb,
@@ -195,9 +189,7 @@ class CycleState:
             self.detector = ContactDetector(model, threshold=observer.threshold,
                                             release_ratio=observer.release_ratio,
                                             threshold_velocity=observer.threshold_velocity,
-                                            threshold_torque=observer.threshold_torque,
-                                            threshold_velocity_from=observer.threshold_velocity_from,
-                                            threshold_torque_from=observer.threshold_torque_from)
+                                            threshold_torque=observer.threshold_torque)
         else:
             self.observer = self.detector = None
         # forces at the contact frames; the detector then judges what they leave unexplained

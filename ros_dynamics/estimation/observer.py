@@ -65,8 +65,7 @@ from ..core.data import Data
 from ..core.jit import entry, ready
 from ..core.kernels import VEC
 from ..core.validation import check_state, check_vector
-from .rules import (FRICTION_EPS, THRESHOLD_BASE, THRESHOLD_TORQUE, THRESHOLD_TORQUE_FROM,
-                    THRESHOLD_VELOCITY, THRESHOLD_VELOCITY_FROM,
+from .rules import (FRICTION_EPS, THRESHOLD_BASE, THRESHOLD_TORQUE, THRESHOLD_VELOCITY,
                     any_above, friction_into, thresholds_into)
 
 __all__ = ['MomentumObserver', 'ContactDetector', 'ContactState', 'estimate_contact_wrench',
@@ -370,10 +369,9 @@ class ContactDetector:
 
     A joint becomes *active* when ``|r_i| > threshold_i`` and stays active until
     ``|r_i| < release_ratio * threshold_i``.  The threshold is ``threshold + threshold_velocity
-    max(0, |v_i| − threshold_velocity_from) + threshold_torque max(0, |tau_i| −
-    threshold_torque_from)`` at the sample's velocity and measured torque
-    (:func:`~ros_dynamics.estimation.rules.threshold_at`; the growth 0 by default: a constant
-    threshold); :attr:`thresholds` holds the five rows.  ``in_contact`` is true while any joint is active
+    |v_i| + threshold_torque |tau_i|`` at the sample's velocity and measured torque
+    (:func:`~ros_dynamics.estimation.rules.threshold_at`; the last two 0 by default: a constant
+    threshold); :attr:`thresholds` holds the three rows.  ``in_contact`` is true while any joint is active
     (after ``min_samples`` consecutive samples above threshold, a debounce against noise
     spikes; 1 = none).
 
@@ -387,20 +385,15 @@ class ContactDetector:
     """
 
     def __init__(self, model, threshold=1.0, release_ratio=0.5, min_samples=1,
-                 threshold_velocity=0.0, threshold_torque=0.0, threshold_velocity_from=0.0,
-                 threshold_torque_from=0.0):
+                 threshold_velocity=0.0, threshold_torque=0.0):
         self.nv = int(model.nv)
-        self.thresholds = np.zeros((5, self.nv))     # rules.THRESHOLD_BASE ... (one argument)
+        self.thresholds = np.zeros((3, self.nv))     # rules.THRESHOLD_BASE ... (one argument)
         self._base = self.thresholds[THRESHOLD_BASE]  # (one view, not one per read)
         self.threshold = threshold
         self.thresholds[THRESHOLD_VELOCITY] = _per_joint(threshold_velocity, self.nv,
                                                          'threshold_velocity', nonneg=True)
         self.thresholds[THRESHOLD_TORQUE] = _per_joint(threshold_torque, self.nv,
                                                        'threshold_torque', nonneg=True)
-        self.thresholds[THRESHOLD_VELOCITY_FROM] = _per_joint(
-            threshold_velocity_from, self.nv, 'threshold_velocity_from', nonneg=True)
-        self.thresholds[THRESHOLD_TORQUE_FROM] = _per_joint(
-            threshold_torque_from, self.nv, 'threshold_torque_from', nonneg=True)
         self._thr = np.zeros(self.nv)
         self._no_state = np.zeros(self.nv)
         if not 0.0 < float(release_ratio) <= 1.0:

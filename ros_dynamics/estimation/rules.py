@@ -214,11 +214,9 @@ def coulomb_shape(v, eps):
     return 1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)
 
 
-#: rows of a contact threshold (5, nv): the base level [N m], the growth with |v_i|
-#: [N m s/rad] and with |tau_i| [N m / N m], and the |v_i| and |tau_i| from which each grows
-#: (0: from rest; calibrate sets the speed and torque its recording reached)
-(THRESHOLD_BASE, THRESHOLD_VELOCITY, THRESHOLD_TORQUE, THRESHOLD_VELOCITY_FROM,
- THRESHOLD_TORQUE_FROM) = range(5)
+#: rows of a contact threshold (3, nv): the base level [N m], the growth with |v_i|
+#: [N m s/rad] and with |tau_i| [N m / N m]
+THRESHOLD_BASE, THRESHOLD_VELOCITY, THRESHOLD_TORQUE = range(3)
 THRESHOLD_ROWS = types.float64[:, ::1]
 
 
@@ -226,20 +224,14 @@ THRESHOLD_ROWS = types.float64[:, ::1]
 def threshold_at(threshold, i, v, tau):
     """The contact threshold of coordinate ``i`` at velocity ``v`` and measured torque ``tau``:
 
-        threshold_i = base_i + k_v,i max(0, |v_i| − v0_i) + k_tau,i max(0, |tau_i| − tau0_i)
+        threshold_i = base_i + k_v,i |v_i| + k_tau,i |tau_i|
 
-    (rows of ``threshold``: THRESHOLD_BASE, THRESHOLD_VELOCITY, THRESHOLD_TORQUE,
-    THRESHOLD_VELOCITY_FROM, THRESHOLD_TORQUE_FROM).  What the model cannot explain in free
-    motion grows with the speed (friction, its smoothing at reversals) and with the load
-    (load-dependent friction, torque-constant errors, inertial errors); the base covers the
-    motion a calibration recorded, up to the speed ``v0`` and torque ``tau0`` it reached, and
-    the terms extrapolate beyond them.  No acceleration enters, which the observer exists to
-    avoid."""
-    return (threshold[THRESHOLD_BASE, i]
-            + threshold[THRESHOLD_VELOCITY, i] * max(0.0, abs(v[i])
-                                                     - threshold[THRESHOLD_VELOCITY_FROM, i])
-            + threshold[THRESHOLD_TORQUE, i] * max(0.0, abs(tau[i])
-                                                   - threshold[THRESHOLD_TORQUE_FROM, i]))
+    (rows of ``threshold``: THRESHOLD_BASE, THRESHOLD_VELOCITY, THRESHOLD_TORQUE).  What the
+    model cannot explain in free motion grows with the speed (friction, its smoothing at
+    reversals) and with the load (load-dependent friction, torque-constant errors); no
+    acceleration enters, which the observer exists to avoid."""
+    return (threshold[THRESHOLD_BASE, i] + threshold[THRESHOLD_VELOCITY, i] * abs(v[i])
+            + threshold[THRESHOLD_TORQUE, i] * abs(tau[i]))
 
 
 @njit(**_FLAGS)

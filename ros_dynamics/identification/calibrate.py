@@ -143,17 +143,17 @@ def _calibrate_parser():
 
 def _fit_options(ap):
     ap.add_argument('--margin', type=float, default=2.0,
-                    help='the thresholds cover margin x the largest residual (relative to its '
-                    'state-dependent scale) of the recording (default 2)')
-    ap.add_argument('--floor', type=float, default=0.2, help='smallest threshold [N m]')
+                    help='the thresholds cover margin x the largest residual of the recording '
+                    '(default 2)')
+    ap.add_argument('--floor', type=float, default=0.2, help='smallest threshold [N m] (and '
+                    'at least the joint\'s Coulomb friction)')
     ap.add_argument('--inertia', choices=('auto', 'yes', 'no'), default='auto',
                     help="fit the payload's rotational inertia (auto: when the motion "
                     'determines it)')
     ap.add_argument('--torque-constant-error', type=float, default=None,
                     help='relative error of each joint\'s torque constant (one standard '
-                    'deviation) in the payload\'s standard errors and the thresholds\' growth '
-                    'beyond the recorded torque (default 0.02: torques from motor currents; 0 '
-                    'for joint torque sensors)')
+                    'deviation) in the payload\'s standard errors (default 0.02: torques from '
+                    'motor currents; 0 for joint torque sensors)')
     ap.add_argument('--velocity-filters', type=float, nargs='*', default=None, metavar='HZ',
                     help='refit with the velocities differentiated from the positions and '
                     'low-passed at these cut-offs [Hz], the spread counted in the standard '
@@ -166,11 +166,6 @@ def _fit_options(ap):
                     help='stretches that look like contact: auto (default) fits on the rest '
                     'and names them when they are at most 10 %% of the recording, else '
                     'stops; error: stop with an error naming them; exclude: fit on the rest')
-    ap.add_argument('--state-thresholds', choices=('auto', 'yes', 'no'), default='auto',
-                    help='contact thresholds that grow with |v| and |tau| beyond the speed and '
-                    'torque the recording reached (contact_threshold_velocity, _torque, '
-                    '_velocity_from, _torque_from): auto (default) where the recording\'s '
-                    'residual grows with them, yes on every joint, no: constant')
 
 
 def _check_parser():

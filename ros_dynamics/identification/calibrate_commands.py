@@ -27,8 +27,7 @@ def _samples(args, model, bag=None, whole=False):
 
 def _payload_options(args):
     """The payload fit's options of the command line (those given)."""
-    out = {'load_friction': _CHOICE[args.load_friction], 'contact': args.contact,
-           'state_thresholds': _CHOICE[args.state_thresholds]}
+    out = {'load_friction': _CHOICE[args.load_friction], 'contact': args.contact}
     if args.torque_constant_error is not None:
         out['torque_scale_error'] = args.torque_constant_error
     if args.velocity_filters is not None:
@@ -82,10 +81,7 @@ def _identify(args):
              f'fit on the first {1 - args.holdout:.0%}, report on the rest: the same motion; '
              'give --held-out BAG of other motion to judge on that') + ') ...', flush=True)
     ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
-                               margin=args.margin, floor=args.floor,
-                               state_thresholds=_CHOICE[args.state_thresholds], held_out=held,
-                               **({} if args.torque_constant_error is None else
-                                  {'torque_error': args.torque_constant_error}))
+                               margin=args.margin, floor=args.floor, held_out=held)
     return _write_identified(args, model, ident)
 
 

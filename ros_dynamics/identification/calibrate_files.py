@@ -137,8 +137,6 @@ def observer_settings(params, model, path='the parameter file'):
                        threshold=per_joint('contact_threshold', 5.0),
                        threshold_velocity=per_joint('contact_threshold_velocity', 0.0),
                        threshold_torque=per_joint('contact_threshold_torque', 0.0),
-                       threshold_velocity_from=per_joint('contact_threshold_velocity_from', 0.0),
-                       threshold_torque_from=per_joint('contact_threshold_torque_from', 0.0),
                        release_ratio=float(params.get('contact_release_ratio', 0.5)))
 
 

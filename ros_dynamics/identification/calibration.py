@@ -57,7 +57,7 @@ from .replay import increasing_in_time, observer_residuals, without_refused
 from .residual_fit import ResidualFit
 from .samples import CalibrationError
 from .spans import in_spans
-from .thresholds import StateThresholds, fit_state_thresholds, joint_limits
+from .thresholds import Thresholds, fit_thresholds
 
 __all__ = ['Calibration', 'ContactInData', 'Traces', 'calibrate', 'observer_residuals']
 
@@ -100,7 +100,7 @@ class Calibration:
     inertia_identified: bool = False
     gain: np.ndarray = None
     velocity_eps: float = VELOCITY_EPS
-    contact_thresholds: StateThresholds = None
+    contact_thresholds: Thresholds = None
     before: dict = field(default_factory=dict)   # residual statistics, nominal model
     after: dict = field(default_factory=dict)    # residual statistics, calibrated
     traces: Traces = None
@@ -207,8 +207,7 @@ class _Problem:
 
 
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
-              margin=2.0, floor=0.2, contact='auto', state_thresholds='auto',
-              model_error=0.25, torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto',
+              margin=2.0, floor=0.2, contact='auto', model_error=0.25, torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto',
               velocity_filters=VELOCITY_FILTERS):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
@@ -216,8 +215,8 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     fit the payload's rotational inertia (True), not (False: a point mass at the CoM), or
     ``'auto'``: keep it when it is determined (every standard error below 25 % of the largest
     principal moment, or below 1e-4 kg m²) and physically consistent.  Thresholds:
-    :func:`ros_dynamics.identification.thresholds.fit_state_thresholds` on the calibrated
-    residual of the node's cycle (``state_thresholds``), within the URDF's joint limits.
+    :func:`ros_dynamics.identification.thresholds.fit_thresholds` on the calibrated residual of
+    the node's cycle, at least the fitted Coulomb friction.
 
     ``contact``: what to do with stretches of the recording that look like contact
     (:mod:`.contact_in_data`): ``'auto'`` fits on the rest and names them in ``notes`` when
@@ -262,7 +261,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                            partners, asked, payload_link)
     cal.determined = not lines
     _replay(cal, prob, used, contact)
-    _thresholds(cal, prob, used, margin, floor, state_thresholds, torque_scale_error)
+    _thresholds(cal, prob, used, margin, floor)
     if payload_link is not None and model_error:
         cal.notes.append(model_error_note(model, samples, prob.r0, cal, payload_link, gain,
                                           model_error))
@@ -504,15 +503,10 @@ def _replay(cal, prob, used, contact):
         cal.notes.append('warning: ' + msg)
 
 
-def _thresholds(cal, prob, used, margin, floor, state, torque_error):
+def _thresholds(cal, prob, used, margin, floor):
     """The thresholds from the calibrated residual of the node's cycle at the samples used."""
-    nb, s = prob.nb, prob.samples
     r1 = cal.traces.residual_after
     ok = used & np.all(np.isfinite(r1), axis=1)
-    th = fit_state_thresholds(s.t[ok], r1[ok][:, nb:], s.v[ok][:, nb:], s.tau[ok][:, nb:],
-                              margin=margin, floor=floor, state=state,
-                              names=list(prob.model.joint_names),
-                              limits=joint_limits(prob.model), torque_error=torque_error,
-                              coulomb=cal.friction_coulomb)
-    cal.contact_thresholds = th
-    cal.notes += th.notes
+    cal.contact_thresholds = fit_thresholds(prob.samples.t[ok], r1[ok][:, prob.nb:],
+                                            margin=margin, floor=floor,
+                                            coulomb=cal.friction_coulomb)

@@ -22,7 +22,7 @@ import numpy as np
 from ..estimation.cycle_state import per_coordinate
 from .replay import observer_residuals
 from .spans import runs
-from .thresholds import StateThresholds, envelope
+from .thresholds import Thresholds, envelope
 
 __all__ = ['Check', 'ContactForceCheck', 'check_recording', 'check_contact_forces',
            'contact_stretches']
@@ -69,20 +69,18 @@ class Check:
 
 def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                     threshold=5.0, threshold_velocity=0.0, threshold_torque=0.0,
-                    release_ratio=0.5, torque_offset=0.0, label='', threshold_velocity_from=0.0,
-                    threshold_torque_from=0.0, **contact):
+                    release_ratio=0.5, torque_offset=0.0, label='', **contact):
     """Replay ``samples`` through the node's cycle with these settings (the threshold's rows
     of :func:`ros_dynamics.estimation.rules.threshold_at`; ``contact``: its contact-force
     settings, e.g. ``contact_frames``: the detector then judges the part the contact frames
     leave unexplained, as the node's); a :class:`Check`."""
-    rows = {'': threshold, '_velocity': threshold_velocity, '_torque': threshold_torque,
-            '_velocity_from': threshold_velocity_from, '_torque_from': threshold_torque_from}
+    rows = {'': threshold, '_velocity': threshold_velocity, '_torque': threshold_torque}
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
                              release_ratio=release_ratio, torque_offset=torque_offset,
                              **{f'threshold{k}': x for k, x in rows.items()}, **contact)
     nv = int(model.nv)
     nb = nv - len(model.joint_names)
-    th = StateThresholds(*(per_coordinate(f'contact_threshold{k}', x, model)[nb:]
+    th = Thresholds(*(per_coordinate(f'contact_threshold{k}', x, model)[nb:]
                            for k, x in rows.items()))
     r = res['r'][:, nb:]
     thr = th.at(samples.v[:, nb:], samples.tau[:, nb:])

@@ -94,7 +94,7 @@ from .observer_regressor import VELOCITY_EPS
 from .replay import increasing_in_time
 from .samples import CalibrationError
 from .inertial_parameters import BASE_TOLERANCE, consistent_fit, parameter_vector
-from .thresholds import StateThresholds, calibrate_thresholds
+from .thresholds import Thresholds, calibrate_thresholds
 from .whole_model import BaseParameters, HeldOut, Identification, regressor_columns
 
 __all__ = ['FIT_GAIN', 'FLOATING_BASE_TOLERANCE', 'ODOM_TWIST_NOISE', 'STANCE_SPEED',
@@ -497,7 +497,7 @@ def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, 
         setattr(ident, 'unexplained_' + key, {'rms': np.sqrt(np.mean(U ** 2, axis=0)),
                                                'max': np.max(np.abs(U), axis=0)})
         setattr(ident, 'check_' + key, ck)
-    ident.contact_thresholds = StateThresholds(
+    ident.contact_thresholds = Thresholds(
         calibrate_thresholds(U[:, nb:], margin=margin, floor=floor), margin=margin, floor=floor,
         how=f'max(floor, {margin:g} x the held-out unexplained part\'s largest)')
     return ident

@@ -34,9 +34,9 @@ def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction
     kept), ``skipped`` (T,) bool, ``refused`` {index: kind} (the samples the node refuses, e.g.
     beyond its input bounds; skipped too), ``contact`` (T,) bool and ``link`` (T,)
     list (with a ``threshold``), ``reasons`` (the restarts: (t, why)).  ``settings``: the
-    threshold's growth terms (``threshold_velocity``, ``threshold_torque``,
-    ``threshold_velocity_from``, ``threshold_torque_from``) and the node's contact-force
-    settings (:class:`~ros_dynamics.estimation.cycle_state.ObserverSettings`: ``contact_frames``,
+    threshold's state-dependent terms (``threshold_velocity``, ``threshold_torque``) and the
+    node's contact-force settings
+    (:class:`~ros_dynamics.estimation.cycle_state.ObserverSettings`: ``contact_frames``,
     ``contact_force_threshold``, ``odom_twist_noise``, ...); with contact frames also
     ``unexplained`` (T, nv), ``forces`` (T, k, 3) and ``in_contact`` (T, k) of
     ``~/contact_forces`` (NaN, False where the observer did not update)."""

@@ -49,7 +49,7 @@ from .observer_regressor import VELOCITY_EPS   # the observer's Coulomb smoothin
 from .payload import inertia_matrix, skew2
 from .replay import increasing_in_time, observer_residuals
 from .samples import CalibrationError, Samples
-from .thresholds import StateThresholds, fit_state_thresholds, joint_limits
+from .thresholds import Thresholds, fit_thresholds
 
 __all__ = ['BaseParameters', 'HeldOut', 'Identification', 'identify', 'identify_recording',
            'payload_against_reference', 'regressor_columns', 'typical_blocks', 'unit_models']
@@ -173,7 +173,7 @@ class Identification:
     velocity_eps: float = VELOCITY_EPS
     gain: np.ndarray = None
     held: HeldOut = field(default_factory=HeldOut)
-    contact_thresholds: StateThresholds = None
+    contact_thresholds: Thresholds = None
     notes: list = field(default_factory=list)
 
     # the base level of the thresholds (contact_thresholds: all their rows)
@@ -329,21 +329,19 @@ def _robust_fit(model, par, rho, residual, t):
 
 
 def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor=0.2,
-                       state_thresholds='auto', held_out=None, torque_error=0.02, **options):
+                       held_out=None, **options):
     """:func:`identify` on a recording: the node pipeline's residual with the URDF's model
     (:func:`.replay.observer_residuals`), the fit on the first ``1 − holdout`` of the
     recording, then the held-out rest replayed through the node's cycle with the identified
     model, friction, armature and torque offsets: the thresholds cover every held-out sample
-    (:func:`.thresholds.fit_state_thresholds`; state-dependent where the data ask for it,
-    ``state_thresholds``), except stretches called contact with the evidence
+    (:func:`.thresholds.fit_thresholds`), except stretches called contact with the evidence
     :func:`.check.contact_stretches` reports, and the held-out replay with them is the check
     (:func:`.check.check_recording`, in ``ident.held.check``).
 
     ``held_out``: a second recording (:class:`.samples.Samples`) of *other* motion of the same
     robot: then the whole of ``samples`` is fitted and the held-out figures, the thresholds and
     the check come from ``held_out`` (motion the fit has not seen, not the tail of the same
-    excitation).  ``torque_error``: the torque constants' relative error the thresholds grow
-    with beyond the recorded torque (:func:`.thresholds.fit_state_thresholds`)."""
+    excitation)."""
     nv = int(model.nv)
     for what, smp in (('samples', samples), ('held-out samples', held_out)):
         if smp is not None and (smp.q.shape[1] != int(model.nq) or smp.v.shape[1] != nv):
@@ -373,11 +371,11 @@ def identify_recording(model, samples, gain=50.0, holdout=0.3, margin=2.0, floor
         held = samples.slice(samples.t[int(ident.held.test_rows[0])] - samples.t[0])
         ident.held.label = (f'the last {holdout:.0%} of the recording ({len(held)} samples: the '
                           'same motion as the fit)')
-    _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds, torque_error)
+    _judge_held_out(model, ident, held, gain, margin, floor)
     return ident
 
 
-def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds, torque_error):
+def _judge_held_out(model, ident, held, gain, margin, floor):
     """The held-out samples replayed through the node's cycle with the URDF's and with the
     identified model: the residual statistics, the thresholds and the check."""
     nb = int(model.nv) - len(model.joint_names)
@@ -397,10 +395,8 @@ def _judge_held_out(model, ident, held, gain, margin, floor, state_thresholds, t
                            f'{np.round(st["peak"], 3).tolist()} N m, '
                            + ('called contact, left out of the thresholds: ' if st['contact']
                               else 'stands out, kept in the thresholds: ') + st['why'])
-    th = fit_state_thresholds(t_h[~contact], r_h[~contact], v_h[~contact], tau_h[~contact],
-                              margin=margin, floor=floor, state=state_thresholds, names=names,
-                              limits=joint_limits(model), torque_error=torque_error,
-                              coulomb=ident.friction_coulomb)
+    th = fit_thresholds(t_h[~contact], r_h[~contact], margin=margin, floor=floor,
+                        coulomb=ident.friction_coulomb)
     ident.notes += th.notes
     ident.contact_thresholds = th
     ident.held.after = _stats(r_h[~contact])

@@ -77,9 +77,7 @@ def observer_settings(model, cfg):
         contact_frames=cfg.contact_frames, contact_frame_model=cfg.contact_frame_model,
         contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold,
         threshold_velocity=cfg.contact_threshold_velocity,
-        threshold_torque=cfg.contact_threshold_torque, odom_twist_noise=cfg.odom_twist_noise,
-        threshold_velocity_from=cfg.contact_threshold_velocity_from,
-        threshold_torque_from=cfg.contact_threshold_torque_from)
+        threshold_torque=cfg.contact_threshold_torque, odom_twist_noise=cfg.odom_twist_noise)
 
 
 class Engine:

@@ -136,20 +136,13 @@ _ENTRIES = (
     P('contact_threshold', [5.0], 'Detection threshold on |residual| (N m): one value, one per '
       'joint or one per velocity coordinate.', 'observer', 0.0, 1e9, True),
     P('contact_threshold_velocity', [0.0], 'State-dependent threshold: contact_threshold grows '
-      'by this x (|joint velocity| - contact_threshold_velocity_from) beyond that speed (N m '
-      's/rad; what the model leaves grows with speed): one value, one per joint or one per '
-      'velocity coordinate; 0: a constant threshold. calibrate fits it.', 'observer', 0.0, 1e9),
+      'by this x |joint velocity| (N m s/rad; what friction leaves grows with speed): one value, '
+      'one per joint or one per velocity coordinate; 0: a constant threshold. calibrate fits it '
+      'where held-out data ask for it.', 'observer', 0.0, 1e9),
     P('contact_threshold_torque', [0.0], 'State-dependent threshold: contact_threshold grows by '
-      'this x (|measured joint torque| - contact_threshold_torque_from) beyond that torque (N m '
-      'per N m; load-dependent friction, torque-constant and inertial errors): one value, one '
-      'per joint or one per velocity coordinate; 0: a constant threshold. calibrate fits it.',
-      'observer', 0.0, 1e9),
-    P('contact_threshold_velocity_from', [0.0], 'The |joint velocity| beyond which '
-      'contact_threshold_velocity adds (rad/s or m/s; calibrate: the speed its recording '
-      'reached): one value, one per joint or one per velocity coordinate.', 'observer', 0.0, 1e9),
-    P('contact_threshold_torque_from', [0.0], 'The |measured joint torque| beyond which '
-      'contact_threshold_torque adds (N m; calibrate: the torque its recording reached): one '
-      'value, one per joint or one per velocity coordinate.', 'observer', 0.0, 1e9),
+      'this x |measured joint torque| (N m per N m; load-dependent friction, torque-constant '
+      'errors): one value, one per joint or one per velocity coordinate; 0: a constant '
+      'threshold. calibrate fits it where held-out data ask for it.', 'observer', 0.0, 1e9),
     P('contact_release_ratio', 0.5, 'A detected joint is released below threshold x this ratio.',
       'observer', 0.0, 1.0, True),
     P('observer_gap_factor', 5.0, 'A stamp gap longer than this many median sample periods of '
