@@ -84,9 +84,15 @@ def _peak(e):
 
 
 def _noise(e, rows):
-    x = e[rows]
-    x = np.where(np.isfinite(x), x, np.nan)
-    return np.maximum(1.4826 * np.nanmedian(np.abs(x - np.nanmedian(x, axis=0)), axis=0), 1e-3)
+    """Per joint the robust noise level of ``e`` over ``rows`` (1.4826 MAD; 1e-3 for a joint
+    with no value there: at rest throughout)."""
+    out = np.full(e.shape[1], 1e-3)
+    for j in range(e.shape[1]):
+        x = e[rows, j]
+        x = x[np.isfinite(x)]
+        if x.size:
+            out[j] = max(1.4826 * float(np.median(np.abs(x - np.median(x)))), 1e-3)
+    return out
 
 
 def contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05):
