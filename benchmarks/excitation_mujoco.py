@@ -36,6 +36,9 @@ import numpy as np
 
 from common import add_out_dir, docstring_report, log, output, provenance, report
 
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation/observer.py',
+            'ros_dynamics/estimation/cycle.py')
+
 from identification_mujoco import ARMATURE, EXCITE, K, MODEL, OTHER, plant, samples
 from ros_dynamics.identification.calibration import observer_residuals
 from ros_dynamics.identification.excitation import ExcitationProblem, optimise_excitation
