@@ -329,3 +329,27 @@ def test_cli_calibrate_and_check_end_to_end(recording, tmp_path):
                         str(tmp_path / 'x.yaml')], capture_output=True, text=True, env=env,
                        timeout=600, cwd=str(tmp_path))
     assert p.returncode != 0 and "no topic '/nope'" in p.stderr
+
+
+def test_a_recording_that_does_not_determine_the_payload_says_so():
+    """Only the first joint moves (its axis vertical): the payload's mass, first moment and
+    inertia act on the torques only through that joint's inertia, so the recording cannot tell
+    them apart.  By default calibrate stops and says so in plain words (what trades against
+    what; the residual that leaves looks like contact), and names the motion that would (other
+    joints on their own, the link turned, calibrate excite); fitted on the rest anyway
+    (``contact='exclude'``) its ``determined`` is False and the report says the same."""
+    amplitude = np.zeros(7)
+    amplitude[0] = 0.8
+    sim, _ = plant_sim(excite=False)
+    sim.trajectory = SineTrajectory(S.home_pose(MODEL)[0], amplitude, np.full(7, 0.3))
+    out = sim.run(8.0)
+    s = Samples(out['t'], out['q'], out['v'], out['tau'])
+    with pytest.raises(CalibrationError, match=r'does not determine the payload (mass|CoM).*'
+                       r'a motion that would.*calibrate excite.*looks like it contains contact'):
+        C.calibrate(MODEL, s, LINK, inertia=False, velocity_filters=())
+    cal = C.calibrate(MODEL, s, LINK, inertia=False, velocity_filters=(), contact='exclude')
+    assert not cal.determined
+    said = [n for n in cal.notes if n.startswith('the recording does not determine')]
+    assert said and any('the payload' in n for n in said), cal.notes
+    assert any(n.startswith('a motion that would') and 'calibrate excite' in n
+               for n in cal.notes), cal.notes

@@ -246,7 +246,13 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     samples = prob.samples
     notes = list(samples.notes)     # what reading the recording skipped
     _hold_unexcited(prob, notes)
-    rows, used = _without_contact(prob, contact, friction, notes)
+    try:
+        rows, used = _without_contact(prob, contact, friction, notes)
+    except ContactInData as exc:   # an undetermined fit leaves a residual that looks like it
+        lines = _undetermined(prob, prob.fit.solve(prob.valid_s))
+        if lines:
+            raise CalibrationError('; '.join(lines) + f' (what it leaves: {exc})') from None
+        raise
     _select_load_friction(prob, rows, load_friction, notes)
     inertia_identified = _payload_inertia(prob, rows, inertia, notes)
     sol = prob.fit.solve(rows)
@@ -254,11 +260,7 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                              load)
     cal = _result(prob, sol.theta, cov, friction, notes, inertia_identified, rows)
     cal.autocorrelation_time = tau_c
-    asked = (['m', 'hx', 'hy', 'hz'] if payload_link else
-             [n for n in prob.names if n.startswith(('Fv[', 'Fc['))])
-    vif, partners = prob.fit.inflation(sol)
-    lines = not_determined(prob.names, [n for n, f in zip(prob.names, sol.free) if f], vif,
-                           partners, asked, payload_link)
+    lines = _undetermined(prob, sol)
     cal.determined = not lines
     _replay(cal, prob, used, contact)
     _thresholds(cal, prob, used, margin, floor)
@@ -267,6 +269,16 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
                                           model_error))
     cal.notes += lines
     return cal
+
+
+def _undetermined(prob, sol):
+    """The report's lines on what was asked (the payload's mass and first moment, or the
+    friction) and the recording does not determine (:func:`.determination.not_determined`)."""
+    asked = (['m', 'hx', 'hy', 'hz'] if prob.link else
+             [n for n in prob.names if n.startswith(('Fv[', 'Fc['))])
+    vif, partners = prob.fit.inflation(sol)
+    return not_determined(prob.names, [n for n, f in zip(prob.names, sol.free) if f], vif,
+                          partners, asked, prob.link)
 
 
 def _check_options(model, samples, link, friction, margin, floor, contact, load_friction):
@@ -433,8 +445,9 @@ def _result(prob, theta, cov, friction, notes, inertia_identified, rows):
     nj, nb = len(prob.model.joint_names), prob.nb
     fv = theta[:nj] if friction else np.zeros(nj)
     fc = theta[nj:2 * nj] if friction else np.zeros(nj)
-    load = prob.columns('Fl[') & ~prob.fit.fixed
-    if load.any():   # the node's constant law: the Coulomb level at this recording's load
+    load = prob.columns('Fl[')       # F_l per joint (held ones at 0)
+    fitted = bool(np.any(load & ~prob.fit.fixed))
+    if fitted:   # the node's constant law: the Coulomb level at this recording's load
         wt = np.tanh(prob.samples.v[prob.idx][rows, nb:] / VELOCITY_EPS) ** 2
         fc = fc + theta[load] * np.sum(wt * np.abs(prob.samples.tau[prob.idx][rows, nb:]),
                                        axis=0) / np.maximum(np.sum(wt, axis=0), 1e-12)
@@ -447,7 +460,7 @@ def _result(prob, theta, cov, friction, notes, inertia_identified, rows):
                       se[:nj] if friction else np.zeros(nj),
                       se[nj:2 * nj] if friction else np.zeros(nj), gain=prob.gain,
                       notes=notes, traces=Traces(prob.samples.t))
-    if load.any():
+    if fitted:
         cal.friction_load, cal.friction_load_se = theta[load], se[load]
     if prob.link is not None:
         _payload(cal, prob, theta, cov, se, inertia_identified)
