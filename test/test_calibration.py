@@ -331,25 +331,23 @@ def test_cli_calibrate_and_check_end_to_end(recording, tmp_path):
     assert p.returncode != 0 and "no topic '/nope'" in p.stderr
 
 
-def test_a_recording_that_does_not_determine_the_payload_says_so():
-    """Only the first joint moves (its axis vertical): the payload's mass, first moment and
-    inertia act on the torques only through that joint's inertia, so the recording cannot tell
-    them apart.  By default calibrate stops and says so in plain words (what trades against
-    what; the residual that leaves looks like contact), and names the motion that would (other
-    joints on their own, the link turned, calibrate excite); fitted on the rest anyway
-    (``contact='exclude'``) its ``determined`` is False and the report says the same."""
-    amplitude = np.zeros(7)
-    amplitude[0] = 0.8
-    sim, _ = plant_sim(excite=False)
-    sim.trajectory = SineTrajectory(S.home_pose(MODEL)[0], amplitude, np.full(7, 0.3))
-    out = sim.run(8.0)
-    s = Samples(out['t'], out['q'], out['v'], out['tau'])
-    with pytest.raises(CalibrationError, match=r'does not determine the payload (mass|CoM).*'
-                       r'a motion that would.*calibrate excite.*looks like it contains contact'):
-        C.calibrate(MODEL, s, LINK, inertia=False, velocity_filters=())
-    cal = C.calibrate(MODEL, s, LINK, inertia=False, velocity_filters=(), contact='exclude')
-    assert not cal.determined
-    said = [n for n in cal.notes if n.startswith('the recording does not determine')]
-    assert said and any('the payload' in n for n in said), cal.notes
-    assert any(n.startswith('a motion that would') and 'calibrate excite' in n
-               for n in cal.notes), cal.notes
+def test_what_a_recording_does_not_determine_is_said_in_plain_words():
+    """Two regressor columns nearly the same (the payload mass and joint 2's Coulomb friction
+    move together in this motion), a third apart: the inflation of the first two is ~1/(1 -
+    0.999^2), above the limit; the report names the mass, what it trades against, the joint,
+    and the motion that would separate them; the friction of joint 3 is not named."""
+    from ros_dynamics.identification.determination import VIF_LIMIT, not_determined
+    from ros_dynamics.identification.residual_fit import ResidualFit
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(2000)
+    cols = np.column_stack([x, 0.999 * x + 0.045 * rng.standard_normal(2000),
+                            rng.standard_normal(2000)])[:, None, :]
+    names = ['m', 'Fc[arm_joint_2]', 'Fv[arm_joint_3]']
+    fit = ResidualFit(cols, rng.standard_normal((2000, 1)), names, np.ones((2000, 1), bool))
+    vif, partners = fit.inflation(fit.solve(np.ones(2000, dtype=bool)))
+    assert vif[0] > VIF_LIMIT and vif[1] > VIF_LIMIT and vif[2] < 1.1
+    lines = not_determined(names, names, vif, partners, names, LINK)
+    assert len(lines) == 3 and 'payload mass' in lines[0] and 'Coulomb friction of arm_joint_2' \
+        in lines[0] and 'viscous friction of arm_joint_3' not in lines[-1]
+    assert lines[-1].startswith('a motion that would: joints arm_joint_2') and \
+        'calibrate excite' in lines[-1] and LINK in lines[-1]

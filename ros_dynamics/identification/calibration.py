@@ -207,7 +207,8 @@ class _Problem:
 
 
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
-              margin=2.0, floor=0.2, contact='auto', model_error=0.25, torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto',
+              margin=2.0, floor=0.2, contact='auto', model_error=0.25,
+              torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto',
               velocity_filters=VELOCITY_FILTERS):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 

@@ -18,6 +18,8 @@ neither enters the fit nor the search for contact (:func:`moving_rows`): a robot
 from rest, holding its weight on friction, is not refused for it.
 """
 
+import warnings
+
 import numpy as np
 
 from .samples import CalibrationError
@@ -84,15 +86,13 @@ def _peak(e):
 
 
 def _noise(e, rows):
-    """Per joint the robust noise level of ``e`` over ``rows`` (1.4826 MAD; 1e-3 for a joint
-    with no value there: at rest throughout)."""
-    out = np.full(e.shape[1], 1e-3)
-    for j in range(e.shape[1]):
-        x = e[rows, j]
-        x = x[np.isfinite(x)]
-        if x.size:
-            out[j] = max(1.4826 * float(np.median(np.abs(x - np.median(x)))), 1e-3)
-    return out
+    """Per joint the robust noise level of ``e`` over ``rows`` (1.4826 MAD, at least 1e-3; NaN
+    for a joint with no value there, at rest throughout: never called contact)."""
+    x = e[rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', RuntimeWarning)       # a joint at rest throughout
+        mad = np.nanmedian(np.abs(x - np.nanmedian(x, axis=0)), axis=0)
+    return np.maximum(1.4826 * mad, 1e-3)
 
 
 def contact_spans(t, e, rows, valid, ratio=10.0, min_duration=0.05):

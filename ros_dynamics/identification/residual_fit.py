@@ -94,10 +94,15 @@ class ResidualFit:
         return Solution(theta, An, scale, e, w, sel, free)
 
     def noise_covariance(self, sol):
-        """(the noise's covariance (p, p), the residual's autocorrelation time)."""
+        """(the noise's covariance (p, p), the residual's autocorrelation time: the mean over
+        the joints of each one's, over the rows it was used at)."""
         dof = max(1, sol.e.size - sol.An.shape[1])
         sigma2 = float(sol.e @ sol.e) / dof
-        tau_c = autocorrelation_time(self._by_joint(sol.e, sol.sel))
+        full = np.full(self.n * self.nv, np.nan)
+        full[sol.sel] = sol.e
+        taus = [autocorrelation_time(c[np.isfinite(c)][:, None])
+                for c in full.reshape(self.n, self.nv).T if np.isfinite(c).sum() >= 8]
+        tau_c = float(np.mean(taus)) if taus else 1.0
         return self._full(np.linalg.pinv(sol.An.T @ sol.An) * sigma2 * tau_c, sol), tau_c
 
     def jackknife_covariance(self, rows, sol):
@@ -112,14 +117,6 @@ class ResidualFit:
         cov = np.zeros((self.p, self.p))
         cov[np.ix_(sol.free, sol.free)] = cov_free / np.outer(sol.scale, sol.scale)
         return cov
-
-    def _by_joint(self, e, sel):
-        """The weighted residual as columns per joint (rows where all joints were used)."""
-        full = np.full(self.n * self.nv, np.nan)
-        full[sel] = e
-        full = full.reshape(self.n, self.nv)
-        full = full[:, np.any(np.isfinite(full), axis=0)]
-        return full[np.all(np.isfinite(full), axis=1)]
 
     def inflation(self, sol):
         """Per free parameter: its variance inflation factor, the diagonal of ``(AnᵀAn)⁻¹``
