@@ -20,10 +20,6 @@ and reports:
 
     python benchmarks/calibration_mujoco.py [--out-dir out/benchmarks]
 """
-
-MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation',
-            'ros_dynamics/simulation/mujoco_plant.py', 'urdf/arm7.urdf')
-
 import argparse
 import os
 import tempfile

@@ -28,10 +28,6 @@ identify_recording, fit on its first 70 %), then judged on the plant's truth:
 
     python benchmarks/excitation_mujoco.py [--seeds 1 2 3] [--duration 20] [--out-dir out/benchmarks]
 """
-
-MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation',
-            'ros_dynamics/simulation/mujoco_plant.py', 'urdf/arm7.urdf')
-
 import argparse
 import sys
 import time

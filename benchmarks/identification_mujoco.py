@@ -30,10 +30,6 @@ vs from the payload recording alone on the URDF.
 
     python benchmarks/identification_mujoco.py [--out-dir out/benchmarks]
 """
-
-MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation',
-            'ros_dynamics/simulation/mujoco_plant.py', 'urdf/arm7.urdf')
-
 import argparse
 import os
 import tempfile

@@ -24,10 +24,6 @@ used by both estimators.
 
     python benchmarks/payload_se_mujoco.py [--seeds 1 2 3 4 5 6] [--seeds-100 1 2 3] [--out-dir out/benchmarks]
 """
-
-MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation',
-            'ros_dynamics/simulation/mujoco_plant.py', 'urdf/arm7.urdf')
-
 import argparse
 
 import numpy as np

@@ -28,10 +28,6 @@ Per plant, with the default options:
 
     python benchmarks/thresholds_mujoco.py [--seeds 1 2 3] [--out-dir out/benchmarks]
 """
-
-MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation',
-            'ros_dynamics/simulation/mujoco_plant.py', 'urdf/arm7.urdf')
-
 import argparse
 import time
 
