@@ -35,15 +35,14 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402  (sets the ROS environment: localhost, its domain id)
-from common import log, machine_info, output, report  # noqa: E402
-from vs_pinocchio import (client, robot_urdf, start_process, trajectory,  # noqa: E402
-                          warm_caches)
+from common import docstring_report, log, output, report  # noqa: E402
+from vs_pinocchio import (client, commit_of, robot_urdf, start_process,  # noqa: E402
+                          trajectory, warm_caches)
 
 import numpy as np  # noqa: E402
 
@@ -196,12 +195,9 @@ def main():
         xml = f.read()
     traj = trajectory(xml, args.duration, args.rate)
     warm_caches([nl.REPO_ROOT] + ([args.base] if args.base else []))
-    command = 'python benchmarks/fresh_when_behind.py ' + ' '.join(
-        f'<checkout of {a}>' if a == args.base else a for a in sys.argv[1:])
-    head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
-            f'{machine_info()}; {args.robot}, {args.rate:g} Hz for {args.duration:g} s per run, '
-            f'~/get_dynamics called at {args.calls:g} Hz (every other request malformed); '
-            f'load average at the start {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
+    head = (f'{args.robot}, {args.rate:g} Hz for {args.duration:g} s per run, ~/get_dynamics '
+            f'called at {args.calls:g} Hz (every other request malformed)'
+            + (f'; ours@base: the node of {commit_of(args.base)}' if args.base else ''))
     results = []
     for k in range(args.runs):
         order = variants[k % len(variants):] + variants[:k % len(variants)]
@@ -212,10 +208,8 @@ def main():
             log(f'  answered {100 * r["answered_fraction"]:.1f} %, lag p99 '
                 f'{r["lag_p99_ms"]:.1f} ms, taken {r["accepted"]} of {r["sent"]}, skipped '
                 f'{r["skipped"]}, calls {r["calls_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}')
-    path = output(args.out_dir, 'fresh_when_behind.md')
-    report(path, f'# {__doc__.splitlines()[0]}\n\n{head}.\n\n'
-           + __doc__.split('\n\n', 1)[1].split('\n\n    python')[0] + '\n\n'
-           + '\n'.join(table(results)) + '\n')
+    path = report(output(args.out_dir, 'fresh_when_behind.md'),
+                  docstring_report(__doc__, body=f'{head}.\n\n' + '\n'.join(table(results))))
     with open(path[:-3] + '.json', 'w') as f:
         json.dump({'head': head, 'runs': results}, f, indent=2)
 

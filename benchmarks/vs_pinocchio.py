@@ -62,6 +62,11 @@ compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkou
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/ros/process.py', 'benchmarks/pinocchio_node.py',
+            'benchmarks/relay_node.py')
+
 import argparse
 import json
 import os
@@ -76,7 +81,7 @@ sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402  (sets the ROS environment: localhost, its domain id)
 import thread_profile  # noqa: E402
-from common import example_robot_data_urdf, machine_info  # noqa: E402
+from common import example_robot_data_urdf, output, report  # noqa: E402
 
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
@@ -553,7 +558,7 @@ def prepare(robots, duration, rate):
     return xmls, trajs, checks, ts_checks
 
 
-def _commit(root):
+def commit_of(root):
     """The commit of the checkout at ``root`` (what a result file names, not a local path)."""
     res = subprocess.run(['git', '-C', root, 'rev-parse', '--short', 'HEAD'],
                          capture_output=True, text=True)
@@ -598,17 +603,11 @@ def main():
         variants.insert(variants.index('ours') + 1 if 'ours' in variants else 0, 'ours@base')
     if not any(v in PINOCCHIO or v == RELAY for v in variants):
         raise SystemExit('a pinocchio variant or the relay is the reference of the ratios')
-    argv = sys.argv[1:]
-    if args.base:   # the other checkout by its commit, not by the (temporary) path it lies at
-        argv = [f'<checkout of {_commit(args.base)}>' if a == args.base else a for a in argv]
-    command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(argv)
-    head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
-            f'{machine_info()}; ours: the node of {_commit(nl.REPO_ROOT)}'
+    head = (f'ours: the node of {commit_of(nl.REPO_ROOT)}'
             + (' with uncommitted changes' if _dirty(nl.REPO_ROOT) else '') + '; '
-            + (f'ours@base: the node of {_commit(args.base)}; ' if args.base else '')
+            + (f'ours@base: the node of {commit_of(args.base)}; ' if args.base else '')
             + f'ROS_DOMAIN_ID={nl.DOMAIN_ID}, localhost only; {args.rate:g} Hz for '
-            f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
-            f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
+            f'{args.duration:g} s per run, {args.reps} repetitions')
     print(head, flush=True)
     xmls, trajs, checks, ts_checks = prepare(args.robots, args.duration, args.rate)
     warm_caches([nl.REPO_ROOT] + ([args.base] if args.base else []))   # each checkout's own
@@ -627,7 +626,6 @@ def main():
                       f'{r["send_rate_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}; by thread '
                       + ', '.join(f'{t} {x:.0f}' for t, x in r['cpu_us_by_thread'].items()),
                       flush=True)
-    head += f'; load average at the end {os.getloadavg()[0]:.2f}'
     write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants,
                   ts_checks)
 
@@ -635,10 +633,8 @@ def main():
 def write_outputs(out_dir, name, head, checks, results, robots, variants, ts_checks=None):
     """The result files <name>.md and <name>.json (the runs, to summarize again)."""
     lines, summary = summarize(results, robots, variants)
-    os.makedirs(out_dir, exist_ok=True)
-    md = os.path.join(out_dir, f'{name}.md')
-    with open(md, 'w') as f:
-        f.write(f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
+    md = report(os.path.join(out_dir, f'{name}.md'),
+                f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
                 + ''.join(f'{r}: max |ours - pinocchio| = {e:.1e}. ' for r, e in checks.items())
                 + ''.join(f'{r}: task space, max relative |ours - pinocchio| = {e:.1e} '
                           f'(frames {", ".join(TASK_FRAMES[r])}). '
@@ -651,12 +647,11 @@ def write_outputs(out_dir, name, head, checks, results, robots, variants, ts_che
                   '(not counted in the median and range); load = the highest 1-minute load '
                   'average of its runs.\n\n'
                 + '\n'.join(lines) + '\n')
-    js = os.path.join(out_dir, f'{name}.json')
+    js = output(out_dir, f'{name}.json')
     with open(js, 'w') as f:
         json.dump({'head': head, 'robots': robots, 'variants': variants, 'runs': results,
                    'summary': summary, 'check': checks, 'task_space_check': ts_checks or {}},
                   f, indent=2)
-    print('\n'.join(lines))
     print(f'wrote {md} and {js}')
 
 
@@ -673,6 +668,7 @@ def resummarize(path, out_dir, name):
     head = data['head']
     write_outputs(out_dir, name, head, data['check'], runs, robots, variants,
                   data.get('task_space_check'))
+
 
 if __name__ == '__main__':
     main()
