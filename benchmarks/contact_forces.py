@@ -43,6 +43,11 @@ part behind the push's K/(s+K) (the shift that fits best); the estimator's CPU t
 odometry seeds.  Writes contact_forces.md and contact_forces.json to --out-dir and the plot
 of the push in the unexplained part to out/contact_forces.png.
 """
+
+MEASURES = ('ros_dynamics/estimation', 'ros_dynamics/simulation', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/ros/simulation/mujoco_sim_node.py',
+            'test/test_e2e_sim_mujoco_contact_forces.py')
+
 import argparse
 import dataclasses
 import json

@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from common import add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402
+from common import add_out_dir, docstring_report, log, output, report  # noqa: E402
 
 MEASURES = ('ros_dynamics/control', 'ros_dynamics/ros/control/wbc_node.py',
             'ros_dynamics/ros/control/wbc_stream.py',
@@ -96,7 +96,6 @@ def main(argv=None):
     ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
     add_out_dir(ap)
     args = ap.parse_args(argv)
-    head = provenance()
     folder = tempfile.mkdtemp(prefix='rd_trot_dds_')
     lines = ['| robot | variant | seed | falls | velocity error max [m/s] | yaw rate error max '
              '[rad/s] | periods answered [%] | periods owed | staleness p50 / p99 / max [ms] '
@@ -112,7 +111,9 @@ def main(argv=None):
             lines.append(_row(args.robot, variant, seed, r))
             log('  ' + r['summary'])
     report(output(args.out_dir, f'trot_dds_{args.robot}.md'),
-           docstring_report(__doc__, head, '\n'.join(lines)))
+           docstring_report(__doc__, body='\n'.join(lines)),
+           draws=f'{len(args.seeds)} independent draws of the sensing noise, seeds '
+                 f'{", ".join(map(str, args.seeds))}')
 
 
 if __name__ == '__main__':

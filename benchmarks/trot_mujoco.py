@@ -43,7 +43,7 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 
-from common import add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402
+from common import add_out_dir, docstring_report, log, output, report  # noqa: E402
 
 MEASURES = ('ros_dynamics/control', 'ros_dynamics/simulation/legged_walk.py',
             'ros_dynamics/simulation/mujoco_legged.py',
@@ -150,7 +150,6 @@ def main(argv=None):
     ap.add_argument('--jobs', type=int, default=2, help='runs in parallel')
     add_out_dir(ap)
     args = ap.parse_args(argv)
-    head = provenance()
     runs = [(r, v, s) for r in args.robots for v in args.variants for s in args.seeds]
     log(f'{len(runs)} runs, {args.jobs} at a time (a few minutes each on a loaded 2-core '
         'machine) ...')
@@ -162,7 +161,9 @@ def main(argv=None):
                 f'error {r["v_err"]:.4f} m/s, yaw rate {r["w_err"]:.4f} rad/s ({r["wall"]:.0f} '
                 f's wall; {time.monotonic() - t0:.0f} s so far)')
     report(output(args.out_dir, 'trot_mujoco.md'),
-           docstring_report(__doc__, head, _table(rows, args.seeds)))
+           docstring_report(__doc__, body=_table(rows, args.seeds)),
+           draws=f'{len(args.seeds)} independent draws of the sensing noise and the link '
+                 f'errors, seeds {", ".join(map(str, args.seeds))}')
 
 
 if __name__ == '__main__':

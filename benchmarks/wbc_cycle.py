@@ -46,7 +46,7 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 
-from common import add_out_dir, docstring_report, log, output, provenance, report  # noqa: E402
+from common import add_out_dir, docstring_report, log, output, report  # noqa: E402
 
 MEASURES = ('ros_dynamics/control', 'ros_dynamics/ros/control/wbc_stream.py',
             'ros_dynamics/ros/control/wbc_wire.py')
@@ -236,7 +236,6 @@ def main(argv=None):
     ap.add_argument('--base', default='606e4da', help='the previous release\'s commit')
     add_out_dir(ap)
     args = ap.parse_args(argv)
-    head = provenance()
     from ros_dynamics.control.wbc import effort_limits_from_urdf
     from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
     feet = ROBOTS['solo12']['feet']
@@ -253,7 +252,7 @@ def main(argv=None):
         log(f'timing {len(cands)} candidate(s) over {len(pairs)} pairs, {args.blocks} blocks')
         rows.append((gait, blocks(cands, pairs, args.blocks, args.per_block)))
     text = _table(rows, args)
-    report(output(args.out_dir, 'wbc_cycle.md'), docstring_report(__doc__, head, text))
+    report(output(args.out_dir, 'wbc_cycle.md'), docstring_report(__doc__, body=text))
 
 
 def _table(rows, args):
