@@ -4,8 +4,9 @@ model: ``scripts/closed_loop_trot.py`` runs MuJoCo's Solo12 (``sim_mujoco``: sof
 0.03 m/s noise; joint noise), the dynamics node (the feet as task and contact frames) and
 ``wbc_controller`` (``gait: trot``, touch-downs from the node's ``~/contact_forces``), and plays
 ``cmd_vel``: trot in place 2 s, then forward 0.3 m/s for 5 s.  The plant does not step while the
-newest command answers a state more than 5 ms old (the result does not depend on the machine's
-load; the real-time runs are benchmarks/trot_dds.py's).
+newest command answers a state more than 5 ms old and the node answers every joint state in
+turn (``catch_up`` off): the result does not depend on the machine's load; the real-time runs
+are benchmarks/trot_dds.py's.
 
 Every claim is MuJoCo's truth (its base pose and twist) or the controller's own log, never the
 stream.  The script runs until the simulator's end (by count: the simulated duration), with a
