@@ -33,9 +33,11 @@ When a foot leaves the ground its leg's residual vanishes and (2) gives it no fo
 constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
 solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
 
-Per frame, the contact state comes from the normal force ``n·f_i`` of (2) over every frame,
-with hysteresis: in contact above ``threshold`` [N], out of contact below ``release_ratio ×
-threshold``.  A frame out of contact carries no force: if there is one, (2) is solved again
+Per frame, the contact state comes from a fast force and the frame's motion (contact_state.py:
+the residual's rate, the frame's height and velocity; the threshold ``threshold`` [N] and the
+release ``release_ratio × threshold``); without the observer's period (:meth:`solve` alone) from
+the normal force ``n·f_i`` of (2) over every frame, with that hysteresis.  A frame out of
+contact carries no force: if there is one, (2) is solved again
 without it, and what it would have explained (a foot brushing the ground below the threshold,
 a push that a swing foot's free wrench directions could absorb) stays in the unexplained part
 ``τ_u = r − Σ_i J_iᵀ f_i`` over the frames in contact, so that the published wrenches and
@@ -55,6 +57,7 @@ from numba import njit
 from ..core.api import task_frames, task_space
 from ..core.data import Data
 from ..core.validation import check_configuration, check_vector
+from .contact_state import ContactState
 
 __all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS']
 
@@ -159,11 +162,16 @@ class ContactForceEstimator:
         With a floating base, the residual with the base twist from the stance legs
         (stance_residual.py) that the unexplained part is taken from (:meth:`update` with the
         state); None: from ``r``.
+    gain : float or (nv,) array
+        The gain [1/s] of the observer whose residual :meth:`update` is given (the contact
+        state recovers its input from it: contact_state.py).
+    state_options : ContactStateOptions or None
+        The contact state's settings (contact_state.py; None: its defaults).
     """
 
     def __init__(self, model, frames, frame_model='point', normal=(0.0, 0.0, 1.0),
                  threshold=10.0, release_ratio=0.5, friction=FRICTION, base_weight=1e-6,
-                 regularization=1e-12, stance_residual=None):
+                 regularization=1e-12, stance_residual=None, gain=50.0, state_options=None):
         if frame_model not in FRAME_MODELS:
             raise ValueError(f'contact_frame_model must be one of {sorted(FRAME_MODELS)}, '
                              f'got {frame_model!r}')
@@ -222,6 +230,20 @@ class ContactForceEstimator:
                                self._y)
         self._qp = {}
         self._x = np.zeros(k * d)
+        self._phi = np.zeros(k * d)      # the fast forces (contact_state.py)
+        gains = np.broadcast_to(np.asarray(gain, dtype=float), (self.nv,))
+        if not np.all(gains > 0):
+            raise ValueError('the observer gain must be > 0')
+        self.contact_state = ContactState(gains, self.normal, k,
+                                          (self.threshold, self.release_ratio * self.threshold),
+                                          state_options)
+        # what the residual still holds of a frame's force after its lift-off (module text):
+        # per frame, in the residual's coordinates and as the frame's force, and its decay rate
+        self._gains = gains.copy()
+        self._memory, self._memory_force = np.zeros((k, self.nv)), np.zeros((k, d))
+        body = np.asarray(model.dof_body)
+        self._frame_gain = np.array([gains[body == b].mean() if np.any(body == b) else
+                                     gains.mean() for b in self.frames.body])
         self.status = None               # the solver's status at the last update
         self.reset()
 
@@ -272,8 +294,9 @@ class ContactForceEstimator:
     def reset(self):
         """Every frame out of contact; the next solve starts cold (and the stance residual
         starts over)."""
-        k = self._k
-        self._state = np.zeros(k, dtype=bool)
+        self.contact_state.reset()
+        self._memory[:] = 0.0
+        self._memory_force[:] = 0.0
         self._qp = {}
         self._x[:] = 0.0
         if self.stance_residual is not None:
@@ -294,37 +317,82 @@ class ContactForceEstimator:
         residual with the base twist from the frames in contact (stance_residual.py)."""
         r = check_vector(r, self.nv, 'r')
         A, positions = self.jacobians(q)
-        out = self.solve(A, r, positions)
-        if self.stance_residual is not None and state is not None:
-            v, tau, dt, bridge = state
-            rh = self.stance_residual.update(q, v, tau, dt, A, out.in_contact, bridge)
-            out.unexplained = rh - A @ self._x
+        if self.stance_residual is None or state is None:
+            return self.solve(A, r, positions, state)
+        # the stance residual with the frames in contact at the last update: its rate gives
+        # the contact state's fast force (the legs' base twist: less noise than the odometry's)
+        v, tau, dt, bridge = state
+        rh = self.stance_residual.update(q, v, tau, dt, A, self.contact_state.state, bridge)
+        out = self.solve(A, r, positions, state, rh)
+        out.unexplained = rh - self._memory.sum(axis=0) - A @ self._x
         return out
 
-    def solve(self, A, r, positions=None):
-        """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``."""
+    def _fast_forces(self, A, r, dt, bridge):
+        """φ (k,): the normal forces of the unconstrained minimizer of (2) for the fast residual
+        of the residual ``r`` after a period ``dt`` (contact_state.py, (1)-(2))."""
+        rho = self.contact_state.residual(r, dt, bridge)
+        weighted_least_squares(A, self._w, rho, self.regularization, self._cols.ravel(),
+                               self._C, self._lower, self._upper, self._H, self._phi)
+        return self._phi.reshape(self._k, self._d)[:, :3] @ self.normal
+
+    def solve(self, A, r, positions=None, state=None, fast=None):
+        """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``;
+        ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the contact
+        state from the fast force of ``fast``, a residual of the same gain, default ``r``, and
+        the frames' motion, contact_state.py), or None (from the normal forces of (2) with
+        hysteresis)."""
         k, d = self._k, self._d
         A = np.ascontiguousarray(A)
-        # every frame first: the normal forces decide the contact states (with hysteresis);
-        # then, if some frame is out of contact, the programme again without it: it carries no
-        # force, and what it would have explained stays in the unexplained part
+        # every frame first: its normal forces and the frames' motion decide the contact
+        # states; then, if some frame is out of contact, the programme again without it: it
+        # carries no force, and what it would have explained stays in the unexplained part
         x = self._programme(A, r, self._all)
         if not np.all(np.isfinite(x)):
             self.reset()
             raise ValueError('the contact-force programme gave a non-finite solution')
-        f = x.reshape(k, d)
-        fn = f[:, :3] @ self.normal
-        was = self._state
-        now = (fn > self.threshold) | (was & (fn >= self.release_ratio * self.threshold))
-        self._state = now
+        fn = x.reshape(k, d)[:, :3] @ self.normal
+        was = self.contact_state.state.copy()
+        if state is None or positions is None:
+            now = self.contact_state.update(fn, fn)
+        else:
+            v, _, dt, bridge = state
+            phi = (self._fast_forces(A, r if fast is None else fast, dt, bridge)
+                   if self.contact_state.fast else fn)
+            if self.stance_residual is not None:      # the legs' base twist (no odometry lag)
+                v = self.stance_residual.velocity
+            now = self.contact_state.update(phi, fn, A, positions, d, v, 0.0 if bridge else dt)
+        now = now.copy()
+        rr = r
+        if state is not None:
+            rr = r - self._remember(A, x, was, now, state[2], state[3])
         if not now.all():
-            x = self._programme(A, r, now)
+            x = self._programme(A, rr, now)
         if not np.all(np.isfinite(x)):
             self.reset()
             raise ValueError('the contact-force programme gave a non-finite solution')
         self._x[:] = x
         wrenches = np.zeros((k, 6))
-        wrenches[:, :d] = x.reshape(k, d)
-        return ContactForces(self.frames.names, now.copy(), wrenches, fn, r - A @ x,
+        wrenches[:, :d] = np.where(now[:, None], x.reshape(k, d), self._memory_force)
+        return ContactForces(self.frames.names, now.copy(), wrenches, fn, rr - A @ x,
                              now & ~was, was & ~now,
                              np.zeros((k, 3)) if positions is None else positions.copy())
+
+    def _remember(self, A, x, was, now, dt, bridge):
+        """What the residual still holds of the forces of frames out of contact (nv,): at a
+        lift-off the frame's part ``J_iᵀ f_i`` of ``x`` (the programme over every frame), then
+        decaying as the observer forgets it, ``e^{−K Δt}`` per period (exactly: the force is
+        zero since); dropped when the frame is in contact again.  Its force ``f_i`` decays
+        alike (what the frame publishes out of contact: its force through K/(s+K))."""
+        mem, force = self._memory, self._memory_force
+        if not bridge and (was.any() or mem.any()):
+            mem *= np.exp(-self._gains * dt)
+            force *= np.exp(-self._frame_gain * dt)[:, None]
+        d = self._d
+        for i in np.flatnonzero(was & ~now):
+            cols = self._cols[i]
+            mem[i] = A[:, cols] @ x[cols]
+            force[i] = x[cols]
+        for i in np.flatnonzero(now & ~was):
+            mem[i] = 0.0
+            force[i] = 0.0
+        return mem.sum(axis=0) if d else 0.0

@@ -79,7 +79,8 @@ class ObserverSettings:
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
                  torque_offset=0.0, contact_frames=(), contact_frame_model='point',
                  contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
-                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03):
+                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03,
+                 contact_state=None):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.threshold_velocity = per_coordinate('contact_threshold_velocity',
@@ -105,6 +106,7 @@ class ObserverSettings:
         self.contact_normal = np.asarray(contact_normal, dtype=float)
         self.contact_force_threshold = float(contact_force_threshold)
         self.odom_twist_noise = float(odom_twist_noise)
+        self.contact_state = contact_state        # ContactStateOptions or None (its defaults)
         if not (math.isfinite(self.odom_twist_noise) and self.odom_twist_noise >= 0):
             raise ValueError(f'odom_twist_noise must be >= 0, got {odom_twist_noise}')
         self.contact_forces(model)           # validated here (the estimator is the CycleState's)
@@ -121,7 +123,8 @@ class ObserverSettings:
                 friction_coulomb=self.friction_coulomb, torque_offset=self.torque_offset))
         return ContactForceEstimator(model, self.contact_frames, self.contact_frame_model,
                                      self.contact_normal, self.contact_force_threshold,
-                                     self.release_ratio, stance_residual=stance)
+                                     self.release_ratio, stance_residual=stance,
+                                     gain=self.gain, state_options=self.contact_state)
 
     def set_wrench(self, model, link, point, force_only):
         """Where and how the contact wrench is estimated (a link, or '' for the isolated one;

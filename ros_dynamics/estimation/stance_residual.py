@@ -40,7 +40,7 @@ from .observer import MomentumObserver
 __all__ = ['StanceResidual', 'FOOT_VELOCITY_NOISE', 'STANCE_GATE', 'stance_twist']
 
 #: σ_f of (1) [m/s]: a stance foot's velocity (soft ground, rolling, joint-velocity noise)
-FOOT_VELOCITY_NOISE = 0.005
+FOOT_VELOCITY_NOISE = 0.02
 #: a stance foot faster than this under the fused twist [m/s] is taken as lifting off
 STANCE_GATE = 0.1
 
@@ -138,6 +138,12 @@ class StanceResidual:
         # compiled (or loaded from numba's cache) here, not at a sample
         fused_twist(np.zeros((model.nv, 3)), self._vh, np.ones(1, dtype=np.bool_), 3,
                     self._odom_weight, self._foot_weight, STANCE_GATE, self._vh, self._H)
+
+    @property
+    def velocity(self):
+        """The last update's velocity (nv,): the state's with the base twist v̂_b of (1) (the
+        array itself)."""
+        return self._vh
 
     def reset(self):
         """Start over (with the cycle's observer): the next update initializes."""

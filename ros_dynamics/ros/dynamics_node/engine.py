@@ -20,6 +20,7 @@ from ...core.jit import cached
 from ...core.kernels import geometry as geometry_kernel
 from ...core.model import with_armature
 from ...core.urdf import load_urdf_string
+from ...estimation.contact_state import ContactStateOptions
 from ...estimation.cycle_state import CycleState, ObserverSettings
 from ...estimation.joint_input import InputBounds, JointStateAssembler
 from ...estimation.cycle import JointStateCycle, node_cycle
@@ -77,7 +78,9 @@ def observer_settings(model, cfg):
         contact_frames=cfg.contact_frames, contact_frame_model=cfg.contact_frame_model,
         contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold,
         threshold_velocity=cfg.contact_threshold_velocity,
-        threshold_torque=cfg.contact_threshold_torque, odom_twist_noise=cfg.odom_twist_noise)
+        threshold_torque=cfg.contact_threshold_torque, odom_twist_noise=cfg.odom_twist_noise,
+        contact_state=ContactStateOptions(cfg.contact_fast_gain, cfg.contact_touchdown_height,
+                                          cfg.contact_lift_speed))
 
 
 class Engine:

@@ -1,0 +1,203 @@
+"""Each contact frame's state (touch-down, lift-off) from a fast force and the frame's motion.
+
+The forces of the contact-force programme (contact_forces.py, eq. 2) are the plant's through the
+observer's ``K/(s+K)``: a foot that leaves the ground still shows its filtered force for
+``ln(F/F_r)/K`` (from ``F`` to the release level ``F_r``: 46 ms from 12 N to 1.2 N at
+K = 50 1/s), so a state taken from them sees every lift-off about that late, and a higher ``K``
+lets the noise of the base twist through (a state estimator's odometry) as touch-downs in
+mid-swing.  The state here uses what the robot knows besides the filtered force, as the
+contact-estimation literature for legged robots does (Hwangbo et al. 2016, "Probabilistic foot
+contact estimation by fusing information from dynamics and differential/forward kinematics";
+Bledt et al. 2018, "Contact model fusion for event-based locomotion in unstructured
+terrains": the force of a momentum observer, the foot's height and its motion):
+
+1. **The residual's rate.**  The observer's exact discrete step (observer.py)
+   ``r_k = a r_{k−1} + (1 − a) w_k``, ``a = e^{−K Δt}``, gives back its input over the period,
+
+       w_k = (r_k − a r_{k−1}) / (1 − a)                 (τ_ext ≈ r + ṙ/K, sampled exactly),   (1)
+
+   the external torque's period mean with the noise of the unfiltered momentum difference, and
+   a second filter of it at the gain ``K_f`` (``fast_gain``),
+
+       ρ_k = a_f ρ_{k−1} + (1 − a_f) w_k,   a_f = e^{−K_f Δt},                               (2)
+
+   is the residual of a momentum observer of gain ``K_f`` on the same samples (the
+   multi-observer idea, without a second dynamics pass); across a gap the observer holds ``r``
+   and (2) holds ``ρ``.  On a floating base the estimator gives it the residual with the stance
+   legs' base twist (stance_residual.py), whose rate carries less of the odometry's noise.
+2. **Fast forces.**  ``φ_i = n·f_i``, ``f`` the unconstrained minimizer of contact_forces.py's
+   (2) for ``ρ`` (its compiled weighted least squares; a leg's joint rows decide its force).
+3. **Kinematics** (the frame Jacobians and positions the programme uses): the frame's height
+   ``z_i = n·p_i`` against the ground ``g``, the mean over the frames in contact of the height
+   ``t_j`` each had when it touched down (feet sinking into soft ground do not lower it; the
+   lowest frame's height while none is in contact), and its velocity along the normal
+   ``u_i = n·(J_i v)`` (``v`` with the stance legs' base twist when the estimator has it, else
+   the odometry's).
+4. **The state**, per frame, with the threshold ``F_c`` and the release ``F_r``
+   (contact_forces.py's ``threshold`` and ``release_ratio × threshold``):
+
+       touch-down:  φ_i > F_c,  u_i ≤ v_l,  and (N_i > F_c  or  z_i − g < h_c)               (3)
+       lift-off:    φ_i < F_r for T_c,  or  u_i > v_l, φ_i < F_c and z_i > t_i − h_c/5      (4)
+
+   ``N_i`` the normal force of the programme on ``r`` (K/(s+K)), ``h_c`` = ``touchdown_height``,
+   ``v_l`` = ``lift_speed``, ``T_c`` = :data:`CONFIRM` (3 ms: longer than the fast filter's
+   noise correlation 1/K_f, so that one low sample of a lightly loaded stance foot is no
+   lift-off; 0 without the fast force).  A touch-down needs the fast force, a frame that is not rising, and either the
+   filtered force too (the K/(s+K) delay: wherever the ground is, e.g. a step up) or a frame
+   as low as the ground the others stand on (then the fast filter's delay only): noise of the
+   fast force in mid-swing, high above the ground, is no touch-down.  A lift-off is the fast
+   force's fall below the release, or earlier a frame rising faster than ``v_l`` with less than
+   ``F_c``, back up to where it touched down (a foot rising out of soft ground is still pushed).
+
+What each delay is made of (docs/contact_forces.md): a touch-down near the ground, the fast
+filter's rise to ``F_c``, about ``ln(F/(F − F_c))/K_f`` after the force reaches ``F``, plus the
+sample; elsewhere that of ``K`` (``ln(F/(F − F_c))/K``).  A lift-off, the time the frame needs
+to rise at ``v_l`` (its swing's acceleration, with the error of ``u_i``), or the plant's own
+unloading to ``F_r`` plus ``ln(φ/F_r)/K_f`` and ``T_c``.
+
+Without a period (:meth:`ContactState.update` without ``v``) the state is the hysteresis of the
+given force: contact_forces.py's without the observer's state.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+__all__ = ['CONFIRM', 'ContactStateOptions', 'ContactState', 'fast_residual', 'frame_states']
+
+#: T_c of (4) [s]: how long the fast force stays below the release before a lift-off
+CONFIRM = 0.003
+
+
+@dataclass(frozen=True)
+class ContactStateOptions:
+    """The contact state's settings (module docstring): ``fast_gain`` K_f [1/s] of (2) (0: no
+    fast force, the state from the filtered force), ``touchdown_height`` h_c [m] of (3) and (4)
+    (0: every touch-down needs the filtered force), ``lift_speed`` v_l [m/s] of (3) and (4) (0:
+    no velocity rule)."""
+    fast_gain: float = 400.0
+    touchdown_height: float = 0.015
+    lift_speed: float = 0.3
+
+    def __post_init__(self):
+        for name in ('fast_gain', 'touchdown_height', 'lift_speed'):
+            x = getattr(self, name)
+            if not (math.isfinite(x) and x >= 0):
+                raise ValueError(f'contact state: {name} must be >= 0, got {x}')
+
+
+@njit(cache=True, nogil=True)
+def fast_residual(r, r_prev, gain, dt, fast_gain, rho, bridge):
+    """(1) and (2) in place: ``rho`` <- the gain-``fast_gain`` filter of the observer's input
+    recovered from its residuals ``r_prev`` -> ``r`` (gains ``gain``, per coordinate) over
+    ``dt``; held across a gap (``bridge``); ``r_prev`` <- ``r``."""
+    af = math.exp(-fast_gain * dt)
+    for i in range(r.shape[0]):
+        if not bridge:
+            a = math.exp(-gain[i] * dt)
+            w = (r[i] - a * r_prev[i]) / (1.0 - a)
+            rho[i] = af * rho[i] + (1.0 - af) * w
+        r_prev[i] = r[i]
+
+
+@njit(cache=True, nogil=True)
+def _height(normal, positions, i):
+    return normal[0] * positions[i, 0] + normal[1] * positions[i, 1] + normal[2] * positions[i, 2]
+
+
+@njit(cache=True, nogil=True)
+def frame_states(phi, slow, A, v, positions, normal, d, dt, state, touched, below, limits):
+    """(3) and (4) in place on ``state`` (k,) bool, for the fast normal forces ``phi`` (k,), the
+    filtered ones ``slow`` (k,), the frames' velocity columns ``A`` (nv × k d) and origins
+    ``positions`` (k, 3) at the state ``v`` (nv,), ``dt`` after the last update; ``touched``
+    (k,): each frame's height when it last touched down, ``below`` (k,): how long [s] its fast
+    force has been below the release (both written here); ``limits``: F_c, F_r, h_c, v_l,
+    T_c."""
+    k, nv = state.shape[0], A.shape[0]
+    fc, fr, hc, vl, confirm = limits[0], limits[1], limits[2], limits[3], limits[4]
+    total, count, lowest = 0.0, 0, np.inf
+    for i in range(k):                          # the ground g
+        lowest = min(lowest, _height(normal, positions, i))
+        if state[i]:
+            total += touched[i]
+            count += 1
+    ground = total / count if count else lowest
+    for i in range(k):
+        z = _height(normal, positions, i)
+        u = 0.0                                 # n·(J_i v)
+        for c in range(3):
+            s = 0.0
+            for j in range(nv):
+                s += A[j, i * d + c] * v[j]
+            u += normal[c] * s
+        rising = vl > 0.0 and u > vl
+        if state[i]:                            # (4)
+            below[i] = below[i] + dt if phi[i] < fr else 0.0
+            risen = z > touched[i] - 0.2 * hc
+            state[i] = not (below[i] >= confirm - 1e-9 or (rising and risen and phi[i] < fc))
+        else:                                   # (3)
+            low = hc > 0.0 and z - ground < hc
+            state[i] = phi[i] > fc and not rising and (slow[i] > fc or low)
+            if state[i]:
+                touched[i], below[i] = z, 0.0
+
+
+class ContactState:
+    """The contact states of ``k`` frames (module docstring).  ``gain``: the observer's gain
+    per velocity coordinate (nv,), whose residual :meth:`residual` is given; ``normal``: the
+    contact normal (unit, world axes); ``limits``: (F_c, F_r)."""
+
+    def __init__(self, gain, normal, k, limits, options=None):
+        self.options = options or ContactStateOptions()
+        o = self.options
+        self.gain = np.ascontiguousarray(gain, dtype=float)
+        self.normal = np.ascontiguousarray(normal, dtype=float)
+        self.threshold, self.release = float(limits[0]), float(limits[1])
+        self._limits = np.array([self.threshold, self.release, o.touchdown_height,
+                                 o.lift_speed, CONFIRM if o.fast_gain > 0 else 0.0])
+        n = self.gain.shape[0]
+        self._r_prev, self.rho = np.zeros(n), np.zeros(n)
+        self.state = np.zeros(k, dtype=np.bool_)
+        self._touched, self._below = np.zeros(k), np.zeros(k)
+        # compiled (or loaded from numba's cache) here, not at a sample
+        fast_residual(self.rho, self._r_prev, np.ones(n), 1e-3, 1.0, self.rho.copy(), True)
+        frame_states(np.zeros(k), np.zeros(k), np.zeros((n, 3 * k)), np.zeros(n),
+                     np.zeros((k, 3)), self.normal, 3, 1e-3, self.state.copy(),
+                     self._touched.copy(), self._below.copy(), self._limits)
+
+    @property
+    def fast(self):
+        """Whether the state uses the fast residual (K_f > 0)."""
+        return self.options.fast_gain > 0
+
+    def reset(self):
+        """Every frame out of contact, ρ and the last residual zero (the observer restarted)."""
+        self._r_prev[:] = 0.0
+        self.rho[:] = 0.0
+        self.state[:] = False
+        self._below[:] = 0.0
+
+    def residual(self, r, dt, bridge=False):
+        """ρ (nv,) of (2) after the residual ``r`` a period ``dt`` after the last one."""
+        fast_residual(r, self._r_prev, self.gain, float(dt), self.options.fast_gain, self.rho,
+                      bool(bridge))
+        return self.rho
+
+    def update(self, phi, slow, A=None, positions=None, d=3, v=None, dt=0.0):
+        """The new states (k,) bool (the array itself) for the fast normal forces ``phi`` and
+        the filtered ones ``slow``; with ``v`` (the cycle's velocity, nv) the frames' velocity
+        columns ``A`` (nv × k d) and origins decide too ((3), (4), ``dt`` after the last
+        update); without, the hysteresis of ``phi`` between F_r and F_c."""
+        if v is None:
+            s = self.state
+            s[:] = (phi > self.threshold) | (s & (phi >= self.release))
+            return s
+        frame_states(np.ascontiguousarray(phi, dtype=float),
+                     np.ascontiguousarray(slow, dtype=float), A,
+                     np.ascontiguousarray(v, dtype=float),
+                     np.ascontiguousarray(positions, dtype=float), self.normal, d, float(dt),
+                     self.state, self._touched, self._below, self._limits)
+        return self.state
