@@ -57,7 +57,7 @@ from numba import njit
 from ..core.api import task_frames, task_space
 from ..core.data import Data
 from ..core.validation import check_configuration, check_vector
-from .contact_state import ContactState
+from .contact_state import FrameContactState
 
 __all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS']
 
@@ -234,7 +234,7 @@ class ContactForceEstimator:
         gains = np.broadcast_to(np.asarray(gain, dtype=float), (self.nv,))
         if not np.all(gains > 0):
             raise ValueError('the observer gain must be > 0')
-        self.contact_state = ContactState(gains, self.normal, k,
+        self.contact_state = FrameContactState(gains, self.normal, k,
                                           (self.threshold, self.release_ratio * self.threshold),
                                           state_options)
         # what the residual still holds of a frame's force after its lift-off (module text):

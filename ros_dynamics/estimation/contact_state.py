@@ -55,8 +55,8 @@ sample; elsewhere that of ``K`` (``ln(F/(F − F_c))/K``).  A lift-off, the time
 to rise at ``v_l`` (its swing's acceleration, with the error of ``u_i``), or the plant's own
 unloading to ``F_r`` plus ``ln(φ/F_r)/K_f`` and ``T_c``.
 
-Without a period (:meth:`ContactState.update` without ``v``) the state is the hysteresis of the
-given force: contact_forces.py's without the observer's state.
+Without the observer's state (:meth:`FrameContactState.update` without ``v``) the state is the
+hysteresis of the given force (contact_forces.py's :meth:`solve` alone).
 """
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-__all__ = ['CONFIRM', 'ContactStateOptions', 'ContactState', 'fast_residual', 'frame_states']
+__all__ = ['CONFIRM', 'ContactStateOptions', 'FrameContactState', 'fast_residual',
+           'frame_states']
 
 #: T_c of (4) [s]: how long the fast force stays below the release before a lift-off
 CONFIRM = 0.003
@@ -137,7 +138,8 @@ def frame_states(phi, slow, A, v, positions, normal, d, dt, state, touched, belo
         if state[i]:                            # (4)
             below[i] = below[i] + dt if phi[i] < fr else 0.0
             risen = z > touched[i] - 0.2 * hc
-            state[i] = not (below[i] >= confirm - 1e-9 or (rising and risen and phi[i] < fc))
+            unloaded = phi[i] < fr and below[i] >= confirm - 1e-9
+            state[i] = not (unloaded or (rising and risen and phi[i] < fc))
         else:                                   # (3)
             low = hc > 0.0 and z - ground < hc
             state[i] = phi[i] > fc and not rising and (slow[i] > fc or low)
@@ -145,7 +147,7 @@ def frame_states(phi, slow, A, v, positions, normal, d, dt, state, touched, belo
                 touched[i], below[i] = z, 0.0
 
 
-class ContactState:
+class FrameContactState:
     """The contact states of ``k`` frames (module docstring).  ``gain``: the observer's gain
     per velocity coordinate (nv,), whose residual :meth:`residual` is given; ``normal``: the
     contact normal (unit, world axes); ``limits``: (F_c, F_r)."""

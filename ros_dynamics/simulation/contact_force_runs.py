@@ -103,8 +103,8 @@ class Trot:
     start: float = 0.5
     ramp: float = 1.0
     push_start: float = 3.0
-    push_length: float = 1.0
-    duration: float = 5.0
+    push_length: float = 0.0
+    duration: float = 4.0
     abduction: float = 0.15
     placement: float = 0.3
 
@@ -124,6 +124,8 @@ class Trot:
 
 #: the lateral push on the trotting trunk [share of the weight] (the issue's)
 TROT_PUSH_SHARE = 0.2
+#: the trot pushed from 3 s to 4 s (a second of trotting after it)
+PUSHED_TROT = Trot(push_length=1.0, duration=5.0)
 #: the foot threshold in a trot [share of a foot's part of the weight: half] (the issue's)
 TROT_THRESHOLD = 0.2
 
@@ -298,8 +300,9 @@ def metrics(out, settle=0.5):
     within 0.1 s); the push found in the unexplained part (relative error of its generalized
     force, over the samples where the filtered push exceeds 90 % of its peak), also as the
     change of the unexplained part from its mean over the 0.5 s before the push (what a
-    constant model error, a hidden load, leaves), and the lag of the unexplained part behind
-    the push's K/(s+K) (the shift that fits it best, within ±0.1 s)."""
+    constant model error, a hidden load, leaves), per sample and as the change of the mean
+    (a trot's own ripple averaged out over the push), and the lag of the unexplained part
+    behind the push's K/(s+K) (the shift that fits it best, within ±0.1 s)."""
     t, w = out['t'], out['weight']
     m = t >= settle
     err = out['estimate'] - out['filtered']
@@ -322,7 +325,7 @@ def metrics(out, settle=0.5):
                         acc_list.append(t[near] - t[j])
     push = np.linalg.norm(out['push'], axis=1)
     sel = push > 0.9 * push.max() if push.max() > 0 else np.zeros(len(t), bool)
-    push_err = change_err = lag = None
+    push_err = change_err = mean_err = lag = None
     if sel.any():
         u = out['unexplained']
         push_err = float(np.linalg.norm(u[sel] - out['push'][sel], axis=1).mean()
@@ -331,6 +334,8 @@ def metrics(out, settle=0.5):
         before = (t >= t[start] - 0.5) & (t < t[start])
         change_err = float(np.linalg.norm(u[sel] - u[before].mean(axis=0) - out['push'][sel],
                                           axis=1).mean() / push[sel].mean())
+        mean_err = float(np.linalg.norm(u[sel].mean(axis=0) - u[before].mean(axis=0)
+                                        - out['push'][sel].mean(axis=0)) / push[sel].mean())
         # the lag of the unexplained part behind the push's K/(s+K): the delay in [-0.1, 0.1] s
         # that fits it best over the push and 0.2 s around it
         idx = np.flatnonzero(push > 0)
@@ -340,7 +345,7 @@ def metrics(out, settle=0.5):
         lag = float(shifts[int(np.argmin(cost))] * out['dt'])
     return dict(rms_per_foot=rms.tolist(), rms_per_phase=phases, state_accuracy=acc,
                 touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err,
-                push_change_error=change_err, push_lag=lag)
+                push_change_error=change_err, push_mean_change_error=mean_err, push_lag=lag)
 
 
 #: a touch-down reported while the foot is this high above the floor or higher is false [m]
