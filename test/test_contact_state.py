@@ -83,32 +83,39 @@ def test_touch_down_and_lift_off_rules(quadruped):
                                           lift_speed=0.3))
     v = np.zeros(model.nv)
     dt = 1e-3
-    loaded, none = np.full(4, 20.0), np.zeros(4)
-    assert cs.update(loaded, none, A, positions, 3, v, dt).all()   # the lowest: the ground
+
+    def forces(*fz):                                     # the fast forces (k d), normal fz
+        f = np.zeros((4, 3))
+        f[:, 0], f[:, 2] = 3.0, fz                       # (a tangential part: not counted)
+        return f.ravel()
+
+    def update(fz, slow, p=positions, vel=v):
+        return cs.update(forces(*fz), np.asarray(slow, dtype=float), A, p, 3, vel, dt)
+    loaded, none = [20.0] * 4, [0.0] * 4
+    assert update(loaded, none).all()                    # the lowest frame: the ground
     # foot 0 high (3 cm): the fast force alone is no touch-down, with the filtered one it is
     cs.reset()
-    cs.update(np.r_[0.0, 20, 20, 20], none + 20, A, positions, 3, v, dt)
+    update([0.0, 20, 20, 20], loaded)
     high = positions.copy()
     high[0, 2] += 0.03
-    assert not cs.update(loaded, np.r_[0.0, 20, 20, 20], A, high, 3, v, dt)[0]
-    assert cs.update(loaded, loaded, A, high, 3, v, dt)[0]
+    assert not update(loaded, [0.0, 20, 20, 20], high)[0]
+    assert update(loaded, loaded, high)[0]
     # foot 1 released by its fast force only after T_c below the release level
-    low = np.r_[20.0, 1.0, 20, 20]
     steps = 0
-    while cs.update(low, loaded, A, positions, 3, v, dt)[1]:
+    while update([20.0, 1.0, 20, 20], loaded)[1]:
         steps += 1
     assert steps == int(round(CONFIRM / dt)) - 1
     # rising faster than v_l: no touch-down however loaded; sunk below its touch-down height,
     # a rising foot carrying little is not released, back up there it is
     up = np.zeros(model.nv)
     up[2] = 0.5                                          # the base rising at 0.5 m/s
-    assert not cs.update(loaded, loaded, A, positions, 3, up, dt)[1]
-    assert cs.update(loaded, loaded, A, positions, 3, v, dt)[1]
+    assert not update(loaded, loaded, vel=up)[1]
+    assert update(loaded, loaded)[1]
     sunk = positions.copy()
     sunk[:, 2] -= 0.01
-    light = np.r_[20.0, 5.0, 20, 20]
-    assert cs.update(light, loaded, A, sunk, 3, up, dt)[1]
-    assert not cs.update(light, loaded, A, positions, 3, up, dt)[1]
+    light = [20.0, 5.0, 20, 20]
+    assert update(light, loaded, sunk, up)[1]
+    assert not update(light, loaded, vel=up)[1]
 
 
 def test_a_lifted_foots_force_is_remembered_not_unexplained(quadruped):

@@ -127,6 +127,42 @@ def weighted_least_squares(A, w, r, rho, cols, C, lower, upper, H, y):
     return feasible
 
 
+@njit(cache=True, nogil=True)
+def remember(A, x, d, was, now, gains, frame_gains, dt, memory, force, total):
+    """What the residual still holds of the forces of the frames out of contact, in place: at a
+    lift-off (``was`` and not ``now``) a frame's row of ``memory`` (k × nv) becomes its part
+    ``J_iᵀ f_i`` of ``x`` (the programme over every frame, columns of ``A``) and its row of
+    ``force`` (k × d) its force; out of contact both decay as the observer forgets them,
+    ``e^{−K Δt}`` per coordinate (exactly: the force is zero since) and per frame (its gain in
+    ``frame_gains``); in contact they are zero.  ``total`` (nv,) <- the sum of the rows."""
+    k, nv = was.shape[0], A.shape[0]
+    for j in range(nv):
+        total[j] = 0.0
+    for i in range(k):
+        if now[i]:
+            for j in range(nv):
+                memory[i, j] = 0.0
+            for c in range(d):
+                force[i, c] = 0.0
+            continue
+        if was[i]:
+            for j in range(nv):
+                s = 0.0
+                for c in range(i * d, i * d + d):
+                    s += A[j, c] * x[c]
+                memory[i, j] = s
+            for c in range(d):
+                force[i, c] = x[i * d + c]
+        elif dt > 0.0:
+            for j in range(nv):
+                memory[i, j] *= math.exp(-gains[j] * dt)
+            a = math.exp(-frame_gains[i] * dt)
+            for c in range(d):
+                force[i, c] *= a
+        for j in range(nv):
+            total[j] += memory[i, j]
+
+
 def _tangents(normal):
     """Two unit vectors orthogonal to ``normal`` and to each other."""
     n = normal
@@ -234,16 +270,21 @@ class ContactForceEstimator:
         gains = np.broadcast_to(np.asarray(gain, dtype=float), (self.nv,))
         if not np.all(gains > 0):
             raise ValueError('the observer gain must be > 0')
-        self.contact_state = FrameContactState(gains, self.normal, k,
-                                          (self.threshold, self.release_ratio * self.threshold),
-                                          state_options)
+        self.contact_state = FrameContactState(
+            gains, self.normal, k, (self.threshold, self.release_ratio * self.threshold),
+            state_options)
         # what the residual still holds of a frame's force after its lift-off (module text):
         # per frame, in the residual's coordinates and as the frame's force, and its decay rate
         self._gains = gains.copy()
         self._memory, self._memory_force = np.zeros((k, self.nv)), np.zeros((k, d))
+        self._memory_sum = np.zeros(self.nv)
+        self._all_cols = self._cols.ravel()
         body = np.asarray(model.dof_body)
         self._frame_gain = np.array([gains[body == b].mean() if np.any(body == b) else
                                      gains.mean() for b in self.frames.body])
+        flags = np.zeros(k, dtype=np.bool_)    # (remember compiled or loaded here)
+        remember(np.zeros((self.nv, k * d)), self._x, d, flags, flags, self._gains,
+                 self._frame_gain, 1e-3, self._memory, self._memory_force, self._memory_sum)
         self.status = None               # the solver's status at the last update
         self.reset()
 
@@ -327,14 +368,6 @@ class ContactForceEstimator:
         out.unexplained = rh - self._memory.sum(axis=0) - A @ self._x
         return out
 
-    def _fast_forces(self, A, r, dt, bridge):
-        """φ (k,): the normal forces of the unconstrained minimizer of (2) for the fast residual
-        of the residual ``r`` after a period ``dt`` (contact_state.py, (1)-(2))."""
-        rho = self.contact_state.residual(r, dt, bridge)
-        weighted_least_squares(A, self._w, rho, self.regularization, self._cols.ravel(),
-                               self._C, self._lower, self._upper, self._H, self._phi)
-        return self._phi.reshape(self._k, self._d)[:, :3] @ self.normal
-
     def solve(self, A, r, positions=None, state=None, fast=None):
         """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``;
         ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the contact
@@ -352,19 +385,12 @@ class ContactForceEstimator:
             raise ValueError('the contact-force programme gave a non-finite solution')
         fn = x.reshape(k, d)[:, :3] @ self.normal
         was = self.contact_state.state.copy()
-        if state is None or positions is None:
-            now = self.contact_state.update(fn, fn)
-        else:
-            v, _, dt, bridge = state
-            phi = (self._fast_forces(A, r if fast is None else fast, dt, bridge)
-                   if self.contact_state.fast else fn)
-            if self.stance_residual is not None:      # the legs' base twist (no odometry lag)
-                v = self.stance_residual.velocity
-            now = self.contact_state.update(phi, fn, A, positions, d, v, 0.0 if bridge else dt)
-        now = now.copy()
         rr = r
-        if state is not None:
-            rr = r - self._remember(A, x, was, now, state[2], state[3])
+        if state is None or positions is None:
+            now = self.contact_state.hysteresis(fn).copy()
+        else:
+            now = self._state_update(A, r if fast is None else fast, x, fn, positions, state)
+            rr = self._remembered(A, x, r, was, now, state[2], state[3])
         if not now.all():
             x = self._programme(A, rr, now)
         if not np.all(np.isfinite(x)):
@@ -373,26 +399,30 @@ class ContactForceEstimator:
         self._x[:] = x
         wrenches = np.zeros((k, 6))
         wrenches[:, :d] = np.where(now[:, None], x.reshape(k, d), self._memory_force)
-        return ContactForces(self.frames.names, now.copy(), wrenches, fn, rr - A @ x,
-                             now & ~was, was & ~now,
+        return ContactForces(self.frames.names, now, wrenches, fn, rr - A @ x, now & ~was,
+                             was & ~now,
                              np.zeros((k, 3)) if positions is None else positions.copy())
 
-    def _remember(self, A, x, was, now, dt, bridge):
-        """What the residual still holds of the forces of frames out of contact (nv,): at a
-        lift-off the frame's part ``J_iᵀ f_i`` of ``x`` (the programme over every frame), then
-        decaying as the observer forgets it, ``e^{−K Δt}`` per period (exactly: the force is
-        zero since); dropped when the frame is in contact again.  Its force ``f_i`` decays
-        alike (what the frame publishes out of contact: its force through K/(s+K))."""
-        mem, force = self._memory, self._memory_force
-        if not bridge and (was.any() or mem.any()):
-            mem *= np.exp(-self._gains * dt)
-            force *= np.exp(-self._frame_gain * dt)[:, None]
-        d = self._d
-        for i in np.flatnonzero(was & ~now):
-            cols = self._cols[i]
-            mem[i] = A[:, cols] @ x[cols]
-            force[i] = x[cols]
-        for i in np.flatnonzero(now & ~was):
-            mem[i] = 0.0
-            force[i] = 0.0
-        return mem.sum(axis=0) if d else 0.0
+    def _state_update(self, A, fast, x, fn, positions, state):
+        """The frames' new contact states (contact_state.py) from the fast forces of the
+        residual ``fast`` (or the programme's ``x`` without the fast residual) and the frames'
+        motion; ``state``: (v, tau, dt, bridge) of the observer update."""
+        v, _, dt, bridge = state
+        cs = self.contact_state
+        forces = x
+        if cs.fast:
+            rho = cs.residual(fast, dt, bridge)
+            weighted_least_squares(A, self._w, rho, self.regularization, self._all_cols,
+                                   self._C, self._lower, self._upper, self._H, self._phi)
+            forces = self._phi
+        if self.stance_residual is not None:      # the legs' base twist (no odometry lag)
+            v = self.stance_residual.velocity
+        return cs.update(forces, fn, A, np.ascontiguousarray(positions), self._d,
+                         np.ascontiguousarray(v, dtype=float), 0.0 if bridge else dt).copy()
+
+    def _remembered(self, A, x, r, was, now, dt, bridge):
+        """``r`` minus what it still holds of the forces of the frames out of contact
+        (:func:`remember`)."""
+        remember(A, x, self._d, was, now, self._gains, self._frame_gain,
+                 0.0 if bridge else dt, self._memory, self._memory_force, self._memory_sum)
+        return r - self._memory_sum

@@ -110,10 +110,11 @@ def _height(normal, positions, i):
 
 
 @njit(cache=True, nogil=True)
-def frame_states(phi, slow, A, v, positions, normal, d, dt, state, touched, below, limits):
-    """(3) and (4) in place on ``state`` (k,) bool, for the fast normal forces ``phi`` (k,), the
-    filtered ones ``slow`` (k,), the frames' velocity columns ``A`` (nv × k d) and origins
-    ``positions`` (k, 3) at the state ``v`` (nv,), ``dt`` after the last update; ``touched``
+def frame_states(forces, slow, A, v, positions, normal, d, dt, state, touched, below, limits):
+    """(3) and (4) in place on ``state`` (k,) bool, for the fast forces ``forces`` (k d: φ_i
+    their normal parts), the filtered normal forces ``slow`` (k,), the frames' velocity columns
+    ``A`` (nv × k d) and origins ``positions`` (k, 3) at the state ``v`` (nv,), ``dt`` after
+    the last update; ``touched``
     (k,): each frame's height when it last touched down, ``below`` (k,): how long [s] its fast
     force has been below the release (both written here); ``limits``: F_c, F_r, h_c, v_l,
     T_c."""
@@ -128,21 +129,22 @@ def frame_states(phi, slow, A, v, positions, normal, d, dt, state, touched, belo
     ground = total / count if count else lowest
     for i in range(k):
         z = _height(normal, positions, i)
-        u = 0.0                                 # n·(J_i v)
+        u, phi = 0.0, 0.0                       # n·(J_i v), n·f_i
         for c in range(3):
             s = 0.0
             for j in range(nv):
                 s += A[j, i * d + c] * v[j]
             u += normal[c] * s
+            phi += normal[c] * forces[i * d + c]
         rising = vl > 0.0 and u > vl
         if state[i]:                            # (4)
-            below[i] = below[i] + dt if phi[i] < fr else 0.0
+            below[i] = below[i] + dt if phi < fr else 0.0
             risen = z > touched[i] - 0.2 * hc
-            unloaded = phi[i] < fr and below[i] >= confirm - 1e-9
-            state[i] = not (unloaded or (rising and risen and phi[i] < fc))
+            unloaded = phi < fr and below[i] >= confirm - 1e-9
+            state[i] = not (unloaded or (rising and risen and phi < fc))
         else:                                   # (3)
             low = hc > 0.0 and z - ground < hc
-            state[i] = phi[i] > fc and not rising and (slow[i] > fc or low)
+            state[i] = phi > fc and not rising and (slow[i] > fc or low)
             if state[i]:
                 touched[i], below[i] = z, 0.0
 
@@ -166,7 +168,7 @@ class FrameContactState:
         self._touched, self._below = np.zeros(k), np.zeros(k)
         # compiled (or loaded from numba's cache) here, not at a sample
         fast_residual(self.rho, self._r_prev, np.ones(n), 1e-3, 1.0, self.rho.copy(), True)
-        frame_states(np.zeros(k), np.zeros(k), np.zeros((n, 3 * k)), np.zeros(n),
+        frame_states(np.zeros(3 * k), np.zeros(k), np.zeros((n, 3 * k)), np.zeros(n),
                      np.zeros((k, 3)), self.normal, 3, 1e-3, self.state.copy(),
                      self._touched.copy(), self._below.copy(), self._limits)
 
@@ -188,18 +190,19 @@ class FrameContactState:
                       bool(bridge))
         return self.rho
 
-    def update(self, phi, slow, A=None, positions=None, d=3, v=None, dt=0.0):
-        """The new states (k,) bool (the array itself) for the fast normal forces ``phi`` and
-        the filtered ones ``slow``; with ``v`` (the cycle's velocity, nv) the frames' velocity
-        columns ``A`` (nv × k d) and origins decide too ((3), (4), ``dt`` after the last
-        update); without, the hysteresis of ``phi`` between F_r and F_c."""
-        if v is None:
-            s = self.state
-            s[:] = (phi > self.threshold) | (s & (phi >= self.release))
-            return s
-        frame_states(np.ascontiguousarray(phi, dtype=float),
-                     np.ascontiguousarray(slow, dtype=float), A,
-                     np.ascontiguousarray(v, dtype=float),
-                     np.ascontiguousarray(positions, dtype=float), self.normal, d, float(dt),
-                     self.state, self._touched, self._below, self._limits)
+    def hysteresis(self, phi):
+        """The new states (k,) bool (the array itself) from the normal forces ``phi`` alone:
+        in contact above F_c, released below F_r."""
+        s = self.state
+        s[:] = (phi > self.threshold) | (s & (phi >= self.release))
+        return s
+
+    def update(self, forces, slow, A, positions, d, v, dt):
+        """The new states (k,) bool (the array itself), (3) and (4): ``forces`` (k d, float64,
+        contiguous) the fast forces (or the filtered ones without the fast residual), ``slow``
+        (k,) the filtered normal forces, the frames' velocity columns ``A`` (nv × k d) and
+        origins ``positions`` (k, 3) at the velocity ``v`` (nv,), ``dt`` after the last
+        update."""
+        frame_states(forces, slow, A, v, positions, self.normal, d, float(dt), self.state,
+                     self._touched, self._below, self._limits)
         return self.state
