@@ -363,17 +363,19 @@ class ContactForceEstimator:
         # the stance residual with the frames in contact at the last update: its rate gives
         # the contact state's fast force (the legs' base twist: less noise than the odometry's)
         v, tau, dt, bridge = state
-        rh = self.stance_residual.update(q, v, tau, dt, A, self.contact_state.state, bridge)
-        out = self.solve(A, r, positions, state, rh)
+        sr = self.stance_residual
+        rh = sr.update(q, v, tau, dt, A, self.contact_state.state, bridge)
+        out = self.solve(A, r, positions, state, rh, sr.stepped)
         out.unexplained = rh - self._memory.sum(axis=0) - A @ self._x
         return out
 
-    def solve(self, A, r, positions=None, state=None, fast=None):
+    def solve(self, A, r, positions=None, state=None, fast=None, fast_stepped=False):
         """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``;
         ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the contact
         state from the fast force of ``fast``, a residual of the same gain, default ``r``, and
         the frames' motion, contact_state.py), or None (from the normal forces of (2) with
-        hysteresis)."""
+        hysteresis); ``fast_stepped``: ``fast`` stepped at this sample without an external
+        torque (its rate is held: contact_state.py)."""
         k, d = self._k, self._d
         A = np.ascontiguousarray(A)
         # every frame first: its normal forces and the frames' motion decide the contact
@@ -389,7 +391,8 @@ class ContactForceEstimator:
         if state is None or positions is None:
             now = self.contact_state.hysteresis(fn).copy()
         else:
-            now = self._state_update(A, r if fast is None else fast, x, fn, positions, state)
+            now = self._state_update(A, r if fast is None else fast, x, fn, positions, state,
+                                     fast_stepped)
             rr = self._remembered(A, x, r, was, now, state[2], state[3])
         if not now.all():
             x = self._programme(A, rr, now)
@@ -403,7 +406,7 @@ class ContactForceEstimator:
                              was & ~now,
                              np.zeros((k, 3)) if positions is None else positions.copy())
 
-    def _state_update(self, A, fast, x, fn, positions, state):
+    def _state_update(self, A, fast, x, fn, positions, state, fast_stepped):
         """The frames' new contact states (contact_state.py) from the fast forces of the
         residual ``fast`` (or the programme's ``x`` without the fast residual) and the frames'
         motion; ``state``: (v, tau, dt, bridge) of the observer update."""
@@ -411,7 +414,7 @@ class ContactForceEstimator:
         cs = self.contact_state
         forces = x
         if cs.fast:
-            rho = cs.residual(fast, dt, bridge)
+            rho = cs.residual(fast, dt, bridge or fast_stepped)
             weighted_least_squares(A, self._w, rho, self.regularization, self._all_cols,
                                    self._C, self._lower, self._upper, self._H, self._phi)
             forces = self._phi

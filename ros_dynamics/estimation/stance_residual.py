@@ -134,6 +134,7 @@ class StanceResidual:
         self.observer = MomentumObserver(model, **self._observer_args)
         self.twist = None                       # v̂_b of the last update
         self.stance = None                      # the frames (1) used at the last update
+        self.stepped = False                    # (1) used other frames than the update before
         self._vh, self._H = np.zeros(model.nv), np.zeros((6, 7))
         # compiled (or loaded from numba's cache) here, not at a sample
         fused_twist(np.zeros((model.nv, 3)), self._vh, np.ones(1, dtype=np.bool_), 3,
@@ -148,6 +149,7 @@ class StanceResidual:
     def reset(self):
         """Start over (with the cycle's observer): the next update initializes."""
         self.observer = MomentumObserver(self.model, **self._observer_args)
+        self.stance = None
 
     def update(self, q, v, tau, dt, A, stance, bridge=False):
         """The residual (nv,) at the sample (q, v, tau) a period ``dt`` after the last (the
@@ -159,5 +161,8 @@ class StanceResidual:
         vh = self._vh
         fused_twist(np.ascontiguousarray(A), v, stance, d, self._odom_weight, self._foot_weight,
                     STANCE_GATE, vh, self._H)
+        # another set of frames in (1): v̂_b steps, p = M v̂ with it, and the residual's rate
+        # with it (no external torque: the contact state's fast force holds at such a sample)
+        self.stepped = self.stance is not None and not np.array_equal(stance, self.stance)
         self.twist, self.stance = vh[:6].copy(), stance
         return self.observer.update(q, vh, tau, dt, bridge=bridge)

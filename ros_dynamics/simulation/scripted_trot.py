@@ -122,13 +122,9 @@ class ScriptedTrot:
         self._start = np.zeros(len(legs))                # ... and of the one before
         self._swinging = np.zeros(len(legs), dtype=bool)
 
-    def _offsets(self, t):
-        """The hip-angle offsets of the placement at t (module docstring)."""
-        d = self.plant.d
-        w, x, y, z = d.qpos[3:7]
-        yaw = np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-        c, s = np.cos(yaw), np.sin(yaw)
-        vx, vy = c * d.qvel[0] + s * d.qvel[1], -s * d.qvel[0] + c * d.qvel[1]
+    def _offsets(self, t, vx, vy):
+        """The hip-angle offsets of the placement at t for the trunk's horizontal velocity
+        (vx, vy) in its heading frame (class docstring)."""
         target = self.placement * (vy * self._haa - vx * self._hfe) / self._height
         swinging = self.trot.swinging(t)[self._leg]
         self._start[swinging & ~self._swinging] = self._held[swinging & ~self._swinging]
@@ -138,10 +134,21 @@ class ScriptedTrot:
         self._held[swinging] = (self._start + blend * (target - self._start))[swinging]
         return self._held
 
-    def __call__(self):
-        """The joint torques for the plant's state now (plant joint order)."""
-        d, t = self.plant.d, self.plant.t
+    def torques(self, t, q, v, bias=0.0, velocity=(0.0, 0.0)):
+        """The joint torques at t for the joint angles ``q`` and rates ``v`` (plant joint
+        order), plus ``bias``; ``velocity``: the trunk's horizontal velocity in its heading
+        frame (the placement's)."""
         qd, vd = self.trot(t)
-        qd = qd + self._offsets(t)
-        return (self.kp * (qd - d.qpos[self._qadr]) + self.kd * (vd - d.qvel[self._vadr])
-                + d.qfrc_bias[self._vadr])
+        qd = qd + self._offsets(t, *velocity)
+        return self.kp * (qd - q) + self.kd * (vd - v) + bias
+
+    def __call__(self):
+        """The joint torques for the plant's state now (plant joint order), MuJoCo's bias
+        forces and the trunk's velocity included."""
+        d = self.plant.d
+        w, x, y, z = d.qpos[3:7]
+        yaw = np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+        c, s = np.cos(yaw), np.sin(yaw)
+        velocity = (c * d.qvel[0] + s * d.qvel[1], -s * d.qvel[0] + c * d.qvel[1])
+        return self.torques(self.plant.t, d.qpos[self._qadr], d.qvel[self._vadr],
+                            d.qfrc_bias[self._vadr], velocity)
