@@ -5,7 +5,8 @@ states and the odometry of a legged state estimator (0.03 m/s white noise on the
 the threshold 20 % of a foot's share of the weight in a trot); a controller that is not the
 project's, in this test process, trots the robot in place (simulation/scripted_trot.py: a
 joint-space PD trot on the joint states, 0.4 s period) by ``sim_mujoco``'s effort command,
-which waits for it (``max_delay``).  From the truth record the simulator writes (its contact
+each command acting 1 ms after the state it answers (the plant waits for it: ``max_delay``;
+the PD of the light legs is not stable with a few ms more).  From the truth record the simulator writes (its contact
 states and foot positions), never from the estimate: while trotting, the node's per-foot
 ``in_contact`` agrees with MuJoCo's in >= 95 % of the samples, touch-down is seen a median
 <= 10 ms (p90 <= 25 ms) and lift-off a median within 15 ms of MuJoCo's, and no touch-down is
@@ -73,7 +74,8 @@ def test_trotting_solo12_contact_state_over_dds(rclpy_context, ros_env, tmp_path
             robot_description=xml, feet=feet, foot_radius=robot['foot_radius'],
             pose=[f'{j}={a}' for j, a in pose.items()], duration=DURATION,
             real_time_factor=0.5, odom_rate=200.0, odom_delay=0.01, odom_noise_linear=0.03,
-            max_delay=0.003, command_wait=5.0, wait_for_subscribers=2, wait_timeout=60.0,
+            command_delay=0.001, max_delay=0.001, command_wait=5.0, wait_for_subscribers=2,
+            wait_timeout=60.0,
             truth_record=truth_path, seed=3),
             node_name='sim', module='ros_dynamics.ros.simulation.mujoco_sim_node')
         try:
