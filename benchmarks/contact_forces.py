@@ -55,13 +55,21 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import add_out_dir, log, output, provenance, wrote  # noqa: E402
+from common import add_out_dir, log, output, provenance, report, wrote  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics.estimation.contact_forces import ContactForceEstimator  # noqa: E402
 from ros_dynamics.simulation.contact_force_runs import lateral_push, metrics, run  # noqa: E402
 from ros_dynamics.simulation.mujoco_quadruped import (  # noqa: E402
     FEET, REALISTIC_ODOMETRY, PlantOptions, SensingOptions, ShiftLiftPush)
+
+#: the code this measures (benchmarks.results --stale)
+MEASURES = ('ros_dynamics/estimation/contact_forces.py',
+            'ros_dynamics/estimation/contact_state.py',
+            'ros_dynamics/estimation/stance_residual.py',
+            'ros_dynamics/simulation/contact_force_runs.py',
+            'ros_dynamics/simulation/mujoco_quadruped.py',
+            'ros_dynamics/simulation/mujoco_legged.py')
 
 PUSH = ShiftLiftPush.LATERAL_PUSH
 REAL = REALISTIC_ODOMETRY
@@ -258,10 +266,7 @@ def live(runs, out_dir):
             'error [%] | answer after the joint state p50 / p99 [ms] | answers |\n'
             '|---|---|---|---|---|---|\n' + '\n'.join(rows) + '\n')
     md = output(out_dir, 'contact_forces_live.md')
-    with open(md, 'w') as f:
-        f.write(text)
-    print(text)
-    wrote(md)
+    report(md, text)
 
 
 def main(argv=None):
@@ -332,12 +337,10 @@ def main(argv=None):
             f'\n\n{description}\n\n{body}\n')
     results['run'] = dict(provenance=head, commit=measured)
     md, js = output(args.out_dir, 'contact_forces.md'), output(args.out_dir, 'contact_forces.json')
-    with open(md, 'w') as f:
-        f.write(text)
     with open(js, 'w') as f:
         json.dump(results, f, indent=1, default=float)
-    print(text)
-    wrote(md, js)
+    wrote(js)
+    report(md, text)
 
 
 if __name__ == '__main__':

@@ -6,8 +6,9 @@ the threshold 20 % of a foot's share of the weight in a trot); a controller that
 project's, in this test process, trots the robot in place (simulation/scripted_trot.py: a
 joint-space PD trot on the joint states, 0.4 s period) by ``sim_mujoco``'s effort command,
 each command acting 1 ms after the state it answers (the plant waits for it: ``max_delay``;
-the PD of the light legs is not stable with a few ms more).  From the truth record the simulator writes (its contact
-states and foot positions), never from the estimate: while trotting, the node's per-foot
+the PD of the light legs is not stable with a few ms more).  From the truth record the
+simulator writes (its contact states and foot positions), never from the estimate: while
+trotting, the node's per-foot
 ``in_contact`` agrees with MuJoCo's in >= 95 % of the samples, touch-down is seen a median
 <= 10 ms (p90 <= 25 ms) and lift-off a median within 15 ms of MuJoCo's, and no touch-down is
 reported while a foot is 1 cm or more above the floor (the issue's outside check)."""

@@ -37,11 +37,20 @@ Per frame, the contact state comes from a fast force and the frame's motion (con
 the residual's rate, the frame's height and velocity; the threshold ``threshold`` [N] and the
 release ``release_ratio × threshold``); without the observer's period (:meth:`solve` alone) from
 the normal force ``n·f_i`` of (2) over every frame, with that hysteresis.  A frame out of
-contact carries no force: if there is one, (2) is solved again
-without it, and what it would have explained (a foot brushing the ground below the threshold,
-a push that a swing foot's free wrench directions could absorb) stays in the unexplained part
-``τ_u = r − Σ_i J_iᵀ f_i`` over the frames in contact, so that the published wrenches and
-``τ_u`` add up to ``r``.
+contact carries no new force: if there is one, (2) is solved again without it, and what it
+would have explained (a foot brushing the ground below the threshold, a push that a swing
+foot's free wrench directions could absorb) stays in the unexplained part.  What the residual
+still holds of a force that ended at a lift-off is no new force either: the observer forgets
+it exactly as ``e^{−K t}`` in every coordinate (the force is zero since), so at a lift-off the
+frame's part ``m_i = J_iᵀ f_i`` of the solution over every frame is kept and decays by
+``e^{−K Δt}`` per period (:func:`remember`; dropped when the frame is in contact again), and
+
+    τ_u = r − Σ_{i in contact} J_iᵀ f_i − Σ_{i out of contact} m_i,                     (3)
+
+the frame out of contact publishing its force at lift-off with the same decay (its force
+through K/(s+K): a lifted foot's filtered force falls for ``5/K``, the state says it is off at
+once).  The published wrenches and ``τ_u`` add up to ``r`` while every frame is in contact,
+and up to the legs' motion since a lift-off (in the decaying ``m_i``) otherwise.
 Since (2) is linear in ``r`` where no constraint is active and the observer filters every row
 by the same ``K/(s+K)`` (one gain), the forces are the plant's contact forces through that
 filter: what the tests compare them with.
@@ -71,9 +80,10 @@ FRAME_MODELS = {'point': 3, 'wrench': 6}
 class ContactForces:
     """One update of :class:`ContactForceEstimator` (new arrays at every update)."""
     frames: tuple               # the contact frames' names
-    in_contact: np.ndarray      # (k,) bool: the frame's state (normal force, hysteresis)
+    in_contact: np.ndarray      # (k,) bool: the frame's state (contact_state.py)
     wrenches: np.ndarray        # (k, 6): force, torque (world axes, at the frame origin) the
-                                # environment applies; zero rows for frames out of contact
+                                # environment applies through K/(s+K); out of contact its
+                                # force at lift-off decaying (module text)
     normal_forces: np.ndarray   # (k,): n·f of the programme's solution (also out of contact)
     unexplained: np.ndarray     # (nv,): r − Σ J_iᵀ f_i
     onset: np.ndarray           # (k,) bool: the frame came into contact at this update

@@ -42,12 +42,14 @@ terrains": the force of a momentum observer, the foot's height and its motion):
    ``N_i`` the normal force of the programme on ``r`` (K/(s+K)), ``h_c`` = ``touchdown_height``,
    ``v_l`` = ``lift_speed``, ``T_c`` = :data:`CONFIRM` (3 ms: longer than the fast filter's
    noise correlation 1/K_f, so that one low sample of a lightly loaded stance foot is no
-   lift-off; 0 without the fast force).  A touch-down needs the fast force, a frame that is not rising, and either the
-   filtered force too (the K/(s+K) delay: wherever the ground is, e.g. a step up) or a frame
-   as low as the ground the others stand on (then the fast filter's delay only): noise of the
-   fast force in mid-swing, high above the ground, is no touch-down.  A lift-off is the fast
-   force's fall below the release, or earlier a frame rising faster than ``v_l`` with less than
-   ``F_c``, back up to where it touched down (a foot rising out of soft ground is still pushed).
+   lift-off; 0 without the fast force).  A touch-down needs the fast force, a frame that is
+   not rising, and either the filtered force too (the K/(s+K) delay: wherever the ground is,
+   e.g. a step up) or a frame as low as the ground the others stand on (then the fast filter's
+   delay only): noise of the fast force in mid-swing, high above the ground, is no touch-down.
+   A lift-off is the fast force's fall below the release, or earlier a frame rising faster
+   than ``v_l`` with less than ``F_c``, back up to where it touched down (a foot rising out of
+   soft ground is still pushed).  Where the stance residual's set of frames changes, its rate
+   is held for that sample (stance_residual.py: the base twist steps, not the momentum).
 
 What each delay is made of (docs/contact_forces.md): a touch-down near the ground, the fast
 filter's rise to ``F_c``, about ``ln(F/(F − F_c))/K_f`` after the force reaches ``F``, plus the

@@ -21,9 +21,8 @@ from ..estimation.cycle_state import ObserverSettings
 from .legged_robots import ROBOTS, robot_urdf, stance_pose
 from .mujoco_legged import LeggedPlantOptions, MujocoLegged
 from .mujoco_quadruped import (FEET, MujocoQuadruped, SensingOptions, Sensors,
-                               ShiftLiftPush, joint_pose)
+                               ShiftLiftPush, joint_pose, smooth_step)
 from .plant import PDGravityController
-from .mujoco_quadruped import _smooth
 from .plant_options import PlantOptions
 from .rigid_simulator import standing_quadruped, trotting_quadruped
 from .scripted_trot import JointTrot, ScriptedTrot
@@ -93,9 +92,11 @@ def _heights(plant):
 @dataclasses.dataclass
 class Trot:
     """The trot of :mod:`.scripted_trot` (a joint-space PD on MuJoCo's state, not the project's
-    controller) and a lateral push on the trunk while it trots: :data:`TROT_PUSH_SHARE` of the
-    weight from ``push_start`` for ``push_length`` s, raised and lowered over
-    :attr:`ShiftLiftPush.PUSH_RAMP` s (``push_length`` 0: none)."""
+    controller: ``period`` [s], knee ``lift`` [rad], swing ``profile``, ``stride`` [rad], from
+    ``start`` s ramped in over ``ramp`` s; the standing pose's HAA ``abduction`` [rad]; the
+    Raibert ``placement`` [s]) for ``duration`` s, and a lateral push on the trunk while it
+    trots: :data:`TROT_PUSH_SHARE` of the weight from ``push_start`` for ``push_length`` s,
+    raised and lowered over :attr:`ShiftLiftPush.PUSH_RAMP` s (``push_length`` 0: none)."""
     period: float = 0.4
     lift: float = 0.4
     profile: str = 'sine'
@@ -113,7 +114,7 @@ class Trot:
         if self.push_length <= 0:
             return 0.0
         a, b, r = self.push_start, self.push_start + self.push_length, ShiftLiftPush.PUSH_RAMP
-        return _smooth(t, a, a + r) - _smooth(t, b - r, b)
+        return smooth_step(t, a, a + r) - smooth_step(t, b - r, b)
 
     def phase(self, t):
         """'stand', 'trot' (the amplitude ramped in) or 'push' (trotting, pushed)."""
