@@ -42,7 +42,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import add_out_dir, log, output, provenance, report  # noqa: E402
+from common import add_out_dir, interleaved, log, output, provenance, report  # noqa: E402
 
 from ros_dynamics.estimation.contact_state import ContactStateOptions  # noqa: E402
 from ros_dynamics.simulation.contact_force_runs import (  # noqa: E402
@@ -123,6 +123,31 @@ HEADER = ['| robot, gait, plant, estimate | accuracy, worst draw [%] | touch-dow
           '|---|---|---|---|---|---|---|---|---|']
 
 
+def cost():
+    """Thread CPU time [s] of one estimator update (Jacobians, the programme, the stance
+    residual, the contact state, the memory) on Solo12 with four and with two (a trot's
+    diagonal) feet loaded, for each estimate, timed interleaved (common.interleaved: the
+    median over blocks)."""
+    from ros_dynamics.estimation.cycle_state import ObserverSettings
+    model = _robot('solo12_trot')[1]
+    feet = ('FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT')
+    q = model.neutral()
+    q[2] = 0.22
+    for i, n in enumerate(model.joint_names):
+        q[7 + i] = {'HFE': 0.8, 'KFE': -1.6}.get(n.split('_')[1], 0.0) * (
+            -1.0 if n.startswith('H') else 1.0)
+    A = ObserverSettings(model, contact_frames=feet).contact_forces(model).jacobians(q)[0]
+    state = (np.zeros(model.nv), np.zeros(model.nv), 1e-3, False)
+    calls = {}
+    for label, loaded in (('four feet', (1, 1, 1, 1)), ('two feet', (1, 0, 0, 1))):
+        r = A @ np.concatenate([[0.0, 0.0, 6.0 * x] for x in loaded])
+        for estimate, options in ESTIMATES.items():
+            est = ObserverSettings(model, contact_frames=feet, contact_force_threshold=2.45,
+                                   contact_state=options).contact_forces(model)
+            calls[(label, estimate)] = (lambda e=est, r=r: e.update(q, r, state))
+    return interleaved(calls, blocks=41, clock=time.thread_time)
+
+
 def push(robot, draw):
     """The pushed trot (the node's estimate): the unexplained part and the state."""
     out = run(ROBOTS[robot], trot=PUSHED_TROT,
@@ -178,6 +203,12 @@ def main(argv=None):
                          f'{100 * m["push_change_error"]:.0f} % | '
                          f'{100 * max(m["rms_per_foot"]):.2f} | '
                          f'{100 * s["state_accuracy"]:.2f} |')
+    c = cost()
+    lines += ['', '## Cost', '', 'Thread CPU time of one estimator update (Jacobians, the '
+              'programme, the stance residual, the contact state, the memory of lifted feet), '
+              'Solo12, the four calls timed interleaved (median over 41 blocks): ' + '; '.join(
+                  f'{label}, {estimate}: {1e6 * t:.0f} us' for (label, estimate), t in c.items())
+              + '.']
     body = '\n'.join(lines)
     description = __doc__.split('\n\n', 2)[2].strip()
     text = (f'# {__doc__.splitlines()[0]}\n\n{head} at the start; run time '
