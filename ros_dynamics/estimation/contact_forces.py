@@ -376,7 +376,7 @@ class ContactForceEstimator:
         sr = self.stance_residual
         rh = sr.update(q, v, tau, dt, A, self.contact_state.state, bridge)
         out = self.solve(A, r, positions, state, rh, sr.stepped)
-        out.unexplained = rh - self._memory.sum(axis=0) - A @ self._x
+        out.unexplained = rh - self._memory_sum - A @ self._x       # (3) with r̂
         return out
 
     def solve(self, A, r, positions=None, state=None, fast=None, fast_stepped=False):

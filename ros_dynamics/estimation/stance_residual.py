@@ -17,12 +17,11 @@ and IMU").  Fused with the odometry as a prior weighted by its noise,
     v̂_b = argmin  Σ_{i ∈ stance} ‖J_i,b v_b + J_i,j v_j‖² / σ_f²  +  ‖v_b − v_odom‖² / σ_o²,    (1)
 
 (σ_f = :data:`FOOT_VELOCITY_NOISE`: a stance foot's velocity from soft ground, a rolling
-sphere, joint-velocity noise through the leg: 2 cm/s, what the feet in contact of a trotting
-robot do in MuJoCo; σ_o the odometry's twist noise), the legs decide the directions that the
-stance feet determine (all six with three or four, five with a trot's diagonal pair) and the
-odometry the others (a single stance foot, a flight phase).  While a stance foot moves faster
-than :data:`STANCE_GATE` under ``v̂`` (a lift-off the contact state has not seen yet), the
-fastest is dropped and (1) solved again.
+sphere, joint-velocity noise through the leg; σ_o the odometry's twist noise), the legs decide
+the directions that the stance feet determine (all six with three or four, five with a trot's
+diagonal pair) and the odometry the others (a single stance foot, a flight phase).  While a
+stance foot moves faster than :data:`STANCE_GATE` under ``v̂`` (a lift-off the contact state
+has not seen yet), the fastest is dropped and (1) solved again.
 
 :class:`StanceResidual` runs a second momentum observer, of the same gain and friction model,
 on ``(q, [v̂_b, v_j], τ)``: the same K/(s+K) of the same external torque (no added lag), with
@@ -44,9 +43,8 @@ from .observer import MomentumObserver
 
 __all__ = ['StanceResidual', 'FOOT_VELOCITY_NOISE', 'STANCE_GATE', 'stance_twist']
 
-#: σ_f of (1) [m/s]: a stance foot's velocity (soft ground, rolling, joint-velocity noise; a
-#: trot's feet in contact move about this much, MuJoCo's Solo12 and quadruped)
-FOOT_VELOCITY_NOISE = 0.02
+#: σ_f of (1) [m/s]: a stance foot's velocity (soft ground, rolling, joint-velocity noise)
+FOOT_VELOCITY_NOISE = 0.005
 #: a stance foot faster than this under the fused twist [m/s] is taken as lifting off
 STANCE_GATE = 0.1
 
