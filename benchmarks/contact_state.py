@@ -3,6 +3,12 @@
     python benchmarks/contact_state.py --out-dir benchmarks/results   # the tracked figures
     python benchmarks/contact_state.py                                 # out/benchmarks/
     python benchmarks/contact_state.py --quick                         # one draw per case
+    python benchmarks/contact_state.py --live 3 --out-dir benchmarks/results   # over DDS
+
+``--live N`` runs test/test_e2e_trot_contact_state.py N times (sim_mujoco playing Solo12, a
+dynamics node over loopback DDS, the realistic odometry, a joint-space PD trot in the test
+process; judged on sim_mujoco's truth record) and writes the figures it prints to
+contact_state_live.md.
 
 Runs ros_dynamics.simulation.contact_force_runs (no ROS: the node's own cycle, sample by
 sample) on MuJoCo's Solo12 (example-robot-data's URDF, 2.5 kg) and the bundled quadruped
@@ -36,6 +42,8 @@ of the weight).
 import argparse
 import dataclasses
 import os
+import re
+import subprocess
 import sys
 import time
 
@@ -157,11 +165,54 @@ def push(robot, draw):
     return m, s
 
 
+LIVE_TEST = 'test/test_e2e_trot_contact_state.py'
+LIVE_LINE = re.compile(r'Solo12 trotting over DDS: contact state ([\d.]+) %, touch-down median '
+                       r'(-?\d+) ms p90 (-?\d+) ms, lift-off median (-?\d+) ms p90 \|\.\| '
+                       r'(\d+) ms, false touch-downs (\d+) \(highest foot ([\d.]+) mm\), '
+                       r'(\d+) touch-downs against MuJoCo\'s (\d+)')
+
+
+def live(runs, out_dir):
+    """``--live``: the system test ``runs`` times, its printed figures into a result file."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    head, rows = provenance(), []
+    for i in range(runs):
+        log(f'live run {i + 1}/{runs} ...')
+        proc = subprocess.run([sys.executable, '-m', 'pytest', LIVE_TEST, '-q', '-s', '-p',
+                               'no:cacheprovider'], cwd=root, text=True, capture_output=True)
+        found = LIVE_LINE.search(proc.stdout)
+        if proc.returncode != 0 or not found:
+            raise SystemExit(f'the live run failed:\n{proc.stdout[-3000:]}')
+        g = found.groups()
+        rows.append(f'| {i + 1} | {g[0]} | {g[1]} / {g[2]} | {g[3]} / {g[4]} | {g[5]} '
+                    f'({g[6]} mm) | {g[7]} / {g[8]} |')
+    text = ('# The node\'s contact state live over DDS: sim_mujoco playing Solo12, trotting\n\n'
+            f'{head} at the start.\n\nEach run is `python -m pytest {LIVE_TEST} -s` (system '
+            'tier): sim_mujoco plays Solo12 (2.5 kg) at 1 kHz paced at half real time, joint '
+            'states at 1 kHz and the odometry of a legged state estimator (0.03 m/s white noise '
+            'on the linear twist, 10 ms late, 200 Hz) over loopback DDS to a running dynamics '
+            'node (contact frames the four feet, K = 50 1/s, threshold 2.45 N: 20 % of a foot\'s '
+            'share of the weight in a trot); a joint-space PD trot in place (0.4 s period, '
+            'simulation/scripted_trot.py) in the test process commands the efforts, each acting '
+            '1 ms after the state it answers. Over the 2.5 s of trotting, judged on the truth '
+            'record sim_mujoco writes: the share of samples whose in_contact is MuJoCo\'s, the '
+            'delays of the estimate\'s nearest touch-down and lift-off to MuJoCo\'s (its flicker '
+            'up to 3 ms not counted), touch-downs reported while a foot is 1 cm or more above the '
+            'floor.\n\n| run | contact state [%] | touch-down median / p90 [ms] | lift-off '
+            'median / p90 of |.| [ms] | false touch-downs (highest foot) | touch-downs, the '
+            'node\'s / MuJoCo\'s |\n|---|---|---|---|---|---|\n' + '\n'.join(rows) + '\n')
+    report(output(out_dir, 'contact_state_live.md'), text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     add_out_dir(ap)
     ap.add_argument('--quick', action='store_true', help='one draw per case')
+    ap.add_argument('--live', type=int, default=0, metavar='N',
+                    help='run the live test over DDS N times instead (contact_state_live.md)')
     args = ap.parse_args(argv)
+    if args.live:
+        return live(args.live, args.out_dir)
     head, t0 = provenance(), time.time()
     draws = (1,) if args.quick else (1, 2, 3)
     lines, summary = ['## The contact state while trotting (realistic odometry)', ''] + HEADER, {}
