@@ -96,8 +96,8 @@ def test_solo12_foot_forces_over_dds_on_mujocos_truth(rclpy_context, ros_env, tm
           f'state {100 * accuracy:.2f} %, push {100 * rel:.2f} %; answer after the joint state '
           f'(wall, at the test) p50 {np.percentile(delay, 50):.2f} ms, p99 '
           f'{np.percentile(delay, 99):.2f} ms; {len(answered)} answers')
-    # measured in three runs (2026-11-28, load average 5-7, two other benchmarks running):
-    # 1.03 %, 100.00 %, 12.45 % each (the estimate does not depend on the arrival times);
+    # measured in three runs (2026-12-02, benchmarks/results/contact_forces_live.md):
+    # 1.03 %, 100.00 %, 10.64 % each (the estimate does not depend on the arrival times);
     # answers p50 0.8-159 ms, p99 60-1092 ms after the joint state.  Bounds: 3x 1.03 %; the
     # state at most 3 samples of 2500 wrong (none measured); the requirement's 15 % (tighter
     # than 3x)
