@@ -34,6 +34,8 @@ Progress goes to stderr; the tables go to stdout and to out/benchmarks/dynamics.
 (dynamics_batch.md with --batch; or --out).
 """
 
+MEASURES = ('ros_dynamics/core',)
+
 import argparse
 import os
 import sys
@@ -41,7 +43,7 @@ import time
 
 import numpy as np
 
-from common import RESULTS, Pair, interleaved, log, machine_info, robot_sources, us
+from common import RESULTS, Pair, interleaved, log, machine_info, report, robot_sources, us
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 
@@ -250,7 +252,7 @@ def batch_main(args):
     """The --batch run: time_batch on batch_sources(), one table."""
     import numba
     K, blocks = 1000, (7 if args.quick else 21)
-    t_start, load_start = time.perf_counter(), os.getloadavg()[0]
+    load_start = os.getloadavg()[0]
     log(f'machine: {machine_info()}; numba threading layer: {numba.config.THREADING_LAYER} '
         f'({numba.threading_layer() if _launched() else "not started yet"}), '
         f'{numba.get_num_threads()} threads')
@@ -269,13 +271,10 @@ def batch_main(args):
     w_ = lines.append
     w_(f'# rd.dynamics_batch against loops of single calls, K = {K} states')
     w_('')
-    w_('Written by `python benchmarks/bench_dynamics.py ' + ' '.join(sys.argv[1:]) + '`.')
-    w_('')
-    w_(f'Machine: {machine_info()}; numba threading layer {numba.threading_layer()}, '
-       f'{numba.get_num_threads()} threads; {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
-       f'1-min load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end '
-       '(this benchmark adds about 1, 2 while a batch runs on both cores; a load above ~1.5 before '
-       'a robot means another process competes for the second core).  ')
+    w_(f'numba threading layer {numba.threading_layer()}, {numba.get_num_threads()} threads; the '
+       f'1-min load average was {load_start:.2f} at the start (this benchmark adds about 1, 2 while '
+       'a batch runs on both cores; a load above ~1.5 before a robot means another process '
+       'competes for the second core).  ')
     w_(f'Mode: {"--quick" if args.quick else "full"}; medians of {blocks} interleaved blocks (one '
        'call each, rotating order) of the wall-clock time and of the process CPU time (all '
        'threads).  Throughput = K / wall time.  Loop = `[rd.dynamics(model, q, v) for q, v in '
@@ -319,14 +318,7 @@ def batch_main(args):
        'thread" is the price of the parallel run in CPU (1.00: none; it includes the start of the '
        'second thread and its wait for the first).')
     w_('')
-    w_(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    path = args.out or os.path.join(RESULTS, 'dynamics_batch.md')
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, 'w') as fh:
-        fh.write(text)
-    log(f'wrote {path}')
+    report(args.out or os.path.join(RESULTS, 'dynamics_batch.md'), '\n'.join(lines) + '\n')
     return 0
 
 
@@ -448,8 +440,6 @@ def main(argv=None):
         TIMING.update(stat='median', clock=time.perf_counter)
     blocks, block_s = (11, 0.005) if args.quick else (31, 0.01)
 
-    t_start = time.perf_counter()
-    load_start = os.getloadavg()[0]
     log(f'machine: {machine_info()}')
     log('warming up the JIT caches ...')
     for label, kind, src in robot_sources(quick=True)[:1]:
@@ -485,11 +475,8 @@ def main(argv=None):
     w = lines.append
     w('# ros_dynamics vs Pinocchio: dynamics terms from Python')
     w('')
-    w(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
-      f'`python benchmarks/bench_dynamics.py {" ".join(sys.argv[1:])}`.  ')
-    w(f'Machine: {machine_info()}; 1-min load average {load_start:.2f} at the start, '
-      f'{os.getloadavg()[0]:.2f} at the end (this benchmark alone adds ~1; above ~1.5 another process '
-      'competes for the second core).  Batches: `--batch` (dynamics_batch.md).  ')
+    w('This benchmark alone adds ~1 to the load average; above ~1.5 another process competes for '
+      'the second core.  Batches: `--batch` (dynamics_batch.md).  ')
     timing = ('medians of wall-clock time' if args.wall else
               'minima of the thread CPU time (time.thread_time)')
     w(f'Mode: {"--quick" if args.quick else "full"}; per-call times are {timing} of {blocks} interleaved '
@@ -565,14 +552,7 @@ def main(argv=None):
         for name, t_data, t_new in christoffel_rows(gprof):
             w(f'| {name} | {us(t_data)} | {us(t_new)} |')
         w(f'| **rd.christoffel total** | **{us(gprof["api_data"])}** | **{us(gprof["api"])}** |')
-    w('')
-    w(f'Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.')
-    text = '\n'.join(lines) + '\n'
-    print(text)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, 'w') as fh:
-        fh.write(text)
-    log(f'wrote {args.out}')
+    report(args.out, '\n'.join(lines) + '\n')
     return 0
 
 

@@ -29,6 +29,9 @@ import numpy as np
 
 from common import add_out_dir, docstring_report, log, output, provenance, report
 
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation/observer.py',
+            'ros_dynamics/estimation/cycle.py')
+
 import ros_dynamics as rd
 from ros_dynamics.identification import bags
 from ros_dynamics.control.trajectories import SineTrajectory

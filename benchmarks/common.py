@@ -8,6 +8,7 @@ measured in the same run.
 
 import os
 import platform
+import shlex
 import sys
 import time
 
@@ -19,9 +20,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, 'results')
 RESULTS = os.path.join(os.path.dirname(HERE), 'out', 'benchmarks')
 sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout without installing
+if HERE not in sys.path:
+    sys.path.insert(1, HERE)                   # the sibling modules (results.py)
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing as models  # noqa: E402
+from results import OUT_DIR_ENV, Git  # noqa: E402  (the evidence's freshness, stdlib only)
 
 
 def log(*args):
@@ -36,7 +40,9 @@ def add_out_dir(ap):
 
 
 def output(out_dir, name):
-    """Path of an output file in out_dir (created), never a tracked file."""
+    """Path of an output file (its folder created): ``out_dir/name``, or in the folder that
+    ``BENCHMARKS_OUT_DIR`` names when it is set (``python -m benchmarks.results`` sets it)."""
+    out_dir = os.environ.get(OUT_DIR_ENV) or out_dir
     os.makedirs(out_dir, exist_ok=True)
     return os.path.join(out_dir, name)
 
@@ -47,14 +53,136 @@ def wrote(*paths):
         log(f'wrote {os.path.relpath(p)}')
 
 
-def report(path, text):
-    """A result file: ``text`` printed (stdout) and written to ``path`` (its folder created),
-    then where it went said (stderr)."""
+# -- result files ---------------------------------------------------------------------------------
+
+_T0, _LOAD0 = time.monotonic(), os.getloadavg()[0]
+_STARTED = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+_START = {}                          # root -> (HEAD, dirty files) when this process started
+
+
+def _state(root):
+    """(HEAD, files that differ from it) of the checkout at ``root``; (None, []) outside git."""
+    try:
+        git = Git(root)
+        return git.head(), git.dirty()
+    except (OSError, RuntimeError):
+        return None, []
+
+
+_START[os.path.dirname(HERE)] = _state(os.path.dirname(HERE))
+
+
+def _results_root(path):
+    """The checkout whose ``benchmarks/results/`` folder ``path`` is in, or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(folder) == 'results' and \
+            os.path.basename(os.path.dirname(folder)) == 'benchmarks':
+        return os.path.dirname(os.path.dirname(folder))
+    return None
+
+
+def _checkout(path):
+    """The root of the checkout that holds ``path`` (the running script), or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while folder != os.path.dirname(folder):
+        if os.path.exists(os.path.join(folder, '.git')):
+            return folder
+        folder = os.path.dirname(folder)
+    return None
+
+
+def _command(root):
+    """The command line of this run as it can be run again from the checkout's root: the script
+    relative to it; an argument that is another checkout becomes ``<checkout of SHA>``."""
+    words = ['python', os.path.relpath(os.path.abspath(sys.argv[0]), root)]
+    for arg in sys.argv[1:]:
+        if os.path.isdir(arg) and os.path.exists(os.path.join(arg, '.git')) and \
+                os.path.realpath(arg) != os.path.realpath(root):
+            head, _ = _state(arg)
+            arg = f'<checkout of {head[:12]}>' if head else arg
+        words.append(shlex.quote(arg) if arg != shlex.quote(arg) and not arg.startswith('<')
+                     else arg)
+    return ' '.join(words)
+
+
+def _measures(measures):
+    """The MEASURES of the running script (``__main__``), or the given ones."""
+    if measures is None:
+        measures = getattr(sys.modules.get('__main__'), 'MEASURES', None)
+    if measures is None:
+        raise SystemExit(f'{sys.argv[0]} declares no MEASURES: a benchmark names the code it '
+                         "measures at module level, e.g. MEASURES = ('ros_dynamics/core',)")
+    return tuple(measures)
+
+
+def header(root, measures, draws=None):
+    """The head of a result file (markdown list): the commit measured, the command, the code
+    measured, the machine, the load, the date and run time, the draws behind any spread."""
+    head, dirty = _START.get(root) or _state(root)
+    now_head, now_dirty = _state(root)
+    if head and not dirty and not now_dirty and now_head == head:
+        commit = f'commit measured: {head[:12]}'
+    else:
+        commit = (f'commit measured: none (the tree differed from {(head or "?")[:12]} or moved '
+                  'during the run: a trial, not evidence)')
+    code = ', '.join(f'`{m}`' for m in measures) or 'the script alone'
+    lines = [f'- {commit}',
+             f'- command: `{_command(root)}`',
+             f'- code measured: {code}, and what the script and they import '
+             '(`python -m benchmarks.results` lists it)',
+             f'- machine: {machine_info()}',
+             f'- load: 1-minute load average {_LOAD0:.2f} at the start, '
+             f'{os.getloadavg()[0]:.2f} at the end',
+             f'- run: {_STARTED}, {time.monotonic() - _T0:.0f} s']
+    if draws:
+        lines.append(f'- draws: {draws}')
+    return '\n'.join(lines)
+
+
+def report(path, text, *, draws=None, measures=None):
+    """Write a result file: ``text`` (markdown, its first line the ``# title``) with the harness's
+    header after the title (:func:`header`), printed (stdout) and written to ``path`` (or to
+    ``BENCHMARKS_OUT_DIR``), then where it went said (stderr).
+
+    ``draws``: the independent seeds or draws behind a spread or a "worst of N" in the file
+    (:func:`worst_of`).  ``measures``: the code measured, by default the running script's
+    ``MEASURES``.  Refuses (SystemExit) to write into ``benchmarks/results/`` unless the tree
+    was clean and at the same commit from the start of the run to now: commit first, then
+    measure."""
+    measures = _measures(measures)
+    path = output(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    target = _results_root(path)
+    root = _checkout(sys.argv[0]) or os.path.dirname(HERE)
+    if target is not None:
+        start = _START.get(target) or _state(target)
+        head, dirty = _state(target)
+        if dirty or start[1] or head != start[0] or head is None:
+            raise SystemExit(f'not writing {os.path.relpath(path)}: the tree has uncommitted '
+                             f'changes ({", ".join((dirty or start[1])[:5])}) or moved during '
+                             'the run; commit first, then measure')
+    title, _, body = text.partition('\n')
+    if not title.startswith('# '):
+        raise ValueError('a result file starts with its "# title" line')
+    text = f'{title}\n\n{header(root, measures, draws)}\n\n{body.lstrip(chr(10))}'
     print(text)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, 'w') as f:
-        f.write(text)
+        f.write(text if text.endswith('\n') else text + '\n')
     wrote(path)
+    return path
+
+
+def worst_of(values, seeds, worst=max):
+    """The worst of N outcomes of independent draws, and the note that names the draws for
+    :func:`report`'s ``draws``.  Refuses repeated seeds; outcomes that are all identical are
+    one measurement (a deterministic rerun), and the note says so."""
+    seeds = list(seeds)
+    if len(set(map(repr, seeds))) != len(seeds):
+        raise ValueError(f'repeated seeds {seeds}: a repeat of one draw is not another draw')
+    values = list(values)
+    note = f'{len(seeds)} independent draws, seeds {", ".join(map(str, seeds))}'
+    if len(values) > 1 and all(v == values[0] for v in values):
+        note += ' (all outcomes identical: one measurement, not a spread)'
+    return worst(values), note
 
 
 # -- robots ---------------------------------------------------------------------------------------
@@ -166,24 +294,17 @@ def interleaved(funcs, blocks=31, block_s=0.01, warmup=3, stat='median', clock=t
 
 
 def revision():
-    """The code a result measures: ``commit <short hash>`` of this checkout (``git rev-parse
-    --short HEAD``), followed by `` with uncommitted changes`` when tracked files differ from it
-    (``git status --porcelain``); ``commit unknown`` outside a git checkout."""
-    import subprocess
-    root = os.path.dirname(HERE)
-    try:
-        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, check=True,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'],
-                               cwd=root, check=True, capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return 'commit unknown'
-    return f'commit {head}' + (' with uncommitted changes' if dirty else '')
+    """The commit a run measures, for a script that writes its own header (a result file written
+    with :func:`report` has it in its header): ``commit measured: <sha>`` on a clean tree, else
+    ``commit measured: none (...)``, which no result file in benchmarks/results/ may say."""
+    head, dirty = _state(os.path.dirname(HERE))
+    if head and not dirty:
+        return f'commit measured: {head[:12]}'
+    return f'commit measured: none (the tree differs from {(head or "?")[:12]}: a trial)'
 
 
 def machine_info():
-    """The machine, the libraries and the code (:func:`revision`) a result was measured on:
-    every result file's header carries it (test_doc_numbers checks that each names a commit)."""
+    """The machine and the libraries a result was measured on (:func:`header` carries it)."""
     import numba
     try:
         import pinocchio as pin
@@ -200,7 +321,7 @@ def machine_info():
     except OSError:  # pragma: no cover
         pass
     return (f'{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, '
-            f'numpy {np.__version__}, numba {numba.__version__}, pinocchio {pv}; {revision()}')
+            f'numpy {np.__version__}, numba {numba.__version__}, pinocchio {pv}')
 
 
 def us(t):
@@ -209,19 +330,17 @@ def us(t):
 
 
 def provenance():
-    """When, how and where a result was made, for the head of its result file: the date (UTC),
-    the command line, the machine and the commit (:func:`machine_info`) and the 1-minute load
-    average now."""
-    import time
+    """The date (UTC), the command line, the machine and the load now, in one line: for the
+    scripts that still write them into their text (:func:`report`'s header has them all)."""
     command = ' '.join(['python', os.path.relpath(os.path.abspath(sys.argv[0]),
                                                   os.path.dirname(HERE))] + sys.argv[1:])
     return (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
             f'{machine_info()}; 1-minute load average {os.getloadavg()[0]:.2f}')
 
 
-def docstring_report(doc, head, body):
-    """A result file's text from a benchmark's docstring: its first line as the title, ``head``
-    (:func:`provenance` taken when the run started), the description (the docstring up to its
-    usage line) and ``body``."""
+def docstring_report(doc, head=None, body=''):
+    """A result file's text from a benchmark's docstring: its first line as the title, the
+    description (the docstring up to its usage line) and ``body``; :func:`report` adds the
+    header (``head`` is no longer written: the header says when, how and where)."""
     description = doc.split('\n\n', 1)[1].split('\n\n    python')[0]
-    return f'# {doc.splitlines()[0]}\n\n{head} at the start.\n\n{description}\n\n{body}\n'
+    return f'# {doc.splitlines()[0]}\n\n{description}\n\n{body}\n'

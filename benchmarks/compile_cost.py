@@ -1,9 +1,10 @@
 """Compile cost of the numba kernels and the CPU from a cold start to the first results.
 
     python benchmarks/compile_cost.py                 # cold cache, then a warm process
-    python benchmarks/compile_cost.py --out out/benchmarks/compile_cost.md   (the default)
     python benchmarks/compile_cost.py --node-only --repeat 3     # the node's warm-up only
     python benchmarks/compile_cost.py --node --repeat 3          # the ROS node process
+
+Writes out/benchmarks/compile_cost.md (compile_cost_node.md with --node; or --out FILE).
 
 Each measurement is a fresh ``python`` process with ``NUMBA_CACHE_DIR`` on a new temporary
 directory (cold: nothing cached; warm: the same directory again).  The child listens to numba's
@@ -30,6 +31,9 @@ compiled (numba's events; DDS threads' CPU included).
 ``--repeat N`` runs the cold/warm pair N times and reports the minimum of each mark (CPU time
 on a shared machine is noisy: other processes slow this one's caches and cores).
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/warmup.py')
 
 import argparse
 import json
@@ -238,8 +242,8 @@ def table(result):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--out', default=os.path.join(REPO, 'out', 'benchmarks', 'compile_cost.md'),
-                    help='markdown output (default: out/benchmarks/compile_cost.md)')
+    ap.add_argument('--out', default=None, help='markdown output (default: out/benchmarks/'
+                    'compile_cost.md, with --node compile_cost_node.md)')
     ap.add_argument('--repeat', type=int, default=1, help='cold/warm pairs (minimum reported)')
     ap.add_argument('--node-only', action='store_true',
                     help="stop after the node's warm-up (skip the other kernels)")
@@ -247,9 +251,7 @@ def main(argv=None):
                     help='measure the dynamics_node process itself (ROS 2, loopback DDS)')
     args = ap.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from common import machine_info
-    started = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    load0 = os.getloadavg()[0]
+    from common import report
     colds, warms = [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as cache:
@@ -260,24 +262,16 @@ def main(argv=None):
                 colds.append(run(cache, args.node_only))
                 warms.append(run(cache, args.node_only))
     cold, warm = minimum(colds), minimum(warms)
-    command = ' '.join(['python benchmarks/compile_cost.py']
-                       + (argv if argv is not None else sys.argv[1:]))
     what = 'the dynamics_node process' if args.node else 'the library, as the node uses it'
     text = [f'# First start: compile cost of the kernels ({what})', '',
-            f'{started}; `{command}`; {machine_info()}; 1-minute load average {load0:.2f} at '
-            f'the start, {os.getloadavg()[0]:.2f} at the end.', '',
             f'## Cold cache (process CPU time since interpreter start; minimum of {args.repeat})',
             '']
     for k, t in cold['marks'].items():
         runs = ', '.join(f'{r["marks"][k]:.2f}' for r in colds)
         text.append(f'* {k}: {t:.2f} s (runs: {runs}; warm cache: {warm["marks"][k]:.2f} s)')
     text += ['', table(cold), '']
-    text = '\n'.join(text)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, 'w') as fh:
-            fh.write(text)
+    name = 'compile_cost_node.md' if args.node else 'compile_cost.md'
+    report(args.out or os.path.join(REPO, 'out', 'benchmarks', name), '\n'.join(text))
 
 
 if __name__ == '__main__':

@@ -43,6 +43,11 @@ part behind the push's K/(s+K) (the shift that fits best); the estimator's CPU t
 odometry seeds.  Writes contact_forces.md and contact_forces.json to --out-dir and the plot
 of the push in the unexplained part to out/contact_forces.png.
 """
+
+MEASURES = ('ros_dynamics/estimation', 'ros_dynamics/simulation', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/ros/simulation/mujoco_sim_node.py',
+            'test/test_e2e_sim_mujoco_contact_forces.py')
+
 import argparse
 import dataclasses
 import json
@@ -62,14 +67,6 @@ from ros_dynamics.estimation.contact_forces import ContactForceEstimator  # noqa
 from ros_dynamics.simulation.contact_force_runs import lateral_push, metrics, run  # noqa: E402
 from ros_dynamics.simulation.mujoco_quadruped import (  # noqa: E402
     FEET, REALISTIC_ODOMETRY, PlantOptions, SensingOptions, ShiftLiftPush)
-
-#: the code this measures (benchmarks.results --stale)
-MEASURES = ('ros_dynamics/estimation/contact_forces.py',
-            'ros_dynamics/estimation/contact_state.py',
-            'ros_dynamics/estimation/stance_residual.py',
-            'ros_dynamics/simulation/contact_force_runs.py',
-            'ros_dynamics/simulation/mujoco_quadruped.py',
-            'ros_dynamics/simulation/mujoco_legged.py')
 
 PUSH = ShiftLiftPush.LATERAL_PUSH
 REAL = REALISTIC_ODOMETRY

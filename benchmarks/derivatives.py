@@ -25,8 +25,9 @@ and M: Pinocchio has no call for dtau/dv alone) and pin.computeCoriolisMatrix (t
 in C++, for scale).
 """
 
+MEASURES = ('ros_dynamics/core',)
+
 import argparse
-import subprocess
 import sys
 import time
 
@@ -34,8 +35,8 @@ import numba
 
 import numpy as np
 
-from common import (HERE, add_out_dir, example_robot_data_urdf, interleaved, log, output,
-                    provenance, report, robot_sources, us)
+from common import (add_out_dir, example_robot_data_urdf, interleaved, log, output, report,
+                    robot_sources, us)
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 from ros_dynamics import testing as models  # noqa: E402
@@ -175,11 +176,8 @@ def main():
         }, blocks=11 if args.quick else 41, block_s=0.02, clock=time.thread_time)
         rows.append((label, model.nv, worst, t))
 
-    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=HERE, capture_output=True, text=True).stdout.strip()
     lines = [
         '# Derivatives of the dynamics: ros_dynamics vs Pinocchio',
-        '',
-        f'{provenance()} at the end of the run; commit measured: {commit}.',
         '',
         '## 1. dtau/dq, dtau/dv (inverse) and da/dq, da/dv, M^-1 (forward), Carpentier & Mansard 2018',
         '',

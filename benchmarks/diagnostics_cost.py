@@ -11,14 +11,15 @@ own cost), the minimum of --repeat rounds.  Arrays as the node passes them (nv =
 
 Writes out/benchmarks/diagnostics_cost.md (date, command, machine, load).
 """
+
+MEASURES = ('ros_dynamics/ros/dynamics_node/diagnostics.py',)
+
 import argparse
-import os
-import sys
 import time
 
 import numpy as np
 
-from common import add_out_dir, log, machine_info, output, report
+from common import add_out_dir, log, output, report
 
 from ros_dynamics.ros.dynamics_node.diagnostics import NodeHealth  # noqa: E402
 
@@ -37,8 +38,6 @@ def main():
     ap.add_argument('--repeat', type=int, default=3)
     add_out_dir(ap)
     args = ap.parse_args()
-    started = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
-    load0 = os.getloadavg()[0]
     clock = [0.0]
     health = NodeHealth(expected_rate=1000.0, clock=lambda: clock[0])
     health.model(nv=7, warnings=0, coordinates='joint', names=[f'j{i}' for i in range(7)])
@@ -69,11 +68,8 @@ def main():
             empty = per_call(lambda i: None, n)
             best[name] = min(best.get(name, np.inf), per_call(fn, n) - empty)
     lines = ['# Cost of the node\'s health counters (NodeHealth)', '',
-             f'{started}; `{" ".join(["python benchmarks/diagnostics_cost.py"] + sys.argv[1:])}`;'
-             f' {machine_info()}; 1-minute load average {load0:.2f} at the start, '
-             f'{os.getloadavg()[0]:.2f} at the end. Process CPU time per call, loop overhead '
-             f'subtracted, minimum of {args.repeat} rounds of {args.calls} calls (1 Hz calls: '
-             f'{max(args.calls // 1000, 20)}).', '',
+             f'Process CPU time per call, loop overhead subtracted, minimum of {args.repeat} rounds '
+             f'of {args.calls} calls (1 Hz calls: {max(args.calls // 1000, 20)}).', '',
              '| call | µs per call |', '|---|---:|']
     lines += [f'| `{name}` | {1e6 * t:.2f} |' if t < 1e-5 else f'| `{name}` | {1e6 * t:.0f} |'
               for name, t in best.items()]

@@ -36,11 +36,14 @@ import numpy as np
 
 from common import add_out_dir, docstring_report, log, output, provenance, report
 
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation/observer.py',
+            'ros_dynamics/estimation/cycle.py')
+
 from identification_mujoco import ARMATURE, EXCITE, K, MODEL, OTHER, plant, samples
 from ros_dynamics.identification.calibration import observer_residuals
 from ros_dynamics.identification.excitation import ExcitationProblem, optimise_excitation
-from ros_dynamics.identification.whole_model import (identify_recording, inertial_parameters,
-                                                     parameter_scales)
+from ros_dynamics.identification.inertial_parameters import inertial_parameters, parameter_scales
+from ros_dynamics.identification.whole_model import identify_recording
 from ros_dynamics.simulation.mujoco_plant import perturbed_model
 
 
@@ -73,8 +76,8 @@ def judge(truth, recording, other):
             'worst link mass error [%]': f'{100 * mass:.1f}',
             'armature rms error [kg m²]':
                 f'{np.sqrt(np.mean((ident.armature - ARMATURE) ** 2)):.4f}',
-            'base parameters': f'{ident.rank} of {ident.n_parameters}',
-            'identify condition': f'{ident.condition:.3g}'}
+            'base parameters': f'{ident.base.rank} of {ident.base.n_parameters}',
+            'identify condition': f'{ident.base.condition:.3g}'}
 
 
 def main():

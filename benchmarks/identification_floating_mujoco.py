@@ -30,6 +30,10 @@ found in the unexplained part (relative error; contact_force_runs.metrics).
 
     python benchmarks/identification_floating_mujoco.py [--out-dir out/benchmarks]
 """
+
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation', 'ros_dynamics/simulation',
+            'urdf/quadruped.urdf')
+
 import argparse
 import os
 import tempfile

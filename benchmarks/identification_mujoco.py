@@ -39,6 +39,9 @@ import numpy as np
 
 from common import add_out_dir, docstring_report, log, output, provenance, report
 
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation/observer.py',
+            'ros_dynamics/estimation/cycle.py')
+
 import ros_dynamics as rd
 from ros_dynamics.identification import bags
 from ros_dynamics.control.trajectories import SineTrajectory
@@ -95,14 +98,14 @@ def one(seed, duration, tmp):
     ident = identify_recording(MODEL, s, gain=K, held_out=held)
     cpu = time.process_time() - t0
     row = {'plant': f'seed {seed}', 'T [s]': duration, 'cpu [s]': f'{cpu:.1f}',
-           'base parameters': f'{ident.rank} of {ident.n_parameters}',
-           'condition': f'{ident.condition:.3g}',
-           'held out': ident.held_out,
-           'held-out rms URDF [N m]': f(ident.before['rms']),
+           'base parameters': f'{ident.base.rank} of {ident.base.n_parameters}',
+           'condition': f'{ident.base.condition:.3g}',
+           'held out': ident.held.label,
+           'held-out rms URDF [N m]': f(ident.held.before['rms']),
            'held-out rms identified, replayed through the node\'s cycle [N m]':
-               f(ident.after['rms']),
+               f(ident.held.after['rms']),
            'held-out rms identified / URDF (max over joints)':
-               f'{np.max(ident.after["rms"] / ident.before["rms"]):.3f}'}
+               f'{np.max(ident.held.after["rms"] / ident.held.before["rms"]):.3f}'}
     free = samples(plant(truth, 11, OTHER).run(20.0))
     idm = ident.model(MODEL)
     res = observer_residuals(idm, free, K, ident.friction_viscous, ident.friction_coulomb,

@@ -39,6 +39,10 @@ observer, detector, the per-cycle output arrays).
 
 Free motion (the torque keeps the momentum constant), as in most cycles.
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'benchmarks/pinocchio_node.py', 'benchmarks/relay_node.py')
+
 import argparse
 import os
 import re

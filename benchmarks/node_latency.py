@@ -18,10 +18,15 @@ publishing) are shared by vs_pinocchio.py and soak.py.
 The ROS environment is set here (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, a random
 ROS_DOMAIN_ID, the library path of the pip ROS wheels). Run:
 
-    .venv/bin/python benchmarks/node_latency.py [--duration 10] [--rate 1000]
+    python benchmarks/node_latency.py [--duration 10] [--rate 1000] [--runs 2]
         [--models arm7 chain30] [--executors single events] [--christoffel-decimation 10]
-        [--json benchmarks/results/node_latency.json]
+
+Writes out/benchmarks/node_latency.md and .json (--out-dir).
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'urdf/arm7.urdf')
+
 import argparse
 import json
 import os
@@ -297,32 +302,52 @@ def main():
     ap.add_argument('--rate', type=float, default=1000.0)
     ap.add_argument('--models', nargs='+', default=['arm7', 'chain30'])
     ap.add_argument('--executors', nargs='+', default=['single', 'events'])
+    ap.add_argument('--runs', type=int, default=2, help='rounds over the models and executors')
     ap.add_argument('--christoffel-decimation', type=int, default=10)
     ap.add_argument('--no-christoffel', action='store_true')
-    ap.add_argument('--json', help='write the results to this file')
+    ap.add_argument('--out-dir', default=os.path.join(REPO_ROOT, 'out', 'benchmarks'),
+                    help='folder of node_latency.md and .json (default: out/benchmarks/)')
     args = ap.parse_args()
+    from common import output, report
     extra = {'christoffel_stream': not args.no_christoffel,
              'christoffel_decimation': args.christoffel_decimation}
-    stream = 'off' if args.no_christoffel else f'every {args.christoffel_decimation}'
+    stream = 'off' if args.no_christoffel else f'every {args.christoffel_decimation}th cycle'
     print(f'ROS_DOMAIN_ID={DOMAIN_ID}, localhost only; christoffel stream {stream}; '
-          f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
+          f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores', file=sys.stderr)
     results = []
-    for name in args.models:
-        xml = model_source(name)
-        for ex in args.executors:
-            res = run_latency(name, xml, extra, args.duration, args.rate, ex)
-            results.append(res)
-            print(f'[{name}, {ex}] sent {res["sent"]} joint states at {res["send_rate_hz"]:.0f} Hz; '
-                  f'answered {100 * res["answered_fraction"]:.2f}%; latency p50 '
-                  f'{res["p50_ms"]:.3f} ms, p99 {res["p99_ms"]:.3f} ms, max {res["max_ms"]:.3f} ms; '
-                  f'node CPU {res["node_cpu_percent"]:.1f} % of a core '
-                  f'({res["node_cpu_us_per_cycle"]:.0f} us per joint state); '
-                  f'load {res["loadavg_1min"]:.1f}', flush=True)
-            print('    node CPU per joint state by thread [us]: ' + ', '.join(
-                f'{k} {v:.0f}' for k, v in res['node_cpu_us_per_cycle_by_thread'].items()))
-    if args.json:
-        with open(args.json, 'w') as f:
-            json.dump(results, f, indent=2)
+    for run in range(1, args.runs + 1):
+        for name in args.models:
+            xml = model_source(name)
+            for ex in args.executors:
+                res = dict(run_latency(name, xml, extra, args.duration, args.rate, ex), run=run)
+                results.append(res)
+                print(f'[run {run}, {name}, {ex}] sent {res["sent"]} joint states at '
+                      f'{res["send_rate_hz"]:.0f} Hz; answered {100 * res["answered_fraction"]:.2f}%;'
+                      f' latency p50 {res["p50_ms"]:.3f} ms, p99 {res["p99_ms"]:.3f} ms; node CPU '
+                      f'{res["node_cpu_us_per_cycle"]:.0f} us per joint state; load '
+                      f'{res["loadavg_1min"]:.1f}', file=sys.stderr, flush=True)
+    lines = [f'# dynamics_node at {args.rate:g} Hz over loopback DDS', '',
+             'Free motion (efforts = inverse dynamics of a sinusoidal trajectory), observer on, '
+             f'Γ streamed {stream}, default QoS. A separate Python subscriber process '
+             '(SingleThreadedExecutor) on `~/dynamics`; latency = joint-state publish (wall clock) '
+             'to `~/dynamics` received there; node CPU = utime + stime of the node process from '
+             f'`/proc` over the {args.duration:g} s window (100 % = one core), per joint state: '
+             'total = the Python thread + the other (DDS) threads. The 1-minute load average in '
+             'the last column: the latency tails follow the contention.', '',
+             '| run | model | executor | answered | p50 [ms] | p99 [ms] | max [ms] | node CPU '
+             '[% core] | µs/cycle: total = main (Python) + DDS threads | load |',
+             '|---|---|---|---:|---:|---:|---:|---:|---|---:|']
+    for r in results:
+        by = r['node_cpu_us_per_cycle_by_thread']
+        main_us = by.get('main (Python)', 0.0)
+        lines.append(f'| {r["run"]} | {r["model"]} | {r["executor"]} | '
+                     f'{100 * r["answered_fraction"]:.2f} % | {r["p50_ms"]:.2f} | '
+                     f'{r["p99_ms"]:.1f} | {r["max_ms"]:.1f} | {r["node_cpu_percent"]:.1f} | '
+                     f'{r["node_cpu_us_per_cycle"]:.0f} = {main_us:.0f} + '
+                     f'{r["node_cpu_us_per_cycle"] - main_us:.0f} | {r["loadavg_1min"]:.1f} |')
+    path = report(output(args.out_dir, 'node_latency.md'), '\n'.join(lines) + '\n')
+    with open(path[:-3] + '.json', 'w') as f:
+        json.dump(results, f, indent=2)
 
 
 if __name__ == '__main__':

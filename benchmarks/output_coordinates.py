@@ -16,6 +16,9 @@ validation, core calls, observer, mapping, writing and publishing; Gamma every 1
 this is the average cycle) for each robot and choice, as CPU time per joint state.
 Usage: python benchmarks/output_coordinates.py [--quick] [--node]
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation')
+
 import argparse
 import os
 import sys
@@ -23,7 +26,7 @@ import time
 
 import numpy as np
 
-from common import interleaved, log, provenance, us
+from common import add_out_dir, interleaved, log, output, report, us
 
 import ros_dynamics as rd
 
@@ -101,13 +104,15 @@ def main():
     ap.add_argument('--quick', action='store_true', help='fewer timing blocks')
     ap.add_argument('--node', action='store_true',
                     help='also time the whole node callback per joint state (needs rclpy)')
+    add_out_dir(ap)
     args = ap.parse_args()
     blocks = 9 if args.quick else 31
     rng = np.random.default_rng(0)
-    print(f'# dynamics_node output coordinates: CPU time per call (us)\n\n{provenance()}\n')
-    print('| robot | coordinates | nv -> published | dynamics | map | christoffel | '
-          'map+Gamma | max diff vs core |')
-    print('|---|---|---|---:|---:|---:|---:|---:|')
+    lines = ['# dynamics_node output coordinates: CPU time per call (us)', '',
+             'Median thread CPU time per call over interleaved blocks; each mapping checked '
+             "against the core's coordinate objects first (max diff vs core).", '',
+             '| robot | coordinates | nv -> published | dynamics | map | christoffel | '
+             'map+Gamma | max diff vs core |', '|---|---|---|---:|---:|---:|---:|---:|']
     for label, urdf, floating, kind in CASES:
         model = rd.load_urdf(urdf, floating_base=floating)
         oc = rd.output_coordinates(model, kind)
@@ -122,18 +127,19 @@ def main():
             'christoffel': lambda: rd.christoffel(model, q),
             'map+Gamma': lambda: oc.apply(q, v, d, G),
         }, blocks=blocks, clock=time.thread_time)
-        print(f'| {label} | {kind} | {model.nv} -> {oc.nv} | {us(t["dynamics"])} | '
-              f'{us(t["map"])} | {us(t["christoffel"])} | {us(t["map+Gamma"])} | {err:.1e} |')
+        lines.append(f'| {label} | {kind} | {model.nv} -> {oc.nv} | {us(t["dynamics"])} | '
+                     f'{us(t["map"])} | {us(t["christoffel"])} | {us(t["map+Gamma"])} | '
+                     f'{err:.1e} |')
     if args.node:
         cycles = 1000 if args.quick else 3000
-        print('\n## Node callback per joint state (in-process, CPU time, Gamma every 10th cycle, '
-              'observer on)\n')
-        print('| robot | coordinates | us per joint state |')
-        print('|---|---|---:|')
+        lines += ['', '## Node callback per joint state (in-process, CPU time, Gamma every 10th '
+                  'cycle, observer on, minimum of 3 runs)', '',
+                  '| robot | coordinates | us per joint state |', '|---|---|---:|']
         for label, urdf, floating, kind in CASES:
             log(f'{label} {kind}: node cycle')
             runs = [node_cycle(urdf, floating, kind, cycles) for _ in range(3)]
-            print(f'| {label} | {kind} | {us(min(runs))} |')
+            lines.append(f'| {label} | {kind} | {us(min(runs))} |')
+    report(output(args.out_dir, 'output_coordinates.md'), '\n'.join(lines) + '\n')
     return 0
 
 

@@ -10,11 +10,12 @@ identified from the reference (``calibrate --links all``), then the payload agai
 (``calibrate --payload-link --reference``), with
 
 * ``default``: the default options: standard errors from the noise (least squares inflated by
-  the residual's autocorrelation time), a delete-one-block jackknife and torque constants 2 %
-  off per joint (one standard deviation); load-dependent Coulomb friction fitted when held-out
-  samples select it;
-* ``before``: the estimator before this benchmark's commit: noise and jackknife only
-  (``torque_scale_error=0``), constant Coulomb friction.
+  the residual's autocorrelation time), a delete-one-block jackknife, torque constants 2 %
+  off per joint (one standard deviation) and the spread of refits with the velocities
+  differentiated from the positions and low-passed at 20 and 5 Hz; load-dependent Coulomb
+  friction fitted when held-out samples select it; joints at rest left out;
+* ``noise and jackknife``: the standard errors of noise and jackknife only
+  (``torque_scale_error=0``, ``velocity_filters=()``), constant Coulomb friction.
 
 Reported per trial: mass error and its standard error, CoM error per axis [mm], its standard
 error, and the error's size over its standard error; then per estimator the share of the CoM components (and masses)
@@ -28,13 +29,18 @@ import argparse
 import numpy as np
 
 from common import add_out_dir, docstring_report, log, output, provenance, report
+
+MEASURES = ('ros_dynamics/identification', 'ros_dynamics/estimation/observer.py',
+            'ros_dynamics/estimation/cycle.py')
 from thresholds_mujoco import EXCITE, MODEL, TOOL, K, plant, samples
 
 import ros_dynamics as rd
 from ros_dynamics.identification.whole_model import identify_recording, payload_against_reference
 from ros_dynamics.simulation.mujoco_plant import perturbed_model
 
-ESTIMATORS = {'default': {}, 'before': {'torque_scale_error': 0.0, 'load_friction': False}}
+ESTIMATORS = {'default': {}, 'noise and jackknife': {'torque_scale_error': 0.0,
+                                                     'load_friction': False,
+                                                     'velocity_filters': ()}}
 
 
 def one(seed, rate):

@@ -26,12 +26,14 @@ pendulum_snapshots.png (like Fig. 5) to out/benchmarks/ (or --out-dir DIR); the 
 docs/reproduction.md is kept in benchmarks/results/.
 """
 
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/simulation')
+
 import argparse
 import time
 
 import numpy as np
 
-from common import add_out_dir, log, output, provenance, report, wrote
+from common import add_out_dir, log, output, report, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing  # noqa: E402
@@ -178,8 +180,7 @@ def main():
                          float(np.median(x['diffs'])) if x['diffs'] else np.nan,
                          float(np.max(x['diffs'])) if x['diffs'] else np.nan))
     lines = [f'# Pendulum of Jain et al. (2012), Sec. 8 ({duration:g} s simulated per run, dt = 1 ms, n_f = 4)', '',
-             f'{provenance()}. CPU time per step (process time), both variants on the same '
-             'run.', '',
+             'CPU time per step (process time), both variants on the same run.', '',
              '| links | OS LCP size (max) | contacts/step (mean, contact steps) | contact steps | OS run [s] | dense run [s] '
              '| OS contact step [ms] | dense contact step [ms] | Lambda OS [us] | Lambda dense [us] | speed-up (run) '
              '| worst LCP residual | max abs q diff OS vs dense |',

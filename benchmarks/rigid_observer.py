@@ -10,11 +10,13 @@ the force-estimate error at the true point, and the peak |tau_ext| (the rigid wa
 Writes out/benchmarks/rigid_observer.md (or --out-dir DIR).
 """
 
+MEASURES = ('ros_dynamics/estimation/observer.py', 'ros_dynamics/simulation', 'urdf/arm7.urdf')
+
 import argparse
 
 import numpy as np
 
-from common import add_out_dir, log, output, provenance, report
+from common import add_out_dir, log, output, report
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import MomentumObserver  # noqa: E402
@@ -29,7 +31,6 @@ def main():
     model = rd.load_urdf(rd.bundled_urdf('arm7'))
     K = 50.0
     lines = ['# Momentum observer vs ground truth: spring-damper wall vs rigid (LCP) wall', '',
-             provenance() + '.', '',
              'arm7 wall scenario, 6 s, dt = 1 ms, observer gain K = 50 1/s. "settled": contact samples later '
              'than 5/K = 0.1 s after each contact onset.', '',
              '| wall | contact samples | contact episodes | settled rel. err. median | settled p95 | all-contact p95 '

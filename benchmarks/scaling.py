@@ -11,21 +11,22 @@ random revolute chains (models.chain) and binary trees (models.binary_tree), bot
 
 after checking the results against Pinocchio (M, C, g and Gamma; "rel. diff" column).
 
-Writes scaling_chain.png, scaling_tree.png (log-log, fitted slopes of the kernel times over
+Writes scaling.md (the slopes and the times), scaling_chain.png, scaling_tree.png (log-log, fitted slopes of the kernel times over
 N >= 20 in the legends, dashed reference curves N^2, N^3 for chains and N log N, N log^2 N for
 trees) and scaling.csv to out/benchmarks/ (or --out-dir DIR).  Echeandia & Wensing predict O(N^2) / O(N^3)
 for chains and O(N log N) / O(N log^2 N) for binary trees (depth ~ log2 N).
 """
 
+MEASURES = ('ros_dynamics/core',)
+
 import argparse
 import csv
-import os
 import sys
 import time
 
 import numpy as np
 
-from common import RESULTS, interleaved, log, machine_info
+from common import RESULTS, interleaved, log, machine_info, output, report, wrote
 
 import ros_dynamics as rd  # noqa: E402
 from ros_dynamics import testing as models
@@ -73,7 +74,7 @@ def time_model(xml, blocks, block_s, seed=0):
         'dyn_api': lambda: rd.dynamics(m, q, v),
         'gam_kernel': lambda: geometry(m.packed, data.work, q, G, kernels.CHRISTOFFEL, point),
         'gam_api': lambda: rd.christoffel(m, q),
-    }, blocks=blocks, block_s=block_s)
+    }, blocks=blocks, block_s=block_s, stat='min', clock=time.thread_time)
     r['rel_diff'] = err
     return r
 
@@ -130,7 +131,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     Ns = [5, 10, 20, 40, 60, 100] if args.quick else [5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
     blocks, block_s = (9, 0.005) if args.quick else (21, 0.01)
-    os.makedirs(args.outdir, exist_ok=True)
     t0 = time.perf_counter()
     log(f'machine: {machine_info()}')
     m = rd.load_urdf(models.chain(3))
@@ -149,52 +149,54 @@ def main(argv=None):
             if not r['rel_diff'] <= 1e-9:
                 log(f'    WARNING: {kind} N={n} disagrees with Pinocchio (rel. diff {r["rel_diff"]:.1e})')
             table.append((kind, n, r['dyn_kernel'], r['dyn_api'], r['gam_kernel'], r['gam_api'], r['rel_diff']))
-        path = os.path.join(args.outdir, f'scaling_{kind}.png')
+        path = output(args.outdir, f'scaling_{kind}.png')
         plot(kind, Ns, rows, path)
-        log(f'wrote {path}')
+        wrote(path)
         for key in ('dyn_kernel', 'dyn_api', 'gam_kernel', 'gam_api'):
             slopes[kind, key] = slope(Ns, [r[key] for r in rows])
         for key in ('dyn', 'gam'):
             tk = np.array([r[key + '_kernel'] for r in rows])
             slopes[kind, key + '_local'] = local_slope(np.array(Ns, float), tk)
 
-    csv_path = os.path.join(args.outdir, 'scaling.csv')
+    csv_path = output(args.outdir, 'scaling.csv')
     with open(csv_path, 'w', newline='') as fh:
         w = csv.writer(fh)
         w.writerow(['topology', 'N', 'dynamics_kernel_us', 'dynamics_api_us', 'christoffel_kernel_us',
                     'christoffel_api_us', 'max_rel_diff_vs_pinocchio'])
         for kind, n, *ts, e in table:
             w.writerow([kind, n] + [f'{t * 1e6:.3f}' for t in ts] + [f'{e:.1e}'])
-    log(f'wrote {csv_path}')
+    wrote(csv_path)
 
     Nf = np.array(Ns, float)
     ref = {('chain', 'dyn'): slope(Nf, Nf ** 2), ('chain', 'gam'): slope(Nf, Nf ** 3),
            ('tree', 'dyn'): slope(Nf, Nf * np.log2(Nf)), ('tree', 'gam'): slope(Nf, Nf * np.log2(Nf) ** 2)}
-    print(f'# Scaling (N = {Ns[0]}..{Ns[-1]}; log-log slopes fitted over N >= {FIT_FROM})')
-    print()
-    print('| topology | algorithm | slope, kernel | slope, API call | expected | expected slope on this range | '
-          f'local kernel slope, N={Ns[-2]}..{Ns[-1]} |')
-    print('|---|---|---:|---:|---|---:|---:|')
+    lines = [f'# Scaling with N (N = {Ns[0]}..{Ns[-1]}; log-log slopes fitted over N >= {FIT_FROM})',
+             '', 'Minimum thread CPU time per call over interleaved blocks; the plots '
+             '(scaling_chain.png, scaling_tree.png) and scaling.csv of the same run beside this file.',
+             '', '| topology | algorithm | slope, kernel | slope, API call | expected | expected '
+             f'slope on this range | local kernel slope, N={Ns[-2]}..{Ns[-1]} |',
+             '|---|---|---:|---:|---|---:|---:|']
     exp = {('chain', 'dyn'): 'O(N^2)', ('chain', 'gam'): 'O(N^3)',
            ('tree', 'dyn'): 'O(N log N)', ('tree', 'gam'): 'O(N log^2 N)'}
     for kind in ('chain', 'tree'):
         for key, name in (('dyn', 'Alg. 1 dynamics'), ('gam', 'Alg. 2 christoffel')):
-            print(f'| {kind} | {name} | {slopes[kind, key + "_kernel"]:.2f} | {slopes[kind, key + "_api"]:.2f} | '
-                  f'{exp[kind, key]} | {ref[kind, key]:.2f} | {slopes[kind, key + "_local"]:.2f} |')
-    print()
-    print('| topology | N | dynamics kernel (us) | dynamics API (us) | christoffel kernel (us) | christoffel API (us) '
-          '| max rel. diff vs Pinocchio (M, C, g, Gamma) |')
-    print('|---|---:|---:|---:|---:|---:|---:|')
+            lines.append(f'| {kind} | {name} | {slopes[kind, key + "_kernel"]:.2f} | '
+                         f'{slopes[kind, key + "_api"]:.2f} | {exp[kind, key]} | '
+                         f'{ref[kind, key]:.2f} | {slopes[kind, key + "_local"]:.2f} |')
+    lines += ['', '| topology | N | dynamics kernel (us) | dynamics API (us) | christoffel kernel '
+              '(us) | christoffel API (us) | max rel. diff vs Pinocchio (M, C, g, Gamma) |',
+              '|---|---:|---:|---:|---:|---:|---:|']
     bad = []
     for kind, n, *ts, e in table:
         flag = '' if e <= 1e-9 else ' **(wrong)**'
         if flag:
             bad.append(f'{kind} N={n}')
-        print(f'| {kind} | {n} | ' + ' | '.join(f'{t * 1e6:.1f}' for t in ts) + f' | {e:.1e}{flag} |')
+        lines.append(f'| {kind} | {n} | ' + ' | '.join(f'{t * 1e6:.1f}' for t in ts) +
+                     f' | {e:.1e}{flag} |')
     if bad:
-        print()
-        print(f'**Warning:** results disagree with Pinocchio (rel. diff > 1e-9) for {", ".join(bad)}; '
-              'their timings do not describe a correct computation.')
+        lines += ['', f'**Warning:** results disagree with Pinocchio (rel. diff > 1e-9) for '
+                  f'{", ".join(bad)}; their timings do not describe a correct computation.']
+    report(output(args.outdir, 'scaling.md'), '\n'.join(lines) + '\n')
     log(f'done in {time.perf_counter() - t0:.0f} s')
     return 0
 

@@ -28,6 +28,10 @@ Run:  .venv/bin/python benchmarks/soak.py [--duration 600] [--rate 1000] [--mode
 
 The ROS environment is set here (loopback only, a random ROS_DOMAIN_ID). Not part of the suite.
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'urdf/arm7.urdf')
+
 import argparse
 import json
 import os
@@ -45,8 +49,7 @@ from node_latency import (DOMAIN_ID, cpu_seconds, model_source, percentile_ms,  
 import numpy as np  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
-
-RESULTS = os.path.join(REPO_ROOT, 'out', 'benchmarks')     # a run never overwrites benchmarks/results/
+from common import RESULTS, output, report  # noqa: E402
 
 
 def rss_kb(pid):
@@ -299,7 +302,7 @@ def first_stall_cycle(res):
 def write_md(res, path):
     lines = [
         f'# Soak: dynamics_node at {res["rate_hz"]:.0f} Hz for {res["duration_s"] / 60:.1f} min',
-        '', res.get('provenance', '') + '.', '', f'Model {res["model"]}, executor {res["executor"]}, observer on, ~/christoffel every '
+        '', f'Model {res["model"]}, executor {res["executor"]}, observer on, ~/christoffel every '
         f'10th state; {res["cores"]} cores, load average at the end '
         f'{res["loadavg_1_5_15_at_end"][0]:.2f} / {res["loadavg_1_5_15_at_end"][1]:.2f} / '
         f'{res["loadavg_1_5_15_at_end"][2]:.2f} (1/5/15 min; other work shared the machine).',
@@ -346,8 +349,7 @@ def write_md(res, path):
             f'+{r["rss_kb_after"] - r["rss_kb_before"]} kB'
             for r in g['top'][:4] if r['rss_kb_after'] > r['rss_kb_before']) + ' |')
     lines.append('')
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines))
+    return report(path, '\n'.join(lines))
 
 
 def main():
@@ -374,16 +376,9 @@ def main():
           f'Hz; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores', flush=True)
     res = soak(args)
     tag = args.tag or f'{int(args.duration)}s'
-    os.makedirs(args.out_dir, exist_ok=True)
-    json_path = os.path.join(args.out_dir, f'soak_{tag}.json')
-    md_path = os.path.join(args.out_dir, f'soak_{tag}.md')
-    with open(json_path, 'w') as f:
+    md_path = write_md(res, output(args.out_dir, f'soak_{tag}.md'))
+    with open(md_path[:-3] + '.json', 'w') as f:
         json.dump(res, f, indent=2)
-    from common import provenance
-    res['provenance'] = provenance()
-    write_md(res, md_path)
-    print(open(md_path).read())
-    print(f'wrote {json_path} and {md_path}')
 
 
 if __name__ == '__main__':

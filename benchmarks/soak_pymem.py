@@ -14,6 +14,10 @@ live object blocks) and gc object counts are sampled every --sample s.
 Run:  python benchmarks/soak_pymem.py [--duration 300] [--rate 300] [--warmup 60]
 Writes out/benchmarks/soak_pymem.json and .md (--out-dir DIR). Not part of the suite.
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'urdf/arm7.urdf')
+
 import argparse
 import gc
 import json
@@ -32,10 +36,7 @@ from node_latency import DOMAIN_ID, model_source  # noqa: E402  (sets the ROS en
 import numpy as np  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
-from common import provenance  # noqa: E402
-
-RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'out',
-                       'benchmarks')     # a run never overwrites benchmarks/results/
+from common import RESULTS, output, report  # noqa: E402
 
 
 def trajectory(model, rate):
@@ -186,12 +187,9 @@ def main():
            'gc_objects_growth': end['gc_objects'] - at1['gc_objects'],
            'gc_type_growth': [[k, d] for d, k in type_growth[:15] if d],
            'top_growth': top, 'samples': samples}
-    os.makedirs(args.out_dir, exist_ok=True)
-    with open(os.path.join(args.out_dir, f'soak_{args.tag}.json'), 'w') as f:
-        json.dump(res, f, indent=2)
     lines = [
         f'# Python-level memory of dynamics_node, in-process, {args.rate:.0f} Hz for '
-        f'{end["t"] / 60:.1f} min (tracemalloc on)', '', provenance() + '.', '',
+        f'{end["t"] / 60:.1f} min (tracemalloc on)', '',
         f'Snapshots after {at1["t"]:.0f} s and at the end, {msgs} joint states accepted in '
         f'between ({end["accepted"]} of {end["sent"]} sent in all, {end["answered"]} answers '
         'received).', '',
@@ -207,10 +205,9 @@ def main():
                      + ' <- '.join(reversed(row['traceback'][-3:])))
     lines += ['', 'Objects tracked by the collector, growth by type: ' + (', '.join(
         f'{k} {d:+d}' for k, d in res['gc_type_growth'][:8]) or 'none') + '.', '']
-    with open(os.path.join(args.out_dir, f'soak_{args.tag}.md'), 'w') as f:
-        f.write('\n'.join(lines))
-    print('\n'.join(lines))
-    print(f'wrote {os.path.join(args.out_dir, f"soak_{args.tag}")}.json and .md')
+    path = report(output(args.out_dir, f'soak_{args.tag}.md'), '\n'.join(lines))
+    with open(path[:-3] + '.json', 'w') as f:
+        json.dump(res, f, indent=2)
 
 
 if __name__ == '__main__':

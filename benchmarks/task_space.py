@@ -30,15 +30,15 @@ Python-call level, CPU time of this thread (time.thread_time; the 2-core machine
 Ratios are formed from numbers measured in the same run.
 """
 
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/ros/dynamics_node/task_space_output.py')
+
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
 
-from common import (add_out_dir, example_robot_data_urdf, interleaved, log, machine_info,
-                    output, report, us)
+from common import add_out_dir, example_robot_data_urdf, interleaved, log, output, report, us
 
 import ros_dynamics as rd  # noqa: E402  (common puts the checkout on sys.path)
 
@@ -154,9 +154,7 @@ def main():
                         blocks=11 if args.quick else 41, block_s=0.02, clock=time.thread_time)
         rows.append((label, case.model.nv, err, t))
     lines = [
-        '# Task space per call: rd.task_space vs Pinocchio (benchmarks/task_space.py)', '',
-        f'Run {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}. Machine: {machine_info()}; '
-        f'load average {os.getloadavg()[0]:.2f} at the end of the run.',
+        '# Task space per call: rd.task_space vs Pinocchio', '',
         'Median per-call CPU time (thread_time) over interleaved blocks, Python-call level, same '
         'process. Quantities: per frame pose, LOCAL_WORLD_ALIGNED Jacobian, dJ/dt v (classical '
         'acceleration); mass, CoM, CoM velocity, A_G, dA_G/dt v. "in cycle" = (compute_all_terms '

@@ -59,6 +59,11 @@ compiled into the disk cache (``python -m ros_dynamics.warmup``, in this checkou
         [--out-dir out/benchmarks] [--name vs_pinocchio]
         [--base ROOT]   (also the node of another checkout: before/after in one run)
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/ros/process.py', 'benchmarks/pinocchio_node.py',
+            'benchmarks/relay_node.py')
+
 import argparse
 import json
 import os

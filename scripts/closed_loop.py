@@ -32,6 +32,11 @@ the core library).
 
 Isolation: LOCALHOST discovery and a random ROS_DOMAIN_ID (as scripts/demo.py).
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/control',
+            'ros_dynamics/ros/control', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/ros/simulation/sim_node.py', 'ros_dynamics/simulation', 'urdf/arm7.urdf')
+
 import argparse
 import json
 import os

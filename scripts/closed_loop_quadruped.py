@@ -29,6 +29,11 @@ quadruped|solo12``, ``--hidden-load``, ``--link-error``, ``--sensing noisy``, ``
 ``--variants``; scripts/closed_loop_mujoco.py), every figure from MuJoCo's truth; it writes
 out/closed_loop_quadruped_mujoco_<robot>*.{png,json,md} (and ``--result``).
 """
+
+MEASURES = ('ros_dynamics/core', 'ros_dynamics/estimation', 'ros_dynamics/control',
+            'ros_dynamics/ros/control', 'ros_dynamics/ros/dynamics_node',
+            'ros_dynamics/ros/simulation', 'ros_dynamics/simulation', 'urdf/quadruped.urdf')
+
 import argparse
 import json
 import os

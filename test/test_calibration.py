@@ -329,3 +329,25 @@ def test_cli_calibrate_and_check_end_to_end(recording, tmp_path):
                         str(tmp_path / 'x.yaml')], capture_output=True, text=True, env=env,
                        timeout=600, cwd=str(tmp_path))
     assert p.returncode != 0 and "no topic '/nope'" in p.stderr
+
+
+def test_what_a_recording_does_not_determine_is_said_in_plain_words():
+    """Two regressor columns nearly the same (the payload mass and joint 2's Coulomb friction
+    move together in this motion), a third apart: the inflation of the first two is ~1/(1 -
+    0.999^2), above the limit; the report names the mass, what it trades against, the joint,
+    and the motion that would separate them; the friction of joint 3 is not named."""
+    from ros_dynamics.identification.determination import VIF_LIMIT, not_determined
+    from ros_dynamics.identification.residual_fit import ResidualFit
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(2000)
+    cols = np.column_stack([x, 0.999 * x + 0.045 * rng.standard_normal(2000),
+                            rng.standard_normal(2000)])[:, None, :]
+    names = ['m', 'Fc[arm_joint_2]', 'Fv[arm_joint_3]']
+    fit = ResidualFit(cols, rng.standard_normal((2000, 1)), names, np.ones((2000, 1), bool))
+    vif, partners = fit.inflation(fit.solve(np.ones(2000, dtype=bool)))
+    assert vif[0] > VIF_LIMIT and vif[1] > VIF_LIMIT and vif[2] < 1.1
+    lines = not_determined(names, names, vif, partners, names, LINK)
+    assert len(lines) == 3 and 'payload mass' in lines[0] and 'Coulomb friction of arm_joint_2' \
+        in lines[0] and 'viscous friction of arm_joint_3' not in lines[-1]
+    assert lines[-1].startswith('a motion that would: joints arm_joint_2') and \
+        'calibrate excite' in lines[-1] and LINK in lines[-1]

@@ -12,8 +12,9 @@ import yaml
 import ros_dynamics as rd
 from ros_dynamics.identification import calibrate as cli
 from ros_dynamics.identification.excitation import ExcitationProblem
-from ros_dynamics.identification.whole_model import (BASE_TOLERANCE, inertial_parameters,
-                                                     parameter_scales)
+from ros_dynamics.identification.inertial_parameters import (BASE_TOLERANCE,
+                                                             inertial_parameters,
+                                                             parameter_scales)
 from ros_dynamics.estimation.observer import friction_torque
 
 from _oracle import PinocchioOracle

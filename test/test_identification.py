@@ -17,6 +17,7 @@ import ros_dynamics as rd
 from ros_dynamics.identification import bags
 from ros_dynamics.identification import calibrate as cli
 from ros_dynamics.control.trajectories import SineTrajectory
+from ros_dynamics.identification import inertial_parameters as IP
 from ros_dynamics.identification import whole_model as ID
 from ros_dynamics.identification.urdf_inertials import replace_inertials
 from ros_dynamics.simulation import home_pose
@@ -40,7 +41,7 @@ def test_regressor_columns_sum_to_the_models_momentum_and_bias():
     body's π must give the model's own terms (a different model than the unit ones)."""
     rng = np.random.default_rng(2)
     q, v = rng.uniform(-1.5, 1.5, (2, 4, 7))
-    pi = ID.inertial_parameters(TRUTH)
+    pi = IP.inertial_parameters(TRUTH)
     p, b = np.zeros((4, 7)), np.zeros((4, 7))
     for i in range(TRUTH.nbodies):
         P, B = ID.regressor_columns(TRUTH, q, v, i)
@@ -53,12 +54,12 @@ def test_regressor_columns_sum_to_the_models_momentum_and_bias():
 
 
 def test_pseudo_inertia_is_psd_exactly_for_rigid_bodies():
-    for pi in ID.inertial_parameters(TRUTH):
-        assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
-        np.testing.assert_allclose(ID.pseudo_inertia_parameters(ID.pseudo_inertia(pi)), pi)
+    for pi in IP.inertial_parameters(TRUTH):
+        assert np.linalg.eigvalsh(IP.pseudo_inertia(pi))[0] > 0
+        np.testing.assert_allclose(IP.pseudo_inertia_parameters(IP.pseudo_inertia(pi)), pi)
     # principal moments (1, 1, 3) violate the triangle inequality: no mass distribution has them
     bad = np.array([1.0, 0, 0, 0, 1.0, 0, 0, 1.0, 0, 3.0])
-    assert np.linalg.eigvalsh(ID.pseudo_inertia(bad))[0] < 0
+    assert np.linalg.eigvalsh(IP.pseudo_inertia(bad))[0] < 0
 
 
 def test_replace_inertials_changes_only_the_inertials():
@@ -100,14 +101,14 @@ def identified(recording, tmp_path_factory):
 def test_held_out_residual_falls_on_every_joint(recording):
     s = bags.read_joint_states(recording, joint_names=MODEL.joint_names)
     ident = ID.identify_recording(MODEL, s)
-    before, after = ident.before['rms'], ident.after['rms']
+    before, after = ident.held.before['rms'], ident.held.after['rms']
     assert np.all(after < 0.35 * before), (before, after)
     assert np.all(after[[1, 3]] < 0.1 * before[[1, 3]]), (before, after)   # gravity-loaded
-    assert 0 < ident.rank < ident.n_parameters        # some combinations are not identifiable
+    assert 0 < ident.base.rank < ident.base.n_parameters        # some combinations are not identifiable
     np.testing.assert_allclose(ident.friction_coulomb, FC, rtol=0.3)
     # every identified body is physically consistent
     for pi in ident.parameters:
-        assert np.linalg.eigvalsh(ID.pseudo_inertia(pi))[0] > 0
+        assert np.linalg.eigvalsh(IP.pseudo_inertia(pi))[0] > 0
 
 
 def test_held_out_on_a_second_recording_of_other_motion(recording, tmp_path, capsys):
@@ -126,11 +127,11 @@ def test_held_out_on_a_second_recording_of_other_motion(recording, tmp_path, cap
     s = bags.read_joint_states(recording, joint_names=MODEL.joint_names)
     held = bags.read_joint_states(path, joint_names=MODEL.joint_names)
     ident = ID.identify_recording(MODEL, s, held_out=held)
-    assert ident.test_rows.size == 0 and len(ident.check.t) == len(held)
-    assert ident.check.onsets == 0
+    assert ident.held.test_rows.size == 0 and len(ident.held.check.t) == len(held)
+    assert ident.held.check.onsets == 0
     # on motion the fit has not seen the residual still falls on every joint: measured 0.271 of
     # the URDF's on the first joint (friction), 0.086 and 0.031 on the shoulder and elbow
-    ratio = ident.after['rms'] / ident.before['rms']
+    ratio = ident.held.after['rms'] / ident.held.before['rms']
     assert np.all(ratio < 0.5) and np.all(ratio[[1, 3]] < 0.2), ratio
 
 
@@ -179,8 +180,8 @@ def test_a_contact_in_the_recording_is_left_out_of_the_fit():
     s = Samples(out['t'], out['q'], out['v'], out['tau'])
     ident = ID.identify_recording(MODEL, s)
     assert any('left out' in n for n in ident.notes), ident.notes
-    assert np.all(ident.after['rms'] < 0.35 * ident.before['rms'])
-    assert np.all(ident.after['rms'][[1, 3]] < 0.1 * ident.before['rms'][[1, 3]])
+    assert np.all(ident.held.after['rms'] < 0.35 * ident.held.before['rms'])
+    assert np.all(ident.held.after['rms'][[1, 3]] < 0.1 * ident.held.before['rms'][[1, 3]])
 
 
 def test_check_with_the_identified_files_shows_no_contact(identified, recording, tmp_path):

@@ -17,7 +17,7 @@ import pytest
 import ros_dynamics as rd
 from ros_dynamics import testing
 
-from test_node_support import ARM7, assert_dynamics_msg, read, running_node
+from test_node_support import ARM7, TIMEOUT, assert_dynamics_msg, read, running_node
 
 pytestmark = pytest.mark.ros
 
@@ -37,7 +37,7 @@ def good_state(model, seed):
     return rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-10, 10, n)
 
 
-def assert_answers(proc, probe, model, seed, label, timeout=15.0):
+def assert_answers(proc, probe, model, seed, label, timeout=TIMEOUT):
     """The node answers a good joint state for ``model`` with the core library's terms."""
     q, v, e = good_state(model, seed)
     dyn = probe.send_and_wait(probe.joint_state(model.joint_names, q, v, e, next_stamp()),
@@ -105,7 +105,7 @@ def test_bad_descriptions_keep_the_model(desc_node):
     proc, probe, tmp = desc_node
     arm = rd.load_urdf(ARM7)
     probe.desc_pub.publish(String(data=read(ARM7)))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + TIMEOUT
     while probe.counts()['dynamics'] == 0 and time.monotonic() < deadline:
         q, v, e = good_state(arm, 0)
         probe.send_and_wait(probe.joint_state(arm.joint_names, q, v, e, next_stamp()), timeout=1)

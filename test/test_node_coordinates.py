@@ -290,15 +290,12 @@ def test_center_of_mass_topics(quad_com, quad_model):
     probe.odom_pub.publish(odom(pos, quat, lin, ang))
     probe.spin_for(0.2)
     qj, vj, _ = joints(model, 12)
-    dyn = None
-    for _ in range(20):  # odom and joint_states are separate topics: retry until paired
-        stamp = next(_stamps)
-        dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, None, stamp), timeout=0.5)
-        if dyn is not None:
-            break
+    # odom and joint_states are separate topics: send until they are paired
+    dyn = probe.send_until_answered(lambda: probe.joint_state(names, qj, vj, None, next(_stamps)))
     assert dyn is not None, proc.log()
     assert list(dyn.names) == COM_BASE + names
     assert dyn.header.frame_id == 'world'
+    stamp = dyn.header.stamp.sec * 1_000_000_000 + dyn.header.stamp.nanosec
     assert probe.spin_until(lambda: probe.find_stamped('christoffel', stamp) is not None)
     q, v = np.r_[pos, quat, qj], np.r_[lin, ang, vj]
     qbar, vbar = co.state(q, v)

@@ -64,22 +64,18 @@ def test_nothing_before_odom_then_matches_core(quad, model):
     qj, vj, ej = joints(model, 1)
     s0 = next(_stamps)
     probe.js_pub.publish(probe.joint_state(names, qj, vj, ej, s0))
-    probe.spin_for(0.5)
+    assert probe.spin_until(lambda: 'no valid odom yet' in proc.log())
     assert probe.counts()['dynamics'] == 0
-    assert 'no valid odom yet' in proc.log()
     resp = probe.get('dynamics')
     assert not resp.success and 'no joint state accepted yet' in resp.message
 
     pos, quat, lin, ang = base_state(2)
     probe.odom_pub.publish(odom(pos, quat, lin, ang))
     probe.spin_for(0.2)
-    dyn = None
-    for _ in range(20):  # odom and joint_states are separate topics: retry until paired
-        s = next(_stamps)
-        dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, s), timeout=0.5)
-        if dyn is not None:
-            break
+    # odom and joint_states are separate topics: send until they are paired
+    dyn = probe.send_until_answered(lambda: probe.joint_state(names, qj, vj, ej, next(_stamps)))
     assert dyn is not None, proc.log()
+    s = dyn.header.stamp.sec * 1_000_000_000 + dyn.header.stamp.nanosec
     qj2, vj2, ej2 = joints(model, 3)
     s2 = next(_stamps)
     dyn2 = probe.send_and_wait(probe.joint_state(names, qj2, vj2, ej2, s2))
@@ -145,7 +141,8 @@ def test_bad_odom_is_ignored(quad, model):
            odom([math.inf, 0, 0], quat, lin, ang)]
     for msg in bad:
         probe.odom_pub.publish(msg)
-    probe.spin_for(0.3)
+    assert probe.spin_until(lambda: 'non-finite pose or twist' in proc.log()
+                            and 'quaternion norm' in proc.log())
     qj, vj, ej = joints(model, 4)
     dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, next(_stamps)))
     assert dyn is not None

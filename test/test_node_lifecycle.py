@@ -3,7 +3,7 @@ activate -> shutdown; outputs come only while active, the model survives deactiv
 import numpy as np
 import pytest
 
-from test_node_support import ARM7, NodeProcess, Probe, next_stamp, read
+from test_node_support import ARM7, TIMEOUT, NodeProcess, Probe, next_stamp, read
 
 pytestmark = pytest.mark.ros
 
@@ -29,22 +29,23 @@ def test_lifecycle_transitions(rclpy_context, ros_env, tmp_path):
             return probe.call(GetState, '/life/dynamics/get_state', GetState.Request()
                               ).current_state.label
 
-        def answered():
+        def answered(timeout=TIMEOUT):
+            """A joint state answered by the deadline (a short window for 'not answered')."""
             q = np.full(7, 0.2)
             return probe.send_and_wait(probe.joint_state(names, q, q, q, next_stamp(10**6)),
-                                       timeout=1.5) is not None
+                                       timeout=timeout) is not None
 
-        assert state() == 'unconfigured' and not answered()
+        assert state() == 'unconfigured' and not answered(1.5)
         assert change(Transition.TRANSITION_CONFIGURE) and state() == 'inactive'
-        assert 'model ready' in proc.log() and not answered()
+        assert 'model ready' in proc.log() and not answered(1.5)
         assert change(Transition.TRANSITION_ACTIVATE) and state() == 'active' and answered()
         assert change(Transition.TRANSITION_DEACTIVATE) and state() == 'inactive'
-        assert not answered()
+        assert not answered(1.5)
         builds = proc.log().count('model built')
         assert change(Transition.TRANSITION_ACTIVATE) and answered()
         assert proc.log().count('model built') == builds        # the model was kept
         assert change(Transition.TRANSITION_ACTIVE_SHUTDOWN) and state() == 'finalized'
-        assert not answered()
+        assert not answered(1.5)
     finally:
         probe.destroy()
         rc = proc.stop()

@@ -90,11 +90,8 @@ def test_linearization_at_the_latest_state_with_zero_effort(quad, model):
     pos, quat, lin, ang = base_state(34)
     qj, vj, ej = joints(model, 35)
     probe.odom_pub.publish(odom(pos, quat, lin, ang))
-    dyn = None
-    for _ in range(20):  # odom and joint_states are separate topics: retry until paired
-        dyn = probe.send_and_wait(probe.joint_state(names, qj, vj, ej, next(_stamps)), timeout=0.5)
-        if dyn is not None:
-            break
+    # odom and joint_states are separate topics: send until they are paired
+    dyn = probe.send_until_answered(lambda: probe.joint_state(names, qj, vj, ej, next(_stamps)))
     assert dyn is not None, proc.log()
     resp = linearize(probe)                            # empty state, empty effort
     check_against_pinocchio(resp, model, np.r_[pos, quat, qj], np.r_[lin, ang, vj], np.zeros(model.nv))

@@ -13,11 +13,10 @@ import pytest
 
 import ros_dynamics as rd
 
-from test_node_support import ARM7, REPO_ROOT, NodeProcess, Probe, read
+from test_node_support import ARM7, REPO_ROOT, TIMEOUT, NodeProcess, Probe, read
 
 pytestmark = pytest.mark.ros
 
-TIMEOUT = 60.0
 
 
 class Proc:
@@ -76,8 +75,9 @@ def test_dynamics_node_exits_cleanly(ros_env, rclpy_context, sig, executor):
     try:
         probe.wait_connected()
         names = rd.load_urdf(ARM7).joint_names
-        answered = probe.send_and_wait(probe.joint_state(names, np.zeros(7), np.zeros(7), None,
-                                                         1_000_000)) is not None
+        stamps = iter(range(1_000_000, 10**9, 1_000_000))
+        answered = probe.send_until_answered(lambda: probe.joint_state(
+            names, np.zeros(7), np.zeros(7), None, next(stamps))) is not None
     finally:
         probe.destroy()
     rc = proc.stop(sig)      # stopped whatever happened above: no process outlives the test
@@ -207,8 +207,10 @@ def test_without_interface_package(rclpy_context, ros_env, tmp_path):
         rng = np.random.default_rng(3)
         q, v, e = (rng.uniform(-1, 1, 7) for _ in range(3))
         names = model.joint_names
-        s1, s2 = 5_000_000_000, 5_001_000_000
-        assert probe.send_and_wait(probe.joint_state(names, q, v, e, s1), 'gravity_torque')
+        stamps = iter(range(5_000_000_000, 6_000_000_000, 1_000_000))
+        assert probe.send_until_answered(      # the first answer after the start
+            lambda: probe.joint_state(names, q, v, e, next(stamps)), 'gravity_torque')
+        s2 = next(stamps)
         g_msg = probe.send_and_wait(probe.joint_state(names, q, v, e, s2), 'gravity_torque')
         np.testing.assert_allclose(np.asarray(g_msg.effort), rd.gravity(model, q), rtol=0,
                                    atol=1e-12)
@@ -236,8 +238,9 @@ def test_without_visualization_and_diagnostic_messages(rclpy_context, ros_env, t
     try:
         probe.wait_connected(node)
         q = np.zeros(7)
-        dyn = probe.send_and_wait(probe.joint_state(rd.load_urdf(ARM7).joint_names, q, q, q,
-                                                    3_000_000_000))
+        stamps = iter(range(3_000_000_000, 4_000_000_000, 1_000_000))
+        dyn = probe.send_until_answered(lambda: probe.joint_state(
+            rd.load_urdf(ARM7).joint_names, q, q, q, next(stamps)))
     finally:
         probe.destroy()
         rc = node.stop()

@@ -1,7 +1,7 @@
 """``calibrate check``: a recording replayed through the node's own cycle with the settings of a
 parameter file, and what it shows about the thresholds (no ROS).
 
-The replay is :func:`.calibration.observer_residuals`: the node's cycle
+The replay is :func:`.replay.observer_residuals`: the node's cycle
 (:func:`ros_dynamics.estimation.cycle.node_cycle`: the observer, the contact detector with its
 hysteresis and isolation, the thresholds of :func:`ros_dynamics.estimation.rules.threshold_at`).
 Reported, per joint: the largest ``|r_i| / threshold_i`` outside detections (how close free
@@ -19,17 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .thresholds import envelope
+from ..estimation.cycle_state import per_coordinate
+from .replay import observer_residuals
+from .spans import runs
+from .thresholds import Thresholds, envelope
 
 __all__ = ['Check', 'ContactForceCheck', 'check_recording', 'check_contact_forces',
-           'contact_stretches', 'runs']
-
-
-def runs(mask):
-    """(start, stop) index pairs of the runs of True in ``mask``."""
-    m = np.concatenate([[False], np.asarray(mask, bool), [False]])
-    d = np.flatnonzero(np.diff(m.astype(int)))
-    return list(zip(d[::2], d[1::2]))
+           'contact_stretches']
 
 
 @dataclass
@@ -74,22 +70,20 @@ class Check:
 def check_recording(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
                     threshold=5.0, threshold_velocity=0.0, threshold_torque=0.0,
                     release_ratio=0.5, torque_offset=0.0, label='', **contact):
-    """Replay ``samples`` through the node's cycle with these settings (``contact``: its
-    contact-force settings, e.g. ``contact_frames``: the detector then judges the part the
-    contact frames leave unexplained, as the node's); a :class:`Check`."""
-    from .calibration import observer_residuals
-    from ..estimation.cycle_state import per_coordinate
+    """Replay ``samples`` through the node's cycle with these settings (the threshold's rows
+    of :func:`ros_dynamics.estimation.rules.threshold_at`; ``contact``: its contact-force
+    settings, e.g. ``contact_frames``: the detector then judges the part the contact frames
+    leave unexplained, as the node's); a :class:`Check`."""
+    rows = {'': threshold, '_velocity': threshold_velocity, '_torque': threshold_torque}
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
-                             threshold=threshold, release_ratio=release_ratio,
-                             torque_offset=torque_offset, threshold_velocity=threshold_velocity,
-                             threshold_torque=threshold_torque, **contact)
+                             release_ratio=release_ratio, torque_offset=torque_offset,
+                             **{f'threshold{k}': x for k, x in rows.items()}, **contact)
     nv = int(model.nv)
     nb = nv - len(model.joint_names)
-    base, kv, kt = (per_coordinate(n, x, model)[nb:] for n, x in (
-        ('contact_threshold', threshold), ('contact_threshold_velocity', threshold_velocity),
-        ('contact_threshold_torque', threshold_torque)))
+    th = Thresholds(*(per_coordinate(f'contact_threshold{k}', x, model)[nb:]
+                           for k, x in rows.items()))
     r = res['r'][:, nb:]
-    thr = base + kv * np.abs(samples.v[:, nb:]) + kt * np.abs(samples.tau[:, nb:])
+    thr = th.at(samples.v[:, nb:], samples.tau[:, nb:])
     contact = res['contact']
     ok = np.all(np.isfinite(r), axis=1)
     free = ok & ~contact
@@ -242,7 +236,6 @@ def check_contact_forces(model, samples, contact_frames, gain=50.0, friction_vis
     with its largest base forces; ``rows``: the samples judged (default all; the replay runs
     over all, e.g. to judge a held-out part with the observer settled).  A
     :class:`ContactForceCheck`."""
-    from .replay import observer_residuals
     res = observer_residuals(model, samples, gain, friction_viscous, friction_coulomb,
                              torque_offset=torque_offset,
                              contact_frames=tuple(contact_frames),

@@ -38,7 +38,8 @@ import numpy as np
 from ..core.api import dynamics_batch
 from ..core.derivatives import inverse_dynamics_derivatives_batch
 from .payload import skew2
-from .whole_model import BASE_TOLERANCE, inertial_parameters, parameter_scales, unit_models
+from .inertial_parameters import BASE_TOLERANCE, inertial_parameters, parameter_scales
+from .whole_model import unit_models
 from ..estimation.observer import friction_torque
 from ..estimation.rules import FRICTION_EPS
 

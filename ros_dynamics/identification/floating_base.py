@@ -89,10 +89,13 @@ import numpy as np
 from ..core.api import task_frames, task_space
 from ..core.data import Data
 from ..estimation.observer import friction_torque
-from .calibration import VELOCITY_EPS
+from .check import check_contact_forces
+from .observer_regressor import VELOCITY_EPS
+from .replay import increasing_in_time
 from .samples import CalibrationError
-from .whole_model import (BASE_TOLERANCE, Identification, consistent_fit, parameter_vector,
-                          regressor_columns)
+from .inertial_parameters import BASE_TOLERANCE, consistent_fit, parameter_vector
+from .thresholds import Thresholds, calibrate_thresholds
+from .whole_model import BaseParameters, HeldOut, Identification, regressor_columns
 
 __all__ = ['FIT_GAIN', 'FLOATING_BASE_TOLERANCE', 'ODOM_TWIST_NOISE', 'STANCE_SPEED',
            'STANCE_HEIGHT', 'GROUND_WINDOW', 'STANCE_WINDOW', 'STANCE_PAD', 'SLIP_SPEED',
@@ -326,7 +329,7 @@ class FloatingBaseIdentification(Identification):
         lines = [x.replace(f'(tolerance {BASE_TOLERANCE:g} ', f'(tolerance {self.tolerance:g} ')
                  for x in lines if not x.startswith('held-out residual')]
         for k, name in (('before', 'URDF'), ('after', 'identified')):
-            s = getattr(self, k)
+            s = getattr(self.held, k)
             if s:
                 out.append(f'held-out projected residual (eq. 4), {name}: rms base '
                            f'{f(s["rms"][:6])}, joints {f(s["rms"][6:])}')
@@ -433,12 +436,13 @@ def identify_floating_base(model, samples, frames, stance=None, gain=FIT_GAIN, h
     ident = FloatingBaseIdentification(
         list(model.joint_names), list(model.body_names), theta[:10 * N].reshape(N, 10), pi0,
         theta[10 * N:10 * N + nj], theta[10 * N + nj:10 * N + 2 * nj],
-        theta[10 * N + 2 * nj:10 * N + 3 * nj], theta[10 * N + 3 * nj:], rank=rank,
-        n_parameters=int(free.sum()),
-        condition=float(sv[0] / sv[rank - 1]) if rank else float('inf'),
-        identifiable=[n for n, d in zip(names, determined) if d], velocity_eps=velocity_eps,
+        theta[10 * N + 2 * nj:10 * N + 3 * nj], theta[10 * N + 3 * nj:],
+        base=BaseParameters(rank, int(free.sum()),
+                            float(sv[0] / sv[rank - 1]) if rank else float('inf'),
+                            [n for n, d in zip(names, determined) if d]),
+        velocity_eps=velocity_eps,
         gain=np.broadcast_to(np.asarray(gain, dtype=float), (nv,)).copy(),
-        fit_rows=keep[fit], test_rows=keep[~fit], frames=list(task_frames(model, frames).names),
+        held=HeldOut(fit_rows=keep[fit], test_rows=keep[~fit]), frames=list(task_frames(model, frames).names),
         stance=stance, stance_source=source, tolerance=tol, mass_urdf=float(pi0[:, 0].sum()),
         mass_identified=float(theta[:10 * N:10].sum()), odom_twist_noise=float(odom_twist_noise))
     if status != 'optimal':
@@ -451,9 +455,9 @@ def identify_floating_base(model, samples, frames, stance=None, gain=FIT_GAIN, h
                            f'{SLIP_MEMORY:g} s after')
     if (~fit).any():
         e1 = e0[~fit] + rho[~fit] @ (theta - theta0)
-        ident.before = {'rms': np.sqrt(np.mean(e0[~fit] ** 2, axis=0)),
-                        'max': np.max(np.abs(e0[~fit]), axis=0)}
-        ident.after = {'rms': np.sqrt(np.mean(e1 ** 2, axis=0)), 'max': np.max(np.abs(e1), axis=0)}
+        ident.held.before = {'rms': np.sqrt(np.mean(e0[~fit] ** 2, axis=0)),
+                             'max': np.max(np.abs(e0[~fit]), axis=0)}
+        ident.held.after = {'rms': np.sqrt(np.mean(e1 ** 2, axis=0)), 'max': np.max(np.abs(e1), axis=0)}
     return ident
 
 
@@ -467,9 +471,6 @@ def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, 
     ``gain``: the node's observer gain (the replay and the parameter file); ``fit_gain``: the
     fit's filter (:data:`FIT_GAIN`); ``odom_twist_noise``: the node's (the fit's base twist and
     the replay's unexplained part, :func:`stance_base_twist`)."""
-    from .calibration import increasing_in_time
-    from .check import check_contact_forces
-    from .thresholds import calibrate_thresholds
     if samples.q.shape[1] != int(model.nq) or samples.v.shape[1] != int(model.nv):
         raise CalibrationError(f'samples have {samples.q.shape[1]} positions and '
                                f'{samples.v.shape[1]} velocities; the model needs {model.nq} '
@@ -479,9 +480,9 @@ def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, 
                                    holdout=holdout, odom_twist_noise=odom_twist_noise, **options)
     ident.gain = np.broadcast_to(np.asarray(gain, dtype=float), (int(model.nv),)).copy()
     ident.notes += samples.notes
-    if ident.test_rows.size == 0:
+    if ident.held.test_rows.size == 0:
         raise CalibrationError('no held-out samples to derive the thresholds from (holdout 0)')
-    rows = np.arange(ident.test_rows[0], len(samples))
+    rows = np.arange(ident.held.test_rows[0], len(samples))
     nb = int(model.nv) - len(model.joint_names)
     for key, mdl, fv, fc, off in (
             ('before', model, 0.0, 0.0, 0.0),
@@ -496,5 +497,7 @@ def identify_floating_recording(model, samples, frames, stance=None, gain=50.0, 
         setattr(ident, 'unexplained_' + key, {'rms': np.sqrt(np.mean(U ** 2, axis=0)),
                                                'max': np.max(np.abs(U), axis=0)})
         setattr(ident, 'check_' + key, ck)
-    ident.thresholds = calibrate_thresholds(U[:, nb:], margin=margin, floor=floor)
+    ident.contact_thresholds = Thresholds(
+        calibrate_thresholds(U[:, nb:], margin=margin, floor=floor), margin=margin, floor=floor,
+        how=f'max(floor, {margin:g} x the held-out unexplained part\'s largest)')
     return ident

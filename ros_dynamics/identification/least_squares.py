@@ -46,7 +46,7 @@ def weighted_least_squares(A, b, w, names):
     return theta, An, scale, e, sv
 
 
-def torque_scale_covariance(rho, rows, nb, An, scale, w, free, i0, theta, rel):
+def torque_scale_covariance(rho, sel, An, scale, w, free, i0, theta, rel):
     """The covariance a relative error ``rel`` (one standard deviation, independent per joint)
     of each joint's torque constant adds to the fitted parameters (first order).
 
@@ -55,17 +55,19 @@ def torque_scale_covariance(rho, rows, nb, An, scale, w, free, i0, theta, rel):
     reference recording) explains does not depend on the payload, so an error ``δk_j`` of the
     constant leaves ``δk_j Y_j π`` in the residual of joint j: its column is the payload's share
     of the filtered residual on that joint, ``ρ_j π``.  The fit's linear map ``L`` (the
-    weighted least squares of :func:`weighted_least_squares`) turns it into ``δθ = L c_j δk_j``, hence
-    ``Σ_j rel² (L c_j)(L c_j)ᵀ`` (the delta method; Ljung 1999, Sec. 9.5: the bias of a
-    misspecified, here mis-scaled, regressor as a parameter covariance).  On the MuJoCo plants
-    with torque constants 1-3 % off, this is what the payload's CoM error comes from
+    weighted least squares of :func:`weighted_least_squares` on the rows ``sel`` (n nv,) of
+    ``rho`` (n, nv, p)) turns it into ``δθ = L c_j δk_j``, hence ``Σ_j rel² (L c_j)(L c_j)ᵀ``
+    (the delta method; Ljung 1999, Sec. 9.5: the bias of a misspecified, here mis-scaled,
+    regressor as a parameter covariance).  On the MuJoCo plants with torque constants 1-3 %
+    off, this is what the payload's CoM error comes from
     (benchmarks/results/payload_se_mujoco.md); the noise alone leaves 0.1-0.5 mm."""
-    n, nv = int(rows.sum()), rho.shape[1]
-    torque = rho[rows][:, :, i0:i0 + 10] @ theta[i0:i0 + 10]       # (n, nv)
-    C = np.zeros((n, nv, nv - nb))
-    for j in range(nb, nv):
-        C[:, j, j - nb] = torque[:, j]
-    D = np.linalg.lstsq(An, C.reshape(n * nv, -1) * w[:, None], rcond=None)[0] / scale[:, None]
+    n, nv = rho.shape[0], rho.shape[1]
+    torque = (rho[:, :, i0:i0 + 10] @ theta[i0:i0 + 10]).reshape(-1)     # (n nv,)
+    joint = np.tile(np.arange(nv), n)
+    C = np.zeros((n * nv, nv))
+    C[np.arange(n * nv), joint] = torque
+    C = C[sel]
+    D = np.linalg.lstsq(An, C * w[:, None], rcond=None)[0] / scale[:, None]
     cov = np.zeros((rho.shape[2], rho.shape[2]))
     cov[np.ix_(free, free)] = rel ** 2 * D @ D.T
     return cov

@@ -4,13 +4,16 @@ be (no ROS).
 A payload fitted on the URDF's model absorbs whatever the URDF gets wrong that looks like mass
 on the payload link.  Its size on the recording's own motion: for each body, the residual a
 body ``rel`` heavier than the URDF says would leave (its ten inertial parameters scaled; the
-node's cycle replayed with that model, :func:`.calibration.observer_residuals`) is fitted as
-payload plus friction with the same regression (:func:`.calibration.regressor`; least squares
+node's cycle replayed with that model, :func:`.replay.observer_residuals`) is fitted as
+payload plus friction with the same regression (:func:`.observer_regressor.regressor`; least squares
 is linear in the data, so the payload it fakes is the fit of that change alone); the bodies'
 fakes combine as independent errors.
 """
 
 import numpy as np
+
+from .observer_regressor import VELOCITY_EPS, regressor
+from .replay import observer_residuals
 
 __all__ = ['model_error_note', 'phantom_payloads']
 
@@ -18,7 +21,6 @@ __all__ = ['model_error_note', 'phantom_payloads']
 def phantom_payloads(model, samples, r0, link, gain, rel=0.25):
     """(body names, the payload mass [kg] each body ``rel`` heavier would fake) on ``samples``,
     ``r0`` the residual of the node's cycle with ``model`` on them."""
-    from .calibration import VELOCITY_EPS, observer_residuals, regressor
     nv = int(model.nv)
     restart = ~np.all(np.isfinite(r0), axis=1)
     rho, names, idx = regressor(model, samples, restart, np.broadcast_to(gain, (nv,)), link,

@@ -13,37 +13,37 @@ __all__ = ['observer_residuals', 'increasing_in_time', 'without_refused']
 
 
 def _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-           torque_offset=0.0, threshold_velocity=0.0, threshold_torque=0.0, **contact_settings):
+           torque_offset=0.0, **settings):
     """The node's own cycle (:func:`ros_dynamics.estimation.cycle.node_cycle`) with
-    these observer settings (``contact_settings``: the contact-force ones, e.g. contact_frames)."""
+    these observer settings (``settings``: the threshold's growth terms and the contact-force
+    ones, e.g. contact_frames: :class:`~ros_dynamics.estimation.cycle_state.ObserverSettings`)."""
     settings = ObserverSettings(model, gain=gain, friction_viscous=friction_viscous,
                                 friction_coulomb=friction_coulomb,
                                 threshold=threshold if threshold is not None else 1e300,
                                 release_ratio=release_ratio, torque_offset=torque_offset,
-                                threshold_velocity=threshold_velocity,
-                                threshold_torque=threshold_torque, **contact_settings)
+                                **settings)
     return node_cycle(model, settings)
 
 
 def observer_residuals(model, samples, gain=50.0, friction_viscous=0.0, friction_coulomb=0.0,
-                       threshold=None, release_ratio=0.5, torque_offset=0.0,
-                       threshold_velocity=0.0, threshold_torque=0.0, **contact_settings):
+                       threshold=None, release_ratio=0.5, torque_offset=0.0, **settings):
     """Replay ``samples`` through the node's cycle; returns a dict with ``t``, ``r``
     (T, nv; NaN where the observer (re)started or skipped the sample: the first sample,
     repeated stamps, a sample the node refuses), ``restart`` (T,) bool (the observer
     restarted at that sample), ``bridge`` (T,) bool (it bridged a gap there: the residual
     kept), ``skipped`` (T,) bool, ``refused`` {index: kind} (the samples the node refuses, e.g.
     beyond its input bounds; skipped too), ``contact`` (T,) bool and ``link`` (T,)
-    list (with a ``threshold``; ``threshold_velocity``, ``threshold_torque``: its state-dependent
-    terms), ``reasons`` (the restarts: (t, why)).  ``contact_settings``: the node's contact-force
-    settings (:class:`~ros_dynamics.estimation.cycle_state.ObserverSettings`: ``contact_frames``,
+    list (with a ``threshold``), ``reasons`` (the restarts: (t, why)).  ``settings``: the
+    threshold's state-dependent terms (``threshold_velocity``, ``threshold_torque``) and the
+    node's contact-force settings
+    (:class:`~ros_dynamics.estimation.cycle_state.ObserverSettings`: ``contact_frames``,
     ``contact_force_threshold``, ``odom_twist_noise``, ...); with contact frames also
     ``unexplained`` (T, nv), ``forces`` (T, k, 3) and ``in_contact`` (T, k) of
     ``~/contact_forces`` (NaN, False where the observer did not update)."""
     cyc = _cycle(model, gain, friction_viscous, friction_coulomb, threshold, release_ratio,
-                 torque_offset, threshold_velocity, threshold_torque, **contact_settings)
+                 torque_offset, **settings)
     T, nv = len(samples), int(model.nv)
-    k_frames = len(contact_settings.get('contact_frames', ()))
+    k_frames = len(settings.get('contact_frames', ()))
     feet = {'unexplained': np.full((T, nv), np.nan), 'forces': np.full((T, k_frames, 3), np.nan),
             'in_contact': np.zeros((T, k_frames), dtype=bool)} if k_frames else {}
     r = np.full((T, nv), np.nan)
