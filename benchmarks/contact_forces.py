@@ -63,7 +63,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import add_out_dir, log, output, provenance, report, wrote  # noqa: E402
 
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics.estimation.contact_forces import ContactForceEstimator  # noqa: E402
+from ros_dynamics.estimation.contact_forces import ContactForceEstimator, ObserverUpdate  # noqa: E402
 from ros_dynamics.simulation.contact_force_runs import lateral_push, metrics, run  # noqa: E402
 from ros_dynamics.simulation.mujoco_quadruped import (  # noqa: E402
     FEET, REALISTIC_ODOMETRY, PlantOptions, SensingOptions, ShiftLiftPush)
@@ -128,7 +128,7 @@ def estimator_time():
                               ('stance residual', r, StanceResidual(model, 0.03,
                                                                      dict(gain=50.0)))):
         est = ContactForceEstimator(model, FEET, threshold=8.0, stance_residual=stance)
-        state = (v, tau, 1e-3, False)
+        state = ObserverUpdate(v=v, tau=tau, dt=1e-3, bridge=False)
         est.update(q, rr, state)
         ts = []
         for _ in range(400):

@@ -52,6 +52,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import add_out_dir, interleaved, log, output, provenance, report  # noqa: E402
 
+from ros_dynamics.estimation.contact_forces import ObserverUpdate  # noqa: E402
 from ros_dynamics.estimation.contact_state import ContactStateOptions  # noqa: E402
 from ros_dynamics.simulation.contact_force_runs import (  # noqa: E402
     PUSHED_TROT, Trot, _robot, metrics, run, state_metrics)
@@ -145,7 +146,7 @@ def cost():
         q[7 + i] = {'HFE': 0.8, 'KFE': -1.6}.get(n.split('_')[1], 0.0) * (
             -1.0 if n.startswith('H') else 1.0)
     A = ObserverSettings(model, contact_frames=feet).contact_forces(model).jacobians(q)[0]
-    state = (np.zeros(model.nv), np.zeros(model.nv), 1e-3, False)
+    state = ObserverUpdate(v=np.zeros(model.nv), tau=np.zeros(model.nv), dt=1e-3, bridge=False)
     calls = {}
     for label, loaded in (('four feet', (1, 1, 1, 1)), ('two feet', (1, 0, 0, 1))):
         r = A @ np.concatenate([[0.0, 0.0, 6.0 * x] for x in loaded])

@@ -70,9 +70,12 @@ def node_engine(xml, **params):
 
 # ------------------------------------------------------------------ default: one cycle
 def cycle(args):
+    import struct
+
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+
     import ros_dynamics as rd
-    from ros_dynamics.estimation.cycle import message_words
-    from ros_dynamics.estimation.cycle_kernel import M_NANOSEC, M_SEC
     xml = open(rd.bundled_urdf('arm7')).read()
     model = rd.load_urdf(xml)
     n, N = model.nv, args.decimation
@@ -93,13 +96,15 @@ def cycle(args):
         det.update(obs.update_from(data, tau, 1e-3))
 
     eng, _ = node_engine(xml, christoffel_decimation=N)
-    # the message as the node's reader leaves it (ros/dynamics_node/wire.py): its words and fields, the stamp
-    # written per message
-    words, fields = message_words(q, v, tau, 0, 0, len(names))
+    # the message as the node receives it: a serialized JointState (a few, the stamp changed
+    # per message in place, as a subscription gives a new bytes object per message)
+    msg = JointState()
+    msg.name, msg.position, msg.velocity, msg.effort = list(names), q, v, tau
+    raw = bytearray(serialize_message(msg))
 
     def run(sec, nanosec, t, christoffel):
-        fields[M_SEC], fields[M_NANOSEC] = sec, nanosec
-        return eng.run(names, words, fields, t, None, None, christoffel)
+        raw[4:12] = struct.pack('<iI', sec, nanosec)
+        return eng.run(bytes(raw), t, christoffel)
 
     def engine_step():
         k = state['k'] = state['k'] + 1
@@ -107,7 +112,9 @@ def cycle(args):
         sec, nanosec = divmod(t, 10**9)
         run(sec, nanosec, t, k % N == 0)
 
-    variants = {'core calls': core_calls, 'Engine.run (what the node runs)': engine_step}
+    variants = {'core calls': core_calls,
+                'Engine.run: the serialized message read and its cycle (what the node runs)':
+                    engine_step}
     for f in variants.values():
         for _ in range(4 * N):
             f()
@@ -120,7 +127,10 @@ def cycle(args):
                     clock=time.thread_time)
     lines = [f'# One dynamics_node cycle without ROS (bundled arm, nv = {n})', '',
              f'{provenance()}. Gamma every {N}-th cycle; minimum thread CPU time over '
-             f'{args.blocks} interleaved blocks.', '', '| variant | us per cycle |', '|---|---:|']
+             f'{args.blocks} interleaved blocks. Engine.run reads the serialized JointState and '
+             'makes its cycle (one compiled call since the Model/Data cycle; before it, the row '
+             'of an older commit timed the cycle alone, the message already read).', '',
+             '| variant | us per cycle |', '|---|---:|']
     lines += [f'| {name} | {us(sec)} |' for name, sec in t.items()]
     report(args.out or os.path.join(OUT, 'node_cycle.md'), '\n'.join(lines) + '\n')
 
@@ -173,27 +183,30 @@ def ab(args):
 
 
 # ------------------------------------------------------------------ --breakdown
-def _pieces(xml, messages, params, evict=0):
-    """({piece: us per joint state} of the node, the same of the Pinocchio node and of the
-    relay); ``evict`` bytes read before each joint state's pieces (untimed): their caches as
-    the running node finds them, after the publisher, the subscriber and DDS ran."""
-    import array
+class _Pieces:
+    """Thread CPU per piece of a joint state's callback, summed over the messages."""
 
-    import pinocchio as pin
-    import rclpy
-    from rclpy.experimental import EventsExecutor
-    from rclpy.qos import DurabilityPolicy, QoSProfile
-    from rclpy.serialization import deserialize_message, serialize_message
+    def __init__(self, evict):
+        self.acc, self.scratch = {}, np.ones(max(1, evict // 8))
+
+    def start(self):
+        self.scratch.sum()        # (untimed: the caches as the running node finds them)
+        return self.add('timer overhead', time.thread_time())
+
+    def add(self, label, t0):
+        t1 = time.thread_time()
+        self.acc[label] = self.acc.get(label, 0.0) + (t1 - t0)
+        return t1
+
+    def us(self, n):
+        return {k: 1e6 * x / n for k, x in self.acc.items()}
+
+
+def _wire(xml, messages):
+    """(joint names, serialized JointStates of a smooth motion at 1 kHz)."""
+    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
-    from ros_dynamics_msgs.msg import Christoffel, Dynamics
-
-    from pinocchio_node import pin_terms
-    from relay_node import STAMP, prebuilt_messages
     from vs_pinocchio import trajectory
-    from ros_dynamics.ros.dynamics_node.outputs import Outputs
-    from ros_dynamics.estimation.cycle_kernel import M_NANOSEC, M_SEC
-    from ros_dynamics.ros.dynamics_node.wire import JointStateReader
-
     names, Q, V, E, _ = trajectory(xml, messages / 1000.0, 1000.0)
     wire = []
     for k in range(len(Q)):
@@ -202,75 +215,88 @@ def _pieces(xml, messages, params, evict=0):
         m.header.stamp.sec, m.header.stamp.nanosec = 1000 + k // 1000, (k % 1000) * 1_000_000
         m.position, m.velocity, m.effort = Q[k], V[k], E[k]
         wire.append(serialize_message(m))
+    return names, wire
+
+
+def _node_outputs(xml, params):
+    """(the engine, the parameters, a node with the node's Outputs, a listener node on its
+    ~/dynamics, ~/christoffel and a relay topic, the relay publisher, the contexts), the
+    outputs matched with the listener (the node's executor delivered the matched events)."""
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from ros_dynamics_msgs.msg import Christoffel, Dynamics
+    from ros_dynamics.ros.dynamics_node.outputs import Outputs
     ctx, ctx2 = rclpy.Context(), rclpy.Context()
     rclpy.init(context=ctx)
     rclpy.init(context=ctx2)
     node = rclpy.create_node(f'breakdown_{os.getpid()}', context=ctx)
     listener = rclpy.create_node(f'breakdown_listener_{os.getpid()}', context=ctx2)
     eng, cfg = node_engine(xml, **params)
-    # the node's outputs (its publishers, ~/dynamics, ~/christoffel, ..., and their bookkeeping)
     qos = QoSProfile(depth=cfg.qos_depth)
     outputs = Outputs(node.create_publisher, node.get_logger(), node.get_name(), qos,
                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL),
                       lambda *note: None)
-    outputs.install(eng, cfg)
-    pubs = {'dynamics': outputs.pubs['dynamics'],
-            'relay': node.create_publisher(Dynamics, '~/relay', qos)}
-    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel),
-                       ('relay', Dynamics)):
+    outputs.install(eng.messages, cfg, 0, eng.cycle.data.observer.free_peak)
+    relay = node.create_publisher(Dynamics, '~/relay', qos)
+    for topic, typ in (('dynamics', Dynamics), ('christoffel', Christoffel), ('relay', Dynamics)):
         listener.create_subscription(typ, f'/breakdown_{os.getpid()}/{topic}', lambda m: None,
                                      QoSProfile(depth=500, durability=(
                                          DurabilityPolicy.TRANSIENT_LOCAL
                                          if topic == 'christoffel' else
                                          DurabilityPolicy.VOLATILE)))
     end = time.monotonic() + 10
+    streams = outputs.streams
     while time.monotonic() < end and not all(p.get_subscription_count() for p in (
-            outputs.pubs['dynamics'], outputs.pubs['christoffel'], pubs['relay'])):
+            streams['dynamics'].publisher, streams['christoffel'].publisher, relay)):
         time.sleep(0.02)
     executor = EventsExecutor(context=ctx)     # the node's: the outputs learn of the subscriber
     executor.add_node(node)
     end = time.monotonic() + 0.5
     while time.monotonic() < end:
         executor.spin_once(timeout_sec=0.05)
+    return eng, cfg, outputs, relay, (executor, node, listener, ctx, ctx2)
 
-    acc, tt = {}, time.thread_time
 
-    def add(label, t0):
-        t1 = tt()
-        acc[label] = acc.get(label, 0.0) + (t1 - t0)
-        return t1
-
-    scratch = np.ones(max(1, evict // 8))
-    reader = JointStateReader()
-    reader.read(wire[0])      # its kernel loaded before the loop, as the node does at start-up
+def _ours(eng, cfg, outputs, wire, evict):
+    pieces = _Pieces(evict)
     for w in wire:
-        scratch.sum()
-        t = tt()
-        t = add('timer overhead', t)
-        jnames, words, fields = reader.read(w)
-        t = add('read JointState (wire bytes)', t)
-        now = int(fields[M_SEC]) * 10**9 + int(fields[M_NANOSEC])
+        t = pieces.start()
+        now = time.time_ns()
         gamma = outputs.christoffel_due(cfg)
-        t = add('Outputs.christoffel_due (Gamma this cycle?)', t)
-        out = eng.run(jnames, words, fields, now, None, None, gamma)
-        t = add('Engine.run (stamp, gather and bounds, terms, observer, output arrays)', t)
+        t = pieces.add('Outputs.christoffel_due (Gamma this cycle?)', t)
+        out = eng.run(w, now, gamma)
+        t = pieces.add('Engine.run (the serialized JointState read, stamp, gather and bounds, '
+                       'terms, observer, output messages written: one compiled call)', t)
         assert out.verdict == 'cycle', out.verdict
-        outputs.publish(cfg, fields, out, time.perf_counter())
-        t = add('Outputs.publish (the due messages filled and published, health, contacts)', t)
-    ours = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+        outputs.publish(cfg, out, time.perf_counter())
+        pieces.add('Outputs.publish (the live outputs made and published, health)', t)
+    return pieces.us(len(wire))
 
-    acc.clear()
+
+def _relay(xml, publisher, wire, evict):
+    """benchmarks/relay_node.py's callback."""
+    from relay_node import STAMP, prebuilt_messages
+    pieces = _Pieces(evict)
     dyn = bytearray(prebuilt_messages(xml, False, [])[0])
-    for w in wire:              # benchmarks/relay_node.py's callback
-        scratch.sum()
-        t = tt()
-        t = add('timer overhead', t)
+    for w in wire:
+        t = pieces.start()
         dyn[STAMP] = w[STAMP]
-        pubs['relay'].publish(bytes(dyn))
-        t = add('the relay callback (stamp copied, pre-built Dynamics published)', t)
-    relay = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+        publisher.publish(bytes(dyn))
+        pieces.add('the relay callback (stamp copied, pre-built Dynamics published)', t)
+    return pieces.us(len(wire))
 
-    acc.clear()
+
+def _pinocchio(xml, names, publisher, wire, evict):
+    """benchmarks/pinocchio_node.py's callback, piece by piece."""
+    import array
+
+    import pinocchio as pin
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+    from ros_dynamics_msgs.msg import Dynamics
+    from pinocchio_node import pin_terms
+    pieces = _Pieces(evict)
     pm = pin.buildModelFromXML(xml)
     pd = pm.createData()
     pnames = list(pm.names)[1:]
@@ -280,32 +306,42 @@ def _pieces(xml, messages, params, evict=0):
     def f(x):
         return array.array('d', x.tobytes())
     for w in wire:
-        scratch.sum()
-        t = tt()
-        t = add('timer overhead', t)
+        t = pieces.start()
         js = deserialize_message(w, JointState)
-        t = add('deserialize JointState', t)
+        t = pieces.add('deserialize JointState', t)
         q = np.asarray(js.position)[index]
         v = np.asarray(js.velocity)[index]
-        t = add('gather by index', t)
+        t = pieces.add('gather by index', t)
         M, C, Mdot, g = pin_terms(pm, pd, q, v)
-        t = add('pin_terms (crba, Coriolis matrix, gravity, C + C^T)', t)
+        t = pieces.add('pin_terms (crba, Coriolis matrix, gravity, C + C^T)', t)
         out = Dynamics()
         out.header = js.header
         out.names = pnames
         out.position, out.velocity = f(q), f(v)
         out.mass_matrix, out.coriolis_matrix = f(M), f(C)
         out.mass_matrix_dot, out.gravity = f(Mdot), f(g)
-        t = add('new Dynamics filled', t)
-        pubs['dynamics'].publish(out)
-        t = add('publish Dynamics', t)
-    theirs = {k: 1e6 * x / len(wire) for k, x in acc.items()}
+        t = pieces.add('new Dynamics filled', t)
+        publisher.publish(out)
+        pieces.add('publish Dynamics', t)
+    return pieces.us(len(wire))
+
+
+def _pieces(xml, messages, params, evict=0):
+    """({piece: us per joint state} of the node, the same of the Pinocchio node and of the
+    relay); ``evict`` bytes read before each joint state's pieces (untimed): their caches as
+    the running node finds them, after the publisher, the subscriber and DDS ran."""
+    names, wire = _wire(xml, messages)
+    eng, cfg, outputs, relay, ros = _node_outputs(xml, params)
+    ours = _ours(eng, cfg, outputs, wire, evict)
+    relayed = _relay(xml, relay, wire, evict)
+    theirs = _pinocchio(xml, names, outputs.streams['dynamics'].publisher, wire, evict)
+    executor, node, listener, ctx, ctx2 = ros
     executor.shutdown()
     node.destroy_node()
     listener.destroy_node()
     ctx.try_shutdown()
     ctx2.try_shutdown()
-    return ours, theirs, relay
+    return ours, theirs, relayed
 
 
 def _table(robot, label, pieces):

@@ -14,10 +14,11 @@ with rclpy's EventsExecutor, ``executor: events``).  Nothing is read from the jo
 its stamp: no check, no model evaluation.
 
 With ``--cycle`` (vs_pinocchio.py's ``relay-cycle``) it is the floor of a node that computes:
-each joint state is read with the node's reader (ros/dynamics_node/wire.py) and run through the node's
-compiled cycle (``Engine.run``: stamp, gather and bounds, M, C, dM/dt, g, the observer, written
-into the node's serialized ~/dynamics), whose ~/dynamics is published; nothing else of the node
-(no accounting, health, outputs policy, diagnostics, services, parameters).
+each joint state is read and run through the node's compiled cycle (``Engine.run``: one
+compiled call reads the serialized message, applies the stamp policy, gathers and bounds the
+joints, computes M, C, dM/dt, g and the observer, and writes the node's serialized ~/dynamics),
+whose ~/dynamics is published; nothing else of the node (no accounting, health, outputs policy,
+diagnostics, services, parameters).
 
     python benchmarks/relay_node.py [--cycle] --ros-args -r __ns:=/x --params-file p.yaml
         (parameters robot_description, floating_base, task_frames: the node's names and sizes)
@@ -89,7 +90,6 @@ def make_relay(cycle=False):
             self.pub = self.create_publisher(Dynamics, '~/dynamics', out_qos)
             self.ts_pub = (self.create_publisher(TaskSpace, '~/task_space', out_qos)
                            if ts is not None else None)
-            self.base = None
             if cycle:
                 self.cycle_engine(xml, floating, frames)
             self.create_subscription(JointState, 'joint_states', self.on_cycle if cycle else
@@ -99,22 +99,22 @@ def make_relay(cycle=False):
                                          lambda raw: None, in_qos, raw=True)
 
         def cycle_engine(self, xml, floating, frames):
-            """The node's engine and readers (``--cycle``)."""
-            from node_cycle import node_engine
-            from ros_dynamics.ros.dynamics_node.wire import EMPTY_JOINT_STATE, JointStateReader, OdometryReader
-            self.eng, _ = node_engine(xml, floating_base=floating, task_frames=frames)
-            self.reader, self.odom_reader = JointStateReader(), OdometryReader()
-            self.reader.read(EMPTY_JOINT_STATE)   # its kernel loaded, as the node does
+            """The node's engine, built as the node builds it (``--cycle``)."""
+            from ros_dynamics.ros.dynamics_node.engine import build_engine
+            from ros_dynamics.ros.dynamics_node.parameters import defaults
+            from ros_dynamics.ros.dynamics_node.wire import OdometryReader
+            cfg = defaults().replace(robot_description=xml, floating_base=floating,
+                                     task_frames=frames)
+            self.eng, self.odom_reader = build_engine(xml, cfg), OdometryReader()
 
         def on_odom(self, raw):
             q, v, sec, nanosec = self.odom_reader.read(raw)
-            self.base = (q, v, sec * 1_000_000_000 + nanosec)
+            self.eng.odometry(q, v, sec * 1_000_000_000 + nanosec)
 
         def on_cycle(self, raw):
-            names, words, fields = self.reader.read(raw)
-            out = self.eng.run(names, words, fields, time.time_ns(), self.base, None, False)
-            if out.verdict == 'cycle':
-                self.pub.publish(self.eng.messages.dynamics(None, out.result.out, out.written))
+            out = self.eng.run(raw, time.time_ns(), False)
+            if out is not None and out.verdict == 'cycle':
+                self.pub.publish(self.eng.messages.slotted('dynamics', out, None))
             if self.ts_pub is not None:
                 self.ts[STAMP] = raw[STAMP]
                 self.ts_pub.publish(bytes(self.ts))

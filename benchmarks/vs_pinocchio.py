@@ -7,7 +7,10 @@ other in an order that rotates from one repetition to the next (so each goes fir
 the others):
 
 * ``ours``: dynamics_node with its defaults (robot_description the only parameter; the
-  EventsExecutor, the joint state read and ~/dynamics written as serialized bytes).  Publishes
+  EventsExecutor, the joint state read and ~/dynamics written as serialized bytes) but
+  ``catch_up: false``: it publishes every joint state, as every other variant does (fresh when
+  behind it would skip publishing some on a busy machine: benchmarks/fresh_when_behind.py).
+  Publishes
   ~/dynamics (M, C, dM/dt, g, q, v) per joint state, the latched ~/christoffel (Gamma) every
   10th, and runs the observer and contact detector (its ~/external_torque, ~/gravity_torque
   have no subscriber here, so they are not filled);
@@ -78,7 +81,7 @@ sys.path.insert(0, HERE)
 
 import node_latency as nl  # noqa: E402  (sets the ROS environment: localhost, its domain id)
 import thread_profile  # noqa: E402
-from common import example_robot_data_urdf, machine_info  # noqa: E402
+from common import example_robot_data_urdf, output, report  # noqa: E402
 
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
@@ -96,7 +99,12 @@ ROBOTS = {'panda': 'panda_description/urdf/panda.urdf',
 TASK_FRAMES = {'quadruped-feet': ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot'],
                'talos-feet-hands': ['left_sole_link', 'right_sole_link',
                                     'gripper_left_base_link', 'gripper_right_base_link']}
-VARIANTS = {'ours': {}, 'ours-lean': {'christoffel_stream': False, 'observer_enabled': False}}
+#: ours publishes every joint state, as the relays and the Pinocchio node do (catch_up false:
+#: on a busy machine it would otherwise skip publishing some, fresh when behind, and do less;
+#: benchmarks/fresh_when_behind.py measures that)
+VARIANTS = {'ours': {'catch_up': False},
+            'ours-lean': {'christoffel_stream': False, 'observer_enabled': False,
+                          'catch_up': False}}
 # The Pinocchio node's variants, with the executor each spins with (the references of the ratios)
 PINOCCHIO = {'pinocchio': 'spin', 'pinocchio-events': 'events'}
 #: the floor: benchmarks/relay_node.py, no computation (every variant is also divided by it)
@@ -105,8 +113,9 @@ RELAY = 'relay'
 #: is also divided by it)
 RELAY_CYCLE = 'relay-cycle'
 ALL_VARIANTS = ['relay', 'relay-cycle', 'ours', 'ours-lean', 'pinocchio', 'pinocchio-events']
-OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults, '
-           'EventsExecutor, serialized bytes in and out) publishes ~/dynamics (M, C, dM/dt, g, '
+OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, defaults but '
+           'catch_up false: every joint state published, EventsExecutor, serialized bytes in '
+           'and out) publishes ~/dynamics (M, C, dM/dt, g, '
            'q, v), the latched ~/christoffel every 10th and runs the observer and contact '
            'detector; ours-lean publishes ~/dynamics only; pinocchio '
            '(benchmarks/pinocchio_node.py, rclpy.spin, message objects) and pinocchio-events '
@@ -114,8 +123,8 @@ OUTPUTS = ('What each variant does per joint state: ours (dynamics_node, default
            'publish the same ~/dynamics message; relay (benchmarks/relay_node.py, ours\'s '
            'executor, bytes in and out) publishes a pre-built ~/dynamics of the same size, '
            'stamped as the joint state, and computes nothing; relay-cycle (relay_node.py '
-           '--cycle) reads the joint state with the node\'s reader, runs the node\'s compiled '
-           'cycle (Engine.run) and publishes its ~/dynamics, nothing else of the node. One '
+           '--cycle) reads the joint state and runs the node\'s compiled cycle (Engine.run, one '
+           'compiled call) and publishes its ~/dynamics, nothing else of the node. One '
            'subscriber process on ~/dynamics for each. '
            'Robots with task frames (quadruped-feet, talos-feet-hands): a floating base (odom '
            'with each joint state) and ~/task_space (frame poses, LOCAL_WORLD_ALIGNED Jacobians, '
@@ -259,103 +268,153 @@ def start_process(ns, argv, params, root, subscriber_timeout, task_space=False):
     return proc, sub, log, sub_out
 
 
+def start_variant(robot, variant, xml, duration, ns, base_root=None):
+    """The node process of ``variant`` for ``robot`` in /ns and its ~/dynamics subscriber
+    (start_process's four)."""
+    frames = TASK_FRAMES.get(robot)
+    model_params = ({'robot_description': xml, 'floating_base': True, 'task_frames': frames}
+                    if frames else {'robot_description': xml})
+    if variant in PINOCCHIO:
+        argv = [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]]
+    elif variant in (RELAY, RELAY_CYCLE):
+        argv = [os.path.join(HERE, 'relay_node.py')] + (['--cycle'] if variant == RELAY_CYCLE
+                                                        else [])
+    elif variant == 'ours@base':   # the node of another checkout (before a change)
+        return start_process(ns, ['-m', 'ros_dynamics.ros.dynamics_node.node'], model_params,
+                             base_root, duration + 120, bool(frames))
+    else:
+        return nl.start_node_and_subscriber(ns, {**model_params, **VARIANTS[variant]},
+                                            duration + 120, bool(frames))
+    return start_process(ns, argv, model_params, nl.REPO_ROOT, duration + 120, bool(frames))
+
+
+def odometry_before(node, ns, B):
+    """(the odom publisher, before(k, sec, nanosec): publishes the base state of step k with
+    that stamp), for a floating base's trajectory ``B``."""
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    odom_pub = node.create_publisher(
+        Odometry, f'/{ns}/odom', QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    odom = Odometry()
+    odom.header.frame_id, odom.child_frame_id = 'world', 'base'
+
+    def before(k, sec, nanosec):
+        (odom.pose.pose.position.x, odom.pose.pose.position.y,
+         odom.pose.pose.position.z), quat, lin, ang = B[k]
+        o, t = odom.pose.pose.orientation, odom.twist.twist
+        o.x, o.y, o.z, o.w = quat
+        t.linear.x, t.linear.y, t.linear.z = lin
+        t.angular.x, t.angular.y, t.angular.z = ang
+        odom.header.stamp.sec, odom.header.stamp.nanosec = sec, nanosec
+        odom_pub.publish(odom)
+    return odom_pub, before
+
+
+def client(ns, tag):
+    """(context, node, joint-state publisher on /ns/joint_states, executor) of this process's
+    rclpy client of a node in /ns."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node(f'bench_client_{tag}', context=ctx)
+    pub = node.create_publisher(JointState, f'/{ns}/joint_states',
+                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    return ctx, node, pub, ex
+
+
+def warm_caches(roots):
+    """Every kernel into the disk cache of each checkout (``python -m ros_dynamics.warmup``), so
+    that no measured run pays the first start (with a cold cache the node compiles the Gamma
+    kernel on a thread after its first answer)."""
+    print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
+    for root in roots:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH',
+                                                                                '')]))
+        subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=root,
+                       stdout=subprocess.DEVNULL, env=env)
+
+
 def run_trial(robot, variant, xml, traj, duration, rate, tag, base_root=None, idle=0.0,
               perf=False):
     """One run (module text); with ``idle`` > 0 also the node's CPU over ``idle`` seconds
     before the first joint state, connected and with nothing to do (ms per second); with
     ``perf`` where its Python thread's CPU went (benchmarks/thread_profile.py)."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-
     ns = f'vs_{robot}_{variant}_{tag}'.replace('-', '_').replace('@', '_')
-    frames = TASK_FRAMES.get(robot)
-    model_params = ({'robot_description': xml, 'floating_base': True, 'task_frames': frames}
-                    if frames else {'robot_description': xml})
-    if variant in PINOCCHIO:
-        proc, sub, log, sub_out = start_process(
-            ns, [os.path.join(HERE, 'pinocchio_node.py'), '--executor', PINOCCHIO[variant]],
-            model_params, nl.REPO_ROOT, duration + 120, bool(frames))
-    elif variant in (RELAY, RELAY_CYCLE):
-        proc, sub, log, sub_out = start_process(
-            ns, [os.path.join(HERE, 'relay_node.py')] + (['--cycle'] if variant == RELAY_CYCLE
-                                                         else []),
-            model_params, nl.REPO_ROOT, duration + 120, bool(frames))
-    elif variant == 'ours@base':   # the node of another checkout (before a change)
-        proc, sub, log, sub_out = start_process(
-            ns, ['-m', 'ros_dynamics.ros.dynamics_node.node'], model_params,
-            base_root, duration + 120, bool(frames))
-    else:
-        params = {**model_params, **VARIANTS[variant]}
-        proc, sub, log, sub_out = nl.start_node_and_subscriber(ns, params, duration + 120,
-                                                               bool(frames))
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node(f'vs_client_{tag}', context=ctx)
-    pub = node.create_publisher(JointState, f'/{ns}/joint_states',
-                                QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(node)
-    names, Q, V, E, B = traj
-    before, extra = None, {}
-    if B is not None:      # the base state: odom with the stamp of each joint state, just before
-        from nav_msgs.msg import Odometry
-        odom_pub = node.create_publisher(
-            Odometry, f'/{ns}/odom', QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-        odom = Odometry()
-        odom.header.frame_id, odom.child_frame_id = 'world', 'base'
-
-        def before(k, sec, nanosec):
-            (odom.pose.pose.position.x, odom.pose.pose.position.y,
-             odom.pose.pose.position.z), quat, lin, ang = B[k]
-            o, t = odom.pose.pose.orientation, odom.twist.twist
-            o.x, o.y, o.z, o.w = quat
-            t.linear.x, t.linear.y, t.linear.z = lin
-            t.angular.x, t.angular.y, t.angular.z = ang
-            odom.header.stamp.sec, odom.header.stamp.nanosec = sec, nanosec
-            odom_pub.publish(odom)
+    proc, sub, log, sub_out = start_variant(robot, variant, xml, duration, ns, base_root)
+    ctx, node, pub, ex = client(ns, tag)
+    B = traj[4]
+    odom_pub, before = odometry_before(node, ns, B) if B is not None else (None, None)
     try:
         end = time.monotonic() + 120
         while B is not None and not odom_pub.get_subscription_count() and time.monotonic() < end:
             ex.spin_once(timeout_sec=0.05)
         nl.wait_until_connected(pub, ex, proc, sub, log, 120)   # then the node is idle
-        if idle > 0:
-            c0 = nl.cpu_seconds(proc.pid)
-            time.sleep(idle)
-            extra['idle_cpu_ms_per_s'] = 1e3 * (nl.cpu_seconds(proc.pid) - c0) / idle
-        recorder = (thread_profile.start(proc.pid, os.path.join(tempfile.gettempdir(),
-                                                                f'rd_perf_{ns}.data'))
-                    if perf else None)
-        cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
-        sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
-        time.sleep(0.3)   # the tail of the queue
-        cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
-        if recorder is not None:
-            thread_profile.stop(recorder)
-            extra['main_thread_shares'] = thread_profile.shares(recorder.args[-1])
-        load = os.getloadavg()[0]
+        sent, elapsed, extra = _measure(proc, pub, traj, rate, before, idle, perf, ns)
         sub.wait(timeout=duration + 150)
     finally:
         nl.stop_trial(ex, node, ctx, proc, sub, log)
+    return _answered(robot, variant, sub_out, sent, elapsed, extra)
+
+
+def _measure(proc, pub, traj, rate, before, idle, perf, ns):
+    """The node process's CPU while the trajectory is published (and idle before it, and
+    where its Python thread's CPU went): (stamps sent, seconds, the measures)."""
+    extra = {}
+    if idle > 0:
+        c0 = nl.cpu_seconds(proc.pid)
+        time.sleep(idle)
+        extra['idle_cpu_ms_per_s'] = 1e3 * (nl.cpu_seconds(proc.pid) - c0) / idle
+    recorder = (thread_profile.start(proc.pid, os.path.join(tempfile.gettempdir(),
+                                                            f'rd_perf_{ns}.data'))
+                if perf else None)
+    cpu0, threads0 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
+    names, Q, V, E, _ = traj
+    sent, elapsed = nl.publish_paced(pub, names, Q, V, E, rate, before)
+    time.sleep(0.3)   # the tail of the queue
+    cpu1, threads1 = nl.cpu_seconds(proc.pid), nl.thread_cpu(proc.pid)
+    if recorder is not None:
+        thread_profile.stop(recorder)
+        extra['main_thread_shares'] = thread_profile.shares(recorder.args[-1])
+    n = len(sent)
+    extra.update(cpu_us_per_joint_state=1e6 * (cpu1 - cpu0) / n, cpu=cpu1 - cpu0,
+                 cpu_us_by_thread={k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / n, 1)
+                                   for k in sorted(threads1)
+                                   if threads1[k] - threads0.get(k, 0.0) > 0},
+                 loadavg_1min=os.getloadavg()[0])
+    return sent, elapsed, extra
+
+
+def _answered(robot, variant, sub_out, sent, elapsed, extra):
+    """One run's result: the joint states answered (with task frames: both messages)."""
     with open(sub_out) as f:
         received = {s for s, _ in json.load(f)}
     n = len(sent)
-    if frames:     # answered: both ~/dynamics and ~/task_space arrived
+    if TASK_FRAMES.get(robot):     # answered: both ~/dynamics and ~/task_space arrived
         with open(sub_out + '.ts') as f:
             received_ts = set(json.load(f))
         extra.update(dynamics_answered_fraction=sum(s in received for s in sent) / n,
                      task_space_answered_fraction=sum(s in received_ts for s in sent) / n)
         received &= received_ts
     answered = sum(s in received for s in sent)
+    cpu = extra.pop('cpu')
     return {'robot': robot, 'variant': variant, 'sent': n, 'send_rate_hz': n / elapsed,
             'answered_fraction': answered / n, **extra,
-            'cpu_us_per_joint_state': 1e6 * (cpu1 - cpu0) / n,
-            'cpu_us_per_answered': 1e6 * (cpu1 - cpu0) / max(answered, 1),
-            'cpu_us_by_thread': {k: round(1e6 * (threads1[k] - threads0.get(k, 0.0)) / n, 1)
-                                 for k in sorted(threads1)
-                                 if threads1[k] - threads0.get(k, 0.0) > 0},
-            'loadavg_1min': load}
+            'cpu_us_per_answered': 1e6 * cpu / max(answered, 1)}
+
+
+def ratio_pairs(variants):
+    """The (variant, reference) pairs whose CPU ratio is reported."""
+    refs = [v for v in variants if v in PINOCCHIO]
+    others = [v for v in variants if v not in PINOCCHIO and v != RELAY]
+    return ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + (
+        [(v, RELAY_CYCLE) for v in ('ours', 'ours@base') if v in variants]
+        if RELAY_CYCLE in variants else []) + [
+        (v, ref) for ref in refs for v in others if v != RELAY_CYCLE]
 
 
 def summarize(results, robots, variants, full=0.999):
@@ -364,105 +423,142 @@ def summarize(results, robots, variants, full=0.999):
     counts for the median and range only if both nodes answered (>= 99.9 % of the joint
     states): a node that fell behind dropped joint states it then never paid for; likewise a
     node's median and range of us per joint state use its fully answered runs."""
-    refs = [v for v in variants if v in PINOCCHIO]
-    others = [v for v in variants if v not in PINOCCHIO and v != RELAY]
-    pairs = ([(v, RELAY) for v in variants if v != RELAY] if RELAY in variants else []) + (
-        [(v, RELAY_CYCLE) for v in ('ours', 'ours@base') if v in variants]
-        if RELAY_CYCLE in variants else []) + [
-        (v, ref) for ref in refs for v in others if v != RELAY_CYCLE]
+    pairs = ratio_pairs(variants)
     lines = ['| robot | rep | order | ' + ' | '.join(f'{v} us/js (answered)' for v in variants)
              + ' | ' + ' | '.join(f'{v} / {ref}' for v, ref in pairs)
              + ' | all answered | load |', '|' + '---|' * (6 + len(variants) + len(pairs))]
     summary = {}
     for robot in robots:
-        reps = sorted({r['rep'] for r in results if r['robot'] == robot})
-        ratios = {p: [] for p in pairs}
-        us = {v: [] for v in variants}
-        for rep in reps:
-            row = {r['variant']: r for r in results if r['robot'] == robot and r['rep'] == rep}
-            order = ' '.join(r['variant'] for r in sorted(row.values(), key=lambda r: r['slot']))
-            ok = all(r['answered_fraction'] >= full for r in row.values())
-            answered = {v: row[v]['answered_fraction'] >= full for v in variants}
-            cells = [f'{row[v]["cpu_us_per_joint_state"]:.0f} '
-                     f'({100 * row[v]["answered_fraction"]:.1f} %)' for v in variants]
-            rc = []
-            for v, ref in pairs:
-                x = row[v]['cpu_us_per_joint_state'] / row[ref]['cpu_us_per_joint_state']
-                rc.append(f'{x:.2f}' if answered[v] and answered[ref] else f'({x:.2f})')
-                if answered[v] and answered[ref]:
-                    ratios[(v, ref)].append(x)
-            for v in variants:
-                if answered[v]:
-                    us[v].append(row[v]['cpu_us_per_joint_state'])
-            load = max(r['loadavg_1min'] for r in row.values())
-            lines.append(f'| {robot} | {rep} | {order} | ' + ' | '.join(cells) + ' | '
-                         + ' | '.join(rc) + f' | {"yes" if ok else "no"} | {load:.1f} |')
+        rows, summary[robot] = _robot_rows(results, robot, variants, pairs, full)
+        lines += rows
+    return (lines + _by_thread(results, robots, variants)
+            + _idle_rows(results, robots, variants, summary)
+            + _profile_rows(results, robots, variants, summary)), summary
 
-        def mr(x):
-            return (f'**{statistics.median(x):.2f}** [{min(x):.2f}, {max(x):.2f}]' if x
-                    else 'n/a')
 
-        def ur(x):
-            return f'{statistics.median(x):.0f} [{min(x):.0f}, {max(x):.0f}]' if x else 'n/a'
-        lines.append(f'| {robot} | median [range] over the answered runs | | '
-                     + ' | '.join(ur(us[v]) for v in variants) + ' | '
-                     + ' | '.join(mr(ratios[p]) for p in pairs) + ' | | |')
-        summary[robot] = {
-            'runs_answered': {v: len(x) for v, x in us.items()},
-            'ratios_counted': {f'{v} / {ref}': len(x) for (v, ref), x in ratios.items()},
-            'us_median': {v: statistics.median(x) if x else None for v, x in us.items()},
-            'us_range': {v: [min(x), max(x)] if x else None for v, x in us.items()},
-            'ratio_median': {f'{v} / {ref}': statistics.median(x) if x else None
-                             for (v, ref), x in ratios.items()},
-            'ratio_range': {f'{v} / {ref}': [min(x), max(x)] if x else None
-                            for (v, ref), x in ratios.items()}}
-    threads = ['', 'Median CPU per joint state by thread [us]:', '',
-               '| robot | variant | by thread |', '|---|---|---|']
+def _robot_rows(results, robot, variants, pairs, full):
+    """A robot's rows (one per repetition, then median [range]) and its summary."""
+    lines, ratios, us = [], {p: [] for p in pairs}, {v: [] for v in variants}
+    for rep in sorted({r['rep'] for r in results if r['robot'] == robot}):
+        row = {r['variant']: r for r in results if r['robot'] == robot and r['rep'] == rep}
+        order = ' '.join(r['variant'] for r in sorted(row.values(), key=lambda r: r['slot']))
+        answered = {v: row[v]['answered_fraction'] >= full for v in variants}
+        cells = [f'{row[v]["cpu_us_per_joint_state"]:.0f} '
+                 f'({100 * row[v]["answered_fraction"]:.1f} %)' for v in variants]
+        rc = []
+        for v, ref in pairs:
+            x = row[v]['cpu_us_per_joint_state'] / row[ref]['cpu_us_per_joint_state']
+            both = answered[v] and answered[ref]
+            rc.append(f'{x:.2f}' if both else f'({x:.2f})')
+            if both:
+                ratios[(v, ref)].append(x)
+        for v in variants:
+            if answered[v]:
+                us[v].append(row[v]['cpu_us_per_joint_state'])
+        load = max(r['loadavg_1min'] for r in row.values())
+        lines.append(f'| {robot} | {rep} | {order} | ' + ' | '.join(cells) + ' | '
+                     + ' | '.join(rc) + f' | {"yes" if all(answered.values()) else "no"} | '
+                     f'{load:.1f} |')
+
+    def mr(x):
+        return f'**{statistics.median(x):.2f}** [{min(x):.2f}, {max(x):.2f}]' if x else 'n/a'
+
+    def ur(x):
+        return f'{statistics.median(x):.0f} [{min(x):.0f}, {max(x):.0f}]' if x else 'n/a'
+    lines.append(f'| {robot} | median [range] over the answered runs | | '
+                 + ' | '.join(ur(us[v]) for v in variants) + ' | '
+                 + ' | '.join(mr(ratios[p]) for p in pairs) + ' | | |')
+    return lines, {
+        'runs_answered': {v: len(x) for v, x in us.items()},
+        'ratios_counted': {f'{v} / {ref}': len(x) for (v, ref), x in ratios.items()},
+        'us_median': {v: statistics.median(x) if x else None for v, x in us.items()},
+        'us_range': {v: [min(x), max(x)] if x else None for v, x in us.items()},
+        'ratio_median': {f'{v} / {ref}': statistics.median(x) if x else None
+                         for (v, ref), x in ratios.items()},
+        'ratio_range': {f'{v} / {ref}': [min(x), max(x)] if x else None
+                        for (v, ref), x in ratios.items()}}
+
+
+def _by_thread(results, robots, variants):
+    lines = ['', 'Median CPU per joint state by thread [us]:', '',
+             '| robot | variant | by thread |', '|---|---|---|']
     for robot in robots:
         for v in variants:
             rs = [r for r in results if r['robot'] == robot and r['variant'] == v]
             keys = sorted({k for r in rs for k in r['cpu_us_by_thread']})
             med = {k: statistics.median(r['cpu_us_by_thread'].get(k, 0.0) for r in rs)
                    for k in keys}
-            threads.append(f'| {robot} | {v} | ' + ', '.join(
+            lines.append(f'| {robot} | {v} | ' + ', '.join(
                 f'{k} {x:.0f}' for k, x in sorted(med.items(), key=lambda t: -t[1]) if x >= 0.5)
                 + ' |')
+    return lines
+
+
+def _idle_rows(results, robots, variants, summary):
     idle = [r for r in results if 'idle_cpu_ms_per_s' in r]
-    if idle:
-        threads += ['', 'Idle CPU before the first joint state (connected, nothing to do), ms '
-                    'per second, median [range]:', '', '| robot | variant | idle CPU |',
-                    '|---|---|---|']
-        for robot in robots:
-            for v in variants:
-                x = [r['idle_cpu_ms_per_s'] for r in idle
-                     if r['robot'] == robot and r['variant'] == v]
-                if x:
-                    threads.append(f'| {robot} | {v} | {statistics.median(x):.1f} '
-                                   f'[{min(x):.1f}, {max(x):.1f}] |')
-                    summary[robot].setdefault('idle_cpu_ms_per_s', {})[v] = statistics.median(x)
+    if not idle:
+        return []
+    lines = ['', 'Idle CPU before the first joint state (connected, nothing to do), ms per '
+             'second, median [range]:', '', '| robot | variant | idle CPU |', '|---|---|---|']
+    for robot in robots:
+        for v in variants:
+            x = [r['idle_cpu_ms_per_s'] for r in idle if r['robot'] == robot and r['variant'] == v]
+            if x:
+                lines.append(f'| {robot} | {v} | {statistics.median(x):.1f} '
+                             f'[{min(x):.1f}, {max(x):.1f}] |')
+                summary[robot].setdefault('idle_cpu_ms_per_s', {})[v] = statistics.median(x)
+    return lines
+
+
+def _profile_rows(results, robots, variants, summary):
     profiled = [r for r in results if r.get('main_thread_shares')]
-    if profiled:
-        groups = [g for g, _ in thread_profile.GROUPS]
-        threads += ['', 'Where the Python thread\'s CPU per joint state goes (perf record of '
-                    'that thread, by library: benchmarks/thread_profile.py; its share of the '
-                    'samples times the thread\'s CPU per joint state), median over the '
-                    'repetitions, us:', '', '| robot | variant | Python thread | '
-                    + ' | '.join(groups) + ' |', '|---|---|---|' + '---|' * len(groups)]
-        for robot in robots:
-            for v in variants:
-                rs = [r for r in profiled if r['robot'] == robot and r['variant'] == v]
-                if not rs:
-                    continue
-                main = [r['cpu_us_by_thread'].get('main (Python)', 0.0) for r in rs]
-                us_by = {g: statistics.median(r['main_thread_shares'].get(g, 0.0) * m
-                                              for r, m in zip(rs, main)) for g in groups}
-                threads.append(f'| {robot} | {v} | {statistics.median(main):.0f} | '
-                               + ' | '.join(f'{us_by[g]:.1f}' for g in groups) + ' |')
-                summary[robot].setdefault('main_thread_us_by_library', {})[v] = us_by
-    return lines + threads, summary
+    if not profiled:
+        return []
+    groups = [g for g, _ in thread_profile.GROUPS]
+    lines = ['', 'Where the Python thread\'s CPU per joint state goes (perf record of that '
+             'thread, by library: benchmarks/thread_profile.py; its share of the samples times '
+             'the thread\'s CPU per joint state), median over the repetitions, us:', '',
+             '| robot | variant | Python thread | ' + ' | '.join(groups) + ' |',
+             '|---|---|---|' + '---|' * len(groups)]
+    for robot in robots:
+        for v in variants:
+            rs = [r for r in profiled if r['robot'] == robot and r['variant'] == v]
+            if not rs:
+                continue
+            main = [r['cpu_us_by_thread'].get('main (Python)', 0.0) for r in rs]
+            us_by = {g: statistics.median(r['main_thread_shares'].get(g, 0.0) * m
+                                          for r, m in zip(rs, main)) for g in groups}
+            lines.append(f'| {robot} | {v} | {statistics.median(main):.0f} | '
+                         + ' | '.join(f'{us_by[g]:.1f}' for g in groups) + ' |')
+            summary[robot].setdefault('main_thread_us_by_library', {})[v] = us_by
+    return lines
 
 
-def _commit(root):
+def prepare(robots, duration, rate):
+    """(URDFs, trajectories, checks against Pinocchio, task-space checks) per robot; exits if
+    the two libraries differ."""
+    xmls, trajs, checks, ts_checks = {}, {}, {}, {}
+    for robot in robots:
+        with open(robot_urdf(robot)) as f:
+            xmls[robot] = f.read()
+        frames = TASK_FRAMES.get(robot)
+        checks[robot] = check_same_output(xmls[robot], floating=bool(frames))
+        if not checks[robot] <= 1e-9:
+            raise SystemExit(f'{robot}: Pinocchio and ours differ by {checks[robot]:.3g}')
+        trajs[robot] = trajectory(xmls[robot], duration, rate, bool(frames))
+        print(f'{robot}: {len(trajs[robot][0])} joints; max |ours - pinocchio| over M, C, dM/dt, '
+              f'g = {checks[robot]:.1e}', flush=True)
+        if frames:
+            err = check_same_task_space(xmls[robot], frames)
+            ts_checks[robot] = err
+            print(f'{robot}: floating base, task frames {", ".join(frames)}; max relative '
+                  f'|ours - pinocchio| over the task space = {err:.1e}', flush=True)
+            if not err <= 1e-9:
+                raise SystemExit(f'{robot}: the task spaces differ by {err:.3g}')
+    return xmls, trajs, checks, ts_checks
+
+
+def commit_of(root):
     """The commit of the checkout at ``root`` (what a result file names, not a local path)."""
     res = subprocess.run(['git', '-C', root, 'rev-parse', '--short', 'HEAD'],
                          capture_output=True, text=True)
@@ -507,44 +603,14 @@ def main():
         variants.insert(variants.index('ours') + 1 if 'ours' in variants else 0, 'ours@base')
     if not any(v in PINOCCHIO or v == RELAY for v in variants):
         raise SystemExit('a pinocchio variant or the relay is the reference of the ratios')
-    argv = sys.argv[1:]
-    if args.base:   # the other checkout by its commit, not by the (temporary) path it lies at
-        argv = [f'<checkout of {_commit(args.base)}>' if a == args.base else a for a in argv]
-    command = 'python benchmarks/vs_pinocchio.py ' + ' '.join(argv)
-    head = (f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; `{command}`; '
-            f'{machine_info()}; ours: the node of {_commit(nl.REPO_ROOT)}'
+    head = (f'ours: the node of {commit_of(nl.REPO_ROOT)}'
             + (' with uncommitted changes' if _dirty(nl.REPO_ROOT) else '') + '; '
-            + (f'ours@base: the node of {_commit(args.base)}; ' if args.base else '')
+            + (f'ours@base: the node of {commit_of(args.base)}; ' if args.base else '')
             + f'ROS_DOMAIN_ID={nl.DOMAIN_ID}, localhost only; {args.rate:g} Hz for '
-            f'{args.duration:g} s per run, {args.reps} repetitions; load average at start '
-            f'{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
+            f'{args.duration:g} s per run, {args.reps} repetitions')
     print(head, flush=True)
-    xmls, trajs, checks, ts_checks = {}, {}, {}, {}
-    for robot in args.robots:
-        with open(robot_urdf(robot)) as f:
-            xmls[robot] = f.read()
-        frames = TASK_FRAMES.get(robot)
-        checks[robot] = check_same_output(xmls[robot], floating=bool(frames))
-        if not checks[robot] <= 1e-9:
-            raise SystemExit(f'{robot}: Pinocchio and ours differ by {checks[robot]:.3g}')
-        trajs[robot] = trajectory(xmls[robot], args.duration, args.rate, bool(frames))
-        print(f'{robot}: {len(trajs[robot][0])} joints; max |ours - pinocchio| over M, C, dM/dt, '
-              f'g = {checks[robot]:.1e}', flush=True)
-        if frames:
-            err = check_same_task_space(xmls[robot], frames)
-            ts_checks[robot] = err
-            print(f'{robot}: floating base, task frames {", ".join(frames)}; max relative '
-                  f'|ours - pinocchio| over the task space = {err:.1e}', flush=True)
-            if not err <= 1e-9:
-                raise SystemExit(f'{robot}: the task spaces differ by {err:.3g}')
-    # every kernel into the disk cache first, so that no measured run pays the first start
-    # (with a cold cache the node compiles the Gamma kernel on a thread after its first answer)
-    print('compiling the kernels into the cache (python -m ros_dynamics.warmup) ...', flush=True)
-    for root in [nl.REPO_ROOT] + ([args.base] if args.base else []):   # each checkout's own
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get('PYTHONPATH',
-                                                                                '')]))
-        subprocess.run([sys.executable, '-m', 'ros_dynamics.warmup'], check=True, cwd=root,
-                       stdout=subprocess.DEVNULL, env=env)
+    xmls, trajs, checks, ts_checks = prepare(args.robots, args.duration, args.rate)
+    warm_caches([nl.REPO_ROOT] + ([args.base] if args.base else []))   # each checkout's own
     results = []
     for rep in range(args.reps):
         for robot in args.robots:
@@ -560,7 +626,6 @@ def main():
                       f'{r["send_rate_hz"]:.0f} Hz, load {r["loadavg_1min"]:.1f}; by thread '
                       + ', '.join(f'{t} {x:.0f}' for t, x in r['cpu_us_by_thread'].items()),
                       flush=True)
-    head += f'; load average at the end {os.getloadavg()[0]:.2f}'
     write_outputs(args.out_dir, args.name, head, checks, results, args.robots, variants,
                   ts_checks)
 
@@ -568,10 +633,8 @@ def main():
 def write_outputs(out_dir, name, head, checks, results, robots, variants, ts_checks=None):
     """The result files <name>.md and <name>.json (the runs, to summarize again)."""
     lines, summary = summarize(results, robots, variants)
-    os.makedirs(out_dir, exist_ok=True)
-    md = os.path.join(out_dir, f'{name}.md')
-    with open(md, 'w') as f:
-        f.write(f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
+    md = report(os.path.join(out_dir, f'{name}.md'),
+                f'# dynamics_node vs a plain rclpy + Pinocchio node\n\n{head}.\n'
                 + ''.join(f'{r}: max |ours - pinocchio| = {e:.1e}. ' for r, e in checks.items())
                 + ''.join(f'{r}: task space, max relative |ours - pinocchio| = {e:.1e} '
                           f'(frames {", ".join(TASK_FRAMES[r])}). '
@@ -584,12 +647,11 @@ def write_outputs(out_dir, name, head, checks, results, robots, variants, ts_che
                   '(not counted in the median and range); load = the highest 1-minute load '
                   'average of its runs.\n\n'
                 + '\n'.join(lines) + '\n')
-    js = os.path.join(out_dir, f'{name}.json')
+    js = output(out_dir, f'{name}.json')
     with open(js, 'w') as f:
         json.dump({'head': head, 'robots': robots, 'variants': variants, 'runs': results,
                    'summary': summary, 'check': checks, 'task_space_check': ts_checks or {}},
                   f, indent=2)
-    print('\n'.join(lines))
     print(f'wrote {md} and {js}')
 
 
@@ -606,6 +668,7 @@ def resummarize(path, out_dir, name):
     head = data['head']
     write_outputs(out_dir, name, head, data['check'], runs, robots, variants,
                   data.get('task_space_check'))
+
 
 if __name__ == '__main__':
     main()

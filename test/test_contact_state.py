@@ -9,6 +9,7 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics import ContactForceEstimator
+from ros_dynamics.estimation.contact_forces import ObserverUpdate
 from ros_dynamics.estimation.contact_state import (CONFIRM, FrameContactState, ContactStateOptions,
                                                    fast_residual)
 from ros_dynamics.simulation.contact_force_runs import (PUSHED_TROT, Trot, filtered, metrics,
@@ -61,6 +62,26 @@ def test_fast_residual_is_the_residual_of_a_faster_observer(quadruped):
         peak = max(peak, np.abs(ref).max())
     assert peak > 10.0                                   # the feet's forces went through
     assert worst < 1e-9 * peak
+
+
+def test_the_node_parameters_default_to_the_contact_states_settings():
+    """The node's parameters contact_fast_gain, contact_touchdown_height and contact_lift_speed
+    default to ContactStateOptions' (the figures of docs/contact_forces.md are measured with
+    those), and the observer's settings bring them to the contact state's Model by name."""
+    from ros_dynamics.estimation.cycle_state import ObserverSettings
+    from ros_dynamics.ros.dynamics_node.parameters import PARAMETERS
+    p = {p.name: p.default for p in PARAMETERS}
+    o = ContactStateOptions()
+    assert (p['contact_fast_gain'], p['contact_touchdown_height'],
+            p['contact_lift_speed']) == (o.fast_gain, o.touchdown_height, o.lift_speed)
+    model = rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
+    settings = ObserverSettings(
+        model, 30.0, release_ratio=0.4, contact_frames=FEET, contact_force_threshold=6.0,
+        contact_state=dataclasses.replace(o, lift_speed=0.2, touchdown_height=0.02))
+    m = settings.contact_forces(model).contact_state.model
+    assert (m.fast_gain, m.touchdown_height, m.lift_speed) == (o.fast_gain, 0.02, 0.2)
+    assert (m.threshold, m.release, m.confirm) == (6.0, 0.4 * 6.0, CONFIRM)
+    assert np.all(m.gain == 30.0)
 
 
 def _frames(model, q):
@@ -136,7 +157,7 @@ def test_a_lifted_foots_force_is_remembered_not_unexplained(quadruped):
     released, worst_u, worst_f = None, 0.0, 0.0
     for k in range(1, n):
         r = A @ F[k].reshape(-1)
-        out = est.update(q, r, (v, tau, dt, False))
+        out = est.update(q, r, ObserverUpdate(v=v, tau=tau, dt=dt, bridge=False))
         if k == off - 1:
             assert out.in_contact.all()
         if k >= off and released is None and not out.in_contact[0]:

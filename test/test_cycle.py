@@ -61,13 +61,13 @@ def test_nonfinite_result_restarts_the_observer(arm):
     q, v, tau = np.zeros(7), np.zeros(7), np.zeros(7)
     assert step_sample(js, q, v, tau, 10**9).result.observer == 'reset'
     assert step_sample(js, q, v, tau, 10**9 + MS).result.observer == 'update'
-    state = js.cycle.observer.state.copy()
+    state = np.concatenate(js.data.observer)
     huge = v.copy()
     huge[0] = 1e200
     got = step_sample(js, q, huge, tau, 10**9 + 2 * MS)
     assert got.verdict == 'refused' and got.refusal[0] == 'output', got.refusal
     assert 'non-finite' in got.refusal[1] and 're-initialized' in got.refusal[1]
-    np.testing.assert_array_equal(js.cycle.observer.state, state)    # left as it was
+    np.testing.assert_array_equal(np.concatenate(js.data.observer), state)    # left as it was
     res = step_sample(js, q, v, tau, 10**9 + 3 * MS).result
     assert res.observer == 'reset' and 'previous joint state' in res.reset_reason
 
@@ -143,10 +143,10 @@ def test_gap_is_bridged_without_false_contacts(arm, motion, gap_ms):
 def test_gap_limit_follows_the_stream_rate(arm):
     slow = _fast_motion(arm, 100, 1.5)
     js = _wide(arm, ObserverSettings(arm))
-    cyc = js.cycle
+    cyc = js.state
     for t, q, v, tau in slow[:80]:
         step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9)
-    assert cyc.gap_limit == pytest.approx(0.05)          # 5 x 10 ms
+    assert js.gap_limit == pytest.approx(0.05)          # 5 x 10 ms
     t, q, v, tau = slow[82]                               # 30 ms after the last: integrated
     assert step_sample(js, q, v, tau, int(round(t * 1e9)) + 10**9).result.observer == 'update'
     r = cyc.result.residual.copy()
@@ -172,7 +172,7 @@ def test_hiccup_during_a_contact_keeps_it(arm, gap_ms):
     samples = _fast_motion(arm, 1000, 1.1, amplitude=3.0, external=external)
     K = 50.0
     js = _wide(arm, ObserverSettings(arm, gain=K, threshold=2.0))
-    cyc = js.cycle
+    cyc = js.state
     hole = range(600, 600 + gap_ms)
     onsets = releases = 0
     worst = 0.0
@@ -215,13 +215,13 @@ def test_arm_and_gripper_sources(gripper_arm):
     for k in range(1, 30):       # then the arm at 1 kHz, the gripper's stamps trailing by 3 ms
         got = js.step(arm_j, qa + k, va, ea, 10, k * MS, 0)
         assert got.verdict == 'cycle'
-        np.testing.assert_array_equal(js.q, np.r_[qa + k, qg])
+        np.testing.assert_array_equal(js.data.state.q, np.r_[qa + k, qg])
         if k > 1:            # (the first cycle starts the observer)
             np.testing.assert_array_equal(got.tau, np.r_[ea, eg])
         if k % 5 == 0:    # a trailing source: its own history, never a reset or a refusal
             got = js.step(grip_j, qg, vg, eg, 10, (k - 3) * MS, 0)
             assert got.verdict == 'held' and not got.notes
-    assert js.cycle.last_reset[0] == 'start'             # restarted once, at the first
+    assert js.state.last_reset[0] == 'start'             # restarted once, at the first
     # held values expire after joint_hold_max_age
     got = js.step(arm_j, qa, va, ea, 11, 0, 0)
     assert got.verdict == 'refused' and 'joint_hold_max_age' in got.refusal[1]
@@ -241,7 +241,7 @@ def test_stamps_are_judged_per_source(gripper_arm):
     assert kind(99, 900_000_000) == 'backwards'                # 0.1 s back
     assert kind(90, 0) == 'source_reset'                       # 10 s back: accepted, restarts
     assert js.outcome.result.observer == 'reset'
-    js.assembler.clock_reset()                                 # /clock jumped back
+    js.clock_reset()                                 # /clock jumped back
     assert kind(90, MS) == 'cycle'                     # the old episode, still queued
     assert kind(90, 2 * MS) == 'cycle'
     assert kind(1, 0) == 'clock_reset'                 # the new episode: any step back
@@ -269,12 +269,12 @@ def test_rejected_message_changes_nothing(gripper_arm):
     js = node_cycle(model, ObserverSettings(model))
     q = np.linspace(0, 1, 9)
     assert js.step(names, q, q, q, 5, 0, 0).verdict == 'cycle'
-    state = js.cycle.observer.state.copy()
+    state = np.concatenate(js.data.observer)
     bad = q.copy()
     bad[4] = np.inf
     got = js.step(names, bad, q, q, 5, MS, 0)
     assert got.verdict == 'refused' and got.refusal[0] == 'nonfinite'
-    np.testing.assert_array_equal(js.cycle.observer.state, state)
+    np.testing.assert_array_equal(np.concatenate(js.data.observer), state)
     assert js.step(names, q, q, q, 5, MS, 0).verdict == 'cycle'    # its stamp was not consumed
     over = q.copy()
     over[2] = 1e9

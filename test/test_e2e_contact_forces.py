@@ -33,7 +33,8 @@ def test_mujoco_quadruped_over_dds(rclpy_context, ros_env, tmp_path):
     stamps = T0 + np.round(plant['t'] * 1e9).astype(np.int64)
     params = {'robot_description': read(QUADRUPED), 'floating_base': True,
               'contact_frames': FEET, 'contact_force_threshold': THRESHOLD,
-              'observer_gain': [GAIN], 'log_throttle_sec': 0.0, 'publish_dynamics': False}
+              'observer_gain': [GAIN], 'log_throttle_sec': 0.0, 'publish_dynamics': False,
+              'catch_up': False}       # (an answer per sample: WINDOW of them sent ahead)
     with running_node(rclpy_context, ros_env, str(tmp_path), 'out', params) as (proc, probe):
         got = {}
         sub = probe.node.create_subscription(

@@ -51,7 +51,8 @@ def test_trotting_solo12_contact_state_over_dds(rclpy_context, ros_env, tmp_path
     truth_path = str(tmp_path / 'truth.npz')
     params = {'robot_description': xml, 'floating_base': True, 'contact_frames': feet,
               'contact_force_threshold': threshold, 'observer_gain': [50.0],
-              'log_throttle_sec': 0.0, 'publish_dynamics': False, 'input_qos_depth': 5000}
+              'log_throttle_sec': 0.0, 'publish_dynamics': False, 'input_qos_depth': 5000,
+              'catch_up': False}      # (every sample judged: an answer to each)
     qos = QoSProfile(depth=10000, reliability=ReliabilityPolicy.RELIABLE)
     with running_node(rclpy_context, ros_env, str(tmp_path), 'live', params) as (proc, probe):
         got, first = {}, []

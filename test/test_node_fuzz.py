@@ -239,7 +239,7 @@ def stamp_of(msg):
 @pytest.fixture(scope='module')
 def fuzz_node(rclpy_context, ros_env, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp('fuzz'))
-    params = {'robot_description': read(ARM7), 'log_throttle_sec': 1.0,
+    params = {'robot_description': read(ARM7), 'log_throttle_sec': 1.0, 'catch_up': False,
               'christoffel_decimation': 7}
     with running_node(rclpy_context, ros_env, tmp, 'fuzz', params) as (proc, probe):
         # a first answer, sent until it arrives (the node's writer may match our reader after

@@ -24,7 +24,8 @@ def test_arm_and_gripper_sources(rclpy_context, ros_env, tmp_path, nine):
     xml, model = nine
     names = list(model.joint_names)
     arm_j, grip_j = names[:7], names[7:]
-    params = {'robot_description': xml, 'log_throttle_sec': 0.5}
+    params = {'robot_description': xml, 'log_throttle_sec': 0.5,
+              'catch_up': False}        # (an answer per joint state, however late)
     with running_node(rclpy_context, ros_env, str(tmp_path), 'split', params) as (proc, probe):
         rng = np.random.default_rng(4)
         t0 = next_stamp()
@@ -63,7 +64,7 @@ def test_trailing_source_leaves_detection_unchanged(rclpy_context, ros_env, tmp_
     model = rd.load_urdf(ARM7)
     names = list(model.joint_names)
     ext = np.array([0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    params = {'robot_description': read(ARM7), 'observer_gain': [100.0],
+    params = {'robot_description': read(ARM7), 'catch_up': False, 'observer_gain': [100.0],
               'contact_threshold': [3.0]}
     with running_node(rclpy_context, ros_env, str(tmp_path), 'trail', params) as (proc, probe):
         for trailing in (False, True):

@@ -58,6 +58,7 @@ filter: what the tests compare them with.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,12 +69,18 @@ from ..core.data import Data
 from ..core.validation import check_configuration, check_vector
 from .contact_state import FrameContactState
 
-__all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS']
+__all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS',
+           'ObserverUpdate']
 
 #: friction coefficient of the estimator's cone (its outer pyramid): a plausibility bound
 FRICTION = 1.0
 #: the contact models: the size of the unknown per frame
 FRAME_MODELS = {'point': 3, 'wrench': 6}
+
+#: the observer update that gave a residual (the cycle's, by name): the velocity ``v`` (nv,)
+#: and torque ``tau`` (nv,) of its sample, its period ``dt`` [s], and ``bridge``: an update
+#: across a gap (observer_interval)
+ObserverUpdate = namedtuple('ObserverUpdate', ('v', 'tau', 'dt', 'bridge'))
 
 
 @dataclass
@@ -277,14 +284,21 @@ class ContactForceEstimator:
         self._qp = {}
         self._x = np.zeros(k * d)
         self._phi = np.zeros(k * d)      # the fast forces (contact_state.py)
+        self._state_and_memory(gain, state_options)
+        self.status = None               # the solver's status at the last update
+        self.reset()
+
+    def _state_and_memory(self, gain, state_options):
+        """The contact state (contact_state.py) and what the residual still holds of a frame's
+        force after its lift-off (module text): per frame, in the residual's coordinates and
+        as the frame's force, and its decay rate."""
+        k, d, model = self._k, self._d, self.model
         gains = np.broadcast_to(np.asarray(gain, dtype=float), (self.nv,))
         if not np.all(gains > 0):
             raise ValueError('the observer gain must be > 0')
         self.contact_state = FrameContactState(
             gains, self.normal, k, (self.threshold, self.release_ratio * self.threshold),
             state_options)
-        # what the residual still holds of a frame's force after its lift-off (module text):
-        # per frame, in the residual's coordinates and as the frame's force, and its decay rate
         self._gains = gains.copy()
         self._memory, self._memory_force = np.zeros((k, self.nv)), np.zeros((k, d))
         self._memory_sum = np.zeros(self.nv)
@@ -295,8 +309,6 @@ class ContactForceEstimator:
         flags = np.zeros(k, dtype=np.bool_)    # (remember compiled or loaded here)
         remember(np.zeros((self.nv, k * d)), self._x, d, flags, flags, self._gains,
                  self._frame_gain, 1e-3, self._memory, self._memory_force, self._memory_sum)
-        self.status = None               # the solver's status at the last update
-        self.reset()
 
     def _programme(self, A, r, on):
         """(2) over the frames ``on`` (bool, k) only (the others carry no force): the
@@ -363,7 +375,7 @@ class ContactForceEstimator:
 
     def update(self, q, r, state=None):
         """The contact forces for the residual ``r`` (nv,) at the configuration ``q``.
-        ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the cycle's):
+        ``state``: the :data:`ObserverUpdate` that gave ``r`` (the cycle's):
         with a :class:`StanceResidual` the unexplained part is then ``r̂ − Σ J_iᵀ f_i``, r̂ its
         residual with the base twist from the frames in contact (stance_residual.py)."""
         r = check_vector(r, self.nv, 'r')
@@ -372,16 +384,16 @@ class ContactForceEstimator:
             return self.solve(A, r, positions, state)
         # the stance residual with the frames in contact at the last update: its rate gives
         # the contact state's fast force (the legs' base twist: less noise than the odometry's)
-        v, tau, dt, bridge = state
         sr = self.stance_residual
-        rh = sr.update(q, v, tau, dt, A, self.contact_state.state, bridge)
+        rh = sr.update(q, state.v, state.tau, state.dt, A, self.contact_state.state,
+                       state.bridge)
         out = self.solve(A, r, positions, state, rh, sr.stepped)
         out.unexplained = rh - self._memory_sum - A @ self._x       # (3) with r̂
         return out
 
     def solve(self, A, r, positions=None, state=None, fast=None, fast_stepped=False):
         """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``;
-        ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the contact
+        ``state``: the :data:`ObserverUpdate` that gave ``r`` (the contact
         state from the fast force of ``fast``, a residual of the same gain, default ``r``, and
         the frames' motion, contact_state.py), or None (from the normal forces of (2) with
         hysteresis); ``fast_stepped``: ``fast`` stepped at this sample without an external
@@ -403,7 +415,7 @@ class ContactForceEstimator:
         else:
             now = self._state_update(A, r if fast is None else fast, x, fn, positions, state,
                                      fast_stepped)
-            rr = self._remembered(A, x, r, was, now, state[2], state[3])
+            rr = self._remembered(A, x, r, was, now, state.dt, state.bridge)
         if not now.all():
             x = self._programme(A, rr, now)
         if not np.all(np.isfinite(x)):
@@ -419,8 +431,8 @@ class ContactForceEstimator:
     def _state_update(self, A, fast, x, fn, positions, state, fast_stepped):
         """The frames' new contact states (contact_state.py) from the fast forces of the
         residual ``fast`` (or the programme's ``x`` without the fast residual) and the frames'
-        motion; ``state``: (v, tau, dt, bridge) of the observer update."""
-        v, _, dt, bridge = state
+        motion; ``state``: the :data:`ObserverUpdate`."""
+        v, dt, bridge = state.v, state.dt, state.bridge
         cs = self.contact_state
         forces = x
         if cs.fast:

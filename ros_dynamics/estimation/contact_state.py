@@ -57,19 +57,29 @@ sample; elsewhere that of ``K`` (``ln(F/(F − F_c))/K``).  A lift-off, the time
 to rise at ``v_l`` (its swing's acceleration, with the error of ``u_i``), or the plant's own
 unloading to ``F_r`` plus ``ln(φ/F_r)/K_f`` and ``T_c``.
 
-Without the observer's state (:meth:`FrameContactState.update` without ``v``) the state is the
+Without the observer's state (:meth:`FrameContactState.hysteresis`) the state is the
 hysteresis of the given force (contact_forces.py's :meth:`solve` alone).
+
+As the cycle's (cycle_data.py), the state has a Model and a Data, each a named tuple that the
+compiled kernels read by name: :data:`ContactStateModel` (constant: F_c, F_r, h_c, v_l, T_c,
+K_f, the observer's gain, the normal; from the node's parameters contact_force_threshold,
+contact_release_ratio, contact_touchdown_height, contact_lift_speed, contact_fast_gain,
+observer_gain, contact_normal) and :data:`ContactStateData` (per frame its state, touch-down
+height and time below the release; ρ and the last residual).  The contact state runs after the
+cycle's compiled step, in what follows it (cycle_state.py, through contact_forces.py), so its
+Model and Data are the estimator's, not fields of the step's structures.
 """
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-__all__ = ['CONFIRM', 'ContactStateOptions', 'FrameContactState', 'fast_residual',
-           'frame_states']
+__all__ = ['CONFIRM', 'ContactStateData', 'ContactStateModel', 'ContactStateOptions',
+           'FrameContactState', 'fast_residual', 'frame_states']
 
 #: T_c of (4) [s]: how long the fast force stays below the release before a lift-off
 CONFIRM = 0.003
@@ -92,6 +102,19 @@ class ContactStateOptions:
                 raise ValueError(f'contact state: {name} must be >= 0, got {x}')
 
 
+#: the contact state's Model (constant for a model and its settings), as the cycle's
+#: (cycle_data.py): F_c and F_r [N], h_c [m], v_l [m/s], T_c [s] of (3) and (4), K_f [1/s] of
+#: (2), the observer's gain K per velocity coordinate (nv,), the contact normal n (3,)
+ContactStateModel = namedtuple('ContactStateModel', (
+    'threshold', 'release', 'touchdown_height', 'lift_speed', 'confirm', 'fast_gain', 'gain',
+    'normal'))
+#: its Data (the workspace, allocated once): per frame the state (k,) bool, the height t_i at
+#: its last touch-down (k,), how long its fast force has been below the release (k,) [s]; per
+#: velocity coordinate ρ of (2) and the observer's last residual (nv,)
+ContactStateData = namedtuple('ContactStateData', (
+    'state', 'touched', 'below', 'rho', 'r_prev'))
+
+
 @njit(cache=True, nogil=True)
 def fast_residual(r, r_prev, gain, dt, fast_gain, rho, bridge):
     """(1) and (2) in place: ``rho`` <- the gain-``fast_gain`` filter of the observer's input
@@ -112,91 +135,122 @@ def _height(normal, positions, i):
 
 
 @njit(cache=True, nogil=True)
-def frame_states(forces, slow, A, v, positions, normal, d, dt, state, touched, below, limits):
-    """(3) and (4) in place on ``state`` (k,) bool, for the fast forces ``forces`` (k d: φ_i
-    their normal parts), the filtered normal forces ``slow`` (k,), the frames' velocity columns
-    ``A`` (nv × k d) and origins ``positions`` (k, 3) at the state ``v`` (nv,), ``dt`` after
-    the last update; ``touched``
-    (k,): each frame's height when it last touched down, ``below`` (k,): how long [s] its fast
-    force has been below the release (both written here); ``limits``: F_c, F_r, h_c, v_l,
-    T_c."""
-    k, nv = state.shape[0], A.shape[0]
-    fc, fr, hc, vl, confirm = limits[0], limits[1], limits[2], limits[3], limits[4]
+def _ground(model, data, positions):
+    """g of (3): the mean of the touch-down heights of the frames in contact, or the lowest
+    frame's height while none is."""
     total, count, lowest = 0.0, 0, np.inf
-    for i in range(k):                          # the ground g
-        lowest = min(lowest, _height(normal, positions, i))
-        if state[i]:
-            total += touched[i]
+    for i in range(data.state.shape[0]):
+        lowest = min(lowest, _height(model.normal, positions, i))
+        if data.state[i]:
+            total += data.touched[i]
             count += 1
-    ground = total / count if count else lowest
+    return total / count if count else lowest
+
+
+@njit(cache=True, nogil=True)
+def frame_states(model, data, forces, slow, A, v, positions, d, dt):
+    """(3) and (4) in place on ``data`` (a :data:`ContactStateData`; its ``state``,
+    ``touched`` and ``below`` written here) with the settings ``model`` (a
+    :data:`ContactStateModel`), for the fast forces ``forces`` (k d: φ_i their normal parts),
+    the filtered normal forces ``slow`` (k,), the frames' velocity columns ``A`` (nv × k d) and
+    origins ``positions`` (k, 3) at the state ``v`` (nv,), ``dt`` after the last update."""
+    k, nv, n = data.state.shape[0], A.shape[0], model.normal
+    fc, fr, hc, vl = model.threshold, model.release, model.touchdown_height, model.lift_speed
+    ground = _ground(model, data, positions)
     for i in range(k):
-        z = _height(normal, positions, i)
+        z = _height(n, positions, i)
         u, phi = 0.0, 0.0                       # n·(J_i v), n·f_i
         for c in range(3):
             s = 0.0
             for j in range(nv):
                 s += A[j, i * d + c] * v[j]
-            u += normal[c] * s
-            phi += normal[c] * forces[i * d + c]
+            u += n[c] * s
+            phi += n[c] * forces[i * d + c]
         rising = vl > 0.0 and u > vl
-        if state[i]:                            # (4)
-            below[i] = below[i] + dt if phi < fr else 0.0
-            risen = z > touched[i] - 0.2 * hc
-            unloaded = phi < fr and below[i] >= confirm - 1e-9
-            state[i] = not (unloaded or (rising and risen and phi < fc))
+        if data.state[i]:                       # (4)
+            data.below[i] = data.below[i] + dt if phi < fr else 0.0
+            risen = z > data.touched[i] - 0.2 * hc
+            unloaded = phi < fr and data.below[i] >= model.confirm - 1e-9
+            data.state[i] = not (unloaded or (rising and risen and phi < fc))
         else:                                   # (3)
             low = hc > 0.0 and z - ground < hc
-            state[i] = phi > fc and not rising and (slow[i] > fc or low)
-            if state[i]:
-                touched[i], below[i] = z, 0.0
+            data.state[i] = phi > fc and not rising and (slow[i] > fc or low)
+            if data.state[i]:
+                data.touched[i], data.below[i] = z, 0.0
+
+
+def contact_state_model(gain, normal, limits, options=None):
+    """The :data:`ContactStateModel` of the observer's ``gain`` per velocity coordinate, the
+    contact ``normal``, ``limits`` = (F_c, F_r) [N] and ``options`` (a
+    :class:`ContactStateOptions`; None: its defaults)."""
+    o = options or ContactStateOptions()
+    threshold, release = limits
+    return ContactStateModel(
+        threshold=float(threshold), release=float(release),
+        touchdown_height=float(o.touchdown_height), lift_speed=float(o.lift_speed),
+        confirm=CONFIRM if o.fast_gain > 0 else 0.0, fast_gain=float(o.fast_gain),
+        gain=np.ascontiguousarray(gain, dtype=float),
+        normal=np.ascontiguousarray(normal, dtype=float))
+
+
+def contact_state_data(model, k):
+    """The :data:`ContactStateData` of ``k`` frames for ``model``: every frame out of
+    contact."""
+    nv = model.gain.shape[0]
+    return ContactStateData(state=np.zeros(k, dtype=np.bool_), touched=np.zeros(k),
+                            below=np.zeros(k), rho=np.zeros(nv), r_prev=np.zeros(nv))
 
 
 class FrameContactState:
-    """The contact states of ``k`` frames (module docstring).  ``gain``: the observer's gain
-    per velocity coordinate (nv,), whose residual :meth:`residual` is given; ``normal``: the
-    contact normal (unit, world axes); ``limits``: (F_c, F_r)."""
+    """The contact states of ``k`` frames (module docstring): :attr:`model` (a
+    :data:`ContactStateModel`) and :attr:`data` (a :data:`ContactStateData`).  ``gain``: the
+    observer's gain per velocity coordinate (nv,), whose residual :meth:`residual` is given;
+    ``normal``: the contact normal (unit, world axes); ``limits``: (F_c, F_r)."""
 
     def __init__(self, gain, normal, k, limits, options=None):
         self.options = options or ContactStateOptions()
-        o = self.options
-        self.gain = np.ascontiguousarray(gain, dtype=float)
-        self.normal = np.ascontiguousarray(normal, dtype=float)
-        self.threshold, self.release = float(limits[0]), float(limits[1])
-        self._limits = np.array([self.threshold, self.release, o.touchdown_height,
-                                 o.lift_speed, CONFIRM if o.fast_gain > 0 else 0.0])
-        n = self.gain.shape[0]
-        self._r_prev, self.rho = np.zeros(n), np.zeros(n)
-        self.state = np.zeros(k, dtype=np.bool_)
-        self._touched, self._below = np.zeros(k), np.zeros(k)
+        self.model = contact_state_model(gain, normal, limits, self.options)
+        self.data = contact_state_data(self.model, k)
         # compiled (or loaded from numba's cache) here, not at a sample
-        fast_residual(self.rho, self._r_prev, np.ones(n), 1e-3, 1.0, self.rho.copy(), True)
-        frame_states(np.zeros(3 * k), np.zeros(k), np.zeros((n, 3 * k)), np.zeros(n),
-                     np.zeros((k, 3)), self.normal, 3, 1e-3, self.state.copy(),
-                     self._touched.copy(), self._below.copy(), self._limits)
+        n, m = self.model.gain.shape[0], self.model
+        fast_residual(np.zeros(n), np.zeros(n), np.ones(n), 1e-3, 1.0, np.zeros(n), True)
+        frame_states(m, contact_state_data(m, k), np.zeros(3 * k), np.zeros(k),
+                     np.zeros((n, 3 * k)), np.zeros(n), np.zeros((k, 3)), 3, 1e-3)
+
+    @property
+    def state(self):
+        """The frames' states (k,) bool (the data's array itself)."""
+        return self.data.state
+
+    @property
+    def rho(self):
+        """ρ (nv,) of (2) (the data's array itself)."""
+        return self.data.rho
 
     @property
     def fast(self):
         """Whether the state uses the fast residual (K_f > 0)."""
-        return self.options.fast_gain > 0
+        return self.model.fast_gain > 0
 
     def reset(self):
         """Every frame out of contact, ρ and the last residual zero (the observer restarted)."""
-        self._r_prev[:] = 0.0
-        self.rho[:] = 0.0
-        self.state[:] = False
-        self._below[:] = 0.0
+        d = self.data
+        d.r_prev[:] = 0.0
+        d.rho[:] = 0.0
+        d.state[:] = False
+        d.below[:] = 0.0
 
     def residual(self, r, dt, bridge=False):
         """ρ (nv,) of (2) after the residual ``r`` a period ``dt`` after the last one."""
-        fast_residual(r, self._r_prev, self.gain, float(dt), self.options.fast_gain, self.rho,
-                      bool(bridge))
-        return self.rho
+        m, d = self.model, self.data
+        fast_residual(r, d.r_prev, m.gain, float(dt), m.fast_gain, d.rho, bool(bridge))
+        return d.rho
 
     def hysteresis(self, phi):
         """The new states (k,) bool (the array itself) from the normal forces ``phi`` alone:
         in contact above F_c, released below F_r."""
-        s = self.state
-        s[:] = (phi > self.threshold) | (s & (phi >= self.release))
+        s = self.data.state
+        s[:] = (phi > self.model.threshold) | (s & (phi >= self.model.release))
         return s
 
     def update(self, forces, slow, A, positions, d, v, dt):
@@ -205,6 +259,5 @@ class FrameContactState:
         (k,) the filtered normal forces, the frames' velocity columns ``A`` (nv × k d) and
         origins ``positions`` (k, 3) at the velocity ``v`` (nv,), ``dt`` after the last
         update."""
-        frame_states(forces, slow, A, v, positions, self.normal, d, float(dt), self.state,
-                     self._touched, self._below, self._limits)
-        return self.state
+        frame_states(self.model, self.data, forces, slow, A, v, positions, d, float(dt))
+        return self.data.state

@@ -1,56 +1,84 @@
 """One joint-state message in, one cycle's results (or why there are none) out, without ROS.
 
-:class:`JointStateCycle` gives every message to the one compiled step
+:class:`JointStateCycle` owns one model's cycle: its :class:`~.cycle_data.CycleModel` and
+:class:`~.cycle_data.CycleData`, the sources of joint states
+(:class:`~.joint_input.JointStateAssembler`) and what follows the compiled step
+(:class:`~.cycle_state.CycleState`).  It gives every message to the one compiled step
 (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) and turns its answer into an
-:class:`Outcome`: a cycle (what follows the compiled step made once, by
-:meth:`CycleState.finish <ros_dynamics.estimation.cycle_state.CycleState.finish>`), a held
-message, or a refusal with its reason.  Python does before the step only what needs the
-names: a new name list is mapped to the model's joints and its source registered
-(:meth:`JointStateAssembler.layout
+:class:`Outcome` by a lookup of the answer table (:data:`~.answers.ANSWERS`): a cycle (what
+follows the compiled step made once, unless the answer is FREE), a held message, or a refusal
+with its reason.  Python does before the step only what needs the names: a new name list is
+mapped to the model's joints and its source registered (:meth:`JointStateAssembler.layout
 <ros_dynamics.estimation.joint_input.JointStateAssembler.layout>`; a joint named twice is
 refused there; the independent joints of ``mimic_reduced`` coordinates are expanded).
 
 It also owns the torque the observer is given (``effort_source``: the joint states' efforts,
-or the latest commanded torque if recent enough) and a floating base's pose and twist.
-:func:`node_cycle`, :func:`step_sample` and :func:`replay` run the node's cycle outside the
-node (calibration, identification, benchmarks, tests).
+or the latest commanded torque if recent enough, ``rules.torque_source``) and a floating base's
+odometry (:meth:`odometry`).  :func:`node_cycle`, :func:`step_sample` and :func:`replay` run the
+node's cycle outside the node (calibration, identification, benchmarks, tests).
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from ..core.configuration import base_nq, base_nv, neutral
-from .cycle_state import CycleState
-from .joint_input import InputBounds, JointStateAssembler
-from .cycle_kernel import (ANSWERS, BRIDGED, HELD, INCOMPLETE, LATEST_NS, M_EFF, M_N_EFF,
-                           M_N_POS, M_N_VEL, M_NAMES, M_NANOSEC, M_POS, M_SEC, M_VEL, MADE,
-                           MESSAGE_FIELDS, NO_EFFORT, NONFINITE, OK, REJECTED_BOUNDS,
-                           REJECTED_LAYOUT, REJECTED_STAMP, RESET, RESTARTED, SAME,
-                           STATE_NO_TORQUE, TORQUE, TORQUE_GIVEN, TORQUE_MESSAGE, TORQUE_NONE,
-                           TORQUE_SOURCE, compile_cycle, cycle_step)
-from .rules import NS
-
+from ..core.configuration import base_nq, base_nv
+from .answers import ANSWERS, CYCLE, HELD, REFUSED, split
+from .cycle_data import (CycleData, CycleModel, Inputs, OutputLayout, clock_jumped, latest_into,
+                         latest_stamp,
+                         observer_model, restart_timing, set_base, set_torque_source,
+                         timing, use_layout, why)
+from .cycle_kernel import (M_EFF, M_N_EFF, M_N_POS, M_N_VEL, M_NAMES, M_NANOSEC, M_NOW, M_POS,
+                           M_SEC, M_VEL, MESSAGE_FIELDS, SLOT_Q, SLOTS, SQUARE_SLOTS, Message,
+                           compile_cycle, cycle_step)
+from .cycle_state import FOLLOW_UP, UPDATES, CycleResult, CycleState
+from .joint_input import DUPLICATE, InputBounds, JointStateAssembler
+from .rules import (BRIDGED, FREE, INCOMPLETE, NO_EFFORT, NONFINITE, NS, PASS, RESTARTED, SAME,
+                    STATE, TORQUE_GIVEN, TORQUE_MESSAGE, layout_verdict, torque_source)
 
 _NO_NOTES = ()
-_NO_TORQUE = np.zeros(0)
-_NO_EFFORT = ('no_effort', 'joint_states without effort: observer not updated', 'info')
+_TORQUED = UPDATES | {RESTARTED, SAME}      # the answers whose cycle had the observer's torque
+#: the refusals of a message the step accepted first (its stamp recorded, a partial source's
+#: values held)
+_RECORDED = frozenset((INCOMPLETE, NONFINITE, STATE))
 
 
 class Outcome:
     """What :meth:`JointStateCycle.step` made of one message (one object, reused).
 
-    ``verdict``: 'cycle' (``result`` holds the cycle, ``t_ns`` its time, ``tau`` the observer's
-    torque or None, ``written``: the compiled call wrote the outputs already), 'held' (a partial
-    source's values were kept; ``note`` says so once) or 'refused' (``refusal``: (kind, text,
-    level)).  ``notes``: (kind, text, level) to log for an accepted message."""
+    ``verdict``: 'cycle' (``result`` holds the cycle, ``tau`` the observer's torque or None,
+    ``written``: the compiled call wrote the outputs already, ``t_ns``: its time), 'held' (a
+    partial source's values were kept) or 'refused' (``refusal``: (kind, text, level)).
+    ``answer``: the compiled step's answer; ``notes``: (kind, text, level) to log;
+    ``fields``: the message's (cycle_kernel.MESSAGE_FIELDS: its stamp)."""
 
-    __slots__ = ('verdict', 'result', 't_ns', 'tau', 'written', 'refusal', 'notes')
+    __slots__ = ('verdict', 'answer', 'result', 'tau', 'written', 'refusal', 'notes', 'fields',
+                 '_cycle')
+
+    def __init__(self, cycle):
+        self._cycle = cycle
+        self.clear()
 
     def clear(self):
-        self.verdict, self.result, self.t_ns, self.tau = None, None, 0, None
-        self.written, self.refusal, self.notes = False, None, _NO_NOTES
+        self.verdict, self.answer, self.result, self.tau = None, None, None, None
+        self.written, self.refusal, self.notes, self.fields = False, None, _NO_NOTES, None
+
+    @property
+    def t_ns(self):
+        """The cycle's time [ns]: its stamp, or the receiving clock for an unstamped source."""
+        return self._cycle.latest_ns() if self.verdict == CYCLE else 0
+
+    def kept(self):
+        """A copy that stays as it is (this object is reused by the next message): its fields
+        and its result copied (the arrays the result refers to change with the next cycle)."""
+        other = Outcome(self._cycle)
+        other.verdict, other.answer, other.tau, other.written = (self.verdict, self.answer,
+                                                                 self.tau, self.written)
+        other.refusal, other.notes = self.refusal, self.notes
+        other.fields = None if self.fields is None else self.fields.copy()
+        if self.result is not None:
+            other.result = CycleResult()
+            other.result.copy_from(self.result)
+        return other
 
     def note(self, kind, text, level):
         """Add (kind, text, level) to :attr:`notes`."""
@@ -60,67 +88,160 @@ class Outcome:
 
 
 class JointStateCycle:
-    """The sources and the cycle of one model behind one :meth:`step` (module text).
+    """One model's cycle behind one :meth:`step` (module text).
 
-    ``q``, ``v``, ``tau``: the model's state and torque vectors the cycles run on (the joint
-    entries are gathered into them); ``outputs``: (dyn, grav, ext, offsets), where the compiled
-    step writes its results (serialized messages) in the model's own coordinates, or None (it
-    writes into buffers of its own; the outcome is then not ``written``).
-    ``effort_source``: 'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0:
-    none).  The compiled step's kernels are compiled (or loaded from the disk cache) here."""
+    ``observer``: ``ObserverSettings`` or None; ``bounds``: the input bounds (default the
+    node's); ``inputs``: the assembler's settings (``max_age``, ``max_lead``, ``reset_jump``,
+    ``allow_missing_velocity``); ``outputs``: (buffer, :data:`~.cycle_data.OutputLayout`) where
+    the compiled step writes its results (serialized messages in the model's own coordinates),
+    or None (a buffer of its own; the outcome is then not ``written``); ``effort_source``:
+    'joint_state' or 'commanded_torque' (then ``commanded_timeout`` [s], 0: none);
+    ``odom_max_age`` [s]: a floating base's odometry at most this much older than a joint state
+    (0: no limit).  The compiled step's kernels are compiled (or loaded from the disk cache)
+    here."""
 
-    def __init__(self, assembler, cycle, q, v, tau, outputs=None, effort_source='joint_state',
-                 commanded_timeout=0.0, odom_max_age=0.0):
-        self.assembler, self.cycle = assembler, cycle
-        self.odom_max_age_ns = int(round(float(odom_max_age) * NS))
-        self.q, self.v, self.tau = q, v, tau
-        self.floating = bool(cycle.model.floating_base)
-        self.base_q, self.base_v = base_nq(cycle.model), base_nv(cycle.model)
-        self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
-        self.outcome = Outcome()
-        self.counts = [0] * len(ANSWERS)       # per answer of cycle_step (a list: cheap +1)
-        self._layout = None                    # the previous message's layout
-        # it writes the outputs when they are the model's own coordinates in the buffers given;
-        # else into buffers of its own, and the published coordinates are made after it
-        self._written = outputs is not None and cycle.coords.identity
-        if not self._written:
-            outputs = output_buffers(int(cycle.model.nv))
-        obs, b = cycle.observer, assembler.bounds
-        # the rows per joint (cycle_kernel.VBOUND, EBOUND, TORQUE) and the limits (MAX_LEAD ...
-        # TORQUE_SOURCE) the compiled step reads; :meth:`_torque_given` writes a message's
-        # torque into them
-        self._per_joint = np.ascontiguousarray([b.velocity, b.effort, np.zeros(len(b.velocity))])
-        self._limits = np.array(
-            [assembler.max_lead_ns, assembler.max_age_ns, assembler.reset_jump_ns, b.position,
-             obs.friction_velocity_eps if obs else 1.0, float(assembler.allow_missing_velocity),
-             float(TORQUE_MESSAGE)])
-        # the compiled step's arguments that are the model's (the message's follow them)
-        self._model_args = self._fixed_arguments(outputs)
-        # the observer's torque: the messages' efforts, always, or the commanded torque
-        self._own_torque = effort_source == 'joint_state' or obs is None
+    def __init__(self, model, coordinates='joint', observer=None, bounds=None, outputs=None,
+                 effort_source='joint_state', commanded_timeout=0.0, odom_max_age=0.0,
+                 **inputs):
         compile_cycle()
+        self.model = model
+        self.floating = bool(model.floating_base)
+        self.base_q, self.base_v = base_nq(model), base_nv(model)
+        self.state = CycleState(model, coordinates, observer)
+        written = outputs is not None and self.state.coords.identity
+        buffer, self.output_layout = (outputs if written else
+                                      output_buffer(int(model.nq), int(model.nv)))
+        self.data = CycleData(model, self.state.data.work, buffer, _gap_max(observer))
+        self._out = Outcome(self)           # the outcome of every answer but FREE
+        self.outcome = self._out            # the last one returned
+        self.configure_inputs(bounds or InputBounds(model), effort_source, commanded_timeout,
+                              odom_max_age, **inputs)
+        self._free = Outcome(self)        # the outcome of a FREE answer (rules.FREE)
+        self._free.verdict, self._free.answer, self._free.result = CYCLE, FREE, self.state.free
+        self._free.tau, self._free.written = self.data.state.tau, written
+        self._written = written
 
-    def _fixed_arguments(self, outputs):
-        asm, cycle = self.assembler, self.cycle
-        obs = cycle.observer
-        observer = ((obs.state, obs.last_q, cycle.detector.thresholds) if obs else
-                    (np.zeros((0, 0)), np.zeros(0), np.zeros((3, 0))))
-        return (cycle.model.packed, cycle.data.work, (self.q, self.v, self.tau),
-                self._per_joint, (asm.held, asm.h_ns, asm.h_known, asm.h_effort), observer,
-                outputs, cycle.kept, self._limits)
+    # -- settings ---------------------------------------------------------------------------
+    def configure_inputs(self, bounds, effort_source='joint_state', commanded_timeout=0.0,
+                         odom_max_age=0.0, **inputs):
+        """New input settings (``bounds``, the observer's torque, the odometry's age limit, the
+        assembler's ``inputs``): the sources and held values forgotten (cheap; the observer
+        runs on)."""
+        self.effort_source, self.commanded_timeout = effort_source, float(commanded_timeout)
+        self.odom_max_age_ns = int(round(float(odom_max_age) * NS))
+        self._torque_note = PASS
+        set_torque_source(self.data.struct, TORQUE_MESSAGE)
+        mimic = self.state.coords.joint_map
+        hint = ('' if mimic is not None or not self.model.mimic else
+                " (with coordinates 'mimic_reduced' the independent joints alone are accepted)")
+        self.bounds = bounds
+        self.assembler = JointStateAssembler(self.model.joint_names, bounds, mimic, hint,
+                                             **inputs)
+        self.data.held.known[:] = False
+        self._layout = None                    # the current layout
+        self._remodel()
+
+    def configure_observer(self, observer):
+        """New observer settings (ValueError if invalid): the observer restarts, the latest
+        state and the recent samples are kept."""
+        state = CycleState(self.model, self.state.coords.kind, observer, self.state.data)
+        state.reset(self.data, 'new observer settings')
+        restart_timing(self.data.struct, _gap_max(observer))
+        self.state = state
+        self._free.result = state.free
+        self._remodel()
+
+    def _remodel(self):
+        """The :class:`~.cycle_data.CycleModel` of the current settings."""
+        asm, b, st = self.assembler, self.bounds, self.state
+        inputs = Inputs(asm.max_lead_ns, asm.max_age_ns, asm.reset_jump_ns,
+                        self.odom_max_age_ns, asm.allow_missing_velocity, b.position,
+                        b.velocity.copy(), b.effort.copy())
+        thresholds = None if st.detector is None else st.detector.thresholds
+        self.cycle_model = CycleModel(self.model, inputs,
+                                      observer_model(self.model, st.settings, thresholds),
+                                      self.output_layout)
+
+    # -- what the cycle keeps, for others ------------------------------------------------------
+    @property
+    def counts(self):
+        """Per answer code, how many messages had it (the array the compiled step counts in)."""
+        return self.data.counts
 
     @property
     def fast_cycles(self):
         """The cycles made."""
-        return int(sum(self.counts[k] for k in MADE))
+        return int(sum(self.data.counts[a.code] for a in ANSWERS if a.verdict == CYCLE))
 
     def summary(self):
         """How the cycles ran (for /diagnostics)."""
-        others = [f'{ANSWERS[k]} {n}' for k, n in enumerate(self.counts) if n and k not in MADE]
+        others = {}
+        for a in ANSWERS:
+            n = int(self.data.counts[a.code])
+            if n and a.verdict != CYCLE:
+                others[a.kind] = others.get(a.kind, 0) + n
         return f'{self.fast_cycles} in one compiled call' + (
-            f'; no cycle: {", ".join(others)}' if others else '')
+            f'; no cycle: {", ".join(f"{k} {n}" for k, n in others.items())}' if others else '')
 
-    # -- one message ------------------------------------------------------------------------
+    def latest(self):
+        """(q, v, (sec, nanosec)) of the latest cycle (copies), or None before the first."""
+        q, v = np.empty(int(self.model.nq)), np.empty(int(self.model.nv))
+        n, sec, nanosec = latest_into(self.data.struct, q, v)
+        return (q, v, (int(sec), int(nanosec))) if n else None
+
+    def history(self, window=0.0):
+        """(t [s], q, v, tau) of the recent samples of the last ``window`` s (0: all), oldest
+        first (copies): the cycles with the observer's torque, at most one per 10 ms."""
+        kept = self.data.kept
+        count = int(latest_stamp(self.data.struct)[3])
+        n = min(count, len(kept.history_t))
+        order = np.arange(count - n, count) % len(kept.history_t)
+        t, Q, V, T = (a[order] for a in (kept.history_t, kept.history_q, kept.history_v,
+                                         kept.history_tau))
+        keep = t >= t[-1] - window if (window > 0 and n) else np.ones(n, dtype=bool)
+        return t[keep], Q[keep], V[keep], T[keep]
+
+    @property
+    def gap_limit(self):
+        """The gap limit [s] (the observer bridges a longer gap: rules.observer_interval)."""
+        return float(timing(self.data.struct)[1])
+
+    def latest_ns(self):
+        """The latest cycle's time [ns]."""
+        return int(timing(self.data.struct)[2])
+
+    # -- inputs beside the joint states --------------------------------------------------------
+    def odometry(self, q7, v6, stamp_ns=0):
+        """The latest odometry of a floating base: its pose (x y z, quaternion x y z w), twist
+        and stamp [ns] (0: not judged against odom_max_age)."""
+        set_base(self.data.struct, np.ascontiguousarray(q7, dtype=float),
+                 np.ascontiguousarray(v6, dtype=float), int(stamp_ns))
+
+    def clock_reset(self):
+        """The receiving clock jumped back (simulated time reset): each source's next stamp that
+        goes back is a reset, accepted (messages of the old episode still queued are accepted
+        as before, whatever the order in which the clock and they arrive)."""
+        clock_jumped(self.data.struct)
+
+    def reset(self, why):
+        """Restart the observer at the next cycle with effort, for the reason ``why``."""
+        self.state.reset(self.data, why)
+
+    @property
+    def commanded(self):
+        """Whether the observer's torque is the commanded one (``effort_source``)."""
+        return self.effort_source == 'commanded_torque' and self.state.settings is not None
+
+    def torque(self, command):
+        """The observer's torque for the next message when it is the commanded one
+        (``rules.torque_source``): ``command`` ((joint torques, monotonic receipt ns) of the
+        latest commanded torque, or None)."""
+        source, self._torque_note = torque_source(command, self.commanded_timeout)
+        if source == TORQUE_GIVEN:
+            self.data.state.command[:] = command[0]
+        set_torque_source(self.data.struct, source)
+
+    # -- one message --------------------------------------------------------------------------
     def step(self, names, position, velocity, effort, sec, nanosec, now_ns, base=None,
              command=None, christoffel=False):
         """One joint-state message as arrays (float64; ``velocity``/``effort`` may be empty)
@@ -131,203 +252,153 @@ class JointStateCycle:
     def step_message(self, names, words, fields, now_ns, base=None, command=None,
                      christoffel=False):
         """One joint-state message: its ``names`` (a tuple; the same object for every message
-        of one layout is recognized without a comparison) and its float64 ``words`` and
-        ``fields`` as the compiled step takes them (cycle_kernel.MESSAGE_FIELDS), received at
-        ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of the latest odometry of
-        a floating base or None (refused when its stamp is more than ``odom_max_age`` older
-        than the joint state's: nothing from an old base state); ``command``: (joint torques,
-        monotonic receipt ns) of the latest commanded torque or None; ``christoffel``: compute
-        Gamma in this cycle.  Returns :attr:`outcome`."""
-        if self.floating:
-            if base is None:
-                return self._refuse('no_odom', 'joint_states ignored: floating base and no '
-                                    'valid odom yet')
-            if len(base) > 2 and self._stale(base[2], int(fields[M_SEC]) * NS +
-                                             int(fields[M_NANOSEC])):
-                return self.outcome
-            self.q[:self.base_q], self.v[:self.base_v] = base[0], base[1]
+        of one layout is recognized without a comparison) and its float64 ``words`` and int64
+        ``fields`` as the compiled step takes them (cycle_kernel.MESSAGE_FIELDS; at least that
+        many), received at ``now_ns`` (the node clock); ``base``: (q7, v6[, stamp_ns]) of a
+        floating base's latest odometry, or None (the last given); ``command``: (joint
+        torques, monotonic receipt ns) of the latest commanded torque or None;
+        ``christoffel``: compute Gamma in this cycle.  Returns :attr:`outcome`."""
+        if base is not None:
+            self.odometry(*base)
+        fields[M_NOW] = now_ns
+        layout = self.use(names)
+        if layout.duplicate is not None or layout.expand is not None:   # (names' verdicts)
+            words, fields = self._expanded(layout, words, fields, now_ns)
+            if words is None:
+                return self._out
+        if self.commanded:
+            self.torque(command)
+        code = cycle_step(self.cycle_model.struct, self.data.struct, Message(words, fields))
+        return self.answered(code, fields, christoffel)
+
+    def use(self, names):
+        """The :class:`~.joint_input.Layout` of a message's ``names``, made the current one
+        (the compiled step's ``data.gather``, ``data.record``) if it is not already."""
         layout = self._layout
         if layout is None or (layout.names is not names and layout.names != names):
             layout = self._layout = self.assembler.layout(names)
-        if layout.duplicate is not None or layout.expand is not None:   # (names' verdicts)
-            words, fields = self._expanded(layout, words, fields)
-            if words is None:
-                return self.outcome
-        asm, cycle, src = self.assembler, self.cycle, layout.src
-        why = _NO_EFFORT
-        if not self._own_torque:      # the commanded torque (or none) this message
-            why = self._torque_given(command)
-        status = cycle_step(*self._model_args, layout.gather, words, fields, src.record,
-                            asm.epoch, now_ns, src.count >= asm.driving)
-        if status == OK and cycle.usual is not None and not christoffel and not layout.partial:
-            # the usual cycle: free motion, what follows the step is what it was (CycleState)
-            self.counts[OK] += 1
-            out = self.outcome
-            out.notes, out.refusal, out.result = _NO_NOTES, None, cycle.usual
-            out.verdict, out.t_ns, out.tau, out.written = 'cycle', int(
-                cycle.kept[0][LATEST_NS]), self.tau, self._written
+            use_layout(self.data.struct, layout.gather, layout.src.record,
+                       self.assembler.drives(layout), layout.partial)
+        return layout
+
+    def fusable(self):
+        """Whether the messages of the current layout need no Python before the compiled
+        step (none of the names' verdicts: a joint named twice, mimic joints to expand): the
+        node then reads and steps them in one compiled call."""
+        layout = self._layout
+        return layout is not None and layout.expand is None and layout.duplicate is None
+
+    def answered(self, code, fields, christoffel=False):
+        """:attr:`outcome` of the compiled step's ``code`` for the message of ``fields`` (the
+        current layout's; ``christoffel``: Gamma in this cycle); a FREE answer without Gamma
+        is answered by what the last usual cycle left (rules.FREE): nothing follows it."""
+        if code == FREE and not christoffel:
+            self._free.fields = fields
+            self.outcome = self._free
+            return self._free
+        answer, note = split(code)
+        out = self.outcome = self._out
+        out.clear()
+        out.answer, out.fields = answer, fields
+        row = ANSWERS[answer]
+        if note:                      # a source or clock reset: the observer restarts
+            note, why_ = ANSWERS[note], self._why(fields)
+            self.state.stepped_reset(note.says(why_))
+            out.note(note.kind, note.line(why_), note.level)
+        if row.verdict != REFUSED or answer in _RECORDED:
+            self.assembler.accepted(self._layout)
+        if row.verdict == CYCLE:
+            return self._made(answer, christoffel)
+        return self._not_made(row, fields)
+
+    def _not_made(self, row, fields):
+        """:attr:`outcome` of a message the compiled step made no cycle of: held (noted at
+        its source's first message) or refused, with its reason; an accepted one's state the
+        dynamics refuse or a non-finite result restarts the observer."""
+        out, why = self._out, self._why(fields)
+        if row.verdict == HELD:
+            out.verdict = HELD
+            if row.text:
+                why.update(self.assembler.held_why(self._layout))
+                out.note(row.kind, row.line(why), row.level)
             return out
-        return self._answer(status, layout, fields, now_ns, christoffel, why)
+        if row.code == INCOMPLETE:
+            why.update(self.assembler.incomplete_why(self.data.held.stale))
+        elif row.code == NONFINITE:
+            self.state.refused_nonfinite(self.data)
+        elif row.code == STATE:
+            why['error'] = self.state.refused_state(self.data)
+        return self._refuse(row, why)
 
-    def _answer(self, status, layout, fields, now_ns, christoffel, why):
-        """:attr:`outcome` of the compiled step's answer ``status`` (but the usual cycle)."""
-        sec, nanosec = int(fields[M_SEC]), int(fields[M_NANOSEC])
-        reset = status >= RESET
-        if reset:                      # a source or clock reset: the observer restarts
-            status -= RESET
-            self._reset(layout, sec, nanosec, now_ns)
-        else:
-            self.outcome.notes = _NO_NOTES
-        self.counts[status] += 1
-        if status in MADE:
-            self._accepted(layout)
-            return self._made(status, int(self.cycle.kept[0][LATEST_NS]), christoffel, why)
-        return self._no_cycle(status, layout, sec, nanosec, now_ns, reset,
-                              tuple(int(fields[k]) for k in (M_N_POS, M_N_VEL, M_N_EFF)), why)
+    def _refuse(self, row, why):
+        out = self.outcome = self._out
+        out.verdict, out.result, out.tau = 'refused', None, None
+        out.refusal = (row.kind, row.line(why), row.level)
+        return out
 
-    def _expanded(self, layout, words, fields):
+    def _made(self, answer, christoffel):
+        """:attr:`outcome` of a cycle the compiled step made (``answer``)."""
+        out = self._out
+        res = out.result = self.state.finish(self.data, answer, christoffel)
+        if res.error is not None:
+            self.data.counts[FOLLOW_UP] += 1
+            return self._refuse(ANSWERS[FOLLOW_UP], {'error': res.error})
+        out.verdict, out.written = CYCLE, self._written
+        out.tau = self.data.state.tau if answer in _TORQUED else None
+        if answer == NO_EFFORT:
+            note = ANSWERS[NO_EFFORT if self._torque_note == PASS else self._torque_note]
+            out.note(note.kind, note.line({}), note.level)
+        elif answer == BRIDGED:
+            row = ANSWERS[BRIDGED]
+            out.note(row.kind, row.line(self._why(None)), row.level)
+        return out
+
+    def _why(self, fields):
+        """The values the reasons' texts name (answers.Answer.says), of the message of
+        ``fields`` (None: none of the message's) and of what the compiled step wrote about
+        it."""
+        joint, value, bound, last_ns, _, dt, gap = why(self.data.struct)
+        inputs = self.cycle_model.inputs
+        values = {'joint': self.model.joint_names[joint] if 0 <= joint < len(
+            self.model.joint_names) else joint, 'value': value, 'bound': bound, 'dt': dt,
+            'gap_limit': gap, 'odom_age': dt, 'odom_max_age': inputs.odom_max_age_ns / NS,
+            'last': last_ns / NS, 'max_lead': inputs.max_lead_ns / NS,
+            'reset_jump': inputs.reset_jump_ns / NS}
+        if fields is not None:
+            sec, nanosec = int(fields[M_SEC]), int(fields[M_NANOSEC])
+            stamp = sec * NS + nanosec
+            values.update(sec=sec, nanosec=nanosec, n=int(fields[M_NAMES]),
+                          n_position=int(fields[M_N_POS]), n_velocity=int(fields[M_N_VEL]),
+                          n_effort=int(fields[M_N_EFF]), back=(last_ns - stamp) / NS,
+                          lead=(stamp - int(fields[M_NOW])) / NS)
+        return values
+
+    def _expanded(self, layout, words, fields, now_ns):
         """(words, fields) of a message of a layout whose names have a verdict of their own: a
         joint named twice (refused: (None, None), :attr:`outcome` says why) or the
         independent joints of ``mimic_reduced`` coordinates (expanded to the model's joints)."""
-        f = [int(x) for x in fields]
-        n_names = f[M_NAMES]
+        f = [int(x) for x in fields[:MESSAGE_FIELDS]]
         arrays = [words[f[k]:f[k] + f[k + 1]] for k in (M_POS, M_VEL, M_EFF)]
-        bad = self.assembler.layout_reason(n_names, *(len(a) for a in arrays))
-        if bad is None and layout.duplicate is not None:
-            bad = ('duplicate', layout.duplicate)
-        if bad is not None:
-            self._refuse(bad[0], 'joint_states rejected: ' + bad[1])
+        code = layout_verdict(f[M_NAMES], *(len(a) for a in arrays),
+                              self.assembler.allow_missing_velocity)
+        why_ = self._why(fields)
+        if code == PASS and layout.duplicate is not None:
+            code, why_ = DUPLICATE, {'joints': layout.duplicate}
+        if code != PASS:
+            self.data.counts[code] += 1
+            self._out.clear()
+            self._refuse(ANSWERS[code], why_)
             return None, None
         position, velocity, effort = self.assembler.expanded(layout, *arrays)
-        return message_words(position, velocity, effort, f[M_SEC], f[M_NANOSEC], len(position))
+        words, fields = message_words(position, velocity, effort, f[M_SEC], f[M_NANOSEC],
+                                      len(position))
+        fields[M_NOW] = now_ns
+        return words, fields
 
-    def _no_cycle(self, status, layout, sec, nanosec, now_ns, reset, lengths, why):
-        """:attr:`outcome` of a message the compiled step made no cycle of (``status``): its
-        reason, and what an accepted one leaves (the observer restarts after a state the
-        dynamics refuse or a non-finite result)."""
-        asm, stamp_ns = self.assembler, sec * NS + nanosec
-        if status == REJECTED_STAMP:
-            kind, text = asm.stamp_reason(layout, sec, nanosec, now_ns)
-            return self._refuse(kind, 'joint_states rejected: ' + text)
-        if status == REJECTED_LAYOUT:
-            kind, text = asm.layout_reason(len(layout.names), *lengths)
-            return self._refuse(kind, 'joint_states rejected: ' + text)
-        if status == REJECTED_BOUNDS:
-            kind, text = asm.bounds_reason(self.q[self.base_q:], self.v[self.base_v:],
-                                           self.tau[self.base_v:] if lengths[2] else None)
-            return self._refuse(kind, 'joint_states rejected: ' + text)
-        self._accepted(layout)
-        if status == HELD:
-            out = self._refuse(None, None, keep_notes=True)
-            out.verdict, out.refusal = 'held', None
-            text = asm.held_reason(layout)
-            if text is not None:
-                out.note('held', f'joint_states: {text}', 'info')
-            return out
-        if status == INCOMPLETE:
-            kind, text = asm.incomplete_reason(layout, stamp_ns or now_ns)
-            return self._refuse(kind, 'joint_states incomplete: ' + text, keep_notes=True)
-        if status == STATE_NO_TORQUE:
-            self.outcome.note(*why)
-        if status == NONFINITE:
-            error = self.cycle.refused_nonfinite()
-        else:                                      # STATE, STATE_NO_TORQUE
-            error = self.cycle.refused_state(self.q, self.v).error
-        return self._refuse('output', f'{error}: nothing published, observer re-initialized',
-                            'error', keep_notes=True)
 
-    def _accepted(self, layout):
-        """The compiled step accepted a message of ``layout`` (and recorded it in its
-        source): for a partial source, where its held values came from."""
-        if layout.partial:
-            h_source, src = self.assembler.h_source, layout.src
-            for k in layout.nmap.slots[0]:
-                h_source[k] = src
-
-    def _refuse(self, kind, text, level='warning', keep_notes=False):
-        """:attr:`outcome` 'refused' for (kind, text, level); ``keep_notes``: with the notes
-        made for this message so far."""
-        out = self.outcome
-        notes = out.notes if keep_notes else _NO_NOTES
-        out.clear()
-        out.notes = notes
-        out.verdict = 'refused'
-        out.refusal = (kind, text, level)
-        return out
-
-    def _reset(self, layout, sec, nanosec, now_ns):
-        """A message accepted as a source or clock reset: the observer restarts (at it, or at
-        the next cycle that updates it), noted with the reason."""
-        kind, text = self.assembler.stamp_reason(layout, sec, nanosec, now_ns, accepted=True)
-        self.cycle.stepped_reset(text)
-        out = self.outcome
-        out.clear()
-        out.note(kind, f'{text}; observer re-initialized', 'info')
-
-    def _stale(self, odom_ns, stamp_ns):
-        """Whether the odometry stamped ``odom_ns`` is too old for the joint state stamped
-        ``stamp_ns`` (then :attr:`outcome` says so); unstamped messages are not judged."""
-        age = stamp_ns - odom_ns
-        if self.odom_max_age_ns <= 0 or odom_ns <= 0 or stamp_ns <= 0 or \
-                age <= self.odom_max_age_ns:
-            return False
-        self._refuse('stale_odom', f'joint_states ignored: the latest odom is {age / NS:.3g} s '
-                     f'older than the joint state (odom_max_age {self.odom_max_age_ns / NS:g} '
-                     's): nothing is computed from an old base state')
-        return True
-
-    def _made(self, status, t_ns, christoffel, why=_NO_EFFORT):
-        """:attr:`outcome` of a cycle the compiled step made (``status``: its answer; ``why``:
-        the note of a cycle without an observer update)."""
-        cycle, out = self.cycle, self.outcome
-        observed = status != NO_EFFORT and status != SAME and cycle.observer is not None
-        out.refusal = None
-        res = out.result = cycle.finish(self.q, self.v, t_ns, observed, status == BRIDGED,
-                                        status == OK, christoffel, status == RESTARTED)
-        if res.error is not None:
-            out.verdict, out.t_ns, out.tau, out.written = 'refused', 0, None, False
-            out.refusal = ('output', f'{res.error}: nothing published, observer '
-                           're-initialized', 'error')
-            return out
-        out.verdict, out.t_ns, out.written = 'cycle', t_ns, self._written
-        out.tau = self.tau if observed or status == SAME else None
-        if status == NO_EFFORT:
-            out.note(*why)
-        elif status == BRIDGED:
-            self._bridged(res)
-        return out
-
-    def _bridged(self, res):
-        """The note of a cycle made across a gap."""
-        self.outcome.note(
-            'gap', f'a gap of {res.dt:.3g} s between joint states (more than the gap limit '
-            f'{self.cycle.gap_limit:.3g} s): the observer bridged it (residual kept)', 'info')
-
-    def _torque_given(self, command):
-        """The observer's torque of this message given to the compiled step (``limits``'
-        TORQUE_SOURCE, ``per_joint``'s row TORQUE): the latest commanded torque ``command`` or
-        none (:meth:`_torque_source`); returns the note of a cycle without it."""
-        torque, source, why = self._torque_source(command)
-        self._limits[TORQUE_SOURCE] = source
-        if source == TORQUE_GIVEN:
-            self._per_joint[TORQUE] = torque
-        return why
-
-    def _torque_source(self, command):
-        """(torque, source, note) of the observer's torque for a message, as ``effort_source``
-        says: the message's efforts (TORQUE_MESSAGE; its note if it has none), the latest
-        commanded torque ``command`` (TORQUE_GIVEN) or none (TORQUE_NONE: no command yet, or one
-        older than ``commanded_timeout``; the note says which)."""
-        if self.effort_source == 'joint_state' or self.cycle.observer is None:
-            return _NO_TORQUE, TORQUE_MESSAGE, _NO_EFFORT
-        if command is None:
-            return _NO_TORQUE, TORQUE_NONE, ('no_cmd', 'no ~/commanded_torque yet: observer not '
-                                             'updated', 'info')
-        if self.commanded_timeout > 0 and (
-                time.monotonic_ns() - command[1]) > self.commanded_timeout * NS:
-            return _NO_TORQUE, TORQUE_NONE, ('stale_cmd', '~/commanded_torque is stale: '
-                                             'observer not updated', 'warning')
-        return command[0], TORQUE_GIVEN, None
+def _gap_max(observer):
+    """The gap limit until the sample period is known (none without an observer)."""
+    return np.inf if observer is None else float(observer.gap_max)
 
 
 # -- the node's cycle outside the node -------------------------------------------------------
@@ -345,28 +416,20 @@ def message_words(position, velocity, effort, sec, nanosec, n_names):
     return np.concatenate(arrays), fields
 
 
-def output_buffers(nv):
-    """(dyn, grav, ext, offsets): buffers for the compiled call's outputs, laid out as
-    :data:`~ros_dynamics.estimation.cycle_kernel.OUTPUT_FIELDS` says (M, C, dM/dt, g one after
-    the other; the gravity torque; the residual), for a cycle whose outputs are not messages."""
-    m2 = nv * nv
-    return (np.zeros(3 * m2 + nv), np.zeros(nv), np.zeros(nv),
-            np.array([0, m2, 2 * m2, 3 * m2, 0, 0, 0], dtype=np.int64))
+def output_buffer(nq, nv):
+    """(buffer, :data:`~.cycle_data.OutputLayout`) for a cycle whose outputs are no messages:
+    the slots (cycle_kernel.SLOTS) one after the other, no stamps."""
+    sizes = [nv * nv if k in SQUARE_SLOTS else nq if k == SLOT_Q else nv
+             for k in range(len(SLOTS))]
+    slots = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return np.zeros(int(sum(sizes))), OutputLayout(slots, np.zeros(0, dtype=np.int64))
 
 
 def node_cycle(model, observer=None, coordinates='joint', bounds=None, **inputs):
-    """The cycle object the node runs for ``model``: a :class:`JointStateCycle` over a
-    :class:`~ros_dynamics.estimation.joint_input.JointStateAssembler` (``bounds``: its
-    :class:`~ros_dynamics.estimation.joint_input.InputBounds`, default the node's; ``inputs``:
-    its input settings) and a :class:`~ros_dynamics.estimation.cycle_state.CycleState` with the
-    observer settings ``observer`` (None: no observer), writing into buffers of its own
-    (:func:`output_buffers`)."""
-    cycle = CycleState(model, coordinates, observer)
-    asm = JointStateAssembler(model.joint_names, bounds or InputBounds(model),
-                              cycle.coords.joint_map, **inputs)
-    nv = int(model.nv)
-    return JointStateCycle(asm, cycle, neutral(model), np.zeros(nv), np.zeros(nv),
-                           output_buffers(nv))
+    """The cycle object the node runs for ``model``: a :class:`JointStateCycle` with the
+    observer settings ``observer`` (None: no observer), ``bounds`` (default the node's) and
+    ``inputs`` (the assembler's settings), writing into a buffer of its own."""
+    return JointStateCycle(model, coordinates, observer, bounds, **inputs)
 
 
 def step_sample(js, q, v, tau, t_ns, christoffel=False):

@@ -1,26 +1,29 @@
-"""What a cycle keeps between messages and what follows its compiled step (no ROS).
+"""What follows the compiled step of a cycle, and the observer's settings (no ROS).
 
-The compiled step (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) makes the cycle:
-one kinematics pass for M, C, dM/dt, g, p = M v and C^T v (Echeandia & Wensing 2021,
-Algorithm 1), the momentum observer step (De Luca et al. 2006) and the finite check.
-:class:`CycleState` holds what it runs on (the workspace :attr:`CycleState.data`, the
-observer's state rows, the contact thresholds) and makes, in :meth:`CycleState.finish`, what
-follows it: Gamma when asked (Algorithm 2), the change to the published coordinates, with
-contact frames the forces at them and the part of the residual they leave unexplained
-(contact_forces.py), contact detection with hysteresis and isolation (on that unexplained part
-when there are contact frames: a standing robot's weight is its feet's, not a contact), the
-contact wrench.
+The compiled step (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`) makes the cycle on
+the cycle's data (:class:`~ros_dynamics.estimation.cycle_data.CycleData`): one kinematics pass
+for M, C, dM/dt, g, p = M v and C^T v (Echeandia & Wensing 2021, Algorithm 1), the momentum
+observer step (De Luca et al. 2006), the finite check, the outputs, what a cycle keeps.
+:class:`CycleState` holds what follows it and makes it, in :meth:`CycleState.finish`: Gamma
+when asked (Algorithm 2), the change to the published coordinates, with contact frames the
+forces at them and the part of the residual they leave unexplained (contact_forces.py),
+contact detection with hysteresis and isolation (on that unexplained part when there are
+contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench;
+and the reasons of the observer's restarts (:meth:`CycleState.reset`: a source or clock
+reset, the time going back, a non-finite result, a request).
 
-It holds what the compiled step keeps between messages (:attr:`CycleState.kept`: the time of the
-observer's last sample, the sample periods and the gap limit, the latest state, the recent
-samples; the step writes them) and the reasons of the observer's restarts
-(:meth:`CycleState.reset`: a source or clock reset, the time going back, a non-finite result, a
-request); and, after a usual cycle (free motion), its result as the next such cycle leaves it
-(:attr:`CycleState.usual`: nothing to make after the step).  A gap in the
-stamps longer than the gap limit does not restart it: the observer integrates the momentum
-over each period (zero-order hold of the torque), so a gap of many periods would turn the
-motion during it into a residual; it bridges the gap instead (the residual keeps its value, the
-integral is re-anchored after the gap: ``observer.residual_step``), so that a scheduling
+The free-motion flag (``CycleData``'s ``usual``, rules.FREE): after a cycle whose follow-up
+made nothing a next free-motion sample would change (an observer update below every
+threshold, the detector free, no contact frames, the model's own coordinates, no Gamma; or no
+observer at all), :meth:`CycleState.finish` sets it and keeps that cycle's result as
+:attr:`CycleState.free` (its arrays are the ones the compiled step writes in place); the next
+free-motion cycles are answered FREE by the compiled step and nothing follows them.  Anything
+else clears it.
+
+A gap in the stamps longer than the gap limit does not restart the observer: it integrates the
+momentum over each period (zero-order hold of the torque), so a gap of many periods would turn
+the motion during it into a residual; it bridges the gap instead (the residual keeps its value,
+the integral is re-anchored after the gap: ``observer.residual_step``), so that a scheduling
 hiccup during a contact costs neither the contact nor its estimate.  Gap limit: ``gap_factor``
 times the median sample period of the stream (estimated from the last 64 periods, first after
 8), clamped to [``gap_min``, ``gap_max``]; ``gap_max`` until the period is known.  The rules
@@ -34,18 +37,21 @@ import math
 import numpy as np
 
 from ..core.api import christoffel_after_terms, compute_all_terms
-from ..core.coordinates import output_coordinates
+from ..core.coordinates import Output, output_coordinates
 from ..core.data import Data
-from .contact_forces import ContactForceEstimator
-from .cycle_kernel import (GAP_FACTOR, GAP_FIELDS, GAP_LIMIT, GAP_MAX, GAP_MIN, HISTORY_COUNT,
-                           HISTORY_NEXT, LAST_DT, LATEST_NANOSEC, LATEST_NS, LATEST_SEC,
-                           N_LATEST, OBS_LAST, TIMES_FIELDS)
-from .observer import R, TAU, V, ContactDetector, MomentumObserver, estimate_contact_wrench
-from .rules import terms_finite
+from .answers import ANSWERS, REFUSED
+from .contact_forces import ContactForceEstimator, ObserverUpdate
+from .cycle_data import restart_observer, set_usual, timing
+from .observer import ContactDetector, estimate_contact_wrench
+from .rules import ABOVE, BRIDGED, FREE, OK, RESTARTED, terms_finite
 from .stance_residual import StanceResidual
 
-PERIOD_WINDOW = 64
-HISTORY_LENGTH = 2000            # the recent samples kept for ~/estimate_payload: the last 20 s
+#: what follows the compiled step failed (a non-finite Gamma, wrench or published terms, or an
+#: exception of the follow-up): nothing published, the observer restarts
+FOLLOW_UP = ANSWERS.add('output', REFUSED, 'error', '{error}: nothing published, observer '
+                        're-initialized')
+#: the answers of a cycle that updated the observer
+UPDATES = frozenset((OK, FREE, ABOVE, BRIDGED))
 
 
 def per_coordinate(name, values, model, fill_base=None):
@@ -139,176 +145,155 @@ class ObserverSettings:
 
 
 class CycleResult:
-    """What one cycle produced (:meth:`CycleState.finish`; one object per cycle, reused: read it
-    before the next).  ``error`` is None or why nothing may be published."""
+    """What one cycle produced (:meth:`CycleState.finish`; one object, reused: read it before
+    the next).  ``error`` is None or why nothing may be published."""
 
-    __slots__ = ('error', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
-                 'observer', 'reset_reason', 'dt', 'forces')
+    __slots__ = ('error', 'q', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
+                 'wrench_point', 'threshold', 'observer', 'reset_reason', 'dt', 'forces')
 
     def __init__(self):
         self.clear()
 
     def clear(self):
         self.error = None
+        self.q = None               # the model's state the cycle ran at (its vector, reused)
         self.terms = self.out = self.residual = self.contact = None
-        self.wrench = self.wrench_link = None
+        self.wrench = self.wrench_link = self.wrench_point = None
+        self.threshold = None       # the contact thresholds' base level (nv,), with a residual
         self.forces = None          # ContactForces at the contact frames (an update with them)
         self.observer = None        # None, 'reset' (restarted here), 'update' or 'bridge' (an
         self.reset_reason = None    # update across a gap: observer_interval)
         self.dt = 0.0               # the period of the update [s]
 
+    def copy_from(self, other):
+        for name in self.__slots__:
+            setattr(self, name, getattr(other, name))
+
 
 class CycleState:
-    """What the cycle of one model keeps between messages, and what follows its compiled step
-    (see the module text).
+    """What follows the compiled step of one model's cycles (module text).
 
     ``coordinates``: 'joint', 'mimic_reduced' or 'center_of_mass' (the published ones);
-    ``observer``: :class:`ObserverSettings` or None (no observer)."""
+    ``observer``: :class:`ObserverSettings` or None (no observer).  :attr:`data` is the core's
+    workspace of the cycles (``workspace``, a ``Data``; the compiled step writes the terms
+    there)."""
 
-    def __init__(self, model, coordinates='joint', observer=None):
+    def __init__(self, model, coordinates='joint', observer=None, workspace=None):
         self.model = model
-        self.data = Data(model)
+        self.data = Data(model) if workspace is None else workspace
         self.coords = output_coordinates(model, coordinates)
         self.settings = observer
-        self.result = CycleResult()
+        self.result, self.free = CycleResult(), CycleResult()
         self.last_reset = None           # (why, t_ns) of the latest observer restart
-        nq, nv, n = int(model.nq), int(model.nv), HISTORY_LENGTH
-        times = np.zeros(TIMES_FIELDS, dtype=np.int64)
-        times[OBS_LAST] = -1
-        gap = np.zeros(GAP_FIELDS)
-        gap[GAP_MIN], gap[GAP_MAX], gap[GAP_FACTOR] = (
-            (observer.gap_min, observer.gap_max, observer.gap_factor) if observer is not None
-            else (0.0, math.inf, 1.0))
-        gap[GAP_LIMIT] = gap[GAP_MAX]        # until the sample period is known
-        # what the compiled step keeps (cycle_kernel's KEPT): times, gap, the periods, the
-        # latest state, the recent samples (t, q, v, the observer's torque)
-        self.kept = (times, gap, np.zeros(PERIOD_WINDOW), np.zeros(nq), np.zeros(nv),
-                     np.zeros(n), np.zeros((n, nq)), np.zeros((n, nv)), np.zeros((n, nv)))
-        if observer is not None:
-            self.observer = MomentumObserver(model, gain=observer.gain,
-                                             friction_viscous=observer.friction_viscous,
-                                             friction_coulomb=observer.friction_coulomb,
-                                             torque_offset=observer.torque_offset)
-            self.detector = ContactDetector(model, threshold=observer.threshold,
-                                            release_ratio=observer.release_ratio,
-                                            threshold_velocity=observer.threshold_velocity,
-                                            threshold_torque=observer.threshold_torque)
-        else:
-            self.observer = self.detector = None
+        self.detector = None if observer is None else ContactDetector(
+            model, threshold=observer.threshold, release_ratio=observer.release_ratio,
+            threshold_velocity=observer.threshold_velocity,
+            threshold_torque=observer.threshold_torque)
         # forces at the contact frames; the detector then judges what they leave unexplained
         self.contact_forces = observer.contact_forces(model) if observer is not None else None
-        self.bridged = 0                 # gaps bridged (observer_interval: INTERVAL_GAP)
+        self.bridged = 0                 # gaps bridged (rules.BRIDGED)
         self._pending = 'start'          # why the observer restarts at the next step
-        # the result of the last cycle when it was a usual one (an observer update in free
-        # motion, below every threshold, no contact frames, no Gamma, the model's coordinates):
-        # what finish would make of the next such cycle, as it is (its arrays written in place)
-        self.usual = None
+        self._usual = False              # the free-motion flag as last set in the cycle's data
 
-    def keep_from(self, other):
-        """The latest state and the recent samples of ``other`` (a cycle state of the same
-        model, replaced by this one) kept on."""
-        for mine, theirs in zip(self.kept[3:], other.kept[3:]):
-            mine[...] = theirs
-        for k in (N_LATEST, LATEST_SEC, LATEST_NANOSEC, LATEST_NS, HISTORY_NEXT, HISTORY_COUNT):
-            self.kept[0][k] = other.kept[0][k]
-
-    @property
-    def gap_limit(self):
-        """The gap limit [s] (module text)."""
-        return float(self.kept[1][GAP_LIMIT])
-
-    def latest(self):
-        """(q, v, (sec, nanosec)) of the latest cycle (copies), or None before the first."""
-        times, _, _, q, v = self.kept[:5]
-        if times[N_LATEST] == 0:
-            return None
-        return q.copy(), v.copy(), (int(times[LATEST_SEC]), int(times[LATEST_NANOSEC]))
-
-    def history(self, window=0.0):
-        """(t [s], q, v, tau) of the recent samples of the last ``window`` s (0: all), oldest
-        first (copies): the cycles with the observer's torque, at most one per 10 ms."""
-        times, t, *rows = self.kept[:1] + self.kept[5:]
-        count = int(times[HISTORY_COUNT])
-        n = min(count, len(t))
-        order = np.arange(count - n, count) % len(t)
-        t, Q, V, T = (a[order] for a in (t, *rows))
-        keep = t >= t[-1] - window if (window > 0 and n) else np.ones(n, dtype=bool)
-        return t[keep], Q[keep], V[keep], T[keep]
-
-    def reset(self, why):
+    def reset(self, data, why):
         """Restart the observer at the next cycle with effort (residual zero, detector
         released), for the reason ``why``."""
-        self.kept[0][OBS_LAST] = -1
+        restart_observer(data.struct)
         self.stepped_reset(why)
 
     def stepped_reset(self, why):
         """The compiled step found a source or clock reset (``why``) and restarted the
-        observer at its cycle, or will at the next cycle with effort (it keeps which)."""
+        observer at its cycle, or will at the next cycle with effort (it keeps which); the
+        free-motion flag is off."""
         self._pending = why
-        self.usual = None
+        self._usual = False
 
-    def finish(self, q, v, t_ns, observed, bridged, below, christoffel=False, restarted=False):
-        """:attr:`result` of a cycle that the compiled step made at (q, v), time ``t_ns``;
-        ``observed``: it updated the observer, a period after its last sample (``bridged``:
-        across a gap; ``restarted``: it (re)started the observer at this sample, due after
-        :meth:`reset`; else the observer was not updated: no efforts).  Its
-        terms (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
+    def finish(self, data, answer, christoffel=False):
+        """:attr:`result` of a cycle that the compiled step made on ``data``
+        (:class:`~ros_dynamics.estimation.cycle_data.CycleData`) with ``answer``.  Its terms
+        (checked finite) are in :attr:`data`; with ``christoffel`` Gamma is computed here
         (Algorithm 2 on the composite inertias the cycle left); the residual it left is judged
-        here (:meth:`_judge`), unless it is a free-motion sample (``below``: it is below every
+        here (:meth:`_judge`), unless it is a free-motion sample (OK or FREE: below every
         contact threshold, the detector is free, no contact frames)."""
+        if answer == FREE:             # (only with christoffel: else nothing follows FREE)
+            return self._free_with_gamma(data)
         res = self.result
         res.clear()
-        data, dt = self.data, float(self.kept[1][LAST_DT])
-        res.terms = data.dynamics
+        dt, _, t_ns = timing(data.struct)
+        res.q, res.terms = data.state.q, self.data.dynamics
         if christoffel:
-            christoffel_after_terms(self.model, data)
-        res.out = self.coords.apply(q, v, res.terms, data.Gamma if christoffel else None)
+            christoffel_after_terms(self.model, self.data)
+        res.out = self.coords.apply(data.state.q, data.state.v, res.terms,
+                                    self.data.Gamma if christoffel else None)
         judged = False
-        if restarted:         # the compiled step (re)started the observer: r = 0, no verdict
+        if answer == RESTARTED:   # the compiled step (re)started the observer: r = 0
             self._restarted(res, self._pending or _went_back(dt), t_ns)
             self._pending = None
-        elif observed:
-            res.residual = self.observer.state[R]
+        elif answer in UPDATES and self.detector is not None:
+            bridged = answer == BRIDGED
+            res.residual, res.threshold = data.observer.r, self.detector.threshold
             res.observer, res.dt = 'bridge' if bridged else 'update', dt
             self.bridged += bridged
             self._pending = None
-            judged = not (below and self.contact_forces is None and self.detector.free)
+            judged = answer != OK or self.contact_forces is not None or \
+                not self.detector.free
             if not judged:
                 res.contact = self.detector.free_sample()      # the usual case: free motion
         plain = not (judged or christoffel or res.out.d is not res.terms)  # (coordinates)
         if not plain:
             try:
                 if judged:
-                    self._judge(q, res, (v, self.observer.state[TAU], dt, bridged))
+                    self._judge(data, res, ObserverUpdate(
+                        v=data.observer.v, tau=data.observer.tau, dt=dt,
+                        bridge=res.observer == 'bridge'))
                 res.error = self._nonfinite(res, christoffel)
             except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
                 res.error = _failed(exc)
-        self.usual = res if plain and res.contact is not None and not bridged else None
+        self._free(data, res, plain and answer in (OK, FREE) and (
+            res.contact is not None or self.detector is None))
         if res.error is not None:
-            self.reset(f'{res.error} at the previous joint state')
+            self.reset(data, f'{res.error} at the previous joint state')
         return res
 
-    def refused_nonfinite(self):
+    def _free(self, data, res, usual):
+        """The free-motion flag after ``res`` (module text)."""
+        if usual and not self._usual:
+            self.free.copy_from(res)
+        if usual != self._usual:
+            set_usual(data.struct, usual)
+            self._usual = usual
+
+    def _free_with_gamma(self, data):
+        """:attr:`result` of a free-motion cycle that asks for Gamma: the free result, and
+        Gamma in the model's own coordinates (a free result's)."""
+        res = self.result
+        res.copy_from(self.free)
+        christoffel_after_terms(self.model, self.data)
+        res.out = Output(data.state.q, data.state.v, res.terms, self.data.Gamma)
+        if not math.isfinite(self.data.Gamma.sum()):
+            res.error = 'non-finite Gamma computed'
+            self.reset(data, f'{res.error} at the previous joint state')
+        return res
+
+    def refused_nonfinite(self, data):
         """Why a cycle whose M, C, dM/dt, g or residual the compiled step found not finite
         publishes nothing; the observer restarts at the next cycle."""
         error = 'non-finite M, C, dM/dt, g or observer residual computed'
-        self.reset(f'{error} at the previous joint state')
+        self.reset(data, f'{error} at the previous joint state')
         return error
 
-    def refused_state(self, q, v):
-        """:attr:`result` of a state (q, v) that the compiled step refused (its terms declined
-        it, e.g. a floating base's quaternion not a unit one): ``error`` the core's reason for
-        it (its validation explains the code), the observer restarts at the next cycle."""
-        res = self.result
-        res.clear()
-        self.usual = None
+    def refused_state(self, data):
+        """The core's reason for a state that the compiled step refused (its terms declined
+        it, e.g. a floating base's quaternion not a unit one: the core's validation explains
+        the code); the observer restarts at the next cycle."""
+        self.result.clear()
         try:
-            compute_all_terms(self.model, q, v, self.data)
-            res.error = 'the dynamics refused this joint state'   # (not reached: explained)
+            compute_all_terms(self.model, data.state.q, data.state.v, self.data)
+            error = 'the dynamics refused this joint state'   # (not reached: explained)
         except Exception as exc:  # noqa: BLE001 - the core's reason
-            res.error = _failed(exc)
-        self.reset(f'{res.error} at the previous joint state')
-        return res
+            error = _failed(exc)
+        self.reset(data, f'{error} at the previous joint state')
+        return error
 
     def _restarted(self, res, why, t_ns):
         """The observer (re)started at the sample of ``t_ns`` for the reason ``why``: the
@@ -319,17 +304,16 @@ class CycleState:
         self.last_reset = (why, t_ns)
         res.observer, res.reset_reason = 'reset', why
 
-    def _judge(self, q, res, state):
-        """What the residual of an observer update at ``q`` means, into ``res``: with contact
-        frames the forces at them and the part of the residual they leave unexplained; the
-        contact state (detection with hysteresis, isolation) of that part, or of the residual;
-        the contact wrench.  ``state``: (v, tau, dt, bridge) of the update."""
-        judged = res.residual
+    def _judge(self, data, res, state):
+        """What the residual of an observer update means, into ``res``: with contact frames
+        the forces at them and the part of the residual they leave unexplained; the contact
+        state (detection with hysteresis, isolation) of that part, or of the residual; the
+        contact wrench.  ``state``: the update (an ``ObserverUpdate``)."""
+        q, judged = data.state.q, res.residual
         if self.contact_forces is not None:
             res.forces = self.contact_forces.update(q, res.residual, state)
             judged = res.forces.unexplained
-        obs = self.observer.state         # the sample's v and tau: state-dependent thresholds
-        res.contact = self.detector.update(judged, obs[V], obs[TAU])
+        res.contact = self.detector.update(judged, state.v, state.tau)
         self._wrench(q, res, judged)
 
     def _wrench(self, q, res, judged):
@@ -341,7 +325,7 @@ class CycleState:
             try:
                 res.wrench = estimate_contact_wrench(self.model, q, judged, link,
                                                      s.wrench_point, force_only=s.force_only)
-                res.wrench_link = link
+                res.wrench_link, res.wrench_point = link, s.wrench_point
             except ValueError:
                 res.wrench = None     # e.g. fewer than 3 joints up to the link for a force
 

@@ -2,9 +2,9 @@
 
 What every consumer of joint-state messages needs, in one place: the map from a message's
 name list to the model's joints (:class:`JointNameMap`), the bounds an accepted input must
-respect (:class:`InputBounds`), the reasons of the stamp policy (:func:`judge_stamp`), and the
-sources that each publish some of the joints, with their held values
-(:class:`JointStateAssembler`: the compiled cycle assembles one state from them).
+respect (:class:`InputBounds`, the rule ``rules.bound_violation``), and the sources that each
+publish some of the joints (:class:`JointStateAssembler`: the compiled cycle assembles one state
+from them and the held values of the others, ``CycleData.held``).
 
 Assembly policy (docs/ros_interface.md, "Joint-state assembly"):
 
@@ -26,12 +26,16 @@ import math
 
 import numpy as np
 
-from .rules import (LAYOUT_OK, LAYOUT_POSITIONS, LAYOUT_VELOCITIES, NO_STAMP, NS, S_EPOCH,
-                    S_FIELDS, S_LAST_NS, S_MESSAGES, S_PREV_EPOCH, S_PREV_LAST_NS,
-                    STAMP_CLOCK_RESET, STAMP_FUTURE, STAMP_NANOSEC, STAMP_OK, STAMP_SOURCE_RESET,
-                    STAMP_UNSTAMPED, STAMP_ZERO, all_within, layout_verdict, stamp_verdict)
+from ..core.jit import ready
+from .answers import ANSWERS, REFUSED
+from .rules import (NO_STAMP, NS, PASS, S_EPOCH, S_FIELDS, S_LAST_NS, S_MESSAGES,
+                    bound_violation, layout_verdict)
 
 _NO_EFFORT = np.zeros(0)
+
+#: a required joint named more than once in a message (its names' verdict: Python maps names)
+DUPLICATE = ANSWERS.add('duplicate', REFUSED, 'warning', 'required joint(s) named more than '
+                        'once: {joints}', 'joint_states rejected')
 
 
 class JointNameMap:
@@ -46,7 +50,8 @@ class JointNameMap:
     which are missing or repeated.  ``present`` marks the model joints the layout carries.
     """
 
-    __slots__ = ('names', 'index', 'error', 'unknown', 'expand', 'present', 'slots', 'gather')
+    __slots__ = ('names', 'index', 'error', 'unknown', 'expand', 'present', 'slots', 'gather',
+                 'repeated')
 
     def __init__(self, names, joint_names, mimic=None, hint=''):
         self.names = tuple(names)
@@ -68,7 +73,7 @@ class JointNameMap:
         self.slots = (np.array(carried, dtype=np.intp),
                       np.array([pos[joint_names[k]] for k in carried], dtype=np.intp))
         # per model joint, its position in the message or -1 (the compiled cycle's map)
-        self.gather = np.full(len(joint_names), -1, dtype=np.intp)
+        self.gather = np.full(len(joint_names), -1, dtype=np.int64)
         self.gather[self.slots[0]] = self.slots[1]
         missing = [j for j in joint_names if j not in pos]
         required = joint_names
@@ -81,7 +86,7 @@ class JointNameMap:
                 required = list(independent)
                 self.expand = (E, offset, np.array([joint_names.index(j) for j in independent],
                                                    dtype=np.intp))
-        dups = [j for j in required if j in dup]
+        dups = self.repeated = [j for j in required if j in dup]
         if missing:
             self.error = f'missing required joint(s) {missing}{hint}'
         elif dups:
@@ -168,85 +173,32 @@ class InputBounds:
         self.effort = joint_limits(model, 'effort', default_effort_limit, input_limit_factor)
 
     def violation(self, q, v, e=None, joints=None):
-        """None if the joint vectors are finite and within bounds; else (kind, reason) for the
-        first offending value (kinds: nonfinite, position, velocity, effort).  ``joints``: the
-        model joint indices the vectors hold (default all, in model order)."""
-        vb, eb = self.velocity, self.effort
-        if joints is not None:
-            vb, eb = vb[joints], eb[joints]
-        q, v = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float)
-        e = None if e is None else np.ascontiguousarray(e, dtype=float)
-        if all_within(q, v, _NO_EFFORT if e is None else e, self.position,
-                      np.ascontiguousarray(vb), np.ascontiguousarray(eb)):
+        """None if the joint vectors are finite and within bounds; else (kind, reason) of the
+        first offence (``rules.bound_violation``; kinds: nonfinite, position, velocity,
+        effort).  ``joints``: the model joint indices the vectors hold (default all, in model
+        order)."""
+        joints = np.arange(len(q), dtype=np.int64) if joints is None else np.asarray(
+            joints, dtype=np.int64)
+        code, k, value, bound = ready(bound_violation)(
+            np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(v, dtype=float),
+            _NO_EFFORT if e is None else np.ascontiguousarray(e, dtype=float), joints,
+            self.position, self.velocity, self.effort)
+        if code == PASS:
             return None
-        for x in (q, v, e):
-            if x is not None and not np.isfinite(x).all():
-                return 'nonfinite', ('NaN or inf in position, velocity or effort of a required '
-                                     'joint')
-        for kind, x, bound, what in (
-                ('position', q, self.position, 'the position bound max_abs_position'),
-                ('velocity', v, vb, 'the velocity limit (input_limit_factor x URDF limit)'),
-                ('effort', e, eb, 'the effort limit (input_limit_factor x URDF limit)')):
-            if x is None:
-                continue
-            over = np.flatnonzero(~(np.abs(x) <= bound))
-            if over.size:
-                i = int(over[0])
-                b = bound if np.ndim(bound) == 0 else bound[i]
-                j = self.joint_names[i if joints is None else int(joints[i])]
-                return kind, (f'{kind} {x[i]:.6g} of joint {j!r} is beyond '
-                              f'{what}, {b:.6g}')
-        return None
+        answer = ANSWERS[code]
+        return answer.kind, answer.says(
+            {'joint': self.joint_names[int(joints[k])], 'value': value, 'bound': bound})
 
 
 def layout_error(n, n_position, n_velocity, n_effort, allow_missing_velocity=False):
     """None if a message's arrays fit its ``n`` names
     (:func:`~ros_dynamics.estimation.rules.layout_verdict`), else (kind, reason)."""
     code = layout_verdict(n, n_position, n_velocity, n_effort, allow_missing_velocity)
-    if code == LAYOUT_OK:
+    if code == PASS:
         return None
-    if code == LAYOUT_POSITIONS:
-        return 'positions', f'{n_position} positions for {n} names'
-    if code == LAYOUT_VELOCITIES:
-        hint = '' if n_velocity else ' (set allow_missing_velocity to use zero velocity)'
-        return 'velocities', f'{n_velocity} velocities for {n} names{hint}'
-    return 'efforts', f'{n_effort} efforts for {n} names'
-
-
-def judge_stamp(sec, nanosec, last_ns, now_ns, max_lead_ns, reset_jump_ns, clock_jumped=False):
-    """The stamp policy (:func:`~ros_dynamics.estimation.rules.stamp_verdict`) for one message of
-    a source whose last accepted stamp is ``last_ns`` (None: none yet); ``now_ns`` the receiving
-    clock (0 if unknown), the limits in nanoseconds.
-
-    Returns (verdict, stamp_ns, kind, reason): verdict 'ok', 'reset' (the source's clock
-    jumped back by more than the reset jump, or by any amount when the receiving clock jumped
-    back since the source's last accepted stamp (``clock_jumped``: simulated time reset);
-    accept and restart the observer) or 'reject' (kind and reason say why)."""
-    last = NO_STAMP if last_ns is None else last_ns
-    code = stamp_verdict(sec, nanosec, last, now_ns, max_lead_ns, reset_jump_ns, clock_jumped)
-    if code == STAMP_OK or code == STAMP_UNSTAMPED:
-        return 'ok', sec * NS + nanosec, None, None
-    stamp_ns = 0 if code == STAMP_NANOSEC else sec * NS + nanosec
-    if code == STAMP_CLOCK_RESET:
-        return 'reset', stamp_ns, 'clock_reset', (
-            f'the node clock jumped back (simulated time reset) and so did the stamps, by '
-            f'{(last - stamp_ns) / NS:.6g} s')
-    if code == STAMP_SOURCE_RESET:
-        return 'reset', stamp_ns, 'source_reset', (
-            f'source reset: stamp jumped back {(last - stamp_ns) / NS:.6g} s (more than '
-            f'stamp_reset_jump {reset_jump_ns / NS:g} s)')
-    if code == STAMP_NANOSEC:
-        return 'reject', 0, 'nanosec', f'stamp nanosec {nanosec} is not normalized (< 1e9)'
-    if code == STAMP_ZERO:
-        return 'reject', 0, 'zero_stamp', ('zero stamp (header not set) from a source that '
-                                           'sends stamps')
-    if code == STAMP_FUTURE:
-        return 'reject', stamp_ns, 'future', (
-            f'stamp {sec}.{nanosec:09d} is {(stamp_ns - now_ns) / NS:.6g} s ahead of the node '
-            f'clock (stamp_max_lead {max_lead_ns / NS:g} s)')
-    return 'reject', stamp_ns, 'backwards', (
-        f'stamp {sec}.{nanosec:09d} is earlier than the last accepted one of this source '
-        f'({last / NS:.9f})')
+    answer = ANSWERS[code]
+    return answer.kind, answer.says({'n': n, 'n_position': n_position,
+                                     'n_velocity': n_velocity, 'n_effort': n_effort})
 
 
 class Source:
@@ -254,13 +206,13 @@ class Source:
     names of its first message, how many of the model's joints it carries (``count``), and
     its ``record`` (rules.S_LAST_NS ...: the compiled cycle records there what it accepted):
     its last accepted stamp (:attr:`last_ns`; NO_STAMP: none yet), its :attr:`messages`, the
-    receiving clock's :attr:`epoch` at its last reset."""
+    receiving clock's epoch at its last reset."""
     __slots__ = ('names', 'count', 'record')
 
     def __init__(self, names, count):
         self.names, self.count = list(names), count
         self.record = np.zeros(S_FIELDS, dtype=np.int64)
-        self.record[S_LAST_NS] = self.record[S_PREV_LAST_NS] = NO_STAMP
+        self.record[S_LAST_NS] = NO_STAMP
 
     @property
     def last_ns(self):
@@ -280,29 +232,29 @@ class Layout:
     (per model joint, its index in the message or -1: a held value), ``expand`` (mimic_reduced
     coordinates with the independent joints only: the :class:`JointNameMap` that expands them;
     the cycle is then given the expanded joints, ``gather`` 0..n-1) and ``duplicate`` (the
-    reason when a required joint is named more than once: refused)."""
+    required joints named more than once, or None: refused)."""
     __slots__ = ('names', 'nmap', 'src', 'gather', 'expand', 'duplicate', 'partial')
 
     def __init__(self, nmap, src):
         self.names, self.nmap, self.src = nmap.names, nmap, src
         self.partial = nmap.error is not None
-        self.duplicate = (nmap.error if self.partial and not nmap.error.startswith('missing')
+        self.duplicate = (nmap.repeated if self.partial and not nmap.error.startswith('missing')
                           else None)
         self.expand = nmap if nmap.expand is not None else None
-        self.gather = (np.arange(len(nmap.present), dtype=np.intp) if self.expand is not None
+        self.gather = (np.arange(len(nmap.present), dtype=np.int64) if self.expand is not None
                        else nmap.gather)
 
 
 class JointStateAssembler:
-    """The sources of joint states and their held values, for the compiled cycle (module text).
+    """The sources of joint states, for the compiled cycle (module text).
 
     Python does here what needs the names: :meth:`layout` maps a message's names to the model's
     joints and registers its source (keyed by the joints it carries: unknown extra names or
     another order are the same source); the compiled cycle judges the message against its
     source (its last stamp, whether it drives the cycles), gathers the joints, holds a partial
-    source's values in the arrays ``held``, ``h_ns``, ``h_known``, ``h_effort`` (``h_source``:
-    the source of each), and returns a code; the reasons of the codes that need one are made
-    here.  A refused message changes nothing.
+    source's values (``CycleData.held``; :attr:`h_source`: the source of each, kept here) and
+    returns an answer; the names its reasons need are here (:meth:`held_why`,
+    :meth:`incomplete_why`).  A refused message changes nothing.
     """
 
     def __init__(self, joint_names, bounds, mimic=None, hint='', max_age=0.5, max_lead=1.0,
@@ -317,16 +269,10 @@ class JointStateAssembler:
         self.reset_jump_ns = int(round(reset_jump * NS))
         self.allow_missing_velocity = bool(allow_missing_velocity)
         self.max_sources = max_sources
-        # held values per joint (from partial sources) and where / when they came from
-        self.held = np.zeros((3, n))
-        self.h_ns = np.zeros(n, dtype=np.int64)
-        self.h_known = np.zeros(n, dtype=bool)
-        self.h_effort = np.zeros(n, dtype=bool)
-        self.h_source = [None] * n
+        self.h_source = [None] * n     # the source of each held value
         self._sources = {}          # key (model joints carried) -> Source
         self._layouts = {}          # name tuple -> Layout
         self.driving = 0            # joints carried by the driving source
-        self.epoch = 0              # count of receiving-clock jumps back (clock_reset)
         # a mimic layout's joints, expanded (the arrays the compiled cycle is given)
         self._expanded = (np.zeros(n), np.zeros(n), np.zeros(n))
 
@@ -354,6 +300,10 @@ class JointStateAssembler:
             layout = self._layouts[key] = Layout(nmap, src)
         return layout
 
+    def drives(self, layout):
+        """Whether the source of ``layout`` drives the cycles (it carries the most joints)."""
+        return layout.src.count >= self.driving
+
     def expanded(self, layout, position, velocity, effort):
         """The model's joints of a mimic layout's message (the followers from the mimic
         relation; efforts on the independent joints, zero on the followers): (position,
@@ -368,11 +318,12 @@ class JointStateAssembler:
             nmap.efforts(np.asarray(effort, dtype=float), e)
         return q, v if len(velocity) else _NO_EFFORT, e if len(effort) else _NO_EFFORT
 
-    def clock_reset(self):
-        """The receiving clock jumped back (simulated time reset): each source's next stamp
-        that goes back is a reset, accepted (messages of the old episode still queued are
-        accepted as before, whatever the order in which the clock and they arrive)."""
-        self.epoch += 1
+    def accepted(self, layout):
+        """The compiled step accepted a message of ``layout``: for a partial source, where its
+        held values came from."""
+        if layout.partial:
+            for k in layout.nmap.slots[0]:
+                self.h_source[k] = layout.src
 
     def forget_stamps(self):
         """Forget every source's last stamp (a reset requested by the user)."""
@@ -385,34 +336,18 @@ class JointStateAssembler:
         return [(s.names, s.messages, None if s.last_ns == NO_STAMP else s.last_ns)
                 for s in self._sources.values()]
 
-    # -- the reasons of what the compiled cycle made of a message ------------------------------
-    def stamp_reason(self, layout, sec, nanosec, now_ns, accepted=False):
-        """(kind, text) of the stamp policy's verdict on a message of ``layout`` that the
-        compiled cycle rejected, or ``accepted`` as a reset (its source's record as it was
-        before it)."""
-        r = layout.src.record
-        last, epoch = (r[S_PREV_LAST_NS], r[S_PREV_EPOCH]) if accepted else (r[S_LAST_NS],
-                                                                              r[S_EPOCH])
-        _, _, kind, text = judge_stamp(sec, nanosec, int(last), now_ns, self.max_lead_ns,
-                                       self.reset_jump_ns, int(epoch) != self.epoch)
-        return kind, text
+    # -- the names the reasons need ----------------------------------------------------------
+    def held_why(self, layout):
+        """The values of the note of a source's first message that does not drive the cycles
+        (rules.HELD_FIRST)."""
+        return {'count': layout.src.count, 'joints': len(self.joint_names),
+                'missing': [j for j, ok in zip(self.joint_names, layout.nmap.present) if not ok],
+                'driving': self.driving}
 
-    def held_reason(self, layout):
-        """The note of the first message of a source that does not drive the cycles, or
-        None."""
-        src = layout.src
-        if src.messages > 1:
-            return None
-        missing = [j for j, ok in zip(self.joint_names, layout.nmap.present) if not ok]
-        return (f'new source with {src.count} of {len(self.joint_names)} joints (missing '
-                f'required joint(s) {missing}): its values are held for the cycles of the '
-                f'source with {self.driving} joints')
-
-    def incomplete_reason(self, layout, t):
-        """(kind, text): the driving source's joints are fine, a held one is missing or too old
-        at ``t`` (the joints and their last source)."""
-        age_ok = self.h_known & (np.abs(self.h_ns - t) <= self.max_age_ns)
-        lacking = np.flatnonzero(~layout.nmap.present & ~age_ok)
+    def incomplete_why(self, stale):
+        """The values of the reason of rules.INCOMPLETE: the joints missing or too old
+        (``stale``: per model joint, as the compiled step found them) and their last source."""
+        lacking = np.flatnonzero(stale)
         last = {self.joint_names[k]: (None if self.h_source[k] is None else
                                       list(self.h_source[k].names)) for k in lacking}
         detail = '; '.join(
@@ -420,14 +355,4 @@ class JointStateAssembler:
                         f'last from the source {s} more than joint_hold_max_age '
                         f'({self.max_age:g} s) from this stamp')
             for j, s in last.items())
-        return 'incomplete', (f'missing required joint(s) {list(last)}{self.hint} '
-                              f'({detail})')
-
-    def bounds_reason(self, q, v, e):
-        """(kind, text) of gathered joint values (q, v, e: e None without efforts) that the
-        compiled cycle found not finite or beyond a bound."""
-        return self.bounds.violation(q, v, e)
-
-    def layout_reason(self, n, n_position, n_velocity, n_effort):
-        """(kind, text) of arrays that do not fit a message's ``n`` names, or None."""
-        return layout_error(n, n_position, n_velocity, n_effort, self.allow_missing_velocity)
+        return {'lacking': list(last), 'hint': self.hint, 'lacking_detail': detail}

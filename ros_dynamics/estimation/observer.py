@@ -58,7 +58,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import types
+from numba import njit, types
 
 from ..core.api import link_jacobian, observer_terms
 from ..core.data import Data
@@ -103,6 +103,15 @@ def residual_step(r, gain, dt, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1, average
             r[i] = a * r[i] + (1.0 - a) * w
         p0[i], beta0[i], tau0[i] = p1[i], b1, tau1[i]
 
+
+
+@njit(**_FLAGS)
+def restart_at(r, p0, beta0, tau0, p1, ctv1, g1, tf1, tau1):
+    """The residual filter (re)started at a sample (module docstring, ``r(0) = 0``): the
+    sample's p = M v, beta = C^T v - g - tau_f and torque become the last sample's."""
+    for i in range(r.shape[0]):
+        r[i] = 0.0
+        p0[i], beta0[i], tau0[i] = p1[i], ctv1[i] - g1[i] - tf1[i], tau1[i]
 
 def _per_joint(x, n, name, positive=False, nonneg=False):
     a = np.asarray(x, dtype=float)

@@ -1,12 +1,17 @@
 """``dynamics_node``: the ROS 2 adapter over the per-cycle pipeline.
 
-One joint state: read (:mod:`ros_dynamics.ros.dynamics_node.wire`) -> one cycle
-(:meth:`Engine.run <ros_dynamics.ros.dynamics_node.engine.Engine.run>`) -> published
-(:meth:`Outputs.publish <ros_dynamics.ros.dynamics_node.outputs.Outputs.publish>`); docs/architecture.md walks
-it.  The parameters are the table of :mod:`ros_dynamics.ros.dynamics_node.parameters`; the model and the
-cycle of one robot are an :class:`~ros_dynamics.ros.dynamics_node.engine.Engine`; what is published, and
-when, is :class:`~ros_dynamics.ros.dynamics_node.outputs.Outputs`'; the services run on their own executor
-thread (:mod:`ros_dynamics.ros.dynamics_node.services`).  Topics, services and policies: docs/ros_interface.md.
+One joint state: read and run (:meth:`Engine.run
+<ros_dynamics.ros.dynamics_node.engine.Engine.run>`: one compiled call) -> published
+(:meth:`Outputs.publish <ros_dynamics.ros.dynamics_node.outputs.Outputs.publish>`);
+docs/architecture.md walks it.  Fresh when behind: joint states waiting behind the one being
+handled are taken in the same callback (:class:`~ros_dynamics.ros.dynamics_node.inbox.Inbox`),
+each into the cycle (the observer takes every sample), and only the newest is published
+(``catch_up``; the others counted in /diagnostics).  The parameters are the table of
+:mod:`ros_dynamics.ros.dynamics_node.parameters`; the model and the cycle of one robot are an
+:class:`~ros_dynamics.ros.dynamics_node.engine.Engine`; what is published, and when, is
+:class:`~ros_dynamics.ros.dynamics_node.outputs.Outputs`'; the services run on their own
+executor thread (:mod:`ros_dynamics.ros.dynamics_node.services`).  Topics, services and
+policies: docs/ros_interface.md.
 """
 from __future__ import annotations
 
@@ -38,12 +43,12 @@ from ros_dynamics.ros import interfaces as itf, process  # noqa: E402
 from ros_dynamics.ros.process import ThrottledLog  # noqa: E402
 from ros_dynamics.ros.dynamics_node.engine import build_engine, load_model, model_key  # noqa: E402
 from ros_dynamics.ros.dynamics_node.engine import observer_settings  # noqa: E402
+from ros_dynamics.ros.dynamics_node.inbox import Inbox  # noqa: E402
 from ros_dynamics.ros.dynamics_node.outputs import Outputs  # noqa: E402
 from ros_dynamics.ros.dynamics_node.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.dynamics_node.services import Host, Services  # noqa: E402
 from ros_dynamics.ros.dynamics_node.task_space_output import resolve_task_frames  # noqa: E402
-from ros_dynamics.ros.dynamics_node.wire import (  # noqa: E402
-    EMPTY_JOINT_STATE, JointStateReader, OdometryReader)
+from ros_dynamics.ros.dynamics_node.wire import OdometryReader, compile_reader  # noqa: E402
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
@@ -69,8 +74,7 @@ class DynamicsNode(Node):
         cfg = self.config
         self._engine = None
         self._topic_xml = None            # latest description received on the topic
-        self._cmd = None                  # (engine, joint torques, receipt ns) last command
-        self._base = None                 # (q7, v6) of the latest valid odometry
+        self._base = None                 # (q7, v6, stamp ns) of the latest valid odometry
         self.stats = {'accepted': 0, 'observer_outputs': 0}
         self.refused = {}                 # reason kind -> count (rejected or ignored inputs)
         self._throttled = ThrottledLog(self._log)
@@ -99,20 +103,17 @@ class DynamicsNode(Node):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._install_timer = self.create_timer(0.05, self._install_built, clock=steady)
         self._install_timer.cancel()                  # (started by each build request)
-        self.create_timer(1.0, lambda: self._outputs.tick(
-            self._engine, self.config, self.get_clock().now().to_msg(),
-            self.get_fully_qualified_name()), clock=steady)
+        self.create_timer(1.0, self._tick, clock=steady)
         self._sim_time = self.get_clock().ros_time_is_active   # else the system clock is read
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
                           on_clock_change=True), post_callback=self._on_clock_jump)
         self.create_subscription(itf.String, 'robot_description', self._on_description, latched)
         # joint states and odometry as serialized bytes, read without a Python message object
-        # (ros.wire)
-        self._reader = JointStateReader(lambda raw: deserialize_message(raw, itf.JointState))
-        self._reader.read(EMPTY_JOINT_STATE)      # its kernel compiled (or loaded) now
-        self.create_subscription(itf.JointState, 'joint_states', self._on_joint_state, in_qos,
-                                 raw=True)
+        # (wire.py); the joint states waiting behind one taken in its callback (inbox.py)
+        compile_reader()                          # its kernels compiled (or loaded) now
+        self._inbox = Inbox(self.create_subscription(
+            itf.JointState, 'joint_states', self._on_joint_state, in_qos, raw=True))
         self._odom_reader = OdometryReader(lambda raw: deserialize_message(raw, itf.Odometry))
         self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos, raw=True)
         self.create_subscription(itf.JointState, '~/commanded_torque', self._on_commanded_torque,
@@ -140,7 +141,8 @@ class DynamicsNode(Node):
 
     @property
     def engine(self):
-        """The current :class:`~ros_dynamics.ros.dynamics_node.engine.Engine` (None before the first model)."""
+        """The current :class:`~ros_dynamics.ros.dynamics_node.engine.Engine` (None before the
+        first model)."""
         return self._engine
 
     def destroy_node(self):
@@ -198,7 +200,10 @@ class DynamicsNode(Node):
 
     def _install(self, eng, seconds):
         self._engine = eng
-        self._outputs.install(eng, self.config)
+        self._outputs.install(eng.messages, self.config, len(eng.model.warnings),
+                              eng.cycle.data.observer.free_peak)
+        if self._base is not None and eng.floating:
+            eng.odometry(*self._base)
         self._log.info(f'model built and kernels ready in {seconds:.1f} s')
         for text in eng.model.warnings:
             self._log.warning(f'URDF: {text}')
@@ -269,7 +274,9 @@ class DynamicsNode(Node):
             self._log.info(f'rebuilding the model: {", ".join(names)} changed')
             self._request_build(self._wanted_xml(cfg, 'robot_description' in changed), cfg,
                                 'parameters', model)
-        elif eng is not None:
+        if 'output' in kinds:
+            self._outputs.configure(cfg)
+        if eng is not None and not rebuild:
             if 'observer' in kinds:
                 eng.configure_observer(cfg)
                 self._log.info('observer re-initialized with the new settings')
@@ -284,7 +291,7 @@ class DynamicsNode(Node):
         # the executor thread, as /clock is received)
         self._sim_time = self.get_clock().ros_time_is_active
         if self._engine is not None:
-            self._engine.assembler.clock_reset()
+            self._engine.cycle.clock_reset()
 
     def _on_odom(self, raw):
         try:
@@ -300,6 +307,8 @@ class DynamicsNode(Node):
                                 f'{norm:.6g} is not 1')
         q[FREE_QUATERNION] /= norm
         self._base = (q, v, sec * 1_000_000_000 + nanosec)    # (odom_max_age)
+        if self._engine is not None and self._engine.floating:
+            self._engine.odometry(*self._base)
 
     def _on_commanded_torque(self, msg):
         eng = self._engine
@@ -308,52 +317,83 @@ class DynamicsNode(Node):
         tau = eng.requests.command(msg.name, msg.effort)
         if isinstance(tau, tuple):
             return self._refuse(*tau)
-        self._cmd = (eng, tau, time.monotonic_ns())
+        eng.command = (tau, time.monotonic_ns())
 
     def _on_joint_state(self, raw):
-        """Read the joint state, run the cycle, publish what it made."""
+        """Read and run the joint state, publish what it made (module text); fresh when behind:
+        with joint states waiting behind it for longer than ``catch_up_after``,
+        :meth:`_catch_up`."""
         t_in = time.perf_counter()
         if not self._built.empty():
             self._install_built()
-        eng, message = self._engine, self._read(raw)
-        if message is not None:
-            now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
-            cmd = self._cmd[1:] if self._cmd is not None and self._cmd[0] is eng else None
-            out = eng.run(*message, now, self._base, cmd, self._outputs.christoffel_due(
-                self.config))
-            self._account(out)
-            if out.verdict == 'cycle':
-                self._outputs.publish(self.config, message[2], out, t_in)
+        cfg = self.config
+        newer, waited = self._inbox.newer(cfg.catch_up)
+        if newer and waited > cfg.catch_up_after:
+            return self._catch_up((raw,) + newer)
+        for raw in (raw,) + newer:        # (not behind: each published in turn)
+            out = self._run(raw, christoffel=self._outputs.christoffel_due(cfg))
+            if out is not None:
+                self._outputs.publish(cfg, out, t_in)
 
-    def _read(self, raw):
-        """The joint state's (names, words, fields) (ros/wire.py), or None (then refused with
-        the reason: the node is inactive, has no model, or cannot read it)."""
-        if not self.active:
-            return self._refuse('inactive', 'joint_states ignored: the managed node is not '
-                                'active', 'info')
-        if self._engine is None:
-            return self._refuse('no_model', 'joint_states ignored: no robot model yet')
+    def _catch_up(self, raws):
+        """Joint states that queued up while the node was behind (oldest first): each into the
+        cycle (the observer takes every sample; each cycle's health and contacts judged), the
+        newest cycle published, the others counted as skipped in /diagnostics."""
+        last, gamma = None, self._outputs.christoffel_due(self.config)
+        for k, raw in enumerate(raws):
+            out = self._run(raw, christoffel=gamma and k == len(raws) - 1)
+            if out is not None:
+                self._outputs.judge(out)
+                last = out.kept()          # (the next message reuses the outcome)
+        if last is not None:
+            self._outputs.send(self.config, last)
+            self._outputs.health.skipped(len(raws) - 1)
+
+    def _run(self, raw, christoffel=False):
+        """One joint state through the engine's cycle (Gamma with it: ``christoffel``); its
+        outcome if it made a cycle (counted and its notes logged), else None (its refusal
+        counted and logged)."""
+        eng = self._engine
+        if eng is None or not self.active:
+            return self._refuse(*(('no_model', 'joint_states ignored: no robot model yet')
+                                  if self.active else
+                                  ('inactive', 'joint_states ignored: the managed node is not '
+                                   'active', 'info')))
+        now = self.get_clock().now().nanoseconds if self._sim_time else time.time_ns()
         try:
-            return self._reader.read(raw)
+            out = eng.run(raw, now, christoffel)
         except Exception as exc:  # noqa: BLE001 - whatever the middleware delivered
             return self._refuse('malformed', 'joint_states rejected: not a readable JointState '
                                 f'({type(exc).__name__}: {exc})')
+        if out is None:
+            return self._refuse('malformed', 'joint_states rejected: not a readable JointState')
+        self._account(out)
+        return out if out.verdict == 'cycle' else None
 
     def _account(self, out):
         """Count and log one outcome of the cycle: its notes; a cycle, a held partial source or
         a refusal (with its reason)."""
-        for note in out.notes:
-            self._warn(*note)
+        if out.notes:
+            for note in out.notes:
+                self._warn(*note)
         if out.verdict == 'cycle':
-            if self.stats['accepted'] == 0:
+            stats = self.stats
+            if not stats['accepted']:
                 self._log.info('first joint state accepted: publishing')
-            self.stats['accepted'] += 1
-            self.stats['observer_outputs'] += out.result.residual is not None
+            stats['accepted'] += 1
+            stats['observer_outputs'] += out.result.residual is not None
         elif out.verdict == 'held':
             self.refused['held (partial source)'] = self.refused.get('held (partial source)',
                                                                      0) + 1
         else:
             self._refuse(*out.refusal)
+
+    def _tick(self):
+        """/diagnostics at 1 Hz (the steady timer)."""
+        eng = self._engine
+        summary, free = eng.cycle_summary() if eng is not None else (None, 0)
+        self._outputs.tick(summary, free, self.config, self.get_clock().now().to_msg(),
+                           self.get_fully_qualified_name())
 
     # ------------------------------------------------------------------ logging, requests
     def _warn(self, kind, text, level='warning'):
@@ -379,7 +419,9 @@ class DynamicsNode(Node):
         by_kind = ', '.join(f'{k} {n}' for k, n in sorted(self.refused.items())) or 'none'
         text = (f'joint states accepted: {self.stats["accepted"]}, rejected: {rejected} '
                 f'(by reason: {by_kind}); observer outputs: {self.stats["observer_outputs"]}; '
-                f'publications failed: {self._outputs.publish_failed}')
+                f'skipped for a newer one (fresh when behind): '
+                f'{self._outputs.health.input.total_skipped}; publications failed: '
+                f'{self._outputs.publish_failed}')
         eng = self._engine
         if eng is not None:
             text += '; joint-state sources: ' + eng.sources_summary()

@@ -68,6 +68,14 @@ _ENTRIES = (
       'the contact wrench about the contact link\'s origin, in its frame; zero on release.'),
     P('publish_diagnostics', True, 'Publish the node\'s health on /diagnostics at 1 Hz '
       '(docs/diagnostics.md).'),
+    P('catch_up', True, 'Fresh when behind: when joint states have waited longer than '
+      'catch_up_after behind the one being handled (the node fell behind), they are taken into '
+      'the cycle too, each (the observer gets every sample), and only the newest is published; '
+      'the others are counted in /diagnostics. false: each joint state is published, however '
+      'late.', 'output'),
+    P('catch_up_after', 0.01, 'How long (s) joint states may wait in the queue before the node '
+      'counts as behind (catch_up); below it each is published in turn.', 'output', 0.0,
+      60.0),
     P('christoffel_stream', True, 'Publish ~/christoffel every christoffel_decimation-th cycle '
       'while someone subscribes, else once a second.'),
     P('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state.', 'output',
@@ -171,7 +179,7 @@ _ENTRIES = (
       'contact_normal) above the frames in contact may touch down on the fast force alone; '
       'higher (a step up, a swing leg\'s noise) it needs the filtered force too. 0: always.',
       'observer', 0.0, 10.0),
-    P('contact_lift_speed', 0.15, 'Contact state: a frame in contact rising faster than this '
+    P('contact_lift_speed', 0.3, 'Contact state: a frame in contact rising faster than this '
       '(m/s, along contact_normal) with less than contact_force_threshold has lifted off; no '
       'touch-down while rising faster. 0: no velocity rule.', 'observer', 0.0, 100.0),
     P('odom_twist_noise', 0.03, 'Floating base with contact_frames: the noise (1 sigma, m/s '

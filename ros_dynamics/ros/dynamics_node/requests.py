@@ -16,12 +16,12 @@ from ...identification.samples import Samples
 
 class Requests:
     """One model's requests (module text); ``names``: the joint-coordinate names of the
-    recorded samples; ``cycle()``: the model's current
-    :class:`~ros_dynamics.estimation.cycle_state.CycleState`, which keeps the latest state and
-    the recent samples (the compiled cycle writes them)."""
+    recorded samples; ``cycle``: the model's
+    :class:`~ros_dynamics.estimation.cycle.JointStateCycle`, whose data keeps the latest state
+    and the recent samples (the compiled cycle writes them)."""
 
     def __init__(self, model, names, cycle):
-        self.model, self.names, self._cycle = model, list(names), cycle
+        self.model, self.names, self.cycle = model, list(names), cycle
         self.joint_names = list(model.joint_names)
         self.nq, self.nv = int(model.nq), int(model.nv)
 
@@ -33,12 +33,12 @@ class Requests:
     @property
     def latest(self):
         """(q, v, (sec, nanosec)) of the latest cycle, for the services; None before it."""
-        return self._cycle().latest()
+        return self.cycle.latest()
 
     def recorded(self, window=0.0):
         """The recorded joint states of the last ``window`` s (0: all), oldest first: one per
         10 ms of the cycles with the observer's torque, the last 20 s."""
-        return Samples(*self._cycle().history(window), self.names)
+        return Samples(*self.cycle.history(window), self.names)
 
     # ------------------------------------------------------------------ parsing
     def command(self, names, effort):

@@ -24,7 +24,7 @@ from ...core.api import christoffel, dynamics, mass_matrix
 from ...core.derivatives import forward_dynamics_derivatives
 from ...identification.payload import estimate_payload
 from .. import interfaces as itf
-from .outputs import stamp_msg
+from .messages import stamp_msg
 
 MAX_POINT_DISTANCE = 1e3     # m, a contact point from its link
 MIN_RCOND = 1e-12            # Lambda counts as singular below this reciprocal condition number

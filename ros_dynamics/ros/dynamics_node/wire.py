@@ -9,7 +9,9 @@ This module works on those bytes directly:
 
 * :class:`JointStateReader` reads the stamp, the name list and the position, velocity and
   effort arrays of a serialized JointState in one compiled pass; the name list of a layout is
-  decoded once and then recognized by its bytes;
+  decoded once and then recognized by its bytes; :func:`read_and_step` reads a message of the
+  current layout and makes its cycle in the same compiled call
+  (:func:`~ros_dynamics.estimation.cycle_kernel.cycle_step`'s sequence);
 * :class:`OdometryReader` reads a floating base's pose, twist and stamp from a serialized
   nav_msgs/Odometry;
 * :class:`Template` is one serialized output message of fixed size (the per-cycle outputs of
@@ -28,12 +30,20 @@ None).  Nothing here imports rclpy.
 """
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+from collections import namedtuple
 
+import numpy as np
+from numba import njit, types
+
+from ...core.jit import depends_on_core, entry, ready
+from ...estimation import cycle_data, cycle_kernel, observer, rules
 from ...estimation.cycle import message_words
+from ...estimation.cycle_data import CYCLE_DATA, CYCLE_MODEL
 from ...estimation.cycle_kernel import (M_EFF, M_NAMES, M_NANOSEC, M_POS, M_SEC, M_VEL,
-                                       MESSAGE_FIELDS)
+                                       MESSAGE_FIELDS, counted, step)
+
+depends_on_core(__file__, cycle_kernel.__file__, cycle_data.__file__, rules.__file__,
+                observer.__file__)
 
 HEADER = 4                       # encapsulation header bytes before the CDR payload
 CDR_LE = (0x00, 0x01)            # its first two bytes for plain CDR, little endian
@@ -45,8 +55,16 @@ EMPTY_JOINT_STATE = bytes(CDR_LE) + bytes(2 + 32)
 
 # the layout of JointStateReader's ``fields`` (int64): the message fields of the compiled cycle
 # (cycle_kernel.M_SEC ...: its stamp, number of names, where the position, velocity and effort
-# arrays are), then the byte range of the name sequence (its count included) in the payload
+# arrays are, the receiving clock), then the byte range of the name sequence (its count
+# included) in the payload
 NAMES_START, NAMES_END = MESSAGE_FIELDS, MESSAGE_FIELDS + 1
+#: what a JointStateReader reads into: the payload as float64 ``words`` and as bytes
+#: (``payload``, the same buffer), the ``fields``, and the bytes of the name sequence of the
+#: current layout (``names``: a message with these names is of the current layout)
+Reading = namedtuple('Reading', ['words', 'payload', 'fields', 'names'])
+READING = types.NamedTuple((types.float64[::1], types.uint8[::1], types.int64[::1],
+                            types.uint8[::1]), Reading)
+RAW = types.Bytes(types.uint8, 1, 'C', readonly=True)
 
 
 @njit(cache=True, nogil=True)
@@ -125,10 +143,11 @@ class JointStateReader:
 
     :meth:`read` returns ``(names, words, fields)``: ``names`` a tuple (the same object for
     every message of one layout), ``words`` (float64) and ``fields`` (int64) the message as the
-    compiled cycle takes it (cycle_kernel.MESSAGE_FIELDS), buffers reused by the next call.
-    Bytes that are not plain little-endian CDR, or malformed, go to ``deserialize(raw)``
-    (rclpy's, returning a JointState; it raises if they are no JointState); without it
-    ``read`` returns None for them."""
+    compiled cycle takes it (cycle_kernel.MESSAGE_FIELDS), buffers reused by the next call;
+    :attr:`reading` is the same buffers, and the name bytes of the last layout read, for
+    :func:`read_and_step`.  Bytes that are not plain little-endian CDR, or malformed, go to
+    ``deserialize(raw)`` (rclpy's, returning a JointState; it raises if they are no
+    JointState); without it ``read`` returns None for them."""
 
     def __init__(self, deserialize=None, size=4096):
         self._deserialize = deserialize
@@ -141,6 +160,17 @@ class JointStateReader:
         """An aligned payload buffer of at least ``size`` bytes."""
         self._buffer = np.zeros((size + 7) // 8)
         self._payload = self._buffer.view(np.uint8)
+        self.reading = Reading(self._buffer, self._payload, self._fields, self._last[0])
+
+    @property
+    def names(self):
+        """The names of the last layout read (None: none)."""
+        return self._last[1]
+
+    def forget(self):
+        """No layout is the current one: the next message's names are read and looked up."""
+        self._last = (np.zeros(0, dtype=np.uint8), None)
+        self.reading = self.reading._replace(names=self._last[0])
 
     def read(self, raw):
         # (the bytes themselves to the compiled scan: no array made of them)
@@ -165,6 +195,7 @@ class JointStateReader:
             if names is None:
                 names = self._decode_names(key, int(f[M_NAMES]))
             self._last = (np.frombuffer(key, dtype=np.uint8).copy(), names)
+            self.reading = self.reading._replace(names=self._last[0])
         return self._last[1], self._buffer, self._fields
 
     def _decode_names(self, key, count):
@@ -179,6 +210,31 @@ class JointStateReader:
             self._names.clear()
         self._names[key] = names
         return names
+
+
+#: read_and_step's answers when it made no cycle: the message is not of the current layout
+#: (or not plain CDR, or malformed): read it with JointStateReader.read, then step it
+NOT_READ = -1
+
+
+@entry(types.int64, CYCLE_MODEL, CYCLE_DATA, RAW, READING, cache=True)
+def read_and_step(model, data, raw, reading):
+    """One serialized JointState of the current layout (its name bytes ``reading.names``)
+    read into ``reading`` and its cycle made (cycle_kernel.step, counted): one compiled call
+    per message; returns the answer, or NOT_READ (then :meth:`JointStateReader.read` and
+    ``JointStateCycle.step_message``).  ``reading.fields[M_NOW]``: the receiving clock, set
+    before the call."""
+    if _scan_joint_state(raw, reading.payload, reading.fields, reading.names) != SAME_NAMES:
+        return NOT_READ
+    return counted(data, step(model, data, reading.words, reading.fields))
+
+
+def compile_reader():
+    """The reader's kernels, loaded (or compiled once into the disk cache)."""
+    reader = JointStateReader()
+    reader.read(EMPTY_JOINT_STATE)
+    cycle_kernel.compile_cycle()
+    ready(read_and_step)
 
 
 class OdometryReader:
@@ -272,7 +328,8 @@ class Template:
     the middleware's serializer (``rclpy.serialization.serialize_message``).  ``stamp`` is an
     int32 view of header.stamp (sec, nanosec), ``arrays[field]`` a float64 view of each float64
     sequence, ``payload`` the whole payload as float64 words and ``offsets[field]`` where each
-    sequence starts in it; :meth:`bytes` the message to publish.  ValueError when the
+    sequence starts in it, ``serialized`` the whole message as a uint8 view; :meth:`bytes` the
+    message to publish.  ValueError when the
     serialized message is not plain little-endian CDR or does not walk to its length (then
     publish ``msg`` itself)."""
 
@@ -288,19 +345,36 @@ class Template:
             raise ValueError(f'serialized {type(msg).__name__} has {n} payload bytes, its '
                              f'fields {end}')
         # the payload at an 8-byte boundary: every float64 view is aligned
-        self._buffer = np.zeros(1 + (len(raw) + 7) // 8)
-        self._bytes = self._buffer.view(np.uint8)[8 - HEADER:8 - HEADER + len(raw)]
-        self._bytes[:] = np.frombuffer(raw, dtype=np.uint8)
-        self.payload = payload = self._buffer[1:]
-        self.stamp = payload[:1].view(np.int32)
+        self._size, self._layout = len(raw), arrays
         self.offsets = {k: o // 8 for k, (o, _) in arrays.items()}
-        self.arrays = {k: payload[o // 8:o // 8 + c] for k, (o, c) in arrays.items()}
+        self._views(np.zeros(self.words))
+        self.serialized[:] = np.frombuffer(raw, dtype=np.uint8)
+
+    @property
+    def words(self):
+        """The float64 words the message takes: the encapsulation header in the first (its
+        last four bytes), the payload from the second on."""
+        return 1 + (self._size + 7) // 8
+
+    def move_to(self, buffer):
+        """Keep the message in ``buffer`` (float64, :attr:`words` long: e.g. a slice of one
+        buffer that holds several messages), its content copied there; every view is then onto
+        it."""
+        buffer[:] = self._buffer
+        self._views(buffer)
+
+    def _views(self, buffer):
+        self._buffer = buffer
+        self.serialized = buffer.view(np.uint8)[8 - HEADER:8 - HEADER + self._size]
+        self.payload = payload = buffer[1:]
+        self.stamp = payload[:1].view(np.int32)
+        self.arrays = {k: payload[o // 8:o // 8 + c] for k, (o, c) in self._layout.items()}
 
     def set_stamp(self, sec, nanosec):
         self.stamp[0], self.stamp[1] = sec, nanosec
 
     def bytes(self):
-        return self._bytes.tobytes()
+        return self.serialized.tobytes()
 
 
 def stamped(template, msg, stamp):
