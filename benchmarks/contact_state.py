@@ -43,14 +43,14 @@ import argparse
 import dataclasses
 import os
 import re
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import add_out_dir, interleaved, log, output, provenance, report  # noqa: E402
+from common import (add_out_dir, interleaved, live_runs, log, output, provenance,  # noqa: E402
+                    report)
 
 from ros_dynamics.estimation.contact_forces import ObserverUpdate  # noqa: E402
 from ros_dynamics.estimation.contact_state import ContactStateOptions  # noqa: E402
@@ -175,16 +175,8 @@ LIVE_LINE = re.compile(r'Solo12 trotting over DDS: contact state ([\d.]+) %, tou
 
 def live(runs, out_dir):
     """``--live``: the system test ``runs`` times, its printed figures into a result file."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     head, rows = provenance(), []
-    for i in range(runs):
-        log(f'live run {i + 1}/{runs} ...')
-        proc = subprocess.run([sys.executable, '-m', 'pytest', LIVE_TEST, '-q', '-s', '-p',
-                               'no:cacheprovider'], cwd=root, text=True, capture_output=True)
-        found = LIVE_LINE.search(proc.stdout)
-        if proc.returncode != 0 or not found:
-            raise SystemExit(f'the live run failed:\n{proc.stdout[-3000:]}')
-        g = found.groups()
+    for i, g in enumerate(live_runs(LIVE_TEST, LIVE_LINE, runs)):
         rows.append(f'| {i + 1} | {g[0]} | {g[1]} / {g[2]} | {g[3]} / {g[4]} | {g[5]} '
                     f'({g[6]} mm) | {g[7]} / {g[8]} |')
     text = ('# The node\'s contact state live over DDS: sim_mujoco playing Solo12, trotting\n\n'
