@@ -209,7 +209,7 @@ class _Problem:
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
               margin=2.0, floor=0.2, contact='auto', model_error=0.25,
               torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto',
-              velocity_filters=VELOCITY_FILTERS):
+              velocity_filters=VELOCITY_FILTERS, friction_load=None):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
     ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
@@ -235,17 +235,24 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     (``c = h / m``).  ``determined`` is False, and ``notes`` say what is missing and
     the motion that would give it, when the motion does not determine the payload.
     ``load_friction`` (with a payload): a Coulomb level ``F_l |tau|`` too, ``'auto'``:
-    selected on held-out samples.  Returns a :class:`Calibration`; raises
-    :class:`CalibrationError` when the data cannot give it.
+    selected on held-out samples; ``friction_load`` (nj,): held at these ``F_l`` instead (a
+    reference recording's, :func:`.whole_model.payload_against_reference`).  Returns a
+    :class:`Calibration`; raises :class:`CalibrationError` when the data cannot give it.
     """
     _check_options(model, samples, payload_link, friction, margin, floor, contact,
                    load_friction)
     gain = np.broadcast_to(np.asarray(gain, dtype=float), (int(model.nv),)).copy()
     samples = increasing_in_time(samples)
-    load = friction and payload_link is not None and load_friction is not False
+    load = friction and (friction_load is not None
+                         or payload_link is not None and load_friction is not False)
     prob = _Problem(model, samples, gain, payload_link, friction, load)
     samples = prob.samples
     notes = list(samples.notes)     # what reading the recording skipped
+    if friction_load is not None:
+        values = np.zeros(len(prob.names))
+        values[prob.columns('Fl[')] = friction_load
+        prob.fit.hold(prob.columns('Fl['), values)
+        load_friction = True        # held, not selected
     _hold_unexcited(prob, notes)
     try:
         rows, used = _without_contact(prob, contact, friction, notes)
@@ -446,8 +453,8 @@ def _result(prob, theta, cov, friction, notes, inertia_identified, rows):
     nj, nb = len(prob.model.joint_names), prob.nb
     fv = theta[:nj] if friction else np.zeros(nj)
     fc = theta[nj:2 * nj] if friction else np.zeros(nj)
-    load = prob.columns('Fl[')       # F_l per joint (held ones at 0)
-    fitted = bool(np.any(load & ~prob.fit.fixed))
+    load = prob.columns('Fl[')       # F_l per joint (held ones at 0 or a reference's)
+    fitted = bool(np.any(theta[load] != 0))
     if fitted:   # the node's constant law: the Coulomb level at this recording's load
         wt = np.tanh(prob.samples.v[prob.idx][rows, nb:] / VELOCITY_EPS) ** 2
         fc = fc + theta[load] * np.sum(wt * np.abs(prob.samples.tau[prob.idx][rows, nb:]),
