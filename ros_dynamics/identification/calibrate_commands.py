@@ -81,8 +81,7 @@ def _identify(args):
              f'fit on the first {1 - args.holdout:.0%}, report on the rest: the same motion; '
              'give --held-out BAG of other motion to judge on that') + ') ...', flush=True)
     ident = identify_recording(model, s, gain=args.gain, holdout=args.holdout,
-                               margin=args.margin, floor=args.floor, held_out=held,
-                               load_friction=_CHOICE[args.load_friction])
+                               margin=args.margin, floor=args.floor, held_out=held)
     return _write_identified(args, model, ident)
 
 

@@ -46,7 +46,8 @@ import numpy as np
 
 from ..core.model import attach_payload
 from .contact_in_data import (ADVICE, CONTACT_SHARE, ContactInData, contact_message,
-                              contact_spans, moving_rows, small_note, split_spans, trimmed_rows)
+                              contact_spans, moving_rows, settling_note, settling_spans, small_note,
+                              split_spans, trimmed_rows)
 from .determination import VELOCITY_FILTERS, differentiated, not_determined
 from .least_squares import torque_scale_covariance
 from .model_error import model_error_note
@@ -221,7 +222,8 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
 
     ``contact``: what to do with stretches of the recording that look like contact
     (:mod:`.contact_in_data`): ``'auto'`` fits on the rest and names them in ``notes`` when
-    they are at most :data:`CONTACT_SHARE` of the recording, else raises
+    they are at most :data:`CONTACT_SHARE` of the recording (a start-up stretch,
+    :data:`.contact_in_data.SETTLING`, left out and not counted), else raises
     :class:`ContactInData`; ``'error'`` raises naming them; ``'exclude'`` always fits on the
     rest.  A joint at rest counts for neither the fit nor the contact.
 
@@ -343,9 +345,13 @@ def _without_contact(prob, contact, friction, notes):
     if small:
         notes.append(small_note(ts, e, small, limit))
     used = prob.valid & ~in_spans(prob.samples.t, big, 0.2)
+    start = settling_spans(ts, valid_s, big) if contact == 'auto' else []
+    if start:                 # the robot settling: left out, not counted as contact
+        notes.append(settling_note(ts, start))
+        big = [sp for sp in big if sp not in start]
     if big:
         msg = contact_message(ts, big, e, rows, list(prob.model.joint_names))
-        share = 1.0 - used.sum() / max(1, prob.valid.sum())
+        share = np.sum(prob.valid & in_spans(prob.samples.t, big, 0.2)) / max(1, prob.valid.sum())
         if contact == 'error' or (contact == 'auto' and share > CONTACT_SHARE):
             raise ContactInData(msg + (f' ({share:.0%} of the recording: more than '
                                        f'{CONTACT_SHARE:.0%}, too much to fit on the rest)'

@@ -244,7 +244,7 @@ class Identification:
 
 def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows=5000,
              friction=True, armature=True, offset=True, velocity_eps=VELOCITY_EPS,
-             rows_mask=None, bridge=None, load_friction='auto'):
+             rows_mask=None, bridge=None, load_friction=False):
     """Fit every body's inertial parameters, joint friction, armature and torque offsets.
 
     ``residual`` (T, nv), ``restart`` (T,) and ``bridge`` (T,) or None: the node pipeline's
@@ -253,7 +253,8 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     The first ``1 − holdout`` of the recording is fitted, the rest held out for the report.
     ``rows_mask`` (T,) bool: samples allowed in the fit (e.g. contact stretches excluded).
     ``load_friction``: a Coulomb friction growing with the joint's load torque in the fit
-    (True, False, or ``'auto'``: kept when it lowers the residual of the last 30 % of the
+    (False, the default: the node's constant law; True; or ``'auto'``, as a payload's
+    reference is identified, :func:`payload_against_reference`: kept when it lowers the residual of the last 30 % of the
     fitted samples, fitted on the first 70 %, by at least 5 %, :func:`_load_friction_selected`).
     Returns an :class:`Identification`; raises :class:`CalibrationError` when the recording
     cannot give it.
