@@ -344,3 +344,22 @@ def docstring_report(doc, head=None, body=''):
     header (``head`` is no longer written: the header says when, how and where)."""
     description = doc.split('\n\n', 1)[1].split('\n\n    python')[0]
     return f'# {doc.splitlines()[0]}\n\n{description}\n\n{body}\n'
+
+
+def live_runs(test, line, runs):
+    """Run the system test ``test`` ``runs`` times (``pytest -s``) and return, per run, the groups
+    of the regular expression ``line`` in what it printed (its figures); SystemExit with the
+    run's output when a run fails or does not print the line."""
+    import re
+    import subprocess
+    root = os.path.dirname(HERE)
+    found = []
+    for i in range(runs):
+        log(f'live run {i + 1}/{runs} ...')
+        proc = subprocess.run([sys.executable, '-m', 'pytest', test, '-q', '-s', '-p',
+                               'no:cacheprovider'], cwd=root, text=True, capture_output=True)
+        match = re.search(line, proc.stdout)
+        if proc.returncode != 0 or not match:
+            raise SystemExit(f'the live run failed:\n{proc.stdout[-3000:]}')
+        found.append(match.groups())
+    return found

@@ -60,10 +60,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import add_out_dir, log, output, provenance, wrote  # noqa: E402
+from common import (add_out_dir, live_runs, log, output, provenance, report,  # noqa: E402
+                    wrote)
 
 import ros_dynamics as rd  # noqa: E402
-from ros_dynamics.estimation.contact_forces import ContactForceEstimator  # noqa: E402
+from ros_dynamics.estimation.contact_forces import ContactForceEstimator, ObserverUpdate  # noqa: E402
 from ros_dynamics.simulation.contact_force_runs import lateral_push, metrics, run  # noqa: E402
 from ros_dynamics.simulation.mujoco_quadruped import (  # noqa: E402
     FEET, REALISTIC_ODOMETRY, PlantOptions, SensingOptions, ShiftLiftPush)
@@ -128,7 +129,7 @@ def estimator_time():
                               ('stance residual', r, StanceResidual(model, 0.03,
                                                                      dict(gain=50.0)))):
         est = ContactForceEstimator(model, FEET, threshold=8.0, stance_residual=stance)
-        state = (v, tau, 1e-3, False)
+        state = ObserverUpdate(v=v, tau=tau, dt=1e-3, bridge=False)
         est.update(q, rr, state)
         ts = []
         for _ in range(400):
@@ -233,18 +234,11 @@ LIVE_LINE = re.compile(r'Solo12 over DDS: worst foot rms ([\d.]+) % of the weigh
 
 def live(runs, out_dir):
     """``--live``: the system test ``runs`` times, its printed figures into a result file."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     head, measured = provenance(), commit()
     rows = []
-    for i in range(runs):
-        log(f'live run {i + 1}/{runs} ...')
-        proc = subprocess.run([sys.executable, '-m', 'pytest', LIVE_TEST, '-q', '-s', '-p',
-                               'no:cacheprovider'], cwd=root, text=True, capture_output=True)
-        found = LIVE_LINE.search(proc.stdout)
-        if proc.returncode != 0 or not found:
-            raise SystemExit(f'the live run failed:\n{proc.stdout[-3000:]}')
-        rows.append(f'| {i + 1} | ' + ' | '.join(found.groups()[:3]) + ' | '
-                    + ' / '.join(found.groups()[3:5]) + f' | {found.group(6)} |')
+    for i, g in enumerate(live_runs(LIVE_TEST, LIVE_LINE, runs)):
+        rows.append(f'| {i + 1} | ' + ' | '.join(g[:3]) + ' | ' + ' / '.join(g[3:5])
+                    + f' | {g[5]} |')
     text = (f'# Foot forces live over DDS: sim_mujoco playing Solo12, the dynamics node\n\n'
             f'{head} at the start; commit measured: {measured}.\n\n'
             f'Each run is `python -m pytest {LIVE_TEST} -s` (system tier): sim_mujoco plays '
@@ -263,10 +257,7 @@ def live(runs, out_dir):
             'error [%] | answer after the joint state p50 / p99 [ms] | answers |\n'
             '|---|---|---|---|---|---|\n' + '\n'.join(rows) + '\n')
     md = output(out_dir, 'contact_forces_live.md')
-    with open(md, 'w') as f:
-        f.write(text)
-    print(text)
-    wrote(md)
+    report(md, text)
 
 
 def main(argv=None):
@@ -337,12 +328,10 @@ def main(argv=None):
             f'\n\n{description}\n\n{body}\n')
     results['run'] = dict(provenance=head, commit=measured)
     md, js = output(args.out_dir, 'contact_forces.md'), output(args.out_dir, 'contact_forces.json')
-    with open(md, 'w') as f:
-        f.write(text)
     with open(js, 'w') as f:
         json.dump(results, f, indent=1, default=float)
-    print(text)
-    wrote(md, js)
+    wrote(js)
+    report(md, text)
 
 
 if __name__ == '__main__':

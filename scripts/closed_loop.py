@@ -286,39 +286,13 @@ def plot(results, names, path, args):
     plt.close(fig)
 
 
-def _cpu_name():
-    try:
-        with open('/proc/cpuinfo') as f:
-            return next((ln.split(':', 1)[1].strip() for ln in f
-                         if ln.startswith('model name')), None)
-    except OSError:
-        return None
-
-
-def _revision():
-    """The commit measured (benchmarks/common.py's revision(), one statement of it)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    'benchmarks'))
-    from common import revision
-    return revision()
-
-
 def write_report(path, results, names, args):
     """The result file: when, where, how it was run, then the RMS errors per joint [mrad], each
     law's ratio to PD + gravity and the loop's counts (what the docs quote)."""
-    import platform
-    import time
-
     import numpy as np
-    load = os.getloadavg()
     lines = [f'# Closed loop through ROS: tracking error per law (arm7, {args.trajectory})', '',
-             f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}; '
-             f'`python scripts/closed_loop.py {" ".join(sys.argv[1:])}`; '
-             f'{_cpu_name() or platform.machine()}, {os.cpu_count()} cores, Python '
-             f'{platform.python_version()}; {_revision()}; load average {load[0]:.2f} / {load[1]:.2f} '
-             f'(1 / 5 min) at the end; lock-step {args.lockstep:g} s, ω = '
-             f'{args.bandwidth:g} rad/s, A = {args.amplitude:g} rad, f = {args.frequency:g} Hz, '
-             f'{args.duration:g} s' + (
+             f'Lock-step {args.lockstep:g} s, ω = {args.bandwidth:g} rad/s, A = '
+             f'{args.amplitude:g} rad, f = {args.frequency:g} Hz, {args.duration:g} s' + (
                  f'; peak velocity 2πf A = {2 * np.pi * args.frequency * args.amplitude:.1f} '
                  f'rad/s and acceleration (2πf)² A = '
                  f'{(2 * np.pi * args.frequency) ** 2 * args.amplitude:.1f} rad/s²'
@@ -340,13 +314,16 @@ def write_report(path, results, names, args):
         lat = f'{lat[0]:.1f} / {lat[1]:.1f}' if lat else 'n/a'
         lines.append(f'| {r["law"]} | {100 * r["served_fraction"]:.1f} % | {lat} | '
                      f'{r["controller_counts"]} |')
+    from common import report
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    return report(path, '\n'.join(lines), measures=MEASURES)
 
 
 def main():
     args = _parse()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    'benchmarks'))
+    import common  # noqa: F401  (the tree's state at the start, for the result's header)
     import numpy as np
 
     import ros_dynamics as rd

@@ -211,7 +211,7 @@ LONG_LEFT = {
     'ros_dynamics/simulation/scenarios.py:make_scenario', 'ros_dynamics/core/model.py:__init__',
     'ros_dynamics/core/urdf.py:load_urdf', 'benchmarks/bench_dynamics.py:batch_main',
     'benchmarks/bench_dynamics.py:main', 'benchmarks/compile_cost.py:run_node',
-    'benchmarks/pendulum.py:main', 'benchmarks/soak.py:soak', 'benchmarks/soak_pymem.py:main',
+    'benchmarks/pendulum.py:main', 'benchmarks/soak.py:soak',
     'scripts/demo.py:main', 'scripts/demo_scripted.py:main'}
 
 

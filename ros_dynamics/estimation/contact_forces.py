@@ -33,13 +33,24 @@ When a foot leaves the ground its leg's residual vanishes and (2) gives it no fo
 constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
 solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
 
-Per frame, the contact state comes from the normal force ``n·f_i`` of (2) over every frame,
-with hysteresis: in contact above ``threshold`` [N], out of contact below ``release_ratio ×
-threshold``.  A frame out of contact carries no force: if there is one, (2) is solved again
-without it, and what it would have explained (a foot brushing the ground below the threshold,
-a push that a swing foot's free wrench directions could absorb) stays in the unexplained part
-``τ_u = r − Σ_i J_iᵀ f_i`` over the frames in contact, so that the published wrenches and
-``τ_u`` add up to ``r``.
+Per frame, the contact state comes from a fast force and the frame's motion (contact_state.py:
+the residual's rate, the frame's height and velocity; the threshold ``threshold`` [N] and the
+release ``release_ratio × threshold``); without the observer's period (:meth:`solve` alone) from
+the normal force ``n·f_i`` of (2) over every frame, with that hysteresis.  A frame out of
+contact carries no new force: if there is one, (2) is solved again without it, and what it
+would have explained (a foot brushing the ground below the threshold, a push that a swing
+foot's free wrench directions could absorb) stays in the unexplained part.  What the residual
+still holds of a force that ended at a lift-off is no new force either: the observer forgets
+it exactly as ``e^{−K t}`` in every coordinate (the force is zero since), so at a lift-off the
+frame's part ``m_i = J_iᵀ f_i`` of the solution over every frame is kept and decays by
+``e^{−K Δt}`` per period (:func:`remember`; dropped when the frame is in contact again), and
+
+    τ_u = r − Σ_{i in contact} J_iᵀ f_i − Σ_{i out of contact} m_i,                     (3)
+
+the frame out of contact publishing its force at lift-off with the same decay (its force
+through K/(s+K): a lifted foot's filtered force falls for ``5/K``, the state says it is off at
+once).  The published wrenches and ``τ_u`` add up to ``r`` while every frame is in contact,
+and up to the legs' motion since a lift-off (in the decaying ``m_i``) otherwise.
 Since (2) is linear in ``r`` where no constraint is active and the observer filters every row
 by the same ``K/(s+K)`` (one gain), the forces are the plant's contact forces through that
 filter: what the tests compare them with.
@@ -47,6 +58,7 @@ filter: what the tests compare them with.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,22 +67,30 @@ from numba import njit
 from ..core.api import task_frames, task_space
 from ..core.data import Data
 from ..core.validation import check_configuration, check_vector
+from .contact_state import FrameContactState
 
-__all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS']
+__all__ = ['ContactForceEstimator', 'ContactForces', 'FRICTION', 'FRAME_MODELS',
+           'ObserverUpdate']
 
 #: friction coefficient of the estimator's cone (its outer pyramid): a plausibility bound
 FRICTION = 1.0
 #: the contact models: the size of the unknown per frame
 FRAME_MODELS = {'point': 3, 'wrench': 6}
 
+#: the observer update that gave a residual (the cycle's, by name): the velocity ``v`` (nv,)
+#: and torque ``tau`` (nv,) of its sample, its period ``dt`` [s], and ``bridge``: an update
+#: across a gap (observer_interval)
+ObserverUpdate = namedtuple('ObserverUpdate', ('v', 'tau', 'dt', 'bridge'))
+
 
 @dataclass
 class ContactForces:
     """One update of :class:`ContactForceEstimator` (new arrays at every update)."""
     frames: tuple               # the contact frames' names
-    in_contact: np.ndarray      # (k,) bool: the frame's state (normal force, hysteresis)
+    in_contact: np.ndarray      # (k,) bool: the frame's state (contact_state.py)
     wrenches: np.ndarray        # (k, 6): force, torque (world axes, at the frame origin) the
-                                # environment applies; zero rows for frames out of contact
+                                # environment applies through K/(s+K); out of contact its
+                                # force at lift-off decaying (module text)
     normal_forces: np.ndarray   # (k,): n·f of the programme's solution (also out of contact)
     unexplained: np.ndarray     # (nv,): r − Σ J_iᵀ f_i
     onset: np.ndarray           # (k,) bool: the frame came into contact at this update
@@ -124,6 +144,42 @@ def weighted_least_squares(A, w, r, rho, cols, C, lower, upper, H, y):
     return feasible
 
 
+@njit(cache=True, nogil=True)
+def remember(A, x, d, was, now, gains, frame_gains, dt, memory, force, total):
+    """What the residual still holds of the forces of the frames out of contact, in place: at a
+    lift-off (``was`` and not ``now``) a frame's row of ``memory`` (k × nv) becomes its part
+    ``J_iᵀ f_i`` of ``x`` (the programme over every frame, columns of ``A``) and its row of
+    ``force`` (k × d) its force; out of contact both decay as the observer forgets them,
+    ``e^{−K Δt}`` per coordinate (exactly: the force is zero since) and per frame (its gain in
+    ``frame_gains``); in contact they are zero.  ``total`` (nv,) <- the sum of the rows."""
+    k, nv = was.shape[0], A.shape[0]
+    for j in range(nv):
+        total[j] = 0.0
+    for i in range(k):
+        if now[i]:
+            for j in range(nv):
+                memory[i, j] = 0.0
+            for c in range(d):
+                force[i, c] = 0.0
+            continue
+        if was[i]:
+            for j in range(nv):
+                s = 0.0
+                for c in range(i * d, i * d + d):
+                    s += A[j, c] * x[c]
+                memory[i, j] = s
+            for c in range(d):
+                force[i, c] = x[i * d + c]
+        elif dt > 0.0:
+            for j in range(nv):
+                memory[i, j] *= math.exp(-gains[j] * dt)
+            a = math.exp(-frame_gains[i] * dt)
+            for c in range(d):
+                force[i, c] *= a
+        for j in range(nv):
+            total[j] += memory[i, j]
+
+
 def _tangents(normal):
     """Two unit vectors orthogonal to ``normal`` and to each other."""
     n = normal
@@ -159,11 +215,16 @@ class ContactForceEstimator:
         With a floating base, the residual with the base twist from the stance legs
         (stance_residual.py) that the unexplained part is taken from (:meth:`update` with the
         state); None: from ``r``.
+    gain : float or (nv,) array
+        The gain [1/s] of the observer whose residual :meth:`update` is given (the contact
+        state recovers its input from it: contact_state.py).
+    state_options : ContactStateOptions or None
+        The contact state's settings (contact_state.py; None: its defaults).
     """
 
     def __init__(self, model, frames, frame_model='point', normal=(0.0, 0.0, 1.0),
                  threshold=10.0, release_ratio=0.5, friction=FRICTION, base_weight=1e-6,
-                 regularization=1e-12, stance_residual=None):
+                 regularization=1e-12, stance_residual=None, gain=50.0, state_options=None):
         if frame_model not in FRAME_MODELS:
             raise ValueError(f'contact_frame_model must be one of {sorted(FRAME_MODELS)}, '
                              f'got {frame_model!r}')
@@ -222,8 +283,32 @@ class ContactForceEstimator:
                                self._y)
         self._qp = {}
         self._x = np.zeros(k * d)
+        self._phi = np.zeros(k * d)      # the fast forces (contact_state.py)
+        self._state_and_memory(gain, state_options)
         self.status = None               # the solver's status at the last update
         self.reset()
+
+    def _state_and_memory(self, gain, state_options):
+        """The contact state (contact_state.py) and what the residual still holds of a frame's
+        force after its lift-off (module text): per frame, in the residual's coordinates and
+        as the frame's force, and its decay rate."""
+        k, d, model = self._k, self._d, self.model
+        gains = np.broadcast_to(np.asarray(gain, dtype=float), (self.nv,))
+        if not np.all(gains > 0):
+            raise ValueError('the observer gain must be > 0')
+        self.contact_state = FrameContactState(
+            gains, self.normal, k, (self.threshold, self.release_ratio * self.threshold),
+            state_options)
+        self._gains = gains.copy()
+        self._memory, self._memory_force = np.zeros((k, self.nv)), np.zeros((k, d))
+        self._memory_sum = np.zeros(self.nv)
+        self._all_cols = self._cols.ravel()
+        body = np.asarray(model.dof_body)
+        self._frame_gain = np.array([gains[body == b].mean() if np.any(body == b) else
+                                     gains.mean() for b in self.frames.body])
+        flags = np.zeros(k, dtype=np.bool_)    # (remember compiled or loaded here)
+        remember(np.zeros((self.nv, k * d)), self._x, d, flags, flags, self._gains,
+                 self._frame_gain, 1e-3, self._memory, self._memory_force, self._memory_sum)
 
     def _programme(self, A, r, on):
         """(2) over the frames ``on`` (bool, k) only (the others carry no force): the
@@ -272,8 +357,9 @@ class ContactForceEstimator:
     def reset(self):
         """Every frame out of contact; the next solve starts cold (and the stance residual
         starts over)."""
-        k = self._k
-        self._state = np.zeros(k, dtype=bool)
+        self.contact_state.reset()
+        self._memory[:] = 0.0
+        self._memory_force[:] = 0.0
         self._qp = {}
         self._x[:] = 0.0
         if self.stance_residual is not None:
@@ -289,42 +375,79 @@ class ContactForceEstimator:
 
     def update(self, q, r, state=None):
         """The contact forces for the residual ``r`` (nv,) at the configuration ``q``.
-        ``state``: (v, tau, dt, bridge) of the observer update that gave ``r`` (the cycle's):
+        ``state``: the :data:`ObserverUpdate` that gave ``r`` (the cycle's):
         with a :class:`StanceResidual` the unexplained part is then ``r̂ − Σ J_iᵀ f_i``, r̂ its
         residual with the base twist from the frames in contact (stance_residual.py)."""
         r = check_vector(r, self.nv, 'r')
         A, positions = self.jacobians(q)
-        out = self.solve(A, r, positions)
-        if self.stance_residual is not None and state is not None:
-            v, tau, dt, bridge = state
-            rh = self.stance_residual.update(q, v, tau, dt, A, out.in_contact, bridge)
-            out.unexplained = rh - A @ self._x
+        if self.stance_residual is None or state is None:
+            return self.solve(A, r, positions, state)
+        # the stance residual with the frames in contact at the last update: its rate gives
+        # the contact state's fast force (the legs' base twist: less noise than the odometry's)
+        sr = self.stance_residual
+        rh = sr.update(q, state.v, state.tau, state.dt, A, self.contact_state.state,
+                       state.bridge)
+        out = self.solve(A, r, positions, state, rh, sr.stepped)
+        out.unexplained = rh - self._memory_sum - A @ self._x       # (3) with r̂
         return out
 
-    def solve(self, A, r, positions=None):
-        """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``."""
+    def solve(self, A, r, positions=None, state=None, fast=None, fast_stepped=False):
+        """(2) for the columns ``A`` (nv × k d, :meth:`jacobians`) and the residual ``r``;
+        ``state``: the :data:`ObserverUpdate` that gave ``r`` (the contact
+        state from the fast force of ``fast``, a residual of the same gain, default ``r``, and
+        the frames' motion, contact_state.py), or None (from the normal forces of (2) with
+        hysteresis); ``fast_stepped``: ``fast`` stepped at this sample without an external
+        torque (its rate is held: contact_state.py)."""
         k, d = self._k, self._d
         A = np.ascontiguousarray(A)
-        # every frame first: the normal forces decide the contact states (with hysteresis);
-        # then, if some frame is out of contact, the programme again without it: it carries no
-        # force, and what it would have explained stays in the unexplained part
+        # every frame first: its normal forces and the frames' motion decide the contact
+        # states; then, if some frame is out of contact, the programme again without it: it
+        # carries no force, and what it would have explained stays in the unexplained part
         x = self._programme(A, r, self._all)
         if not np.all(np.isfinite(x)):
             self.reset()
             raise ValueError('the contact-force programme gave a non-finite solution')
-        f = x.reshape(k, d)
-        fn = f[:, :3] @ self.normal
-        was = self._state
-        now = (fn > self.threshold) | (was & (fn >= self.release_ratio * self.threshold))
-        self._state = now
+        fn = x.reshape(k, d)[:, :3] @ self.normal
+        was = self.contact_state.state.copy()
+        rr = r
+        if state is None or positions is None:
+            now = self.contact_state.hysteresis(fn).copy()
+        else:
+            now = self._state_update(A, r if fast is None else fast, x, fn, positions, state,
+                                     fast_stepped)
+            rr = self._remembered(A, x, r, was, now, state.dt, state.bridge)
         if not now.all():
-            x = self._programme(A, r, now)
+            x = self._programme(A, rr, now)
         if not np.all(np.isfinite(x)):
             self.reset()
             raise ValueError('the contact-force programme gave a non-finite solution')
         self._x[:] = x
         wrenches = np.zeros((k, 6))
-        wrenches[:, :d] = x.reshape(k, d)
-        return ContactForces(self.frames.names, now.copy(), wrenches, fn, r - A @ x,
-                             now & ~was, was & ~now,
+        wrenches[:, :d] = np.where(now[:, None], x.reshape(k, d), self._memory_force)
+        return ContactForces(self.frames.names, now, wrenches, fn, rr - A @ x, now & ~was,
+                             was & ~now,
                              np.zeros((k, 3)) if positions is None else positions.copy())
+
+    def _state_update(self, A, fast, x, fn, positions, state, fast_stepped):
+        """The frames' new contact states (contact_state.py) from the fast forces of the
+        residual ``fast`` (or the programme's ``x`` without the fast residual) and the frames'
+        motion; ``state``: the :data:`ObserverUpdate`."""
+        v, dt, bridge = state.v, state.dt, state.bridge
+        cs = self.contact_state
+        forces = x
+        if cs.fast:
+            rho = cs.residual(fast, dt, bridge or fast_stepped)
+            weighted_least_squares(A, self._w, rho, self.regularization, self._all_cols,
+                                   self._C, self._lower, self._upper, self._H, self._phi)
+            forces = self._phi
+        if self.stance_residual is not None:      # the legs' base twist (no odometry lag)
+            v = self.stance_residual.velocity
+        return cs.update(forces, fn, A, np.ascontiguousarray(positions), self._d,
+                         np.ascontiguousarray(v, dtype=float), 0.0 if bridge else dt).copy()
+
+    def _remembered(self, A, x, r, was, now, dt, bridge):
+        """``r`` minus what it still holds of the forces of the frames out of contact
+        (:func:`remember`)."""
+        remember(A, x, self._d, was, now, self._gains, self._frame_gain,
+                 0.0 if bridge else dt, self._memory, self._memory_force, self._memory_sum)
+        return r - self._memory_sum

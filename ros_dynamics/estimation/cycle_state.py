@@ -40,7 +40,7 @@ from ..core.api import christoffel_after_terms, compute_all_terms
 from ..core.coordinates import Output, output_coordinates
 from ..core.data import Data
 from .answers import ANSWERS, REFUSED
-from .contact_forces import ContactForceEstimator
+from .contact_forces import ContactForceEstimator, ObserverUpdate
 from .cycle_data import restart_observer, set_usual, timing
 from .observer import ContactDetector, estimate_contact_wrench
 from .rules import ABOVE, BRIDGED, FREE, OK, RESTARTED, terms_finite
@@ -85,7 +85,8 @@ class ObserverSettings:
                  wrench_link='', wrench_point=(0.0, 0.0, 0.0), force_only=True,
                  torque_offset=0.0, contact_frames=(), contact_frame_model='point',
                  contact_normal=(0.0, 0.0, 1.0), contact_force_threshold=10.0,
-                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03):
+                 threshold_velocity=0.0, threshold_torque=0.0, odom_twist_noise=0.03,
+                 contact_state=None):
         self.gain = per_coordinate('observer_gain', gain, model, np.max)
         self.threshold = per_coordinate('contact_threshold', threshold, model, np.max)
         self.threshold_velocity = per_coordinate('contact_threshold_velocity',
@@ -111,6 +112,7 @@ class ObserverSettings:
         self.contact_normal = np.asarray(contact_normal, dtype=float)
         self.contact_force_threshold = float(contact_force_threshold)
         self.odom_twist_noise = float(odom_twist_noise)
+        self.contact_state = contact_state        # ContactStateOptions or None (its defaults)
         if not (math.isfinite(self.odom_twist_noise) and self.odom_twist_noise >= 0):
             raise ValueError(f'odom_twist_noise must be >= 0, got {odom_twist_noise}')
         self.contact_forces(model)           # validated here (the estimator is the CycleState's)
@@ -127,7 +129,8 @@ class ObserverSettings:
                 friction_coulomb=self.friction_coulomb, torque_offset=self.torque_offset))
         return ContactForceEstimator(model, self.contact_frames, self.contact_frame_model,
                                      self.contact_normal, self.contact_force_threshold,
-                                     self.release_ratio, stance_residual=stance)
+                                     self.release_ratio, stance_residual=stance,
+                                     gain=self.gain, state_options=self.contact_state)
 
     def set_wrench(self, model, link, point, force_only):
         """Where and how the contact wrench is estimated (a link, or '' for the isolated one;
@@ -240,8 +243,9 @@ class CycleState:
         if not plain:
             try:
                 if judged:
-                    self._judge(data, res, (data.observer.v, data.observer.tau, dt,
-                                            res.observer == 'bridge'))
+                    self._judge(data, res, ObserverUpdate(
+                        v=data.observer.v, tau=data.observer.tau, dt=dt,
+                        bridge=res.observer == 'bridge'))
                 res.error = self._nonfinite(res, christoffel)
             except Exception as exc:  # noqa: BLE001 - nothing is published if any step fails
                 res.error = _failed(exc)
@@ -304,12 +308,12 @@ class CycleState:
         """What the residual of an observer update means, into ``res``: with contact frames
         the forces at them and the part of the residual they leave unexplained; the contact
         state (detection with hysteresis, isolation) of that part, or of the residual; the
-        contact wrench.  ``state``: (v, tau, dt, bridge) of the update."""
+        contact wrench.  ``state``: the update (an ``ObserverUpdate``)."""
         q, judged = data.state.q, res.residual
         if self.contact_forces is not None:
             res.forces = self.contact_forces.update(q, res.residual, state)
             judged = res.forces.unexplained
-        res.contact = self.detector.update(judged, state[0], state[1])
+        res.contact = self.detector.update(judged, state.v, state.tau)
         self._wrench(q, res, judged)
 
     def _wrench(self, q, res, judged):

@@ -18,15 +18,19 @@ and IMU").  Fused with the odometry as a prior weighted by its noise,
 
 (σ_f = :data:`FOOT_VELOCITY_NOISE`: a stance foot's velocity from soft ground, a rolling
 sphere, joint-velocity noise through the leg; σ_o the odometry's twist noise), the legs decide
-the directions that three or four stance feet determine and the odometry the others (a single
-stance foot, a flight phase).  While a stance foot moves faster than :data:`STANCE_GATE` under
-``v̂`` (a lift-off the contact state has not seen yet), the fastest is dropped and (1) solved
-again.
+the directions that the stance feet determine (all six with three or four, five with a trot's
+diagonal pair) and the odometry the others (a single stance foot, a flight phase).  While a
+stance foot moves faster than :data:`STANCE_GATE` under ``v̂`` (a lift-off the contact state
+has not seen yet), the fastest is dropped and (1) solved again.
 
 :class:`StanceResidual` runs a second momentum observer, of the same gain and friction model,
 on ``(q, [v̂_b, v_j], τ)``: the same K/(s+K) of the same external torque (no added lag), with
 the odometry's noise largely removed from its base rows.  The contact-force estimator
-(contact_forces.py) takes its unexplained part from it.
+(contact_forces.py) takes its unexplained part from it, with the stance set of its previous
+update, and its contact state the rate of this residual and the frames' velocities under
+``v̂`` (contact_state.py); when (1) uses another set of frames than at the update before,
+``v̂_b`` steps and so does ``p = M v̂`` (:attr:`StanceResidual.stepped`: the rate of that sample
+is no external torque).
 """
 from __future__ import annotations
 
@@ -39,8 +43,10 @@ from .observer import MomentumObserver
 
 __all__ = ['StanceResidual', 'FOOT_VELOCITY_NOISE', 'STANCE_GATE', 'stance_twist']
 
-#: σ_f of (1) [m/s]: a stance foot's velocity (soft ground, rolling, joint-velocity noise)
-FOOT_VELOCITY_NOISE = 0.005
+#: σ_f of (1) [m/s]: a stance foot's velocity (soft ground, rolling, joint-velocity noise;
+#: 1 cm/s: MuJoCo's trotting Solo12 and quadruped and the standing quadruped's push are found
+#: best between 5 mm/s and 2 cm/s: benchmarks/results/contact_state.md, contact_forces.md)
+FOOT_VELOCITY_NOISE = 0.01
 #: a stance foot faster than this under the fused twist [m/s] is taken as lifting off
 STANCE_GATE = 0.1
 
@@ -134,14 +140,22 @@ class StanceResidual:
         self.observer = MomentumObserver(model, **self._observer_args)
         self.twist = None                       # v̂_b of the last update
         self.stance = None                      # the frames (1) used at the last update
+        self.stepped = False                    # (1) used other frames than the update before
         self._vh, self._H = np.zeros(model.nv), np.zeros((6, 7))
         # compiled (or loaded from numba's cache) here, not at a sample
         fused_twist(np.zeros((model.nv, 3)), self._vh, np.ones(1, dtype=np.bool_), 3,
                     self._odom_weight, self._foot_weight, STANCE_GATE, self._vh, self._H)
 
+    @property
+    def velocity(self):
+        """The last update's velocity (nv,): the state's with the base twist v̂_b of (1) (the
+        array itself)."""
+        return self._vh
+
     def reset(self):
         """Start over (with the cycle's observer): the next update initializes."""
         self.observer = MomentumObserver(self.model, **self._observer_args)
+        self.stance = None
 
     def update(self, q, v, tau, dt, A, stance, bridge=False):
         """The residual (nv,) at the sample (q, v, tau) a period ``dt`` after the last (the
@@ -153,5 +167,8 @@ class StanceResidual:
         vh = self._vh
         fused_twist(np.ascontiguousarray(A), v, stance, d, self._odom_weight, self._foot_weight,
                     STANCE_GATE, vh, self._H)
+        # another set of frames in (1): v̂_b steps, p = M v̂ with it, and the residual's rate
+        # with it (no external torque: the contact state's fast force holds at such a sample)
+        self.stepped = self.stance is not None and not np.array_equal(stance, self.stance)
         self.twist, self.stance = vh[:6].copy(), stance
         return self.observer.update(q, vh, tau, dt, bridge=bridge)

@@ -210,7 +210,7 @@ class MujocoQuadruped:
         return self.t, q1, v1, tau, feet, push
 
 
-def _smooth(t, t0, t1):
+def smooth_step(t, t0, t1):
     """0 before t0, 1 after t1, a cosine ramp between."""
     s = min(1.0, max(0.0, (t - t0) / (t1 - t0)))
     return 0.5 - 0.5 * np.cos(np.pi * s)
@@ -238,8 +238,8 @@ class ShiftLiftPush:
 
     def __call__(self, t):
         q, zero = self.q0.copy(), np.zeros_like(self.q0)
-        s = _smooth(t, 1.0, 2.0) - _smooth(t, 4.0, 4.8)
-        up = _smooth(t, 2.2, 2.7) - _smooth(t, 3.0, 3.5)
+        s = smooth_step(t, 1.0, 2.0) - smooth_step(t, 4.0, 4.8)
+        up = smooth_step(t, 2.2, 2.7) - smooth_step(t, 3.0, 3.5)
         for i, (leg, joint) in enumerate(self.names):
             if joint == 'HAA':
                 q[i] += self.shift * s
@@ -256,7 +256,8 @@ class ShiftLiftPush:
         """The push's share at time t: 1 over ``PUSH``'s interval, raised and lowered over
         ``PUSH_RAMP`` s by a cosine (a hand's push, not a step)."""
         start, end, _ = cls.PUSH
-        return _smooth(t, start, start + cls.PUSH_RAMP) - _smooth(t, end - cls.PUSH_RAMP, end)
+        return (smooth_step(t, start, start + cls.PUSH_RAMP)
+                - smooth_step(t, end - cls.PUSH_RAMP, end))
 
     @classmethod
     def phase(cls, t):

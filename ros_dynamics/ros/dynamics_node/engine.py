@@ -25,6 +25,7 @@ from ...core.jit import cached
 from ...core.kernels import geometry as geometry_kernel
 from ...core.model import with_armature
 from ...core.urdf import load_urdf_string
+from ...estimation.contact_state import ContactStateOptions
 from ...estimation.cycle import JointStateCycle, node_cycle
 from ...estimation.cycle_kernel import M_NOW, entry_point
 from ...estimation.cycle_state import ObserverSettings
@@ -86,7 +87,10 @@ def observer_settings(model, cfg):
         contact_frames=cfg.contact_frames, contact_frame_model=cfg.contact_frame_model,
         contact_normal=cfg.contact_normal, contact_force_threshold=cfg.contact_force_threshold,
         threshold_velocity=cfg.contact_threshold_velocity,
-        threshold_torque=cfg.contact_threshold_torque, odom_twist_noise=cfg.odom_twist_noise)
+        threshold_torque=cfg.contact_threshold_torque, odom_twist_noise=cfg.odom_twist_noise,
+        contact_state=ContactStateOptions(fast_gain=cfg.contact_fast_gain,
+                                          touchdown_height=cfg.contact_touchdown_height,
+                                          lift_speed=cfg.contact_lift_speed))
 
 
 class Engine:

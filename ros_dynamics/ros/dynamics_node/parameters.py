@@ -171,6 +171,17 @@ _ENTRIES = (
       lengths=(3,), norm_max=1e3),
     P('contact_force_threshold', 10.0, 'Normal force (N) above which a contact frame is in '
       'contact; released below contact_release_ratio x this.', 'observer', 0.0, 1e9, True),
+    P('contact_fast_gain', 400.0, 'Contact state: gain (1/s) of the fast force it takes from the '
+      'residual\'s rate (a second K/(s+K) of the observer\'s input; touch-down and lift-off '
+      'within a few ms instead of ln(F/F_release)/observer_gain). 0: the state from the '
+      'filtered force (docs/contact_forces.md).', 'observer', 0.0, 1e5),
+    P('contact_touchdown_height', 0.015, 'Contact state: a frame lower than this (m, along '
+      'contact_normal) above the frames in contact may touch down on the fast force alone; '
+      'higher (a step up, a swing leg\'s noise) it needs the filtered force too. 0: always.',
+      'observer', 0.0, 10.0),
+    P('contact_lift_speed', 0.3, 'Contact state: a frame in contact rising faster than this '
+      '(m/s, along contact_normal) with less than contact_force_threshold has lifted off; no '
+      'touch-down while rising faster. 0: no velocity rule.', 'observer', 0.0, 100.0),
     P('odom_twist_noise', 0.03, 'Floating base with contact_frames: the noise (1 sigma, m/s '
       'and rad/s) of the odom base twist. > 0: the unexplained part comes from a residual whose '
       'base twist is taken from the contact frames in contact (at rest) and the joint '
