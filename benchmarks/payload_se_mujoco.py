@@ -16,6 +16,9 @@ estimator's friction law), then the payload against it (``calibrate --payload-li
   differentiated from the positions and low-passed at 20 and 5 Hz; load-dependent Coulomb
   friction selected on the reference's held-out samples and held in the payload's fit;
   joints at rest left out;
+* ``F_l in the payload fit only``: the default options, but the reference identified with a
+  constant Coulomb law, the payload's fit selecting its own ``F_l`` (the estimator before the
+  reference's ``F_l`` was held);
 * ``noise and jackknife``: the standard errors of noise and jackknife only
   (``torque_scale_error=0``, ``velocity_filters=()``), constant Coulomb friction.
 
@@ -40,9 +43,10 @@ import ros_dynamics as rd
 from ros_dynamics.identification.whole_model import identify_recording, payload_against_reference
 from ros_dynamics.simulation.mujoco_plant import perturbed_model
 
-ESTIMATORS = {'default': {}, 'noise and jackknife': {'torque_scale_error': 0.0,
-                                                     'load_friction': False,
-                                                     'velocity_filters': ()}}
+ESTIMATORS = {'default': {},
+              'F_l in the payload fit only': {'reference_load_friction': False},
+              'noise and jackknife': {'torque_scale_error': 0.0, 'load_friction': False,
+                                      'velocity_filters': ()}}
 
 
 def one(seed, rate, load_friction):
@@ -54,8 +58,9 @@ def one(seed, rate, load_friction):
                           scale, load_friction=load_friction).run(30.0))
     out = {}
     for name, options in ESTIMATORS.items():   # the robot with the estimator's friction law
-        robot = identify_recording(MODEL, ref, gain=K,
-                                   load_friction=options.get('load_friction', 'auto'))
+        options = dict(options)
+        law = options.pop('reference_load_friction', options.get('load_friction', 'auto'))
+        robot = identify_recording(MODEL, ref, gain=K, load_friction=law)
         _, cal = payload_against_reference(MODEL, withp, ref, 'arm_link_7', gain=K, robot=robot,
                                            **options)
         err = cal.payload_com - TOOL[1]
@@ -73,7 +78,7 @@ def f(a, n=3):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--seeds', type=int, nargs='+', default=[1, 2, 3, 4, 5, 6],
+    ap.add_argument('--seeds', type=int, nargs='*', default=[1, 2, 3, 4, 5, 6],
                     help='plant draws at 1 kHz')
     ap.add_argument('--seeds-100', type=int, nargs='*', default=[1, 2, 3],
                     help='plant draws at 100 Hz')
@@ -107,7 +112,9 @@ def main():
         lines += [f'| seed {s}, {rate} Hz | ' + ' | '.join(fmt(r[name][k]) for k in keys) + ' |'
                   for (s, rate), r in rows]
         lines.append('')
-    report(output(args.out_dir, 'payload_se_mujoco.md'),
+    name = ('payload_se_mujoco.md' if args.load_friction == 0.03 else
+            f'payload_se_mujoco_load{args.load_friction:g}.md')
+    report(output(args.out_dir, name),
            docstring_report(__doc__, head, '\n'.join(lines)))
 
 

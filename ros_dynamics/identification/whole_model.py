@@ -254,8 +254,9 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     ``rows_mask`` (T,) bool: samples allowed in the fit (e.g. contact stretches excluded).
     ``load_friction``: a Coulomb friction growing with the joint's load torque in the fit
     (False, the default: the node's constant law; True; or ``'auto'``, as a payload's
-    reference is identified, :func:`payload_against_reference`: kept when it lowers the residual of the last 30 % of the
-    fitted samples, fitted on the first 70 %, by at least 5 %, :func:`_load_friction_selected`).
+    reference is identified, :func:`payload_against_reference`: kept when it lowers the
+    residual of the last 30 % of the fitted samples, fitted on the first 70 %, by at least 5 %,
+    :func:`_load_friction_selected`).
     Returns an :class:`Identification`; raises :class:`CalibrationError` when the recording
     cannot give it.
     """
