@@ -66,7 +66,8 @@ TOOL = (2.8, np.array([0.0, 0.01, 0.06]), np.diag([5e-3, 5e-3, 3e-3]))
 PHYSICS_DT = 5e-4
 
 
-def plant(truth, seed, trajectory, rate, scale, pushes=(), noise=1.0):
+def plant(truth, seed, trajectory, rate, scale, pushes=(), noise=1.0,
+          load_friction=LOAD_FRICTION):
     # the PD loop: 30 rad/s at 1 kHz (the plant's default), 10 rad/s at 100 Hz (stable there)
     w = 30.0 if rate >= 1000 else 10.0
     Mii = np.diag(rd.mass_matrix(MODEL, trajectory(0.0)[0]))
@@ -75,7 +76,7 @@ def plant(truth, seed, trajectory, rate, scale, pushes=(), noise=1.0):
                        damping=FV, frictionloss=FC, torque_offset=OFFSET,
                        noise_position=noise * NOISE[0], noise_velocity=noise * NOISE[1],
                        noise_effort=noise * NOISE[2], noise_effort_relative=noise * NOISE[3],
-                       load_friction=LOAD_FRICTION,
+                       load_friction=load_friction,
                        torque_scale=scale, rate=rate, jitter=0.5 if rate >= 1000 else 0.1,
                        seed=seed, pushes=pushes)
 

@@ -164,8 +164,9 @@ def test_payload_against_a_no_load_recording_with_default_options(identified):
     assert abs(cal.payload_mass - TOOL[0]) < 3 * cal.payload_mass_se, cal.summary()
     assert np.all(com_z < 3.0), (com_z, cal.summary())
     assert cal.payload_mass_se < 0.1 and np.all(cal.payload_com_se < [0.8e-3, 1.2e-3, 8e-3])
-    # the estimator before (noise and jackknife only, constant Coulomb friction) did not
-    _, old = payload_against_reference(MODEL, withp, s, 'arm_link_7', gain=K, robot=robot,
+    # the estimator before (noise and jackknife only, constant Coulomb friction, the robot
+    # identified with it too) did not
+    _, old = payload_against_reference(MODEL, withp, s, 'arm_link_7', gain=K,
                                        torque_scale_error=0.0, load_friction=False)
     # (measured |error| / SE 4.6 on the CoM's x)
     assert np.max(np.abs(old.payload_com - TOOL[1]) / old.payload_com_se) > 3.0

@@ -161,11 +161,14 @@ def _fit_options(ap):
     ap.add_argument('--load-friction', choices=('auto', 'yes', 'no'), default='auto',
                     help='with --payload-link: fit a Coulomb friction growing with the '
                     'joint\'s load torque (auto: when it lowers the residual of held-out '
-                    'samples by 5 %%)')
+                    'samples by 5 %%); with --reference: selected on the reference and held '
+                    'in the payload\'s fit')
     ap.add_argument('--contact', choices=('auto', 'error', 'exclude'), default='auto',
                     help='stretches that look like contact: auto (default) fits on the rest '
-                    'and names them when they are at most 10 %% of the recording, else '
-                    'stops; error: stop with an error naming them; exclude: fit on the rest')
+                    'and names them when they are at most 10 %% of the recording (not '
+                    'counting a start-up stretch: at most 1 s, beginning in the first 0.25 s), '
+                    'else stops; error: stop with an error naming them; exclude: fit on the '
+                    'rest')
 
 
 def _check_parser():

@@ -46,7 +46,8 @@ import numpy as np
 
 from ..core.model import attach_payload
 from .contact_in_data import (ADVICE, CONTACT_SHARE, ContactInData, contact_message,
-                              contact_spans, moving_rows, small_note, split_spans, trimmed_rows)
+                              contact_spans, moving_rows, settling_note, settling_spans, small_note,
+                              split_spans, trimmed_rows)
 from .determination import VELOCITY_FILTERS, differentiated, not_determined
 from .least_squares import torque_scale_covariance
 from .model_error import model_error_note
@@ -209,7 +210,7 @@ class _Problem:
 def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inertia='auto',
               margin=2.0, floor=0.2, contact='auto', model_error=0.25,
               torque_scale_error=TORQUE_SCALE_ERROR, load_friction='auto',
-              velocity_filters=VELOCITY_FILTERS):
+              velocity_filters=VELOCITY_FILTERS, friction_load=None):
     """Fit joint friction (and a payload on ``payload_link``) to contact-free ``samples``.
 
     ``gain``: the observer gain the node will run (the thresholds are for it).  ``inertia``:
@@ -221,7 +222,8 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
 
     ``contact``: what to do with stretches of the recording that look like contact
     (:mod:`.contact_in_data`): ``'auto'`` fits on the rest and names them in ``notes`` when
-    they are at most :data:`CONTACT_SHARE` of the recording, else raises
+    they are at most :data:`CONTACT_SHARE` of the recording (a start-up stretch,
+    :data:`.contact_in_data.SETTLING`, left out and not counted), else raises
     :class:`ContactInData`; ``'error'`` raises naming them; ``'exclude'`` always fits on the
     rest.  A joint at rest counts for neither the fit nor the contact.
 
@@ -235,17 +237,24 @@ def calibrate(model, samples, payload_link=None, gain=50.0, friction=True, inert
     (``c = h / m``).  ``determined`` is False, and ``notes`` say what is missing and
     the motion that would give it, when the motion does not determine the payload.
     ``load_friction`` (with a payload): a Coulomb level ``F_l |tau|`` too, ``'auto'``:
-    selected on held-out samples.  Returns a :class:`Calibration`; raises
-    :class:`CalibrationError` when the data cannot give it.
+    selected on held-out samples; ``friction_load`` (nj,): held at these ``F_l`` instead (a
+    reference recording's, :func:`.whole_model.payload_against_reference`).  Returns a
+    :class:`Calibration`; raises :class:`CalibrationError` when the data cannot give it.
     """
     _check_options(model, samples, payload_link, friction, margin, floor, contact,
                    load_friction)
     gain = np.broadcast_to(np.asarray(gain, dtype=float), (int(model.nv),)).copy()
     samples = increasing_in_time(samples)
-    load = friction and payload_link is not None and load_friction is not False
+    load = friction and (friction_load is not None
+                         or payload_link is not None and load_friction is not False)
     prob = _Problem(model, samples, gain, payload_link, friction, load)
     samples = prob.samples
     notes = list(samples.notes)     # what reading the recording skipped
+    if friction_load is not None:
+        values = np.zeros(len(prob.names))
+        values[prob.columns('Fl[')] = friction_load
+        prob.fit.hold(prob.columns('Fl['), values)
+        load_friction = True        # held, not selected
     _hold_unexcited(prob, notes)
     try:
         rows, used = _without_contact(prob, contact, friction, notes)
@@ -336,9 +345,13 @@ def _without_contact(prob, contact, friction, notes):
     if small:
         notes.append(small_note(ts, e, small, limit))
     used = prob.valid & ~in_spans(prob.samples.t, big, 0.2)
+    start = settling_spans(ts, valid_s, big) if contact == 'auto' else []
+    if start:                 # the robot settling: left out, not counted as contact
+        notes.append(settling_note(ts, start))
+        big = [sp for sp in big if sp not in start]
     if big:
         msg = contact_message(ts, big, e, rows, list(prob.model.joint_names))
-        share = 1.0 - used.sum() / max(1, prob.valid.sum())
+        share = np.sum(prob.valid & in_spans(prob.samples.t, big, 0.2)) / max(1, prob.valid.sum())
         if contact == 'error' or (contact == 'auto' and share > CONTACT_SHARE):
             raise ContactInData(msg + (f' ({share:.0%} of the recording: more than '
                                        f'{CONTACT_SHARE:.0%}, too much to fit on the rest)'
@@ -446,8 +459,8 @@ def _result(prob, theta, cov, friction, notes, inertia_identified, rows):
     nj, nb = len(prob.model.joint_names), prob.nb
     fv = theta[:nj] if friction else np.zeros(nj)
     fc = theta[nj:2 * nj] if friction else np.zeros(nj)
-    load = prob.columns('Fl[')       # F_l per joint (held ones at 0)
-    fitted = bool(np.any(load & ~prob.fit.fixed))
+    load = prob.columns('Fl[')       # F_l per joint (held ones at 0 or a reference's)
+    fitted = bool(np.any(theta[load] != 0))
     if fitted:   # the node's constant law: the Coulomb level at this recording's load
         wt = np.tanh(prob.samples.v[prob.idx][rows, nb:] / VELOCITY_EPS) ** 2
         fc = fc + theta[load] * np.sum(wt * np.abs(prob.samples.tau[prob.idx][rows, nb:]),

@@ -25,12 +25,17 @@ import numpy as np
 from .samples import CalibrationError
 from .spans import in_spans, runs
 
-__all__ = ['CONTACT_SHARE', 'ContactInData', 'REST_SPEED', 'contact_message', 'contact_spans',
-           'moving_rows', 'split_spans', 'trimmed_rows']
+__all__ = ['CONTACT_SHARE', 'ContactInData', 'REST_SPEED', 'SETTLING', 'contact_message',
+           'contact_spans', 'moving_rows', 'settling_note', 'settling_spans', 'split_spans',
+           'trimmed_rows']
 
 #: with contact='auto', the largest share of the recording the contact stretches may take for
 #: the fit to go on without them
 CONTACT_SHARE = 0.1
+#: a stretch beginning within this of the first usable sample [s] and lasting at most
+#: ``SETTLING[1]`` s is the start-up (a robot settling onto its trajectory, brakes, the
+#: controller's first periods): left out, named, not counted against :data:`CONTACT_SHARE`
+SETTLING = (0.25, 1.0)
 #: a joint slower than this [rad/s or m/s] is at rest (its static friction is unknown)
 REST_SPEED = 0.02
 
@@ -110,6 +115,21 @@ def split_spans(t, e, spans, limit):
     big = [sp for sp in spans
            if np.any(_peak(e[in_spans(t, [sp])]) > limit)]
     return big, [sp for sp in spans if sp not in big]
+
+
+def settling_spans(t, valid, spans):
+    """The spans of ``spans`` that are the recording's start-up (:data:`SETTLING`): beginning
+    within ``SETTLING[0]`` s of the first ``valid`` sample and at most ``SETTLING[1]`` s long."""
+    first = t[valid][0] if valid.any() else t[0]
+    return [(a, b) for a, b in spans if a - first <= SETTLING[0] and b - a <= SETTLING[1]]
+
+
+def settling_note(t, start):
+    """The report's line on the start-up stretches ``start`` left out."""
+    return (f'left out as the start-up, not counted as contact (beginning within '
+            f'{SETTLING[0]:g} s of the first sample, at most {SETTLING[1]:g} s long: the robot '
+            'settling onto its motion): ' + ', '.join(
+                f'{a - t[0]:.2f}-{b - t[0]:.2f} s ({1e3 * (b - a):.0f} ms)' for a, b in start))
 
 
 def small_note(t, e, small, limit):

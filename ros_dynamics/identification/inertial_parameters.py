@@ -76,8 +76,9 @@ def pseudo_basis():
 
 @dataclass
 class ParameterVector:
-    """The identification's parameters ``θ = [π_1 … π_N, F_v, F_c, I_a, b]`` (10 per body, then
-    per joint: viscous and Coulomb friction, armature, torque offset): their ``names``, the
+    """The identification's parameters ``θ = [π_1 … π_N, F_v, F_c, I_a, b (, F_l)]`` (10 per
+    body, then per joint: viscous and Coulomb friction, armature, torque offset and, when asked,
+    a Coulomb friction growing with the joint's load torque): their ``names``, the
     URDF's inertial parameters ``pi0`` (N, 10), ``theta0`` (the URDF, the model's own armature),
     the column ``scale``, which entries are ``free`` (fitted) and which are ``nonnegative``
     (friction and armature)."""
@@ -89,27 +90,32 @@ class ParameterVector:
     nonnegative: np.ndarray
 
 
-def parameter_vector(model, friction=True, armature=True, offset=True):
+def parameter_vector(model, friction=True, armature=True, offset=True, load_friction=False):
     """The :class:`ParameterVector` of ``model`` (``friction``, ``armature``, ``offset``: whether
-    those entries are fitted)."""
+    those entries are fitted; ``load_friction``: whether the vector has the ``F_l`` entries, of
+    natural size 0.1 N m per N m)."""
     N, nj = model.nbodies, len(model.joint_names)
     nb = int(model.nv) - nj
+    kinds = ('Fv', 'Fc', 'Ia', 'b') + (('Fl',) if load_friction else ())
     names = [f'{b}.{p}' for b in model.body_names
              for p in ('m', 'hx', 'hy', 'hz', 'Ixx', 'Ixy', 'Ixz', 'Iyy', 'Iyz', 'Izz')]
-    names += [f'{k}[{j}]' for k in ('Fv', 'Fc', 'Ia', 'b') for j in model.joint_names]
+    names += [f'{k}[{j}]' for k in kinds for j in model.joint_names]
     pi0 = inertial_parameters(model)
-    theta0 = np.concatenate([pi0.reshape(-1), np.zeros(4 * nj)])
+    theta0 = np.concatenate([pi0.reshape(-1), np.zeros(len(kinds) * nj)])
     theta0[10 * N + 2 * nj:10 * N + 3 * nj] = model.armature[nb:]     # the model's own
-    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj)])
+    scale = np.concatenate([parameter_scales(model, pi0), np.ones(4 * nj),
+                            np.full(nj if load_friction else 0, 0.1)])
     free = np.ones(len(names), dtype=bool)
     if not friction:
         free[10 * N:10 * N + 2 * nj] = False
+        free[10 * N + 4 * nj:] = False
     if not armature:
         free[10 * N + 2 * nj:10 * N + 3 * nj] = False
     if not offset:
-        free[10 * N + 3 * nj:] = False
+        free[10 * N + 3 * nj:10 * N + 4 * nj] = False
     nonnegative = np.zeros(len(names), dtype=bool)
     nonnegative[10 * N:10 * N + 3 * nj] = True
+    nonnegative[10 * N + 4 * nj:] = True
     return ParameterVector(names, pi0, theta0, scale, free, nonnegative)
 
 

@@ -95,20 +95,26 @@ def regressor_columns(model, q, v, body):
     return P, B
 
 
-def _joint_columns(model, v, velocity_eps):
+def _joint_columns(model, v, velocity_eps, tau=None):
     """(P, B) (T, nv, 4 nj) of F_v, F_c (``β`` gains ``−τ_f``: basis of ``friction_torque``),
-    armature (``p`` gains ``I_a v``) and torque offset (``τ`` loses ``b``: ``β`` gains ``−b``)."""
+    armature (``p`` gains ``I_a v``) and torque offset (``τ`` loses ``b``: ``β`` gains ``−b``);
+    with the measured torques ``tau`` (T, nv) also F_l, a Coulomb level growing with the joint's
+    load torque, ``F_l |τ| tanh(v/ε)`` (Mamedov et al. 2020): (T, nv, 5 nj)."""
     T, nv = v.shape
     nj = len(model.joint_names)
     nb = nv - nj
-    P = np.zeros((T, nv, 4 * nj))
-    B = np.zeros((T, nv, 4 * nj))
+    ncol = (4 if tau is None else 5) * nj
+    P = np.zeros((T, nv, ncol))
+    B = np.zeros((T, nv, ncol))
     vj = v[:, nb:]
     for j in range(nj):
         B[:, nb + j, j] = -friction_torque(vj[:, j], 1.0, 0.0, velocity_eps)
         B[:, nb + j, nj + j] = -friction_torque(vj[:, j], 0.0, 1.0, velocity_eps)
         P[:, nb + j, 2 * nj + j] = vj[:, j]
         B[:, nb + j, 3 * nj + j] = -1.0
+        if tau is not None:
+            B[:, nb + j, 4 * nj + j] = -friction_torque(vj[:, j], 0.0, np.abs(tau[:, nb + j]),
+                                                        velocity_eps)
     return P, B
 
 
@@ -175,6 +181,8 @@ class Identification:
     held: HeldOut = field(default_factory=HeldOut)
     contact_thresholds: Thresholds = None
     notes: list = field(default_factory=list)
+    friction_load: np.ndarray = None    # F_l [N m per N m] when selected; friction_coulomb is
+                                        # then the constant law at this recording's load
 
     # the base level of the thresholds (contact_thresholds: all their rows)
     thresholds = property(lambda self: self.contact_thresholds.base)
@@ -212,7 +220,12 @@ class Identification:
             out.append(f'  {name}: mass {m0:.4g} -> {m1:.4g} kg, CoM '
                        f'{f(self.parameters[i, 1:4] / m1)} m')
         out += [f'friction viscous [N m s/rad]: {f(self.friction_viscous)}',
-                f'friction Coulomb [N m]:       {f(self.friction_coulomb)}',
+                f'friction Coulomb [N m]:       {f(self.friction_coulomb)}']
+        if self.friction_load is not None:
+            out.append(f'friction growing with |tau| [N m per N m]: {f(self.friction_load)} (in '
+                       'the fit; the Coulomb level above is the constant law at this '
+                       'recording\'s load, which the node runs)')
+        out += [
                 f'armature [kg m²]:             {f(self.armature)}',
                 f'torque offset [N m]:          {f(self.torque_offset)}']
         if self.held.label:
@@ -231,7 +244,7 @@ class Identification:
 
 def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows=5000,
              friction=True, armature=True, offset=True, velocity_eps=VELOCITY_EPS,
-             rows_mask=None, bridge=None):
+             rows_mask=None, bridge=None, load_friction=False):
     """Fit every body's inertial parameters, joint friction, armature and torque offsets.
 
     ``residual`` (T, nv), ``restart`` (T,) and ``bridge`` (T,) or None: the node pipeline's
@@ -239,6 +252,11 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     gap (:func:`.replay.observer_residuals`).
     The first ``1 − holdout`` of the recording is fitted, the rest held out for the report.
     ``rows_mask`` (T,) bool: samples allowed in the fit (e.g. contact stretches excluded).
+    ``load_friction``: a Coulomb friction growing with the joint's load torque in the fit
+    (False, the default: the node's constant law; True; or ``'auto'``, as a payload's
+    reference is identified, :func:`payload_against_reference`: kept when it lowers the
+    residual of the last 30 % of the fitted samples, fitted on the first 70 %, by at least 5 %,
+    :func:`_load_friction_selected`).
     Returns an :class:`Identification`; raises :class:`CalibrationError` when the recording
     cannot give it.
     """
@@ -247,6 +265,8 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     gain = np.broadcast_to(np.asarray(gain, dtype=float), (int(model.nv),)).copy()
     if not 0.0 <= holdout < 1.0:
         raise ValueError('holdout must be in [0, 1)')
+    if load_friction not in ('auto', True, False):
+        raise ValueError("load_friction must be 'auto', True or False")
     valid = np.all(np.isfinite(residual), axis=1) & ~restart
     if rows_mask is not None:
         valid &= rows_mask
@@ -257,21 +277,28 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     test_rows = keep[valid[keep] & (samples.t[keep] > t_split)]
     if fit_rows.size < 50:
         raise CalibrationError(f'{fit_rows.size} usable samples to fit: too few')
-    rho = _columns(model, samples, restart, gain, keep, bridge, velocity_eps)
-    par = parameter_vector(model, friction, armature, offset)
+    load = friction and load_friction is not False
+    rho = _columns(model, samples, restart, gain, keep, bridge, velocity_eps, load)
+    par = parameter_vector(model, friction, armature, offset, load)
     pos = np.full(T, -1)
     pos[keep] = np.arange(keep.size)
-    x, base, dropped, status = _robust_fit(model, par, rho[pos[fit_rows]][:, nb:, :],
-                                   residual[fit_rows][:, nb:], samples.t[fit_rows])
+    rho_fit, r_fit = rho[pos[fit_rows]][:, nb:, :], residual[fit_rows][:, nb:]
+    notes = []
+    if load and load_friction == 'auto':
+        ratio = _load_friction_selected(model, par, rho_fit, r_fit)
+        notes.append(f'load-dependent Coulomb friction (F_c + F_l |tau|, Mamedov et al. 2020) '
+                     f'{"fitted" if ratio <= 0.95 else "not fitted"}: on the last 30 % of the '
+                     f'fitted samples its residual\'s mean square is {ratio:.3f} of the constant '
+                     'law\'s, fitted on the first 70 % (kept at <= 0.95)')
+        load = ratio <= 0.95
+        par.free[10 * model.nbodies + 4 * nj:] = load
+    x, base, dropped, status = _robust_fit(model, par, rho_fit, r_fit, samples.t[fit_rows])
     theta = par.theta0 + x * par.scale
     theta[par.nonnegative] = np.maximum(theta[par.nonnegative], 0.0)   # friction, armature
-    N = model.nbodies
-    ident = Identification(
-        list(model.joint_names), list(model.body_names), theta[:10 * N].reshape(N, 10), par.pi0,
-        theta[10 * N:10 * N + nj], theta[10 * N + nj:10 * N + 2 * nj],
-        theta[10 * N + 2 * nj:10 * N + 3 * nj], theta[10 * N + 3 * nj:], base=base,
-        velocity_eps=velocity_eps, gain=gain, held=HeldOut(fit_rows=fit_rows,
-                                                           test_rows=test_rows))
+    ident = _identification(model, par, theta, samples, fit_rows, load, base, velocity_eps,
+                            gain)
+    ident.held.test_rows = test_rows
+    ident.notes += notes
     if status != 'optimal':
         ident.notes.append(f'note: the consistent fit ended {status}')
     if dropped:
@@ -286,15 +313,64 @@ def identify(model, samples, residual, restart, gain=50.0, holdout=0.3, max_rows
     return ident
 
 
-def _columns(model, samples, restart, gain, keep, bridge, velocity_eps):
-    """ρ (keep, nv, 10 N + 4 nj): the filtered columns of every body's inertial parameters,
-    then F_v, F_c, armature and offset per joint."""
+def _identification(model, par, theta, samples, fit_rows, load, base, velocity_eps, gain):
+    """The :class:`Identification` of θ; with a load-dependent friction ``F_l``, the Coulomb
+    level the node's constant law runs is ``F_c + F_l`` x the joint's mean load ``|τ|`` over
+    the fitted samples while it moves (weights ``tanh²(v/ε)``)."""
+    N, nj = model.nbodies, len(model.joint_names)
+    nb = int(model.nv) - nj
+    j0 = 10 * N
+    fc = theta[j0 + nj:j0 + 2 * nj].copy()
+    fl = theta[j0 + 4 * nj:j0 + 5 * nj].copy() if load else None
+    if load:
+        wt = np.tanh(samples.v[fit_rows, nb:] / velocity_eps) ** 2
+        level = np.sum(wt * np.abs(samples.tau[fit_rows, nb:]), axis=0) / np.maximum(
+            np.sum(wt, axis=0), 1e-12)
+        fc += fl * level
+    return Identification(
+        list(model.joint_names), list(model.body_names), theta[:j0].reshape(N, 10), par.pi0,
+        theta[j0:j0 + nj], fc, theta[j0 + 2 * nj:j0 + 3 * nj], theta[j0 + 3 * nj:j0 + 4 * nj],
+        base=base, velocity_eps=velocity_eps, gain=gain, held=HeldOut(fit_rows=fit_rows),
+        friction_load=fl)
+
+
+def _scaled(par, rho, residual):
+    """The fit's scaled, weighted regressor and right-hand side of the rows' columns ``rho``
+    (n, nj, p) and ``residual`` (n, nj): rows weighted by 1 / (the joint's nominal residual
+    rms), so that every joint counts; columns by the parameters' natural sizes."""
+    n, nj, npar = rho.shape
+    w = 1.0 / np.maximum(np.sqrt(np.mean(residual ** 2, axis=0)), 1e-6)
+    W = np.tile(w, n)
+    return (rho.reshape(-1, npar) * W[:, None]) * par.scale, residual.reshape(-1) * W
+
+
+def _load_friction_selected(model, par, rho, residual):
+    """The mean over the joints of the last 30 % of the rows' residual mean square with the
+    load-dependent friction over that without it, both fitted (consistent) on the first 70 %."""
+    n, nj, _ = rho.shape
+    As, bs = _scaled(par, rho, residual)
+    first = np.repeat(np.arange(n) < int(0.7 * n), nj)
+    load = np.zeros(len(par.names), dtype=bool)
+    load[10 * model.nbodies + 4 * nj:] = True
+    ms = []
+    for free in (par.free & ~load, par.free):
+        x = consistent_fit(As[first], bs[first], par.theta0, par.scale, model.nbodies,
+                           par.nonnegative, free)[0]
+        e = (As[~first][:, free] @ x[free] + bs[~first]).reshape(-1, nj)
+        ms.append(np.mean(e ** 2, axis=0))
+    return float(np.mean(ms[1] / np.maximum(ms[0], 1e-300)))
+
+
+def _columns(model, samples, restart, gain, keep, bridge, velocity_eps, load_friction=False):
+    """ρ (keep, nv, 10 N + 4 nj (+ nj)): the filtered columns of every body's inertial
+    parameters, then F_v, F_c, armature and offset per joint (and F_l)."""
     N, nj, nv = model.nbodies, len(model.joint_names), int(model.nv)
-    rho = np.empty((keep.size, nv, 10 * N + 4 * nj))
+    rho = np.empty((keep.size, nv, 10 * N + (5 if load_friction else 4) * nj))
     for i in range(N):
         P, B = regressor_columns(model, samples.q, samples.v, i)
         rho[:, :, 10 * i:10 * i + 10] = _filter(samples.t, P, B, restart, gain, keep, bridge)
-    P, B = _joint_columns(model, samples.v, velocity_eps)
+    P, B = _joint_columns(model, samples.v, velocity_eps,
+                          samples.tau if load_friction else None)
     rho[:, :, 10 * N:] = _filter(samples.t, P, B, restart, gain, keep, bridge)
     return rho
 
@@ -307,10 +383,7 @@ def _robust_fit(model, par, rho, residual, t):
     5x, e.g. a contact) are left out and the fit repeated, at most twice.  Returns (x,
     BaseParameters, samples left out, the solver's status)."""
     n, nj, npar = rho.shape
-    w = 1.0 / np.maximum(np.sqrt(np.mean(residual ** 2, axis=0)), 1e-6)
-    W = np.tile(w, n)
-    As = (rho.reshape(-1, npar) * W[:, None]) * par.scale
-    bs = residual.reshape(-1) * W
+    As, bs = _scaled(par, rho, residual)
     use = np.ones(n, dtype=bool)
     for _ in range(3):
         sel = np.repeat(use, nj)
@@ -434,13 +507,19 @@ def payload_against_reference(model, samples, reference, link, gain=50.0, robot=
     the friction fitted on ``samples`` (with it) against that model
     (:func:`.calibration.calibrate`, with its standard errors), the torque offsets of the
     reference removed from the measured torques (``robot``: that identification when already
-    made).  Returns (Identification of the robot, Calibration of the payload)."""
-    if robot is None:
-        robot = identify_recording(model, reference, gain=gain)
+    made).  A load-dependent Coulomb friction ``F_l`` the reference selected is held in the
+    payload's fit (fitted there too it trades against the payload's mass: on MuJoCo arms with
+    0.1-0.2 N m per N m, -3 to -17 % of a 2.8 kg tool).  Returns (Identification of the robot,
+    Calibration of the payload)."""
+    if robot is None:      # the reference's friction law as the payload's (load or not)
+        robot = identify_recording(model, reference, gain=gain,
+                                   load_friction=options.get('load_friction', 'auto'))
     nb = int(model.nv) - len(model.joint_names)
     tau = samples.tau.copy()
     tau[:, nb:] -= robot.torque_offset
     shifted = Samples(samples.t, samples.q, samples.v, tau, samples.names, samples.t0_ns,
                       samples.notes)
+    if robot.friction_load is not None and options.get('load_friction', 'auto') is not False:
+        options['friction_load'] = robot.friction_load
     cal = calibrate(robot.model(model), shifted, link, gain=gain, model_error=0.0, **options)
     return robot, cal
