@@ -131,7 +131,8 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
     velocity in its heading frame and yaw rate over the last ``window`` s of each command
     (``commands``: (t, (vx, vy, wz)) ..., held until the next or the end) against it, the
     contact estimate against MuJoCo's contacts after ``settle`` s (agreement, delays, touch-downs
-    reported while the foot is >= 1 cm above the ground)."""
+    reported while the foot is >= 1 cm above the ground: its ``clearance`` to the terrain when
+    the walk has it, a foot on a step's corner being on the ground)."""
     t = (np.asarray(out['stamp_ns']) - out['stamp_ns'][0]) * 1e-9
     base = np.asarray(out['base'])
     falls, tilt = count_falls(base, _ground_under(base, out))
@@ -148,7 +149,8 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
     if 'estimate' in out:
         m = t >= settle
         est, truth = np.asarray(out['estimate'])[m], np.asarray(out['touching'])[m]
-        height = (np.asarray(out['feet'])[m, :, 2] - np.asarray(out['ground'])[m]
+        height = (np.asarray(out['clearance'])[m] if 'clearance' in out else
+                  np.asarray(out['feet'])[m, :, 2] - np.asarray(out['ground'])[m]
                   - out.get('foot_radius', 0.0))
         on = np.zeros_like(est)
         on[1:] = est[1:] & ~est[:-1]

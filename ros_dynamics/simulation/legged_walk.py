@@ -88,8 +88,10 @@ def walk(sc):
     (:class:`TruthRecord`'s fields), ``estimate`` (T, 4) the node's in_contact, ``modes``
     (T, 4) the controller's foot modes, ``answered`` (T,) whether the controller answered that
     state, ``qp_time`` [s] per answer, and ``feet``, ``dt``, ``mass``, ``ground`` (the terrain
-    under each foot, (T, 4)).  A run whose trunk falls below 0.3 of its standing height ends
-    there (the metrics count the fall)."""
+    under each foot, (T, 4)), ``clearance`` (T, 4) each foot sphere's gap to the terrain, the
+    step's corner included (:meth:`~.mujoco_legged.LeggedPlantOptions.clearance`).  A run
+    whose trunk falls below 0.3 of its standing height ends there (the metrics count the
+    fall)."""
     robot = ROBOTS[sc.robot]
     path, xml = robot_urdf(sc.robot)
     model = load_urdf(path, floating_base=True)
@@ -149,7 +151,8 @@ def walk(sc):
                ground=plant_opts.ground(out['feet'][:, :, 0]), scenario=sc,
                touchdowns={f: dict(ctl.gait.foot[f].touchdowns) for f in feet}
                if hasattr(ctl.gait, 'foot') else None,
-               foot_radius=plant_opts.foot_radius, ground_fn=plant_opts.ground)
+               foot_radius=plant_opts.foot_radius, ground_fn=plant_opts.ground,
+               clearance=plant_opts.clearance(out['feet']))
     return out
 
 

@@ -52,6 +52,19 @@ class LeggedPlantOptions(PlantOptions):
         up = np.asarray(x) >= self.step_edge
         return np.where(up == (self.step_rise > 0), abs(self.step_rise), 0.0)
 
+    def clearance(self, p):
+        """The gap [m] between a foot sphere centred at world ``p`` (..., 3) and the terrain:
+        the distance from its centre to the nearer of the two levels' solids (each a
+        quarter-plane in x-z bounded by the edge, so the step's corner and face count) minus
+        ``foot_radius``; <= 0 where the sphere touches.  A foot resting on the step's corner
+        is on the ground, though its centre is a step's height above the ground under it."""
+        p = np.asarray(p, dtype=float)
+        x, z = p[..., 0] - self.step_edge, p[..., 2]
+        before, after = self.ground(self.step_edge - 1.0), self.ground(self.step_edge)
+        to_before = np.hypot(np.maximum(x, 0.0), np.maximum(z - before, 0.0))   # x < edge
+        to_after = np.hypot(np.maximum(-x, 0.0), np.maximum(z - after, 0.0))    # x >= edge
+        return np.minimum(to_before, to_after) - self.foot_radius
+
 
 def _strip_shapes(xml):
     """The URDF without visual/collision elements (no meshes to find) and without a
