@@ -248,7 +248,7 @@ def main(argv=None):
         pairs = [(s, *messages(s, st), st) for s, st in seen]
         cands = {'this release': New(gait, feet, limits)}
         if gait == 'stand_step':
-            cands[f'{args.base}'] = Old(old, feet, limits, seen[0])
+            cands[_previous(args)] = Old(old, feet, limits, seen[0])
         log(f'timing {len(cands)} candidate(s) over {len(pairs)} pairs, {args.blocks} blocks')
         rows.append((gait, blocks(cands, pairs, args.blocks, args.per_block)))
     text = _table(rows, args)
@@ -265,18 +265,24 @@ def _table(rows, args):
                 lines.append(f'| {gait} | {name} | {kind} | {np.median(means) * 1e6:.0f} | '
                              f'{np.percentile(calls, 50) * 1e6:.0f} | '
                              f'{np.percentile(calls, 99) * 1e6:.0f} |')
-        if args.base in res:
+        prev = _previous(args)
+        if prev in res:
             med = {n: {k: np.median(res[n][k][0]) for k in res[n]} for n in res}
             for kind in ('callback', 'stream', 'answer', 'qp'):
-                new, old = med['this release'][kind], med[args.base][kind]
+                new, old = med['this release'][kind], med[prev][kind]
                 ratios.append(f'{kind}: {new * 1e6:.0f} against {old * 1e6:.0f} us '
-                              f'({new / old:.2f} of {args.base})')
+                              f'({new / old:.2f} of the previous release\'s)')
             new = 1000 * med['this release']['callback'] + 500 * med['this release']['answer']
-            old = 1000 * (med[args.base]['callback'] + med[args.base]['answer'])
+            old = 1000 * (med[prev]['callback'] + med[prev]['answer'])
             ratios.append(f'per second of 1 kHz joint states: {new * 1e3:.0f} against '
                           f'{old * 1e3:.0f} ms of CPU ({new / old:.2f})')
-    return '\n'.join(lines) + '\n\nStand-step, this release against ' + args.base + ': ' + \
-        '; '.join(ratios) + '.'
+    return ('\n'.join(lines) + '\n\nStand-step, this release against the previous release '
+            f'(commit `{args.base}`): ' + '; '.join(ratios) + '.')
+
+
+def _previous(args):
+    """The previous release's row label (its commit in code font: not a figure)."""
+    return f'previous release (`{args.base}`)'
 
 
 if __name__ == '__main__':

@@ -13,8 +13,9 @@ import copy
 import json
 import os
 import re
-import tempfile
+import shutil
 import time
+import tempfile
 
 from closed_loop_stack import controller_statistics
 from demo import _write_params
@@ -223,19 +224,6 @@ COLUMNS = (('plant mass [kg]', 'plant_mass_kg', 1, '.2f'),
            ('max tilt [deg]', 'max_tilt_deg', 1, '.1f'))
 
 
-def _commit(root):
-    import subprocess
-    try:
-        out = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, text=True,
-                             capture_output=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no', '--',
-                                '.', ':!benchmarks/results'],     # (a result file just written)
-                               cwd=root, text=True, capture_output=True).stdout.strip()
-        return out + (' (with uncommitted changes)' if dirty else '')
-    except OSError:
-        return 'unknown'
-
-
 def once(args, root, say):
     """One closed loop: (result dict, metrics with time series); writes the plot and json."""
     _, xml = robot_urdf(args.robot)
@@ -270,12 +258,11 @@ def main(args, root):
     (.md, next to the plot and to ``--result``) names date, machine, load, script and commit."""
     import numpy as np
 
-    from common import machine_info
+    from common import report
     say = lambda *a: print(*a, flush=True)  # noqa: E731
     if args.out == os.path.join(root, 'out', 'closed_loop_quadruped.png'):
         args.out = os.path.join(root, 'out', f'closed_loop_quadruped_mujoco_{args.robot}.png')
     stem = os.path.splitext(os.path.abspath(args.out))[0]
-    commit, date = _commit(root), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
     rows = []
     for i, (name, opts) in enumerate(VARIANTS if args.variants else (('as given', {}),)):
         a = copy.deepcopy(args)
@@ -296,13 +283,7 @@ def main(args, root):
         d = res['transport_delay_ms_p50_p99']
         cells.append(f'{d[0]:.1f}/{d[1]:.1f}' if d else '-')
         lines.append('| ' + ' | '.join(cells) + ' |')
-    cmd = ('python scripts/closed_loop_quadruped.py --plant mujoco --robot ' + args.robot
-           + (' --variants' if args.variants else f' --hidden-load {args.hidden_load:g} '
-              f'--link-error {args.link_error:g} --sensing {args.sensing}'))
-    text = (f'# {args.robot} closed loop on a MuJoCo plant over DDS\n\nWritten by `{cmd}` '
-            f'(scripts/closed_loop_quadruped.py with scripts/closed_loop_mujoco.py). Run {date} '
-            f'at commit {commit}. Machine: {machine_info()}; load average '
-            f'{os.getloadavg()[0]:.2f} at the end.\n\n'
+    text = (f'# {args.robot} closed loop on a MuJoCo plant over DDS\n\n'
             'Plant: MuJoCo steps the robot at 1 kHz (soft contacts, elliptic cones, foot '
             'spheres); the controller never sees its state, only the dynamics node\'s stream '
             'computed from the joint states and odometry it publishes; commands act as they '
@@ -320,9 +301,9 @@ def main(args, root):
             'against the controller\'s reference, its feet, its base.\n\n'
             + '\n'.join(lines) + '\n\n' + '\n'.join(f'- {n}: {r["summary"]}' for n, r in rows)
             + '\n')
-    for path in filter(None, (stem + '.md', args.result)):
-        with open(path, 'w') as f:
-            f.write(text)
+    path = report(stem + '.md', text)
+    if args.result:
+        shutil.copy(path, args.result)
     say(f'[closed_loop] result {stem}.md' + (f', {args.result}' if args.result else ''))
     say(rows[-1][1]['summary'])                 # the last line: the (last) run's summary
     return 0 if all(np.isfinite(r['com_rms_m']) for _, r in rows) else 1

@@ -344,7 +344,7 @@ def main(argv=None):
         args.push = 30.0
 
     import ros_dynamics as rd
-    from common import machine_info
+    from common import report
     say = lambda *a: print(*a, flush=True)  # noqa: E731
     with open(rd.bundled_urdf('quadruped')) as f:
         xml = f.read()
@@ -360,22 +360,16 @@ def main(argv=None):
     plot(r, args.out, args)
     line = summary_line(r)
     res = {k: v for k, v in r.items() if not k.startswith('_')}
-    res.update(date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
-               machine=machine_info(), load_average_1min=os.getloadavg()[0],
-               args=dict(vars(args), out=os.path.relpath(args.out, ROOT),
+    res.update(args=dict(vars(args), out=os.path.relpath(args.out, ROOT),
                          json=args.json and os.path.relpath(args.json, ROOT)), summary=line)
     base = os.path.splitext(os.path.abspath(args.out))[0]
     for path in filter(None, (base + '.json', args.json)):
         with open(path, 'w') as f:
             json.dump(res, f, indent=1, default=float)
-    with open(base + '.md', 'w') as f:
-        f.write('# Quadruped closed loop through the stream (scripts/closed_loop.sh --robot '
-                f'quadruped)\n\nWritten by `python scripts/closed_loop_quadruped.py` (what '
-                f'`scripts/closed_loop.sh --robot quadruped` runs). Run {res["date"]}. Machine: '
-                f'{res["machine"]}; load average {res["load_average_1min"]:.2f} at the end of '
-                f'the run.\n\n{_readable(res, duration)}\n'
-                + ''.join(f'- {k}: {v}\n' for k, v in res.items()
-                          if k not in ('date', 'machine', 'summary')) + f'\n{line}\n')
+    report(base + '.md', '# Quadruped closed loop through the stream (scripts/closed_loop.sh '
+           f'--robot quadruped)\n\nWhat `scripts/closed_loop.sh --robot quadruped` runs.\n\n'
+           f'{_readable(res, duration)}\n'
+           + ''.join(f'- {k}: {v}\n' for k, v in res.items() if k != 'summary') + f'\n{line}\n')
     say(f'[closed_loop] plot saved to {args.out}; result {base}.json, {base}.md; logs in '
         f'{log_dir}')
     say(line)
@@ -399,7 +393,7 @@ def _readable(res, duration):
         text += f' QP CPU time {qp[0]:.0f} µs p50, {qp[1]:.0f} µs p99.'
     if lat:
         text += f' Loop latency {lat[0]:.1f} ms p50, {lat[1]:.1f} ms p99.'
-    return (text + f' Load average {res["load_average_1min"]:.1f}. Lifted foot in mid-swing '
+    return (text + ' Lifted foot in mid-swing '
             f'{fmt("lift_foot_max_normal_force_mid_swing_N", 1.0, ".0f")} N; stance feet at least '
             f'{fmt("stance_feet_min_normal_force_N", 1.0, ".1f")} N; {res["samples"]} stamps.\n')
 
