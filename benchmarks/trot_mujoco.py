@@ -26,8 +26,10 @@ Variants, each over the seeds (the sensing noise and the link errors are drawn f
 
 Figures: falls (base below half its height above the ground, or tilted over 45 deg), the
 worst error of the base's mean velocity (heading frame) and yaw rate over the last 2 s of each
-command, the largest tilt, the time feet were loaded by the QP while MuJoCo had them in the air
-("loaded in the air", summed over the feet), the largest normal force of a foot, the node's
+command, the largest tilt, the time feet were loaded by the QP while MuJoCo had them touching nothing
+("loaded touching nothing", summed over the feet: a foot sliding off the step's edge counts)
+and while they were 1 cm or more above the terrain under them, its corner included ("loaded
+>= 1 cm up": the requirement), the largest normal force of a foot, the node's
 contact state against MuJoCo's (agreement, touch-down and lift-off delays), the controller's
 touch-downs by kind, the QP's CPU time.
 """
@@ -93,6 +95,8 @@ def one(robot, variant, seed):
         v_err=max(max(abs(s['error'][0]), abs(s['error'][1])) for s in m['segments']),
         w_err=max(abs(s['error'][2]) for s in m['segments']),
         air_ms=float(((out['modes'] == 'stance') & ~out['touching']).sum() * out['dt'] * 1e3),
+        up_ms=float(((out['modes'] == 'stance') & (out['clearance'] >= 0.01)).sum()
+                    * out['dt'] * 1e3),
         peak_N=float(out['foot_forces'][:, :, 2].max()), weight=float(out['weight']),
         agreement=m['contact_agreement'], touchdown=m['touchdown_delay_s'],
         liftoff=m['liftoff_delay_s'], above_1cm=m['touchdowns_reported_above_1cm'],
@@ -111,11 +115,12 @@ def _table(rows, seeds):
     """One line per robot and variant: the worst over the seeds (the best where better is
     more)."""
     lines = ['| robot | variant | falls | velocity error max [m/s] | yaw rate error max '
-             '[rad/s] | tilt max [deg] | loaded in the air [ms] | foot force max [share of '
+             '[rad/s] | tilt max [deg] | loaded touching nothing [ms] | loaded >= 1 cm up [ms] | '
+             'foot force max [share of '
              'the weight] | contact agreement min [%] | touch-down delay p50 / p90 [ms] | '
              'lift-off delay p50 [ms] | reported down >= 1 cm up | touch-downs (planned / '
              'early / on time / late / given up / regained) | QP CPU p50 / p99 [us] |',
-             '|' + '---|' * 14]
+             '|' + '---|' * 15]
     for robot in ('solo12', 'quadruped'):
         for variant in VARIANTS:
             rs = [r for r in rows if r['robot'] == robot and r['variant'] == variant]
@@ -128,6 +133,7 @@ def _table(rows, seeds):
                 f'| {robot} | {variant} | {sum(r["falls"] for r in rs)} | '
                 f'{max(r["v_err"] for r in rs):.4f} | {max(r["w_err"] for r in rs):.4f} | '
                 f'{max(r["tilt"] for r in rs):.1f} | {max(r["air_ms"] for r in rs):.0f} | '
+                f'{max(r["up_ms"] for r in rs):.0f} | '
                 f'{max(r["peak_N"] / r["weight"] for r in rs):.2f} | '
                 f'{100 * min(r["agreement"] for r in rs):.1f} | '
                 + (f'{1e3 * max(t[0] for t in td):.0f} / {1e3 * max(t[1] for t in td):.0f} | '
