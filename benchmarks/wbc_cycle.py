@@ -86,9 +86,9 @@ def record(gait, seconds):
     seen = []
     command = legged_controller.LeggedController.command
 
-    def keep(self, stamp, state, *rest):
+    def keep(self, stamp, state, *rest, **options):
         seen.append((stamp, copy.deepcopy(state)))
-        return command(self, stamp, state, *rest)
+        return command(self, stamp, state, *rest, **options)
     legged_controller.LeggedController.command = keep
     try:
         walk(WalkScenario(robot='solo12', gait=gait, duration=seconds, sensing=NOISY,
