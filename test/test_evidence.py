@@ -52,14 +52,16 @@ def test_every_result_file_is_quoted_and_every_other_file_belongs_to_one():
 
 def _writers():
     """Scripts of benchmarks/ and scripts/ that write a result file (call report() or are named
-    by a result file's header)."""
+    by a result file's header).  A module without an entry point of its own (no ``__main__``) that
+    calls report() is part of the script that runs it, whose MEASURES report() takes."""
     out = set()
     for folder in ('benchmarks', 'scripts'):
         for f in os.listdir(os.path.join(REPO_ROOT, folder)):
             path = os.path.join(folder, f)
             if f.endswith('.py') and f not in ('common.py', 'results.py'):
                 with open(os.path.join(REPO_ROOT, path), encoding='utf-8') as fh:
-                    if re.search(r'^\s*(?:\w+ = )?report\(', fh.read(), re.M):
+                    text = fh.read()
+                    if re.search(r'^\s*(?:\w+ = )?report\(', text, re.M) and '__main__' in text:
                         out.add(path)
     for name in results.result_names(REPO_ROOT):
         with open(os.path.join(REPO_ROOT, results.RESULTS, name), encoding='utf-8') as fh:
