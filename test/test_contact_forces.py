@@ -18,7 +18,8 @@ def quadruped():
     return rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
 
 
-def _standing_q(model):
+def standing_q(model):
+    """A standing configuration of the floating quadruped (shared with test_contact_state)."""
     q = model.neutral()
     q[7:] = [{'HAA': 0.1, 'HFE': 0.7, 'KFE': -1.4}[n.split('_')[1]] for n in model.joint_names]
     q[2] = 0.3
@@ -27,7 +28,7 @@ def _standing_q(model):
 
 def test_recovers_forces_that_make_the_residual(quadruped):
     model = quadruped
-    q = _standing_q(model)
+    q = standing_q(model)
     f = np.array([[1.0, -2.0, 20.0], [0.5, 0.5, 18.0], [-3.0, 1.0, 25.0], [0.0, 0.0, 0.0]])
     push = np.zeros(model.nv)
     push[:3] = [4.0, -2.0, 0.0]                            # a force on the trunk origin
@@ -61,7 +62,7 @@ def test_recovers_forces_that_make_the_residual(quadruped):
 
 def test_friction_cone_bounds_the_tangential_force(quadruped):
     model = quadruped
-    q = _standing_q(model)
+    q = standing_q(model)
     est = ContactForceEstimator(model, ['LF_foot'], friction=0.5, threshold=1.0)
     f = np.array([20.0, 0.0, 10.0])                        # outside the cone mu = 0.5
     r = rd.link_jacobian(model, q, 'LF_foot')[:3].T @ f
@@ -154,4 +155,4 @@ def test_non_finite_residual_is_refused(quadruped):
     r = np.zeros(quadruped.nv)
     r[7] = np.nan
     with pytest.raises(ValueError, match='NaN or inf'):
-        est.update(_standing_q(quadruped), r)
+        est.update(standing_q(quadruped), r)

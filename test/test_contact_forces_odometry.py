@@ -13,13 +13,9 @@ from ros_dynamics.simulation.mujoco_quadruped import (FEET, REALISTIC_ODOMETRY, 
                                                       PlantOptions, SensingOptions, Sensors,
                                                       ShiftLiftPush)
 from ros_dynamics.simulation.plant import PDGravityController
+from test_contact_forces import quadruped  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.core
-
-
-@pytest.fixture(scope='module')
-def quadruped():
-    return rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
 
 
 def test_odometry_is_late_slow_held_noisy_and_biased():

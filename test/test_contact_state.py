@@ -17,20 +17,9 @@ from ros_dynamics.simulation.contact_force_runs import (PUSHED_TROT, Trot, filte
 from ros_dynamics.simulation.legged_robots import robot_urdf
 from ros_dynamics.simulation.mujoco_quadruped import FEET, REALISTIC_ODOMETRY, PlantOptions
 from ros_dynamics.simulation.rigid_simulator import trotting_quadruped
+from test_contact_forces import quadruped, standing_q  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.core
-
-
-@pytest.fixture(scope='module')
-def quadruped():
-    return rd.load_urdf(rd.bundled_urdf('quadruped'), floating_base=True)
-
-
-def _standing_q(model):
-    q = model.neutral()
-    q[7:] = [{'HAA': 0.1, 'HFE': 0.7, 'KFE': -1.4}[n.split('_')[1]] for n in model.joint_names]
-    q[2] = 0.3
-    return q
 
 
 def test_fast_residual_is_the_residual_of_a_faster_observer(quadruped):
@@ -94,7 +83,7 @@ def test_touch_down_and_lift_off_rules(quadruped):
     high one needs the filtered force too and not while rising; a lift-off on the fast force
     waits T_c, on the velocity it needs the foot back up to where it touched down."""
     model = quadruped
-    q = _standing_q(model)
+    q = standing_q(model)
     A, positions = _frames(model, q)
     positions = positions.copy()
     floor = positions[:, 2].min()
@@ -145,7 +134,7 @@ def test_a_lifted_foots_force_is_remembered_not_unexplained(quadruped):
     through the observer's exact K/(s+K) (contact_force_runs.filtered, an independent
     implementation) and leaves nothing of it in the unexplained part."""
     model = quadruped
-    q = _standing_q(model)
+    q = standing_q(model)
     est = ContactForceEstimator(model, FEET, threshold=8.0, gain=50.0)
     A, _ = est.jacobians(q)
     dt, n, off = 1e-3, 200, 50
