@@ -98,7 +98,10 @@ def test_trailing_source_leaves_detection_unchanged(rclpy_context, ros_env, tmp_
 
 def test_simulated_time_episodes(rclpy_context, ros_env, tmp_path):
     """use_sim_time with /clock: 0.4 s episodes, the clock jumping back to 0 at each; a paused
-    clock still installs a model and applies settings at once."""
+    clock still installs a model and applies settings at once.  Each episode's joint states go
+    out once the node's clock has jumped (its service answers carry the node's time): /clock
+    and joint_states are two topics, and a joint state that overtakes the jump is an earlier
+    stamp of its source, refused (docs/input_policy.md)."""
     from rosgraph_msgs.msg import Clock
     from rclpy.qos import QoSProfile
     model = rd.load_urdf(ARM7)
@@ -109,11 +112,22 @@ def test_simulated_time_episodes(rclpy_context, ros_env, tmp_path):
         assert probe.spin_until(lambda: clock.get_subscription_count() >= 1)
         rng = np.random.default_rng(5)
         sent = 0
-        for episode in range(4):
+
+        def tick(k):
+            c = Clock()
+            c.clock.sec, c.clock.nanosec = 0, k * MS
+            clock.publish(c)
+
+        def node_time_after_tick(k):
+            tick(k)                       # (again: /clock may be best effort, a first one lost)
+            stamp = probe.get('dynamics', names, np.zeros(7), np.zeros(7)).dynamics.header.stamp
+            return stamp.sec * 10**9 + stamp.nanosec
+
+        for episode in range(4):          # each starts with the clock jumping back
+            assert probe.spin_until(lambda: node_time_after_tick(1) == MS)
             for k in range(1, 401):
-                c = Clock()
-                c.clock.sec, c.clock.nanosec = 0, k * MS
-                clock.publish(c)
+                if k > 1:
+                    tick(k)
                 q, v, e = rng.uniform(-1, 1, (3, 7))
                 probe.js_pub.publish(probe.joint_state(names, q, v, e, k * MS))
                 sent += 1
