@@ -43,6 +43,7 @@ for p in (ROOT, HERE, os.path.join(ROOT, 'benchmarks')):
 from closed_loop_mujoco import SENSING, robot_mass  # noqa: E402
 from closed_loop_stack import controller_statistics, run_stack  # noqa: E402
 from demo import _setup_environment, _write_params, stamp_key  # noqa: E402
+from ros_dynamics.ros.launch_logic import TROT_NODE  # noqa: E402
 
 #: (start [s from the controller's first answer], (vx, vy, wz)) ..., and the duration
 PLANS = {
@@ -101,18 +102,17 @@ def _files(args, xml, robot, tmp, weight, truth_path):
         real_time_factor=1.0, command_delay=0.0 if args.real_time else 0.002,
         max_delay=0.0 if args.real_time else args.max_delay, hidden_load=args.hidden_load,
         load_offset=list(args.load_offset), link_error=args.link_error, base_push=push,
-        step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=2,
+        step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=1,
         wait_timeout=120.0, truth_record=truth_path, seed=args.seed, **SENSING[args.sensing]))
-    # real time: a node that falls behind keeps the newest joint states (10), not a backlog;
-    # lock-step (the simulator waits for the controller): every joint state answered in turn,
-    # fresh when behind off (with it on, seed 1 trotted 0.011-0.012 m/s off the command
-    # against 0.001 m/s without: two runs against one, test_e2e_trot's case)
-    depth = 10 if args.real_time else 2000
+    # real time: the node as trot.launch.py runs it (TROT_NODE); lock-step (the simulator
+    # waits for the controller): every joint state answered in turn, fresh when behind off
+    # (with it on, seed 1 trotted 0.011-0.012 m/s off the command against 0.001 m/s without:
+    # two runs against one, test_e2e_trot's case)
     _write_params(files['dyn'], 'dynamics', dict(
         robot_description=xml, floating_base=True, task_frames=robot['feet'],
-        christoffel_stream=False, input_qos_depth=depth, qos_depth=depth,
         contact_frames=list(robot['feet']), contact_force_threshold=0.1 * weight,
-        **({} if args.real_time else dict(catch_up=False))))
+        **(dict(TROT_NODE, qos_depth=10) if args.real_time else
+           dict(TROT_NODE, input_qos_depth=2000, qos_depth=2000, catch_up=False))))
     _write_params(files['ctl'], 'wbc_controller', dict(
         robot_description=xml, gait='trot', feet=robot['feet'], report_period=5.0,
         control_rate=args.control_rate,
@@ -123,9 +123,11 @@ def _files(args, xml, robot, tmp, weight, truth_path):
 
 class Listener:
     """This script's node: plays the plan on cmd_vel (20 Hz, by the stamps of the controller's
-    answers: its clock) and keeps the node's contact states.  Both subscriptions take the
-    serialized messages (no deserialization while the loop runs: this process shares the cores
-    with it); the contact states are read after the run (:meth:`contact_states`)."""
+    answers: its clock) and keeps the node's contact states.  It shares the cores with the
+    loop, so it costs little: both subscriptions belong to a second node that is never spun
+    (no callback per message, 1.5 kHz of them) and are drained 20 times a second by the timer
+    that plays the plan, as serialized messages (``take_message``, as the executors take); the
+    contact states are read after the run (:meth:`contact_states`)."""
 
     def __init__(self, commands, feet):
         import rclpy
@@ -134,16 +136,25 @@ class Listener:
         from ros_dynamics_msgs.msg import ContactForces
         rclpy.init(args=[])
         self.node = rclpy.create_node('closed_loop_trot')
+        self.recorder = rclpy.create_node('closed_loop_trot_recorder')      # (never spun)
         self.commands, self.feet, self.Twist = commands, feet, Twist
         self.t0 = self.newest = None
         self.raw_contacts = []
         qos = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
-        self.subs = (self.node.create_subscription(PointStamped, '/wbc_controller/com_reference',
-                                                   self._on_ref, qos, raw=True),
-                     self.node.create_subscription(ContactForces, '/dynamics/contact_forces',
-                                                   self.raw_contacts.append, qos, raw=True))
+        self.subs = (self.recorder.create_subscription(
+            PointStamped, '/wbc_controller/com_reference', self._on_ref, qos, raw=True),
+                     self.recorder.create_subscription(
+            ContactForces, '/dynamics/contact_forces', self.raw_contacts.append, qos,
+            raw=True))
         self.pub = self.node.create_publisher(Twist, '/cmd_vel', 10)
         self.node.create_timer(0.05, self._play)
+
+    def _drain(self):
+        """Take what waits in the recorder's subscriptions (to their callbacks)."""
+        for sub in self.subs:
+            with sub.handle:
+                while (got := sub.handle.take_message(sub.msg_type, True)) is not None:
+                    sub.callback(got[0])
 
     def _on_ref(self, data):
         sec, nanosec = struct.unpack_from('<iI', data, 4)     # CDR: header.stamp first
@@ -172,6 +183,7 @@ class Listener:
         return cmd
 
     def _play(self):
+        self._drain()
         vx, vy, wz = self.command()
         m = self.Twist()
         m.linear.x, m.linear.y, m.angular.z = float(vx), float(vy), float(wz)

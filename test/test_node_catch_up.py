@@ -27,6 +27,7 @@ pytestmark = pytest.mark.ros
 ARM7 = rd.bundled_urdf('arm7')
 N = 300
 K = 40.0
+MS = 10**6
 
 
 def _stream(model, seed=int(os.environ.get('CATCH_UP_SEED', 1))):
@@ -177,6 +178,105 @@ def test_behind_every_sample_goes_in_and_the_newest_comes_out(rclpy_context, cat
         # and it found the push (6 N m; the torque noise through K/(s+K): worst 0.11 N m
         # over seeds 1-4 on the pushed joint, 0.051 N m on the others; tolerance 3x)
         assert abs(r[1] - 6.0) < 0.33 and np.abs(np.delete(r, 1)).max() < 0.16, r
+    finally:
+        node_ex.shutdown()
+        peer_ex.shutdown()
+        node.destroy_node()
+        peer.destroy_node()
+
+
+@pytest.mark.parametrize('after', [0.0, 60.0], ids=['behind', 'waited_less'])
+def test_odometry_waiting_with_them_is_taken_in_stamp_order(rclpy_context, after):
+    """A floating base: the odometry (200 Hz, each 10 ms late, as a state estimator's) waits in
+    its own queue beside the joint states.  Taken after every joint state of the callback,
+    each joint state would be judged against an older base, or none (odom_max_age: refused).
+    Asserted: every joint state accepted, and each published one computed at the base of the
+    newest odometry stamped up to it (its gravity torque against the core's at that state;
+    odometry stamped after the newest joint state, also waiting, is not used for it)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    from ros_dynamics_msgs.msg import Dynamics
+
+    from ros_dynamics.ros.dynamics_node.node import DynamicsNode
+
+    path = rd.bundled_urdf('quadruped')
+    model = rd.load_urdf(path, floating_base=True)
+    names = list(model.joint_names)
+    ns = f'catch_up_odom_{int(after)}_{os.getpid()}'
+    with open(path) as f:
+        xml = f.read()
+    node = DynamicsNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+        Parameter('robot_description', value=xml), Parameter('floating_base', value=True),
+        Parameter('catch_up_after', value=after), Parameter('christoffel_stream', value=False)])
+    peer = rclpy.create_node(f'catch_up_odom_peer_{os.getpid()}', context=rclpy_context,
+                             namespace=ns)
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    got = []
+    js_pub = peer.create_publisher(JointState, 'joint_states', qos)
+    odom_pub = peer.create_publisher(Odometry, 'odom', qos)
+    peer.create_subscription(Dynamics, 'dynamics/dynamics', got.append, qos)
+    node_ex, peer_ex = (SingleThreadedExecutor(context=rclpy_context) for _ in range(2))
+    node_ex.add_node(node)
+    peer_ex.add_node(peer)
+    executors = (node_ex, peer_ex)
+
+    def base(t):            # the base's pose at stamp t [ns]: moving and turning
+        s = (t - T0) * 1e-9
+        half = 0.5 * (0.3 + 2.0 * s)
+        return np.array([0.1 + s, -0.2 * s, 0.3]), np.array([np.sin(half), 0.0, 0.0,
+                                                             np.cos(half)])
+
+    T0, n = 100 * 10**9, 100
+    qj = 0.2 * np.sin(np.arange(len(names)))
+    js_stamps = [T0 + k * MS for k in range(n)]
+    # odometry of the base at s, out at s + 10 ms, every 5 ms; the stream in sending order
+    sends = [(s + 10 * MS, 'odom', s)
+             for s in range(T0 - 10 * MS, T0 + n * MS + 15 * MS, 5 * MS)]
+    sends += [(t, 'js', t) for t in js_stamps]
+    sends.sort(key=lambda x: (x[0], x[1] == 'js'))
+    try:
+        assert _spin_until(executors, lambda: node.engine is not None and node.count_subscribers(
+            f'/{ns}/dynamics/dynamics') >= 1)
+        for _ in range(50):
+            node_ex.spin_once(timeout_sec=0.01)
+        assert _spin_until(executors[1:], lambda: js_pub.get_subscription_count() >= 1
+                           and odom_pub.get_subscription_count() >= 1)
+        for _, kind, s in sends:
+            if kind == 'odom':
+                pos, quat = base(s)
+                msg = Odometry()
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(s, 10**9)
+                p, o = msg.pose.pose.position, msg.pose.pose.orientation
+                p.x, p.y, p.z = map(float, pos)
+                o.x, o.y, o.z, o.w = map(float, quat)
+                odom_pub.publish(msg)
+            else:
+                msg = JointState()
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(s, 10**9)
+                msg.name, msg.position = names, qj.tolist()
+                msg.velocity, msg.effort = [0.0] * len(names), [0.0] * len(names)
+                js_pub.publish(msg)
+        assert js_pub.wait_for_all_acked(rd_timeout(30.0))
+        assert odom_pub.wait_for_all_acked(rd_timeout(30.0))
+
+        def stamp(m):
+            return m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+        assert _spin_until(executors, lambda: node.stats['accepted'] + sum(
+            node.refused.values()) >= n), (node.stats, node.refused)
+        assert node.stats['accepted'] == n, (node.stats, node.refused)
+        assert _spin_until(executors, lambda: any(stamp(m) == js_stamps[-1] for m in got))
+        published = [m for m in got if stamp(m) in js_stamps]
+        assert len(published) == (1 if after == 0.0 else n)
+        odom_stamps = np.array([s for _, kind, s in sends if kind == 'odom'])
+        for m in published:
+            s = odom_stamps[odom_stamps <= stamp(m)].max()      # the newest up to it
+            pos, quat = base(s)
+            np.testing.assert_allclose(np.asarray(m.gravity),
+                                       rd.gravity(model, np.r_[pos, quat, qj]), atol=1e-9)
     finally:
         node_ex.shutdown()
         peer_ex.shutdown()

@@ -256,6 +256,15 @@ def urdf_mass(xml):
     return sum(float(m.get('value', 0.0)) for m in ET.fromstring(xml).iter('mass'))
 
 
+#: The dynamics node's settings in a trot with the plant in real time: a node behind keeps the
+#: newest joint states (10), not a backlog; it publishes what the controller reads
+#: (``~/dynamics``, ``~/task_space``, ``~/contact_forces``) and the rate-limited markers and
+#: wrench, not the outputs of every observer update nobody reads there (``~/external_torque``,
+#: ``~/contact_estimate``): the plant, the node and the controller share the cores.
+TROT_NODE = {'christoffel_stream': False, 'input_qos_depth': 10,
+             'publish_external_torque': False, 'publish_contact_estimate': False}
+
+
 def trot_actions(args):
     """Actions of trot.launch.py for the argument values ``args`` (TROT_ARGS): MuJoCo's plant in
     real time (it never waits for a command), the dynamics node with the feet as task and
@@ -279,11 +288,8 @@ def trot_actions(args):
            'max_delay': 0.0, 'command_delay': 0.0, 'hidden_load': num['hidden_load'],
            'duration': num['duration'],
            **(NOISY_SENSING if args['sensing'] == 'noisy' else {})}
-    # a node behind keeps the newest joint states (10), not a backlog; contact at 20 % of a
-    # foot's share of the weight in a trot
     dyn = {'robot_description': xml, 'floating_base': True, 'task_frames': feet,
-           'contact_frames': feet, 'contact_force_threshold': 0.1 * weight,
-           'christoffel_stream': False, 'input_qos_depth': 10}
+           'contact_frames': feet, 'contact_force_threshold': 0.1 * weight, **TROT_NODE}
     ctl = {'robot_description': xml, 'gait': 'trot', 'feet': feet,
            'step_height': num['step_height'],
            **({'contact_forces_topic': 'dynamics/contact_forces'} if estimate else {})}

@@ -8,7 +8,9 @@ one joint state also takes those already waiting behind it (:meth:`Inbox.newer`)
 oldest of them has waited longer than ``catch_up_after`` (the node is behind: not a hiccup of
 a millisecond or two), runs each through the cycle (the observer takes every sample; nothing of
 them is published) and publishes for the newest; /diagnostics counts the others ("skipped for
-a newer one").  Otherwise each is run and published in turn.
+a newer one").  Otherwise each is run and published in turn.  A floating base's odometry
+waiting in its own queue meanwhile is taken too (the same :meth:`Inbox.newer`), and applied in
+stamp order between the joint states: left there, it would be read only after all of them.
 
 rclpy's executors take a subscription's messages one at a time and call its callback for each
 (``Executor._take_subscription``; the EventsExecutor loops over the events the middleware

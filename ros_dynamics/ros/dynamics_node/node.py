@@ -48,7 +48,8 @@ from ros_dynamics.ros.dynamics_node.outputs import Outputs  # noqa: E402
 from ros_dynamics.ros.dynamics_node.parameters import PARAMETERS, descriptor, validate  # noqa: E402
 from ros_dynamics.ros.dynamics_node.services import Host, Services  # noqa: E402
 from ros_dynamics.ros.dynamics_node.task_space_output import resolve_task_frames  # noqa: E402
-from ros_dynamics.ros.dynamics_node.wire import OdometryReader, compile_reader  # noqa: E402
+from ros_dynamics.ros.dynamics_node.wire import (  # noqa: E402
+    OdometryReader, compile_reader, stamp_ns)
 
 RELIABILITY = {'reliable': ReliabilityPolicy.RELIABLE,
                'best_effort': ReliabilityPolicy.BEST_EFFORT}
@@ -115,7 +116,8 @@ class DynamicsNode(Node):
         self._inbox = Inbox(self.create_subscription(
             itf.JointState, 'joint_states', self._on_joint_state, in_qos, raw=True))
         self._odom_reader = OdometryReader(lambda raw: deserialize_message(raw, itf.Odometry))
-        self.create_subscription(itf.Odometry, 'odom', self._on_odom, in_qos, raw=True)
+        self._odom_inbox = Inbox(self.create_subscription(
+            itf.Odometry, 'odom', self._on_odom, in_qos, raw=True))
         self.create_subscription(itf.JointState, '~/commanded_torque', self._on_commanded_torque,
                                  in_qos)
         self.service_host = None
@@ -328,26 +330,44 @@ class DynamicsNode(Node):
             self._install_built()
         cfg = self.config
         newer, waited = self._inbox.newer(cfg.catch_up)
+        odom = self._odometry_waiting() if newer else []
         if newer and waited > cfg.catch_up_after:
-            return self._catch_up((raw,) + newer)
+            return self._catch_up((raw,) + newer, odom)
         for raw in (raw,) + newer:        # (not behind: each published in turn)
+            self._odometry_until(odom, stamp_ns(raw))
             out = self._run(raw, christoffel=self._outputs.christoffel_due(cfg))
             if out is not None:
                 self._outputs.publish(cfg, out, t_in)
+        self._odometry_until(odom, None)
 
-    def _catch_up(self, raws):
+    def _catch_up(self, raws, odom):
         """Joint states that queued up while the node was behind (oldest first): each into the
         cycle (the observer takes every sample; each cycle's health and contacts judged), the
-        newest cycle published, the others counted as skipped in /diagnostics."""
+        newest cycle published, the others counted as skipped in /diagnostics; the odometry
+        that waited with them (``odom``) taken in stamp order between them."""
         last, gamma = None, self._outputs.christoffel_due(self.config)
         for k, raw in enumerate(raws):
+            self._odometry_until(odom, stamp_ns(raw))
             out = self._run(raw, christoffel=gamma and k == len(raws) - 1)
             if out is not None:
                 self._outputs.judge(out)
                 last = out.kept()          # (the next message reuses the outcome)
+        self._odometry_until(odom, None)
         if last is not None:
             self._outputs.send(self.config, last)
             self._outputs.health.skipped(len(raws) - 1)
+
+    def _odometry_waiting(self):
+        """The odometry messages waiting in their queue while joint states are taken from
+        theirs (inbox.py), as [(stamp [ns] or None, serialized)], oldest first: left in the
+        queue, each would be read only after every joint state taken, and those judged against
+        an older base (odom_max_age)."""
+        return [(stamp_ns(raw), raw) for raw in self._odom_inbox.newer()[0]]
+
+    def _odometry_until(self, odom, stamp):
+        """Apply the waiting odometry stamped up to ``stamp`` (None: all of it), in order."""
+        while odom and (stamp is None or odom[0][0] is None or odom[0][0] <= stamp):
+            self._on_odom(odom.pop(0)[1])
 
     def _run(self, raw, christoffel=False):
         """One joint state through the engine's cycle (Gamma with it: ``christoffel``); its

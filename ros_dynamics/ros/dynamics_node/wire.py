@@ -237,6 +237,16 @@ def compile_reader():
     ready(read_and_step)
 
 
+def stamp_ns(raw):
+    """The ``header.stamp`` [ns] of a serialized message whose first field is its header
+    (JointState, Odometry) in plain little-endian CDR; None for other bytes (judged when
+    read)."""
+    if len(raw) >= HEADER + 8 and raw[0] == CDR_LE[0] and raw[1] == CDR_LE[1]:
+        return (int.from_bytes(raw[HEADER:HEADER + 4], 'little', signed=True) * 1_000_000_000
+                + int.from_bytes(raw[HEADER + 4:HEADER + 8], 'little'))
+    return None
+
+
 class OdometryReader:
     """Reads serialized nav_msgs/Odometry messages (a floating base's state, once per cycle).
 
