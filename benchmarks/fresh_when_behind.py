@@ -16,10 +16,13 @@ not published), the service calls answered.  Variants: ``ours`` (the defaults: `
 true, after 10 ms of waiting), ``ours-every`` (``catch_up: false``: every joint state
 published, however late) and,
 with ``--base``, ``ours@base`` (the node of another checkout, e.g. before the change).  The
-variants run in an order that rotates from one run to the next.
+variants run in an order that rotates from one run to the next.  So that the node falls behind
+whatever else the machine runs, ``--busy`` processes (default: one per core) spin a busy loop
+beside each run, at the node's priority: the cores are shared, as on a robot's computer that
+also runs its planners.
 
     python benchmarks/fresh_when_behind.py [--duration 10] [--rate 1000] [--calls 150]
-        [--runs 2] [--robot arm7|panda] [--variants ours ours-every] [--base ROOT]
+        [--runs 2] [--busy N] [--robot arm7|panda] [--variants ours ours-every] [--base ROOT]
         [--out-dir out/benchmarks]
 
 Writes out/benchmarks/fresh_when_behind.md (and .json).
@@ -112,6 +115,18 @@ def start_caller(ns, names, calls, seconds):
     return proc, out
 
 
+def start_busy(n):
+    """``n`` processes spinning a busy loop (stopped with :func:`stop_busy`)."""
+    return [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(n)]
+
+
+def stop_busy(procs):
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=10)
+
+
 def start_node(variant, ns, xml, duration, base):
     if variant == 'ours@base':
         return start_process(ns, ['-m', 'ros_dynamics.ros.dynamics_node.node'],
@@ -127,16 +142,20 @@ def run(variant, xml, traj, args, tag):
     ctx, node, pub, ex = client(ns, tag)
     names, Q, V, E, _ = traj
     caller, calls_out = start_caller(ns, names, args.calls, args.duration + 1.0)
+    busy = []
     try:
         nl.wait_until_connected(pub, ex, proc, sub, node_log, 120)
         assert caller.stdout.readline().strip() == 'READY', 'the service caller did not start'
+        busy = start_busy(args.busy)
         cpu0 = nl.cpu_seconds(proc.pid)
         sent, elapsed = nl.publish_paced(pub, names, Q, V, E, args.rate)
         cpu = nl.cpu_seconds(proc.pid) - cpu0
         load = os.getloadavg()[0]
+        stop_busy(busy)
         caller.wait(timeout=120)
         sub.wait(timeout=args.duration + 150)
     finally:
+        stop_busy([b for b in busy if b.poll() is None])
         nl.stop_trial(ex, node, ctx, proc, sub, node_log)
         if caller.poll() is None:
             caller.kill()
@@ -185,6 +204,8 @@ def main():
     ap.add_argument('--rate', type=float, default=1000.0)
     ap.add_argument('--calls', type=float, default=150.0, help='service calls per second')
     ap.add_argument('--runs', type=int, default=2)
+    ap.add_argument('--busy', type=int, default=os.cpu_count() or 1,
+                    help='busy-loop processes beside each run (default: one per core)')
     ap.add_argument('--robot', default='arm7', choices=['arm7', 'panda'])
     ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument('--base', metavar='ROOT', help='also the node of this checkout (ours@base)')
@@ -196,7 +217,8 @@ def main():
     traj = trajectory(xml, args.duration, args.rate)
     warm_caches([nl.REPO_ROOT] + ([args.base] if args.base else []))
     head = (f'{args.robot}, {args.rate:g} Hz for {args.duration:g} s per run, ~/get_dynamics '
-            f'called at {args.calls:g} Hz (every other request malformed)'
+            f'called at {args.calls:g} Hz (every other request malformed), {args.busy} '
+            f'busy-loop processes beside it on {os.cpu_count()} cores'
             + (f'; ours@base: the node of {commit_of(args.base)}' if args.base else ''))
     results = []
     for k in range(args.runs):

@@ -25,7 +25,9 @@ own statistics (periods answered,
 staleness of the states it answered); the simulator's transport delay (a state's stamp to the
 step its command acts on); the CPU each process used per simulated second; the machine's load.
 The machine is shared: a run with the load above the cores' number is disturbed, and its
-controller statistics say by how much.
+controller statistics say by how much; the cores themselves are shared with other machines, so
+before each run a fixed pure-Python workload is timed (``reference workload``, this process's
+CPU time): the same code takes longer when that figure is larger.
 """
 import argparse
 import json
@@ -57,22 +59,35 @@ VARIANTS = {
 }
 
 
+def reference_ms():
+    """This process's CPU time [ms] for a fixed pure-Python workload: how fast the machine
+    runs Python at the moment (the cores are shared with other machines' work; a larger
+    figure is a slower machine, whatever the load average inside it says)."""
+    t0 = time.process_time()
+    total = 0
+    for i in range(2_000_000):
+        total += i * i % 7
+    return 1e3 * (time.process_time() - t0)
+
+
 def one(robot, variant, seed, folder, rate=500.0):
-    """closed_loop_trot.py's result (its .json) for one run, with the load averages around it."""
+    """closed_loop_trot.py's result (its .json) for one run, with the load averages around it
+    and the reference workload's time before it."""
     path = os.path.join(folder, f'{robot}_{variant}_{seed}.json')
     cmd = [sys.executable, os.path.join(ROOT, 'scripts', 'closed_loop_trot.py'), '--robot',
            robot, '--real-time', '--hidden-load', '1.0', '--sensing', 'noisy', '--seed',
            str(seed), '--json', path, '--out', os.path.join(folder, f'{robot}_{variant}_{seed}'
                                                                     '.png'),
            '--control-rate', str(rate), *VARIANTS[variant]]
-    before = os.getloadavg()[0]
+    before, reference = os.getloadavg()[0], reference_ms()
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(proc.stdout[-3000:] + proc.stderr[-3000:])
     with open(path) as f:
         res = json.load(f)
-    res.update(load_before=before, load_after=os.getloadavg()[0], wall=time.monotonic() - t0)
+    res.update(load_before=before, load_after=os.getloadavg()[0], wall=time.monotonic() - t0,
+               reference_ms=reference)
     return res
 
 
@@ -98,7 +113,7 @@ def _row(robot, variant, seed, r, rate):
              _ms(r.get('touchdown_delay_s')), _ms(r.get('liftoff_delay_s')),
              str(r.get('touchdowns_reported_above_1cm', '-')),
              f'{r["sim_pace"][0] / r["sim_pace"][1]:.2f}' if r.get('sim_pace') else '-', per,
-             f'{r["load_before"]:.1f} / {r["load_after"]:.1f}']
+             f'{r["load_before"]:.1f} / {r["load_after"]:.1f}', f'{r["reference_ms"]:.0f}']
     return '| ' + ' | '.join(cells) + ' |'
 
 
@@ -117,8 +132,8 @@ def main(argv=None):
              'p50 / p99 / max [ms] | transport delay p50 / p99 [ms] | contact agreement [%] | '
              'touch-down seen after p50 / p90 [ms] | lift-off seen after p50 / p90 [ms] | '
              'touch-downs reported >= 1 cm up | simulated s per wall s | CPU s per simulated '
-             's: sim / node / controller / listener | load before / after |',
-             '|' + '---|' * 19]
+             's: sim / node / controller / listener | load before / after | reference '
+             'workload [ms] |', '|' + '---|' * 20]
     t0 = time.monotonic()
     for rate in args.rates:
         for variant in args.variants:
