@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import ros_dynamics as rd
+from test_node_floating import odom
 
 pytestmark = pytest.mark.ros
 
@@ -59,27 +60,61 @@ def _observer(model, stream):
     return r
 
 
-def _node(rclpy_context, catch_up, after):
+def _pair(rclpy_context, ns, xml, overrides):
+    """A dynamics node in namespace ``ns`` (``robot_description`` ``xml``, then the parameter
+    ``overrides``: name -> value) and a peer node there, each with its own executor, spun by the
+    test."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
+
+    from ros_dynamics.ros.dynamics_node.node import DynamicsNode
+
+    node = DynamicsNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+        Parameter(k, value=v) for k, v in {'robot_description': xml, **overrides}.items()])
+    peer = rclpy.create_node(f'{ns}_peer', context=rclpy_context, namespace=ns)
+    node_ex, peer_ex = (SingleThreadedExecutor(context=rclpy_context) for _ in range(2))
+    node_ex.add_node(node)
+    peer_ex.add_node(peer)
+    return node, peer, node_ex, peer_ex
+
+
+def _close(node, peer, node_ex, peer_ex):
+    node_ex.shutdown()
+    peer_ex.shutdown()
+    node.destroy_node()
+    peer.destroy_node()
+
+
+def _stamped(msg, stamp_ns):
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 10**9)
+    return msg
+
+
+def _stamp(msg):
+    return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+
+
+def _joint_state(names, stamp_ns, q, v, tau):
+    from sensor_msgs.msg import JointState
+    msg = _stamped(JointState(), stamp_ns)
+    msg.name = list(names)
+    msg.position, msg.velocity, msg.effort = q, v, tau
+    return msg
+
+
+def _node(rclpy_context, catch_up, after):
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
     from ros_dynamics_msgs.msg import Dynamics
     from diagnostic_msgs.msg import DiagnosticArray
 
-    from ros_dynamics.ros.dynamics_node.node import DynamicsNode
-
     ns = f'catch_up_{catch_up}_{int(after)}_{os.getpid()}'
     with open(ARM7) as f:
         xml = f.read()
-    node = DynamicsNode(context=rclpy_context, namespace=ns, parameter_overrides=[
-        Parameter('robot_description', value=xml), Parameter('catch_up', value=catch_up),
-        Parameter('catch_up_after', value=after),
-        Parameter('observer_gain', value=[K]), Parameter('contact_threshold', value=[100.0]),
-        Parameter('christoffel_stream', value=False)])
-    peer = rclpy.create_node(f'catch_up_peer_{os.getpid()}', context=rclpy_context,
-                             namespace=ns)
+    node, peer, node_ex, peer_ex = _pair(rclpy_context, ns, xml, {
+        'catch_up': catch_up, 'catch_up_after': after, 'observer_gain': [K],
+        'contact_threshold': [100.0], 'christoffel_stream': False})
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     got = {'dynamics': [], 'external_torque': [], 'diag': []}
     pub = peer.create_publisher(JointState, 'joint_states', qos)
@@ -89,9 +124,6 @@ def _node(rclpy_context, catch_up, after):
     peer.create_subscription(DiagnosticArray, '/diagnostics', lambda m: got['diag'].append(m)
                              if any(ns in s.name or ns in s.hardware_id for s in m.status)
                              else None, 10)
-    node_ex, peer_ex = (SingleThreadedExecutor(context=rclpy_context) for _ in range(2))
-    node_ex.add_node(node)
-    peer_ex.add_node(peer)
     return node, peer, pub, got, node_ex, peer_ex
 
 
@@ -115,14 +147,9 @@ def _diag(got, key):
 def _publish_all(model, pub, stream, executors):
     """The stream published and acknowledged by the node's subscription (reliable: in its
     queue) while its executor does not run: everything waits behind the first joint state."""
-    from sensor_msgs.msg import JointState
     assert _spin_until(executors[1:], lambda: pub.get_subscription_count() >= 1)
     for t, q, v, tau in stream:
-        msg = JointState()
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(t, 10**9)
-        msg.name = list(model.joint_names)
-        msg.position, msg.velocity, msg.effort = q, v, tau
-        pub.publish(msg)
+        pub.publish(_joint_state(model.joint_names, t, q, v, tau))
     assert pub.wait_for_all_acked(rd_timeout(30.0))
 
 
@@ -151,9 +178,7 @@ def test_behind_every_sample_goes_in_and_the_newest_comes_out(rclpy_context, cat
             node_ex.spin_once(timeout_sec=0.01)
         _publish_all(model, pub, stream, executors)
         newest = stream[-1][0]
-
-        def stamp(m):
-            return m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+        stamp = _stamp
         # every joint state into the cycle (counted by the node), the newest published
         assert _spin_until(executors, lambda: node.stats['accepted'] == N and any(
             stamp(m) == newest for m in got['external_torque']))
@@ -179,10 +204,7 @@ def test_behind_every_sample_goes_in_and_the_newest_comes_out(rclpy_context, cat
         # over seeds 1-4 on the pushed joint, 0.051 N m on the others; tolerance 3x)
         assert abs(r[1] - 6.0) < 0.33 and np.abs(np.delete(r, 1)).max() < 0.16, r
     finally:
-        node_ex.shutdown()
-        peer_ex.shutdown()
-        node.destroy_node()
-        peer.destroy_node()
+        _close(node, peer, node_ex, peer_ex)
 
 
 @pytest.mark.parametrize('after', [0.0, 60.0], ids=['behind', 'waited_less'])
@@ -193,15 +215,10 @@ def test_odometry_waiting_with_them_is_taken_in_stamp_order(rclpy_context, after
     Asserted: every joint state accepted, and each published one computed at the base of the
     newest odometry stamped up to it (its gravity torque against the core's at that state;
     odometry stamped after the newest joint state, also waiting, is not used for it)."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState
     from ros_dynamics_msgs.msg import Dynamics
-
-    from ros_dynamics.ros.dynamics_node.node import DynamicsNode
 
     path = rd.bundled_urdf('quadruped')
     model = rd.load_urdf(path, floating_base=True)
@@ -209,19 +226,13 @@ def test_odometry_waiting_with_them_is_taken_in_stamp_order(rclpy_context, after
     ns = f'catch_up_odom_{int(after)}_{os.getpid()}'
     with open(path) as f:
         xml = f.read()
-    node = DynamicsNode(context=rclpy_context, namespace=ns, parameter_overrides=[
-        Parameter('robot_description', value=xml), Parameter('floating_base', value=True),
-        Parameter('catch_up_after', value=after), Parameter('christoffel_stream', value=False)])
-    peer = rclpy.create_node(f'catch_up_odom_peer_{os.getpid()}', context=rclpy_context,
-                             namespace=ns)
+    node, peer, node_ex, peer_ex = _pair(rclpy_context, ns, xml, {
+        'floating_base': True, 'catch_up_after': after, 'christoffel_stream': False})
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     got = []
     js_pub = peer.create_publisher(JointState, 'joint_states', qos)
     odom_pub = peer.create_publisher(Odometry, 'odom', qos)
     peer.create_subscription(Dynamics, 'dynamics/dynamics', got.append, qos)
-    node_ex, peer_ex = (SingleThreadedExecutor(context=rclpy_context) for _ in range(2))
-    node_ex.add_node(node)
-    peer_ex.add_node(peer)
     executors = (node_ex, peer_ex)
 
     def base(t):            # the base's pose at stamp t [ns]: moving and turning
@@ -245,26 +256,15 @@ def test_odometry_waiting_with_them_is_taken_in_stamp_order(rclpy_context, after
             node_ex.spin_once(timeout_sec=0.01)
         assert _spin_until(executors[1:], lambda: js_pub.get_subscription_count() >= 1
                            and odom_pub.get_subscription_count() >= 1)
+        zero = np.zeros(len(names))
         for _, kind, s in sends:
             if kind == 'odom':
-                pos, quat = base(s)
-                msg = Odometry()
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(s, 10**9)
-                p, o = msg.pose.pose.position, msg.pose.pose.orientation
-                p.x, p.y, p.z = map(float, pos)
-                o.x, o.y, o.z, o.w = map(float, quat)
-                odom_pub.publish(msg)
+                odom_pub.publish(_stamped(odom(*base(s), zero[:3], zero[:3]), s))
             else:
-                msg = JointState()
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(s, 10**9)
-                msg.name, msg.position = names, qj.tolist()
-                msg.velocity, msg.effort = [0.0] * len(names), [0.0] * len(names)
-                js_pub.publish(msg)
+                js_pub.publish(_joint_state(names, s, qj, zero, zero))
         assert js_pub.wait_for_all_acked(rd_timeout(30.0))
         assert odom_pub.wait_for_all_acked(rd_timeout(30.0))
-
-        def stamp(m):
-            return m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+        stamp = _stamp
         assert _spin_until(executors, lambda: node.stats['accepted'] + sum(
             node.refused.values()) >= n), (node.stats, node.refused)
         assert node.stats['accepted'] == n, (node.stats, node.refused)
@@ -278,7 +278,4 @@ def test_odometry_waiting_with_them_is_taken_in_stamp_order(rclpy_context, after
             np.testing.assert_allclose(np.asarray(m.gravity),
                                        rd.gravity(model, np.r_[pos, quat, qj]), atol=1e-9)
     finally:
-        node_ex.shutdown()
-        peer_ex.shutdown()
-        node.destroy_node()
-        peer.destroy_node()
+        _close(node, peer, node_ex, peer_ex)
