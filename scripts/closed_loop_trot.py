@@ -126,8 +126,8 @@ class Listener:
     answers: its clock) and keeps the node's contact states.  It shares the cores with the
     loop, so it costs little: both subscriptions belong to a second node that is never spun
     (no callback per message, 1.5 kHz of them) and are drained 20 times a second by the timer
-    that plays the plan, as serialized messages (``take_message``, as the executors take); the
-    contact states are read after the run (:meth:`contact_states`)."""
+    that plays the plan, as serialized messages (the dynamics node's ``Inbox``); the contact
+    states are read after the run (:meth:`contact_states`)."""
 
     def __init__(self, commands, feet):
         import rclpy
@@ -146,15 +146,17 @@ class Listener:
                      self.recorder.create_subscription(
             ContactForces, '/dynamics/contact_forces', self.raw_contacts.append, qos,
             raw=True))
+        from ros_dynamics.ros.dynamics_node.inbox import Inbox
+        self.inboxes = [Inbox(sub) for sub in self.subs]
         self.pub = self.node.create_publisher(Twist, '/cmd_vel', 10)
         self.node.create_timer(0.05, self._play)
 
     def _drain(self):
-        """Take what waits in the recorder's subscriptions (to their callbacks)."""
-        for sub in self.subs:
-            with sub.handle:
-                while (got := sub.handle.take_message(sub.msg_type, True)) is not None:
-                    sub.callback(got[0])
+        """Take what waits in the recorder's subscriptions (to their callbacks; at most their
+        history depth each, all of it at 20 Hz)."""
+        for inbox in self.inboxes:
+            for raw in inbox.newer()[0]:
+                inbox.subscription.callback(raw)
 
     def _on_ref(self, data):
         sec, nanosec = struct.unpack_from('<iI', data, 4)     # CDR: header.stamp first

@@ -74,6 +74,25 @@ def test_friction_cone_bounds_the_tangential_force(quadruped):
     np.testing.assert_allclose(out.wrenches[0], W, atol=1e-4)
 
 
+@pytest.mark.parametrize('scale', [1.0, 1e4, 1e8])
+def test_a_diverged_residual_is_solved_in_bounded_iterations(quadruped, scale):
+    """(2) is homogeneous in r (its constraints are cones): a residual ``scale`` times larger,
+    as a fallen robot's observer gives (10⁷ was seen over DDS), with the threshold as much
+    larger, has the forces ``scale`` times larger, found in a few ProxQP iterations (an
+    absolute tolerance took 10⁴-10⁶ iterations, seconds, at 10⁸)."""
+    model = quadruped
+    q = standing_q(model)
+    f = np.array([[30.0, -2.0, 20.0], [0.5, 0.5, 18.0], [-3.0, 1.0, 25.0], [0.0, 0.0, -15.0]])
+    r = sum(rd.link_jacobian(model, q, foot)[:3].T @ fi for foot, fi in zip(FEET, f))
+    base = ContactForceEstimator(model, FEET, threshold=5.0).update(q, r)
+    est = ContactForceEstimator(model, FEET, threshold=5.0 * scale)
+    out = est.update(q, scale * r)
+    assert est.status == 'PROXQP_SOLVED'      # the first foot is outside the cone
+    assert est.iterations <= 40
+    np.testing.assert_allclose(out.wrenches / scale, base.wrenches, rtol=1e-6, atol=1e-6)
+    assert out.in_contact.tolist() == base.in_contact.tolist() == [True, True, True, False]
+
+
 @pytest.mark.parametrize('kwargs, match', [
     (dict(frames=['nope']), 'nope'), (dict(frames=[]), 'empty'),
     (dict(frames=FEET, frame_model='plane'), 'contact_frame_model'),

@@ -3,7 +3,7 @@ files of the package whose functions run while the node handles a joint state of
 kind (a source it knows, every joint within its bounds, the observer running, the arm in free
 motion: a trajectory whose torques are its inverse dynamics), recorded with a profile hook on
 the executor thread of a real dynamics node (in this process, over loopback DDS).
-docs/architecture.md states the walk, bounded at seven files (the compiled kernels, whose
+docs/architecture.md states the walk, bounded at six files (the compiled kernels, whose
 Python bodies never run, not counted)."""
 import collections
 import os
@@ -112,7 +112,7 @@ def _walks(context, model, n_msgs):
     return walks, got
 
 
-def test_a_usual_joint_state_walks_seven_files(rclpy_context):
+def test_a_usual_joint_state_walks_six_files(rclpy_context):
     model = rd.load_urdf(ARM7)
     walks, got = _walks(rclpy_context, model, 40)
     assert len(got) == 40 and len(walks) == 40, (len(got), len(walks))
@@ -125,12 +125,12 @@ def test_a_usual_joint_state_walks_seven_files(rclpy_context):
     assert count >= 0.8 * len(walks[5:]), count
     files = sorted(usual)
     print('the walk of a usual joint state:', files)
-    assert len(files) <= 7, files
-    # what it is: the joint states waiting taken (none), its stamp read for the odometry that
-    # waited with it (none: wire.stamp_ns, read even then), read and run (one compiled call),
+    assert len(files) <= 6, files
+    # what it is: the joint states waiting taken (none; no odometry waited with it: its stamp
+    # is not read), read and run (one compiled call),
     # published and the health; not the Python after the compiled step, nor the output table's
     # builders (the compiled step wrote the outputs)
     assert set(files) == {'ros/dynamics_node/node.py', 'ros/dynamics_node/inbox.py',
-                          'ros/dynamics_node/wire.py', 'ros/dynamics_node/engine.py',
+                          'ros/dynamics_node/engine.py',
                           'estimation/cycle.py', 'ros/dynamics_node/outputs.py',
                           'ros/dynamics_node/diagnostics.py'}, files

@@ -32,6 +32,11 @@ keeps (2) strictly convex when frames are undetermined (a foot in the air, its l
 When a foot leaves the ground its leg's residual vanishes and (2) gives it no force; the
 constraints keep the noise of a swing leg from becoming a pulling or sliding force.  The
 solver is ProxQP (Bambade et al. 2022, proxsuite), warm-started from the previous update.
+(2) is homogeneous in ``r`` (the cones are cones: ``f(s r) = s f(r)``), so its tolerance is
+relative: :data:`QP_TOLERANCE` times the largest entry of ``Aᵀ W r`` (at least 1 N); an absolute
+one would ask a diverged observer's residual (a fallen robot's, 10⁷) for digits a double does
+not hold, and ProxQP would iterate for seconds.  Its iterations are bounded too
+(:data:`QP_MAX_ITER` outer, each at most as many inner): no update stalls the cycle.
 
 Per frame, the contact state comes from a fast force and the frame's motion (contact_state.py:
 the residual's rate, the frame's height and velocity; the threshold ``threshold`` [N] and the
@@ -189,6 +194,12 @@ def _tangents(normal):
     return t1, np.cross(n, t1)
 
 
+#: ProxQP's tolerance on (2), relative to its scale (module text)
+QP_TOLERANCE = 1e-9
+#: ProxQP's outer iterations (and inner ones per outer) on (2) at most (module text)
+QP_MAX_ITER = 50
+
+
 class ContactForceEstimator:
     """Contact forces at ``frames`` from the momentum residual (module docstring, eq. 2).
 
@@ -286,6 +297,7 @@ class ContactForceEstimator:
         self._phi = np.zeros(k * d)      # the fast forces (contact_state.py)
         self._state_and_memory(gain, state_options)
         self.status = None               # the solver's status at the last update
+        self.iterations = 0              # and its iterations (0: unconstrained)
         self.reset()
 
     def _state_and_memory(self, gain, state_options):
@@ -327,7 +339,7 @@ class ContactForceEstimator:
         y = self._y[:m]
         if weighted_least_squares(A, self._w, r, self.regularization, cols, C, lo, up,
                                   self._H, y):
-            self.status = 'unconstrained'
+            self.status, self.iterations = 'unconstrained', 0
         else:
             Ac = A[:, cols]
             AW = Ac.T * self._w
@@ -340,16 +352,18 @@ class ContactForceEstimator:
             if qp is None:
                 ps = self._proxsuite
                 qp = ps.proxqp.dense.QP(m, 0, len(lo))
-                qp.settings.eps_abs = 1e-9
                 qp.settings.eps_rel = 0.0
+                qp.settings.max_iter = qp.settings.max_iter_in = QP_MAX_ITER
                 qp.settings.verbose = False
                 qp.settings.initial_guess = ps.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
                 qp.init(H, g, None, None, C, lo, up)
                 self._qp[key] = qp
             else:
                 qp.update(H=H, g=g)
+            qp.settings.eps_abs = QP_TOLERANCE * max(1.0, float(np.abs(g).max()))
             qp.solve()
             self.status = str(qp.results.info.status).rsplit('.', 1)[-1]
+            self.iterations = int(qp.results.info.iter)
             y = qp.results.x
         x[cols] = y
         return x

@@ -8,8 +8,9 @@ observer step (De Luca et al. 2006), the finite check, the outputs, what a cycle
 when asked (Algorithm 2), the change to the published coordinates, with contact frames the
 forces at them and the part of the residual they leave unexplained (contact_forces.py),
 contact detection with hysteresis and isolation (on that unexplained part when there are
-contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench;
-and the reasons of the observer's restarts (:meth:`CycleState.reset`: a source or clock
+contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench
+(estimated when first read, :attr:`CycleResult.wrench`: most cycles in contact publish none;
+one that is not finite is none); and the reasons of the observer's restarts (:meth:`CycleState.reset`: a source or clock
 reset, the time going back, a non-finite result, a request).
 
 The free-motion flag (``CycleData``'s ``usual``, rules.FREE): after a cycle whose follow-up
@@ -46,7 +47,7 @@ from .observer import ContactDetector, estimate_contact_wrench
 from .rules import ABOVE, BRIDGED, FREE, OK, RESTARTED, terms_finite
 from .stance_residual import StanceResidual
 
-#: what follows the compiled step failed (a non-finite Gamma, wrench or published terms, or an
+#: what follows the compiled step failed (a non-finite Gamma or published terms, or an
 #: exception of the follow-up): nothing published, the observer restarts
 FOLLOW_UP = ANSWERS.add('output', REFUSED, 'error', '{error}: nothing published, observer '
                         're-initialized')
@@ -148,8 +149,9 @@ class CycleResult:
     """What one cycle produced (:meth:`CycleState.finish`; one object, reused: read it before
     the next).  ``error`` is None or why nothing may be published."""
 
-    __slots__ = ('error', 'q', 'terms', 'out', 'residual', 'contact', 'wrench', 'wrench_link',
-                 'wrench_point', 'threshold', 'observer', 'reset_reason', 'dt', 'forces')
+    __slots__ = ('error', 'q', 'terms', 'out', 'residual', 'contact', '_wrench', '_wrench_of',
+                 'wrench_link', 'wrench_point', 'threshold', 'observer', 'reset_reason', 'dt',
+                 'forces')
 
     def __init__(self):
         self.clear()
@@ -168,6 +170,31 @@ class CycleResult:
     def copy_from(self, other):
         for name in self.__slots__:
             setattr(self, name, getattr(other, name))
+
+    @property
+    def wrench(self):
+        """The contact wrench (6,) [force; torque], world axes, at ``wrench_point`` of
+        ``wrench_link``, or None: estimated from the cycle's judged residual when first read
+        (:func:`~.observer.estimate_contact_wrench`; a least-squares solve most cycles in contact
+        do not need: the node publishes it at most 30 times a second), None if not finite."""
+        if self._wrench_of is not None:
+            args, self._wrench_of = self._wrench_of, None
+            try:
+                w = estimate_contact_wrench(*args[:5], force_only=args[5])
+                self._wrench = w if math.isfinite(w.sum()) else None
+            except ValueError:
+                self._wrench = None   # e.g. fewer than 3 joints up to the link for a force
+        return self._wrench
+
+    @wrench.setter
+    def wrench(self, value):
+        self._wrench, self._wrench_of = value, None
+
+    def wrench_of(self, model, q, judged, link, point, force_only):
+        """The wrench is estimated, when first read, from ``judged`` (nv,) at ``q`` (both
+        copied: the cycle's buffers are reused)."""
+        self._wrench, self.wrench_link, self.wrench_point = None, link, point
+        self._wrench_of = (model, q.copy(), judged.copy(), link, point, force_only)
 
 
 class CycleState:
@@ -322,12 +349,7 @@ class CycleState:
         s, c = self.settings, res.contact
         link = s.wrench_link or c.link
         if c.in_contact and link:
-            try:
-                res.wrench = estimate_contact_wrench(self.model, q, judged, link,
-                                                     s.wrench_point, force_only=s.force_only)
-                res.wrench_link, res.wrench_point = link, s.wrench_point
-            except ValueError:
-                res.wrench = None     # e.g. fewer than 3 joints up to the link for a force
+            res.wrench_of(self.model, q, judged, link, s.wrench_point, s.force_only)
 
     def _nonfinite(self, res, christoffel):
         """Why the cycle's results may not be published (something non-finite), or None (the
@@ -335,8 +357,6 @@ class CycleState:
         d, out = res.terms, res.out
         if christoffel and not math.isfinite(self.data.Gamma.sum()):
             return 'non-finite Gamma computed'
-        if res.wrench is not None and not math.isfinite(res.wrench.sum()):
-            return 'non-finite contact wrench computed'
         if out.d is not d:
             if not terms_finite(out.d.M, out.d.C, out.d.Mdot, out.d.g, _EMPTY) or (
                     out.gamma is not None and not math.isfinite(out.gamma.sum())):

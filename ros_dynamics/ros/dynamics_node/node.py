@@ -334,7 +334,7 @@ class DynamicsNode(Node):
         if newer and waited > cfg.catch_up_after:
             return self._catch_up((raw,) + newer, odom)
         for raw in (raw,) + newer:        # (not behind: each published in turn)
-            self._odometry_until(odom, stamp_ns(raw))
+            self._odometry_until(odom, raw)
             out = self._run(raw, christoffel=self._outputs.christoffel_due(cfg))
             if out is not None:
                 self._outputs.publish(cfg, out, t_in)
@@ -347,7 +347,7 @@ class DynamicsNode(Node):
         that waited with them (``odom``) taken in stamp order between them."""
         last, gamma = None, self._outputs.christoffel_due(self.config)
         for k, raw in enumerate(raws):
-            self._odometry_until(odom, stamp_ns(raw))
+            self._odometry_until(odom, raw)
             out = self._run(raw, christoffel=gamma and k == len(raws) - 1)
             if out is not None:
                 self._outputs.judge(out)
@@ -364,8 +364,12 @@ class DynamicsNode(Node):
         an older base (odom_max_age)."""
         return [(stamp_ns(raw), raw) for raw in self._odom_inbox.newer()[0]]
 
-    def _odometry_until(self, odom, stamp):
-        """Apply the waiting odometry stamped up to ``stamp`` (None: all of it), in order."""
+    def _odometry_until(self, odom, raw):
+        """Apply the waiting odometry stamped up to the joint state ``raw``'s stamp (None: all
+        of it), in order; none waiting (the usual case), the stamp is not read."""
+        if not odom:
+            return
+        stamp = None if raw is None else stamp_ns(raw)
         while odom and (stamp is None or odom[0][0] is None or odom[0][0] <= stamp):
             self._on_odom(odom.pop(0)[1])
 
