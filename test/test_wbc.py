@@ -15,8 +15,8 @@ import pytest
 
 import ros_dynamics as rd
 from ros_dynamics.control.stand_step import StandStepSchedule
-from ros_dynamics.control.wbc import (StreamState, TaskSpaceInverseDynamics, WBCReference,
-                                      effort_limits_from_urdf)
+from ros_dynamics.control.wbc import (QP_MAX_ITER, StreamState, TaskSpaceInverseDynamics,
+                                      WBCReference, effort_limits_from_urdf)
 from ros_dynamics.simulation.rigid_simulator import standing_quadruped
 
 from _oracle import PinocchioOracle
@@ -232,6 +232,34 @@ def test_held_effort_on_a_floating_base(quadruped):
     assert held.mode == 'fallback' and held.transitions == 1
     with pytest.raises(ValueError):
         held.command(np.ones(18), 0.3)                  # joint efforts only
+
+
+def _falling_state():
+    """The recorded state and reference of test/fixtures/wbc_falling_state.npz (its ``about``
+    says where from), and the robot's effort limits."""
+    import json
+    z = np.load(os.path.join(os.path.dirname(__file__), 'fixtures', 'wbc_falling_state.npz'))
+    meta = json.loads(str(z['meta']))
+    st = StreamState(meta['names'], z['q'], z['v'], z['M'], z['C'], z['g'], meta['frames'],
+                     z['positions'], z['jacobians'], z['jacobian_dot_v'], float(z['mass']),
+                     z['com'], z['com_velocity'], z['centroidal_matrix'], z['centroidal_bias'])
+    ref = WBCReference(z['ref_com'], z['ref_com_velocity'], z['ref_com_acceleration'],
+                       tuple(meta['stance']),
+                       {f: tuple(np.asarray(x) for x in v) for f, v in meta['swing'].items()},
+                       z['ref_R'], meta['normal_force_max'], meta['normal_force_min'],
+                       z['ref_angular_velocity'])
+    return st, ref, z['effort_limit']
+
+
+def test_a_qp_without_solution_is_given_up_in_bounded_iterations():
+    """A falling robot's QP (recorded over DDS) has no solution within its bounds: ProxQP
+    gives up within QP_MAX_ITER outer iterations (each at most as many inner) for the warm
+    start and again for the cold one, and says so (not solved: the controller repeats its last
+    torques), instead of 20033 iterations, 212 ms, while the plant runs on."""
+    st, ref, limit = _falling_state()
+    sol = TaskSpaceInverseDynamics(st.frames, limit).solve(st, ref)
+    assert not sol.solved
+    assert sol.iterations <= 2 * QP_MAX_ITER ** 2, sol.iterations
 
 
 def test_bad_input_refused_with_the_reason(quadruped):

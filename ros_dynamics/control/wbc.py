@@ -31,6 +31,12 @@ with the tasks (desired accelerations from PD references, each a row block of th
 
 Solved with proxsuite's dense ProxQP (Bambade et al. 2022), warm-started from the previous
 cycle's solution while the stance set keeps its size (docs/algorithms.md says why that solver).
+Its iterations are bounded (:data:`QP_MAX_ITER` outer, each at most as many inner: a few
+milliseconds of CPU at most): a QP with no solution within the torque limits, a falling robot's,
+otherwise iterates for 10⁴-10⁶ iterations, a tenth of a second and more, while the plant runs on
+the torques of long ago; it is reported not solved (the controller repeats its last solved
+torques).  Solved cycles take 5 iterations at the median and at most 41 (Solo12 trotting in
+MuJoCo, 9000 cycles).
 """
 
 import math
@@ -41,7 +47,10 @@ import numpy as np
 import proxsuite
 
 __all__ = ['StreamState', 'WBCReference', 'WBCSolution', 'TaskSpaceInverseDynamics',
-           'quaternion_matrix', 'rotation_log', 'effort_limits_from_urdf']
+           'quaternion_matrix', 'rotation_log', 'effort_limits_from_urdf', 'QP_MAX_ITER']
+
+#: ProxQP's outer iterations at most, and inner ones per outer (module text)
+QP_MAX_ITER = 30
 
 BASE_PREFIX = 'floating_base/'
 
@@ -300,6 +309,7 @@ class TaskSpaceInverseDynamics:
         qp = proxsuite.proxqp.dense.QP(w.nx, w.neq, w.nin)
         qp.settings.eps_abs = self.eps_abs
         qp.settings.eps_rel = 0.0
+        qp.settings.max_iter = qp.settings.max_iter_in = QP_MAX_ITER
         qp.settings.verbose = False
         qp.settings.initial_guess = guess
         qp.init(w.H, w.g, w.A, w.b, w.C, w.lo, w.hi)
