@@ -234,11 +234,11 @@ def test_held_effort_on_a_floating_base(quadruped):
         held.command(np.ones(18), 0.3)                  # joint efforts only
 
 
-def _falling_state():
-    """The recorded state and reference of test/fixtures/wbc_falling_state.npz (its ``about``
-    says where from), and the robot's effort limits."""
+def _recorded(name='wbc_falling_state.npz'):
+    """The recorded state and reference of test/fixtures/``name`` (its ``about`` says where
+    from), and the robot's effort limits (its URDF's)."""
     import json
-    z = np.load(os.path.join(os.path.dirname(__file__), 'fixtures', 'wbc_falling_state.npz'))
+    z = np.load(os.path.join(os.path.dirname(__file__), 'fixtures', name))
     meta = json.loads(str(z['meta']))
     st = StreamState(meta['names'], z['q'], z['v'], z['M'], z['C'], z['g'], meta['frames'],
                      z['positions'], z['jacobians'], z['jacobian_dot_v'], float(z['mass']),
@@ -256,10 +256,41 @@ def test_a_qp_without_solution_is_given_up_in_bounded_iterations():
     gives up within QP_MAX_ITER outer iterations (each at most as many inner) for the warm
     start and again for the cold one, and says so (not solved: the controller repeats its last
     torques), instead of 20033 iterations, 212 ms, while the plant runs on."""
-    st, ref, limit = _falling_state()
+    st, ref, limit = _recorded()
     sol = TaskSpaceInverseDynamics(st.frames, limit).solve(st, ref)
     assert not sol.solved
     assert sol.iterations <= 2 * QP_MAX_ITER ** 2, sol.iterations
+
+
+def test_placeholder_effort_limits_are_capped_by_the_robots_size():
+    """Solo12's URDF (example-robot-data) says 1000 N m per joint.  The controller bounds its
+    torques at EFFORT_CAP times the weight times the standing height: checked against the
+    plant's own mass and CoM height above its feet (MuJoCo's, not the stream's).  On a state
+    recorded over DDS the QP under the URDF's limits answers some 99 N m; under the cap it
+    gives up (the controller repeats its last torques) or answers within it."""
+    from ros_dynamics.control.legged_controller import EFFORT_CAP, LeggedController
+    from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
+    from ros_dynamics.simulation.legged_walk import stream_state
+    from ros_dynamics.simulation.mujoco_legged import LeggedPlantOptions, MujocoLegged
+    robot = ROBOTS['solo12']
+    path, xml = robot_urdf('solo12')
+    feet, model = robot['feet'], rd.load_urdf(path, floating_base=True)
+    plant = MujocoLegged(xml, feet, model.joint_names, robot['pose'],
+                         options=LeggedPlantOptions(foot_radius=robot['foot_radius']))
+    for _ in range(300):                                   # settle on the floor
+        plant.step(plant.hold(10.0 * plant.mass, 0.2 * plant.mass))
+    q, v = plant.state()
+    urdf = effort_limits_from_urdf(xml, model.joint_names)
+    assert np.all(urdf == 1000.0)
+    ctl = LeggedController(feet, urdf, 'trot')
+    tau0, _, sol0 = ctl.command(0, stream_state(model, rd.task_frames(model, feet), feet, q, v))
+    cap = EFFORT_CAP * 9.81 * plant.mass * (plant.com()[2] - plant.foot_positions()[:, 2].mean())
+    np.testing.assert_allclose(ctl.effort_limit, cap, rtol=1e-3)
+    assert sol0.solved and np.abs(tau0).max() <= cap
+    st, ref, _ = _recorded('wbc_stale_state.npz')
+    assert np.abs(TaskSpaceInverseDynamics(feet, urdf).solve(st, ref).tau).max() > 5 * cap
+    sol = ctl.wbc.solve(st, ref)
+    assert not sol.solved or np.abs(sol.tau).max() <= cap + 1e-6
 
 
 def test_bad_input_refused_with_the_reason(quadruped):

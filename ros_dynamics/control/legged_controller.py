@@ -6,7 +6,15 @@ proxsuite): from the first stream state it builds the gait (``stand_step``:
 robot's weight from the stream), then answers each state with joint torques.
 
 What the robot is comes from the stream: its weight (the base force rows of g), its feet (task
-frames) and their layout, its standing height.  A user names the feet and the gait.
+frames) and their layout, its standing height.  A user names the feet and the gait.  The
+torques are bounded by the URDF's effort limits and by :data:`EFFORT_CAP` times the weight
+times the standing height (the CoM above the feet), where lower: a torque no joint of a robot
+that size needs (the moment of its whole weight at a lever as long as its leg, twice), and one
+a URDF's placeholder limits let through (example-robot-data's Solo12 says 1000 N m; its
+actuators give about 2.7, Grimminger et al. 2020): a QP on a state gone wrong asked for 784 N m
+there, and MuJoCo's plant blew up.  Trotting in MuJoCo (the plan of benchmarks/trot_mujoco.py,
+a hidden 1 kg load, seed 1) the joints needed at most 0.32 of the cap (9.66 N m) for Solo12 and
+0.50 (of 47.53 N m) for the quadruped.
 :meth:`LeggedController.command` takes the state, the velocity command (``cmd_vel``, trot) and
 the dynamics node's contact estimate (``in_contact`` per foot and the feet's forces, or None):
 the trot ends swings and unloads lost feet by it
@@ -21,9 +29,11 @@ from .stand_step import StandStepSchedule
 from .trot import TrotGait
 from .wbc import TaskSpaceInverseDynamics
 
-__all__ = ['GAITS', 'LeggedController']
+__all__ = ['EFFORT_CAP', 'GAITS', 'LeggedController']
 
 GAITS = ('stand_step', 'trot')
+#: the torque bound per joint in units of the weight times the standing height (module text)
+EFFORT_CAP = 2.0
 
 
 class LeggedController:
@@ -59,10 +69,14 @@ class LeggedController:
             raise ValueError(f'feet {missing} are not among the stream\'s task frames '
                              f'{list(state.frames)}')
         weight = float(np.linalg.norm(state.g[:3]))          # the base force rows of g: m |g|
+        P = state.positions[[list(state.frames).index(f) for f in self.feet]]
+        height = float(state.com[2] - P[:, 2].mean())
+        if height > 0:
+            self.effort_limit = np.minimum(np.asarray(self.effort_limit, dtype=float),
+                                           EFFORT_CAP * weight * height)
         self.wbc = TaskSpaceInverseDynamics(
             self.feet, self.effort_limit, normal_force=tuple(weight * x for x in self.force_range),
             **self.qp_options)
-        P = state.positions[[list(state.frames).index(f) for f in self.feet]]
         if self.gait_name == 'trot':
             self.gait = TrotGait(self.feet, state, 0.0, step_height=self.step_height or None)
         else:

@@ -333,7 +333,8 @@ class WBCController(Node):
             return self._reject('stream pair', exc)
         if not started:
             self.get_logger().info(f'{self.cfg.gait} starts at stamp {stamp * 1e-9:.3f} s; CoM '
-                                   f'{np.round(state.com, 4).tolist()}')
+                                   f'{np.round(state.com, 4).tolist()}; torques bounded at '
+                                   f'{np.round(self.controller.effort_limit, 2).tolist()} N m')
         self.qp_time.append(sol.cpu_time)
         del self.qp_time[:-100000]
         if not sol.solved:
