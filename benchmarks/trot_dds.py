@@ -20,7 +20,9 @@ sideways 0.2 m/s, turning 0.6 rad/s, stop; ``push``: trotting forward, a lateral
 of the weight for 0.1 s; ``step``: forward over an unseen 2 cm step.  Figures from MuJoCo's
 truth (falls, the base's mean velocity over the last 2 s of each command against it, the node's
 contact state against MuJoCo's, how long after the truth it saw each touch-down and lift-off,
-touch-downs it reported with the foot 1 cm or more above the ground) and from the controller's
+touch-downs it reported with the foot 1 cm or more above the ground; a run in which MuJoCo
+found the accelerations bad and reset its state, "blew up", is judged up to there, and that is
+one fall) and from the controller's
 own statistics (periods answered,
 staleness of the states it answered); the simulator's transport delay (a state's stamp to the
 step its command acts on); the CPU each process used per simulated second; the machine's load.
@@ -112,7 +114,8 @@ def _row(robot, variant, seed, r, rate):
              f'{100 * r.get("contact_agreement", float("nan")):.1f}',
              _ms(r.get('touchdown_delay_s')), _ms(r.get('liftoff_delay_s')),
              str(r.get('touchdowns_reported_above_1cm', '-')),
-             f'{r["sim_pace"][0] / r["sim_pace"][1]:.2f}' if r.get('sim_pace') else '-', per,
+             f'{r["sim_pace"][0] / r["sim_pace"][1]:.2f}' if r.get('sim_pace') else '-',
+             '-' if r.get('plant_unstable_s') is None else f'{r["plant_unstable_s"]:.2f}', per,
              f'{r["load_before"]:.1f} / {r["load_after"]:.1f}', f'{r["reference_ms"]:.0f}']
     return '| ' + ' | '.join(cells) + ' |'
 
@@ -131,9 +134,9 @@ def main(argv=None):
              'yaw rate error max [rad/s] | periods answered [%] | periods owed | staleness '
              'p50 / p99 / max [ms] | transport delay p50 / p99 [ms] | contact agreement [%] | '
              'touch-down seen after p50 / p90 [ms] | lift-off seen after p50 / p90 [ms] | '
-             'touch-downs reported >= 1 cm up | simulated s per wall s | CPU s per simulated '
-             's: sim / node / controller / listener | load before / after | reference '
-             'workload [ms] |', '|' + '---|' * 20]
+             'touch-downs reported >= 1 cm up | simulated s per wall s | MuJoCo blew up at '
+             '[s] | CPU s per simulated s: sim / node / controller / listener | load before / '
+             'after | reference workload [ms] |', '|' + '---|' * 21]
     t0 = time.monotonic()
     for rate in args.rates:
         for variant in args.variants:

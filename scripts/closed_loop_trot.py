@@ -238,12 +238,19 @@ def evaluate(truth, lis, text, args, weight):
     if lis.t0 is None:
         raise RuntimeError(f'the controller never answered; its log: '
                            f'{text["wbc_controller"][-3000:]}')
-    rows = np.flatnonzero(truth['stamp_ns'] >= lis.t0)
+    # MuJoCo blew up (found the accelerations bad and reset its state): judged up to there,
+    # a fall (what follows is no motion of the robot)
+    unstable = float(truth['unstable_at']) if 'unstable_at' in truth else float('nan')
+    end = truth['stamp_ns'][0] + (np.inf if np.isnan(unstable) else unstable * 1e9)
+    rows = np.flatnonzero((truth['stamp_ns'] >= lis.t0) & (truth['stamp_ns'] < end))
     known = [k for k in rows if int(truth['stamp_ns'][k]) in lis.estimate]
     ground = LeggedPlantOptions(step_edge=args.step_edge, step_rise=args.step_rise).ground
     out = {k: truth[k][rows] for k in ('stamp_ns', 'base', 'twist', 'feet', 'touching')}
     out.update(ground_fn=ground, dt=1e-3)
     res = walk_metrics(out, PLANS[args.plan][0])
+    res['plant_unstable_s'] = (None if np.isnan(unstable) else
+                               unstable - (lis.t0 - truth['stamp_ns'][0]) * 1e-9)
+    res['falls'] += res['plant_unstable_s'] is not None
     if known:
         est = {k: truth[k][known] for k in ('stamp_ns', 'base', 'twist', 'feet', 'touching')}
         est.update(estimate=np.array([lis.estimate[int(s)] for s in est['stamp_ns']]),
@@ -284,7 +291,9 @@ def summary_line(r, args):
             + (', real time' if args.real_time else '') + f'): falls {r["falls"]}, velocity '
             f'error max {worst_v:.3f} m/s, yaw rate error max {worst_w:.3f} rad/s, periods '
             f'answered {100 * c.get("answered_fraction", 0.0):.2f} %, contact agreement '
-            f'{100 * r.get("contact_agreement", float("nan")):.1f} %')
+            f'{100 * r.get("contact_agreement", float("nan")):.1f} %'
+            + (f'; MuJoCo blew up {r["plant_unstable_s"]:.2f} s after the first answer (judged '
+               'up to there, one fall)' if r.get('plant_unstable_s') is not None else ''))
 
 
 def plot(r, args):

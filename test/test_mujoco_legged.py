@@ -167,3 +167,14 @@ def test_the_step_in_the_ground_is_where_the_options_say(rise, edge):
     assert np.all(plant.touching) and np.all(flat.touching)
     np.testing.assert_allclose(P[:, 2] - ground, flat.foot_positions()[:, 2], atol=1e-6)
     assert abs(plant.foot_forces[:, 2].sum() - 9.81 * plant.mass) < 0.05 * 9.81 * plant.mass
+
+
+def test_a_blow_up_is_told_with_its_time():
+    """MuJoCo resets its state when it finds the accelerations bad (what follows is no motion):
+    the plant says when (unstable_at, plant time), and a plant that held did not blow up."""
+    plant = _standing()
+    assert plant.unstable_at is None              # 0.3 s held on the floor
+    t0 = plant.t
+    for _ in range(50):                           # a torque no actuator gives
+        plant.step(np.full(len(plant.joints), 1e12))
+    assert plant.unstable_at is not None and t0 <= plant.unstable_at < plant.t

@@ -137,6 +137,7 @@ class MujocoLegged:
         d.qpos[2] = o.foot_radius - lowest
         mujoco.mj_forward(m, d)
         self.t = 0.0
+        self.unstable_at = None     # plant time [s] MuJoCo first found its accelerations bad
         self.tau = np.zeros(len(self.joints))
         self.foot_forces = np.zeros((len(self.feet), 3))
         self.touching = np.zeros(len(self.feet), dtype=bool)
@@ -177,6 +178,8 @@ class MujocoLegged:
         R = d.xmat[self._root].reshape(3, 3)
         self.push_generalized = np.concatenate([R.T @ f[:3], f[3:6], f[self._vadr]])
         mj.mj_step(m, d)
+        if self.unstable_at is None and d.warning[mj.mjtWarning.mjWARN_BADQACC].number:
+            self.unstable_at = self.t     # MuJoCo reset its state: what follows is no motion
         mj.mj_forward(m, d)       # positions-dependent quantities (CoM, frames) at the new t
         self.t += self.dt
         self.foot_forces, self.touching = foot_contact_forces(mj, m, d, self._foot_body)

@@ -303,11 +303,16 @@ class MujocoSim(Node):
             f'joint states published: {steps}; commands applied {d.size}, hold steps '
             f'{self.hold_steps}, rejected {self.rejected}'
             + (f'; transport delay p50 {np.percentile(d, 50):.2f} ms, p99 '
-               f'{np.percentile(d, 99):.2f} ms (simulated)' if d.size else '') + pace)
+               f'{np.percentile(d, 99):.2f} ms (simulated)' if d.size else '') + pace
+            + (f'; MuJoCo found the accelerations bad (the simulation unstable) at '
+               f'{self.plant.unstable_at:.3f} s and reset its state: no motion after it'
+               if self.plant.unstable_at is not None else ''))
         path = self.p('truth_record')
         if path:
             self.truth.save(path, foot_names=np.array(self.plant.feet), mass=self.plant.mass,
-                            delays=np.asarray(self.delays), hold_steps=self.hold_steps)
+                            delays=np.asarray(self.delays), hold_steps=self.hold_steps,
+                            unstable_at=np.nan if self.plant.unstable_at is None
+                            else self.plant.unstable_at)
             self.get_logger().info(f'truth written to {path}')
 
 
