@@ -103,7 +103,10 @@ def _files(args, xml, robot, tmp, weight, truth_path):
         max_delay=0.0 if args.real_time else args.max_delay, hidden_load=args.hidden_load,
         load_offset=list(args.load_offset), link_error=args.link_error, base_push=push,
         step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=1,
-        wait_timeout=120.0, truth_record=truth_path, seed=args.seed, **SENSING[args.sensing]))
+        wait_timeout=120.0, truth_record=truth_path, seed=args.seed,
+        # real time, the plant as trot.launch.py runs it: the robot's actuators saturate
+        effort_limit=robot.get('actuator_torque', 0.0) if args.real_time else 0.0,
+        **SENSING[args.sensing]))
     # real time: the node as trot.launch.py runs it (TROT_NODE); lock-step (the simulator
     # waits for the controller): every joint state answered in turn, fresh when behind off
     # (with it on, seed 1 trotted 0.011-0.012 m/s off the command against 0.001 m/s without:

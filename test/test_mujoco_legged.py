@@ -178,3 +178,19 @@ def test_a_blow_up_is_told_with_its_time():
     for _ in range(50):                           # a torque no actuator gives
         plant.step(np.full(len(plant.joints), 1e12))
     assert plant.unstable_at is not None and t0 <= plant.unstable_at < plant.t
+
+
+def test_the_actuators_saturate_at_effort_limit():
+    """effort_limit: a torque beyond it acts as the limit itself (same motion, the applied torque
+    recorded), one within it as it is; without it (0) the plant applies any torque."""
+    capped, at_limit, free = _standing(effort_limit=1.0), _standing(), _standing()
+    n = len(capped.joints)
+    tau = np.linspace(-3.0, 3.0, n)
+    for _ in range(20):
+        capped.step(tau)
+        at_limit.step(np.clip(tau, -1.0, 1.0))
+        free.step(tau)
+    np.testing.assert_array_equal(capped.tau, np.clip(tau, -1.0, 1.0))
+    np.testing.assert_allclose(capped.state()[1], at_limit.state()[1], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(free.tau, tau)
+    assert np.abs(free.state()[1] - capped.state()[1]).max() > 0.1

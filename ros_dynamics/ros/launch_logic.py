@@ -286,7 +286,7 @@ def trot_actions(args):
     sim = {'robot_description': xml, 'feet': feet, 'foot_radius': robot['foot_radius'],
            'pose': [f'{j}={a}' for j, a in robot['pose'].items()], 'real_time_factor': 1.0,
            'max_delay': 0.0, 'command_delay': 0.0, 'hidden_load': num['hidden_load'],
-           'duration': num['duration'],
+           'duration': num['duration'], 'effort_limit': robot.get('actuator_torque', 0.0),
            **(NOISY_SENSING if args['sensing'] == 'noisy' else {})}
     dyn = {'robot_description': xml, 'floating_base': True, 'task_frames': feet,
            'contact_frames': feet, 'contact_force_threshold': 0.1 * weight, **TROT_NODE}

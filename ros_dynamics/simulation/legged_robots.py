@@ -26,7 +26,10 @@ ROBOTS = {
                    pose={**{f'{leg}_{j}': a for leg in ('FL', 'FR')
                             for j, a in (('HFE', 0.8), ('KFE', -1.6))},
                          **{f'{leg}_{j}': a for leg in ('HL', 'HR')
-                            for j, a in (('HFE', -0.8), ('KFE', 1.6))}}, foot_radius=0.016),
+                            for j, a in (('HFE', -0.8), ('KFE', 1.6))}}, foot_radius=0.016,
+                   # its actuators' torque (Grimminger et al. 2020; the URDF says 1000 N m):
+                   # the real-time plant's saturation (trot.launch.py, closed_loop_trot.py)
+                   actuator_torque=2.7),
 }
 
 

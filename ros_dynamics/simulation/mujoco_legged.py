@@ -39,13 +39,15 @@ class LeggedPlantOptions(PlantOptions):
     spheres' radius [m]) and its terrain: a step of ``step_rise`` m (0: a flat floor) at
     ``x = step_edge`` (world, m), up (rise > 0: the ground is higher for x >= step_edge) or
     down (rise < 0: the robot starts on the higher ground, which ends at the edge), across the
-    whole floor; the controller is not told."""
+    whole floor; the controller is not told.  ``effort_limit`` [N m]: the actuators' torque,
+    each joint's clipped to it (0: none, any torque applied)."""
     mu: float = 0.8
     impratio: float = 100.0
     foot_radius: float = 0.02
     seed: int = 0
     step_edge: float = 0.3
     step_rise: float = 0.0
+    effort_limit: float = 0.0
 
     def ground(self, x):
         """The height of the ground at world ``x`` (array or float)."""
@@ -167,6 +169,9 @@ class MujocoLegged:
         velocity's, power invariant) in :attr:`push_generalized`."""
         mj, m, d = self._mj, self.m, self.d
         self.tau = np.asarray(tau, dtype=float).copy()
+        if self.options.effort_limit > 0:           # the actuators saturate
+            np.clip(self.tau, -self.options.effort_limit, self.options.effort_limit,
+                    out=self.tau)
         push = np.asarray(push, dtype=float)
         d.qfrc_applied[:] = 0.0
         d.qfrc_applied[self._vadr] = self.tau

@@ -94,6 +94,8 @@ PARAMETERS = ParameterTable('sim_mujoco', (
     ('seed', 0, 'Seed of the noise and of link_error.'),
     P('hidden_load', 0.0, 'Mass on the root link the URDF does not know [kg].', 'start-up',
       0.0, 1e4),
+    P('effort_limit', 0.0, 'The actuators\' torque [N m]: each joint\'s torque is clipped to '
+      'it (0: none).', 'start-up', 0.0, 1e6),
     P('load_offset', [0.0, 0.0, 0.0], 'Where on the root link (its frame) [m].', 'start-up',
       -10.0, 10.0, lengths=(3,)),
     P('link_error', 0.0, 'Every link\'s mass and principal inertias x (1 +- e [0.8, 1.2]), its '
@@ -138,7 +140,7 @@ class MujocoSim(Node):
             link_error=p('link_error'), rotor_inertia=p('rotor_inertia'),
             joint_viscous=p('joint_viscous'), joint_coulomb=p('joint_coulomb'), mu=p('friction'),
             foot_radius=p('foot_radius'), seed=p('seed'), step_rise=p('step_rise'),
-            step_edge=p('step_edge'))
+            step_edge=p('step_edge'), effort_limit=p('effort_limit'))
         rate = float(p('rate'))
         push = list(p('base_push'))
         if len(push) != 5:
