@@ -6,7 +6,8 @@ for the controller: the check from outside, run by the project (scripts/closed_l
                                   [--rates 500 250]
 
 Four processes on the machine's cores: ``sim_mujoco`` (MuJoCo at 1 kHz at the wall clock's
-pace, ``max_delay`` 0: a command acts when it arrives), the dynamics node as trot.launch.py
+pace, ``max_delay`` 0: a command acts when it arrives; the actuators saturate at the robot's,
+Solo12's 2.7 N m, where the URDF says 1000), the dynamics node as trot.launch.py
 runs it (the feet as task and contact frames; it keeps the 10 newest joint states, not a
 backlog; launch_logic.TROT_NODE), ``wbc_controller`` (gait trot at each of ``--rates``, default
 500 Hz as quadruped-reactive-walking; touch-downs from the node's ``~/contact_forces``) and the

@@ -10,8 +10,9 @@ forces at them and the part of the residual they leave unexplained (contact_forc
 contact detection with hysteresis and isolation (on that unexplained part when there are
 contact frames: a standing robot's weight is its feet's, not a contact), the contact wrench
 (estimated when first read, :attr:`CycleResult.wrench`: most cycles in contact publish none;
-one that is not finite is none); and the reasons of the observer's restarts (:meth:`CycleState.reset`: a source or clock
-reset, the time going back, a non-finite result, a request).
+one that is not finite is none); and the reasons of the observer's restarts
+(:meth:`CycleState.reset`: a source or clock reset, the time going back, a non-finite result,
+a request).
 
 The free-motion flag (``CycleData``'s ``usual``, rules.FREE): after a cycle whose follow-up
 made nothing a next free-motion sample would change (an observer update below every
