@@ -268,17 +268,15 @@ def test_placeholder_effort_limits_are_capped_by_the_robots_size():
     plant's own mass and CoM height above its feet (MuJoCo's, not the stream's).  On a state
     recorded over DDS the QP under the URDF's limits answers some 99 N m; under the cap it
     gives up (the controller repeats its last torques) or answers within it."""
+    from test_mujoco_legged import _standing
+
     from ros_dynamics.control.legged_controller import EFFORT_CAP, LeggedController
-    from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
+    from ros_dynamics.simulation.legged_robots import robot_urdf
     from ros_dynamics.simulation.legged_walk import stream_state
-    from ros_dynamics.simulation.mujoco_legged import LeggedPlantOptions, MujocoLegged
-    robot = ROBOTS['solo12']
     path, xml = robot_urdf('solo12')
-    feet, model = robot['feet'], rd.load_urdf(path, floating_base=True)
-    plant = MujocoLegged(xml, feet, model.joint_names, robot['pose'],
-                         options=LeggedPlantOptions(foot_radius=robot['foot_radius']))
-    for _ in range(300):                                   # settle on the floor
-        plant.step(plant.hold(10.0 * plant.mass, 0.2 * plant.mass))
+    plant = _standing()                                    # settled on the floor
+    feet, model = plant.feet, rd.load_urdf(path, floating_base=True)
+    assert list(plant.joints) == list(model.joint_names)
     q, v = plant.state()
     urdf = effort_limits_from_urdf(xml, model.joint_names)
     assert np.all(urdf == 1000.0)
