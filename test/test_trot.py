@@ -2,7 +2,8 @@
 cadence), each against what it must satisfy, computed here independently:
 
 * the swing reference: its velocity and acceleration are the finite differences of its
-  position, it starts and ends at rest at its end points, its apex is the step height;
+  position, it starts at rest at its first end point and ends at the second at rest or, with a
+  landing speed, moving straight down at that speed; its apex is the step height;
 * the foothold: Raibert's neutral point and the capture-point feedback (Bledt et al. 2018,
   eqs. 7-9) written out here for a trunk moving straight and turning, the reach limit;
 * the touch-down rules: an estimate's contact taken only from ``arm`` of the swing and only once
@@ -32,20 +33,24 @@ OFFSETS = np.array([[0.19, 0.15], [0.19, -0.15], [-0.19, 0.15], [-0.19, -0.15]])
 H, G = 0.24, 9.81
 
 
-def test_swing_reference_derivatives_ends_and_apex():
+@pytest.mark.parametrize('landing', [0.0, 0.9])
+def test_swing_reference_derivatives_ends_and_apex(landing):
     p0, p1, h, T = np.array([0.1, 0.2, 0.0]), np.array([0.18, 0.15, -0.004]), 0.05, 0.16
-    f = lambda t: swing_reference(p0, p1, h, t / T, T)  # noqa: E731
+    f = lambda t: swing_reference(p0, p1, h, t / T, T, landing)  # noqa: E731
     e = 1e-6
     for t in np.linspace(0.01, 0.15, 9):
         p, pd, pdd = f(t)
         np.testing.assert_allclose(pd, (f(t + e)[0] - f(t - e)[0]) / (2 * e), atol=1e-7)
         np.testing.assert_allclose(pdd, (f(t + e)[1] - f(t - e)[1]) / (2 * e), atol=1e-5)
-    for t, end in ((0.0, p0), (T, p1)):
-        p, pd, pdd = f(t)
-        np.testing.assert_allclose(p, end, atol=1e-15)
-        assert np.abs(pd).max() < 1e-12 and np.abs(pdd).max() < 1e-12
+    p, pd, pdd = f(0.0)
+    np.testing.assert_allclose(p, p0, atol=1e-15)
+    assert np.abs(pd).max() < 1e-12 and np.abs(pdd).max() < 1e-12
+    p, pd, _ = f(T)
+    np.testing.assert_allclose(p, p1, atol=1e-15)
+    np.testing.assert_allclose(pd, [0.0, 0.0, -landing], atol=1e-12)
+    # the apex: the bump's h at mid-swing, plus the landing term's v T / 16 there
     mid = f(T / 2)[0]
-    np.testing.assert_allclose(mid, 0.5 * (p0 + p1) + [0, 0, h], atol=1e-12)
+    np.testing.assert_allclose(mid, 0.5 * (p0 + p1) + [0, 0, h + landing * T / 16], atol=1e-12)
 
 
 def test_foothold_is_raiberts_with_the_capture_point_feedback():

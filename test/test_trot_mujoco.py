@@ -3,11 +3,14 @@
 node's own cycle for the stream and the contact estimate, wbc_controller's LeggedController at
 500 Hz with the defaults), judged on MuJoCo's truth only: falls, the base's mean velocity in its
 heading frame and yaw rate over the last 2 s of the command against the command, where the feet
-end, how long the QP loaded feet 1 cm or more above MuJoCo's terrain or touching nothing.
+end, how long the QP loaded feet 1 cm or more above MuJoCo's terrain or touching nothing, the
+node's contact state against MuJoCo's contacts while trotting (agreement, touch-down and
+lift-off delays).
 
 Every run is deterministic (seeded sensing noise and link errors): the tolerances are 3x the
-worst of seeds 1-3 measured (2026-12-01, in the comments), the test runs seed 1.  Each can fail:
-a fall, a velocity off the command, a foot loaded in the air."""
+worst of seeds 1-3 measured (2026-12-02, in the comments), the contact state's the issue's
+targets; the test runs seed 1.  Each can fail: a fall, a velocity off the command, a foot
+loaded in the air, a touch-down seen late."""
 from dataclasses import replace
 
 import numpy as np
@@ -52,7 +55,8 @@ def figures(out, m):
     feet were loaded while 1 cm or more above the terrain (MuJoCo's foot sphere against the
     ground and the step's corner) [ms], the time they were loaded while MuJoCo had them
     touching nothing [ms], the touch-downs the node reported 1 cm or more above the terrain,
-    touch-downs by kind."""
+    touch-downs by kind, the node's contact state's agreement with MuJoCo's contacts and its
+    touch-down and lift-off delays ((median, p90, max, count) [s])."""
     feet, ms = out['foot_names'], 1e3 * out['dt']
     stance = out['modes'] == 'stance'
     return dict(falls=m['falls'],
@@ -61,6 +65,8 @@ def figures(out, m):
                 air_ms=float((stance & (out['clearance'] >= 0.01)).sum() * ms),
                 untouched_ms=float((stance & ~out['touching']).sum() * ms),
                 reported_up=m['touchdowns_reported_above_1cm'],
+                agreement=m['contact_agreement'], touchdown=m['touchdown_delay_s'],
+                liftoff=m['liftoff_delay_s'],
                 kinds={k: sum(out['touchdowns'][f][k] for f in feet)
                        for k in out['touchdowns'][feet[0]]})
 
@@ -78,11 +84,11 @@ def _get(results, name):
 
 
 @pytest.mark.parametrize('name, v_tol, w_tol', [
-    # seeds 1-3: 0.0017, 0.0019, 0.0037 m/s; 0.00046, 0.00045, 0.00045 rad/s
-    ('solo12 forward, hidden load', 0.011, 0.0014),
-    # seeds 1-3: 0.0118, 0.0102, 0.0107 m/s; 0.00047, 0.00045, 0.0011 rad/s (the target: 0.05
+    # seeds 1-3: 0.0019, 0.0026, 0.0011 m/s; 0.00017, 0.00025, 0.00010 rad/s
+    ('solo12 forward, hidden load', 0.0079, 0.00075),
+    # seeds 1-3: 0.0067, 0.0069, 0.0094 m/s; 0.00079, 0.00038, 0.0014 rad/s (the target: 0.05
     # m/s, 0.15 rad/s)
-    ('quadruped sideways and turning, load off-centre, links off', 0.036, 0.0033),
+    ('quadruped sideways and turning, load off-centre, links off', 0.028, 0.0042),
 ])
 def test_trots_at_the_commanded_velocity_without_a_fall(results, name, v_tol, w_tol):
     out, f = _get(results, name)
@@ -90,13 +96,31 @@ def test_trots_at_the_commanded_velocity_without_a_fall(results, name, v_tol, w_
     assert f['falls'] == 0, f
     assert f['v'] <= v_tol and f['w'] <= w_tol, f
     # touch-downs seen by the node's estimate, none given up
-    assert f['kinds']['given_up'] == 0 and f['kinds']['late'] + f['kinds']['early'] > 20, f
+    seen = f['kinds']['early'] + f['kinds']['on_time'] + f['kinds']['late']
+    assert f['kinds']['given_up'] == 0 and seen > 20, f
+
+
+@pytest.mark.parametrize('name', ['solo12 forward, hidden load',
+                                  'quadruped sideways and turning, load off-centre, links off'])
+def test_the_nodes_contact_state_sees_the_trots_touch_downs(results, name):
+    """The node's per-foot state against MuJoCo's contacts while the robot trots under this
+    controller, at the issue's targets: >= 95 % of the samples agree, touch-downs seen a median
+    <= 10 ms (p90 <= 25 ms) after MuJoCo's, lift-offs <= 15 ms, none reported 1 cm or more up.
+    Seeds 1-3: Solo12 98.48, 98.50, 98.45 %, touch-down 2 / 3 ms, lift-off -1, -2, -2 ms;
+    the quadruped 95.84, 95.96, 95.19 %, touch-down 4-5 / 6-9 ms, lift-off -4.5, -3, -3 ms.
+    Before the swing arrived moving down (control/swing.py) the touch-down was seen 25-35 ms
+    late, as the gait's probe loaded the foot (benchmarks/trot_mujoco.py)."""
+    _, f = _get(results, name)
+    print(name, f)
+    assert f['agreement'] >= 0.95, f
+    assert f['touchdown'][0] <= 0.010 and f['touchdown'][1] <= 0.025, f
+    assert f['liftoff'][0] <= 0.015 and f['reported_up'] == 0, f
 
 
 def test_an_unseen_step_up_with_touch_downs_from_the_estimate(results):
     out, f = _get(results, 'solo12 step up, estimate')
     print(f)
-    assert f['falls'] == 0 and f['v'] <= 0.014, f        # seeds 1-3: 0.0018, 0.0048, 0.0039
+    assert f['falls'] == 0 and f['v'] <= 0.0059, f       # seeds 1-3: 0.0016, 0.0020, 0.0011
     rise = SCENARIOS['solo12 step up, estimate'][2]['step_rise']
     # all four feet crossed the edge and stand on the step (MuJoCo's foot centres: the foot
     # radius above it)
@@ -109,16 +133,13 @@ def test_touch_downs_from_the_estimate_load_no_foot_in_the_air_on_a_step_down(re
     """A 2 cm step down, the requirement: no foot loaded while 1 cm or more above the terrain
     (MuJoCo's foot sphere against the floor and the step's corner) and no touch-down reported
     there.  With the schedule alone the swing ends in the air and the foot is loaded there
-    (28, 26, 24 ms at >= 1 cm; 164, 158, 159 ms touching nothing; seeds 1-3) until it drops
+    (180, 182, 187 ms at >= 1 cm; 261, 263, 274 ms touching nothing; seeds 1-3) until it drops
     onto the ground; from the estimate, a foot not seen down probes with a small force and is
-    loaded once the node sees it land (0 ms at >= 1 cm, no touch-down reported there, seeds
-    1-3).
-
-    In seeds 1-3 the front right foot lands on the step's corner (MuJoCo: touching, its centre
-    15 and 12 mm above the lower floor, seeds 1 and 3; the node reports the touch-down while
-    it touches) and slides off the edge onto the lower floor: loaded and touching nothing 7,
-    4, 6 ms (the slide's contact flicker and its last 5-12 mm drop), physics, not a touch-down
-    reported in the air; that time is bounded at 3x the worst."""
+    loaded once the node sees it land (0 ms at >= 1 cm, no touch-down reported there; 0 ms
+    loaded touching nothing; seeds 1-3).  A foot that lands on the step's corner and slides
+    off its edge is touching nothing for a few ms while loaded (seen before the swing arrived
+    moving down: 7, 4, 6 ms): physics, not a touch-down reported in the air; that time is
+    bounded at 6 ms."""
     out, est = _get(results, 'solo12 step down, estimate')
     _, sched = _get(results, 'solo12 step down, schedule')
     touching_gap = out['clearance'][out['touching']].max()
@@ -128,7 +149,7 @@ def test_touch_downs_from_the_estimate_load_no_foot_in_the_air_on_a_step_down(re
     assert touching_gap <= 0.0005, touching_gap
     assert est['falls'] == sched['falls'] == 0
     assert est['air_ms'] == 0.0 and est['reported_up'] == 0, est
-    assert est['untouched_ms'] <= 21.0, est
+    assert est['untouched_ms'] <= 6.0, est
     # the measures see a foot loaded in the air: the schedule's (half the least of seeds 1-3)
-    assert sched['air_ms'] >= 12.0 and sched['untouched_ms'] >= 100.0, sched
+    assert sched['air_ms'] >= 90.0 and sched['untouched_ms'] >= 130.0, sched
     assert sched['kinds']['planned'] > 20 and est['kinds']['planned'] == 0

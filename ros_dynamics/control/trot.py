@@ -13,6 +13,12 @@ and the CoM reference's lead (h/10); the nominal feet are where they stand at th
 relative to the CoM in the heading frame; the pairs (front left with hind right, front right
 with hind left) come from their positions.
 
+The swing (:func:`~ros_dynamics.control.swing.swing_reference`) arrives where the foot last
+landed, moving down at ``0.7 √(g h)`` (0.98 m/s for Solo12): a foot that arrives at rest
+touches the ground lightly and is seen on it only once the gait loads it (on MuJoCo's Solo12,
+25-35 ms after the plant's contact); moving, it is on the ground at the planned time and seen
+there a few ms later (benchmarks/trot_mujoco.py).
+
 The gait (a sequence of phases, each started by events rather than by the clock alone):
 stand ``stand`` s on four feet, then repeat: a pair swings (``swing`` s planned;
 :class:`~ros_dynamics.control.touchdown.FootState` says when each foot is down), the four feet
@@ -27,7 +33,7 @@ plant that is not the model holds the model's CoM off the reference by a constan
 otherwise slow the trunk down); its height is ``h`` above the mean height where the feet last
 landed; the yaw reference turns at the commanded rate, roll and pitch zero.  Swing feet aim at
 :class:`~ros_dynamics.control.foothold.Foothold` (1), replanned every cycle, at the height
-where they last landed minus ``press``.
+where they last landed.
 """
 import math
 from dataclasses import dataclass
@@ -50,7 +56,7 @@ class TrotSettings:
     double: float           # four feet down between two swings
     step_height: float
     reach: float            # foothold limit around the nominal position
-    press: float            # swing target below the ground where the foot last landed
+    landing_speed: float    # the swing's downward speed at its end [m/s]
     reach_time: float       # a touch-down not seen: longest probe
     accel: float            # commanded velocity's rate limit [m/s^2]; yaw rate's [rad/s^2]
     yaw_accel: float
@@ -73,7 +79,8 @@ class TrotSettings:
         T = math.sqrt(height / gravity)
         hs = float(step_height) if step_height else 0.2 * height
         return cls(height=height, swing=T, double=0.1 * T, step_height=hs,
-                   reach=height / 3.0, press=0.02 * height, reach_time=T,
+                   reach=height / 3.0, landing_speed=0.7 * math.sqrt(gravity * height),
+                   reach_time=T,
                    accel=0.1 * gravity, yaw_accel=2.0,
                    lead=0.1 * height)
 
@@ -218,9 +225,9 @@ class TrotGait:
         ahead = max(0.0, foot.t_lift + s.swing - t)
         foot.p_target = self.foothold(self.nominal[f], state.com, yaw, state.com_velocity,
                                       v_cmd, wz, ahead)
-        target = np.array((*foot.p_target, foot.ground - s.press))
+        target = np.array((*foot.p_target, foot.ground))
         return swing_reference(foot.p_lift, target, s.step_height, (t - foot.t_lift) / s.swing,
-                               s.swing)
+                               s.swing, s.landing_speed)
 
 
 def _yaw_matrix(yaw):
