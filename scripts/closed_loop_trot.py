@@ -43,7 +43,7 @@ for p in (ROOT, HERE, os.path.join(ROOT, 'benchmarks')):
 from closed_loop_mujoco import SENSING, robot_mass  # noqa: E402
 from closed_loop_stack import controller_statistics, run_stack  # noqa: E402
 from demo import _setup_environment, _write_params, stamp_key  # noqa: E402
-from ros_dynamics.ros.launch_logic import TROT_NODE  # noqa: E402
+from ros_dynamics.ros.launch_logic import TROT_NODE, trot_rates  # noqa: E402
 
 #: (start [s from the controller's first answer], (vx, vy, wz)) ..., and the duration
 PLANS = {
@@ -107,18 +107,18 @@ def _files(args, xml, robot, tmp, weight, truth_path):
         # real time, the plant as trot.launch.py runs it: the robot's actuators saturate
         effort_limit=robot.get('actuator_torque', 0.0) if args.real_time else 0.0,
         **SENSING[args.sensing]))
-    # real time: the node as trot.launch.py runs it (TROT_NODE); lock-step (the simulator
-    # waits for the controller): every joint state answered in turn, fresh when behind off
-    # (with it on, seed 1 trotted 0.011-0.012 m/s off the command against 0.001 m/s without:
-    # two runs against one, test_e2e_trot's case)
+    # real time: the node as trot.launch.py runs it (TROT_NODE, its streams at the controller's
+    # rate); lock-step (the simulator waits for the controller): every joint state answered in
+    # turn, fresh when behind off (with it on, seed 1 trotted 0.011-0.012 m/s off the command
+    # against 0.001 m/s without: two runs against one, test_e2e_trot's case)
+    node_rate, ctl_rate = trot_rates(args.control_rate)
     _write_params(files['dyn'], 'dynamics', dict(
         robot_description=xml, floating_base=True, task_frames=robot['feet'],
         contact_frames=list(robot['feet']), contact_force_threshold=0.1 * weight,
-        **(dict(TROT_NODE, qos_depth=10) if args.real_time else
+        **(dict(TROT_NODE, qos_depth=10, **node_rate) if args.real_time else
            dict(TROT_NODE, input_qos_depth=2000, qos_depth=2000, catch_up=False))))
     _write_params(files['ctl'], 'wbc_controller', dict(
-        robot_description=xml, gait='trot', feet=robot['feet'], report_period=5.0,
-        control_rate=args.control_rate,
+        robot_description=xml, gait='trot', feet=robot['feet'], report_period=5.0, **ctl_rate,
         **(dict(contact_forces_topic='dynamics/contact_forces')
            if args.touchdown == 'estimate' else {})))
     return files

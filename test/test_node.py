@@ -288,6 +288,44 @@ def test_christoffel_decimation(arm, model):
         assert probe.set_params(christoffel_decimation=1).successful
 
 
+def test_publish_rate_sends_the_first_state_of_each_period(arm, model):
+    """publish_rate 250 Hz on 1 kHz joint states: ~/dynamics and ~/external_torque carry the
+    first joint state of each 4 ms period of the stamps, the others are taken into the
+    observer but not sent (fresh when behind off: every state is handled in turn)."""
+    proc, probe = arm
+    names = list(model.joint_names)
+    period = 4_000_000
+    start = (next_stamp() // period + 1) * period        # a period's first nanosecond
+    while next_stamp() < start + 3 * period:             # (the module's stamps stay increasing)
+        pass
+    assert probe.set_params(publish_rate=250.0, catch_up=False).successful
+    try:
+        before = {k: len(v) for k, v in probe.received.items()}
+        for k in range(12):                               # 3 periods, 4 states each
+            q, v, e = rand_state(model, 40 + k)
+            probe.js_pub.publish(probe.joint_state(names, q, v, e, start + k * 1_000_000))
+        # a fourth period's first state: once it is answered every earlier one was handled
+        q, v, e = rand_state(model, 52)
+        sentinel = start + 3 * period
+        assert probe.send_and_wait(probe.joint_state(names, q, v, e, sentinel)) is not None
+        assert probe.spin_until(lambda: probe.find_stamped('external_torque', sentinel))
+
+        def stamps(topic):
+            return [m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+                    for m in probe.received[topic][before[topic]:]]
+        expected = [start + j * period for j in range(4)]
+        assert stamps('dynamics') == expected
+        assert stamps('external_torque') == expected
+    finally:
+        assert probe.set_params(publish_rate=0.0, catch_up=True).successful
+    # back to every joint state
+    q, v, e = rand_state(model, 53)
+    stamp = next_stamp()
+    assert probe.send_and_wait(probe.joint_state(names, q, v, e, stamp)) is not None
+    stamp2 = next_stamp()
+    assert probe.send_and_wait(probe.joint_state(names, q, v, e, stamp2)) is not None
+
+
 def test_output_switches(arm, model):
     proc, probe = arm
     names = list(model.joint_names)

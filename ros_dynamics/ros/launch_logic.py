@@ -260,9 +260,20 @@ def urdf_mass(xml):
 #: newest joint states (10), not a backlog; it publishes what the controller reads
 #: (``~/dynamics``, ``~/task_space``, ``~/contact_forces``) and the rate-limited markers and
 #: wrench, not the outputs of every observer update nobody reads there (``~/external_torque``,
-#: ``~/contact_estimate``): the plant, the node and the controller share the cores.
+#: ``~/contact_estimate``): the plant, the node and the controller share the cores.  Its
+#: streams go out at the controller's rate (``publish_rate``: :func:`trot_rates`).
 TROT_NODE = {'christoffel_stream': False, 'input_qos_depth': 10,
              'publish_external_torque': False, 'publish_contact_estimate': False}
+#: the whole-body controller's rate in a trot [Hz] (quadruped-reactive-walking's)
+TROT_RATE = 500.0
+
+
+def trot_rates(rate=TROT_RATE):
+    """The node's and the controller's parameters for a controller at ``rate`` Hz: the node
+    publishes its streams at that rate (``publish_rate``: one state per period, the newest it
+    has; every state is still taken into its observer), not for every joint state: half the
+    messages the node sends and the controller takes at 500 Hz on 1 kHz joint states."""
+    return {'publish_rate': float(rate)}, {'control_rate': float(rate)}
 
 
 def trot_actions(args):
@@ -288,10 +299,12 @@ def trot_actions(args):
            'max_delay': 0.0, 'command_delay': 0.0, 'hidden_load': num['hidden_load'],
            'duration': num['duration'], 'effort_limit': robot.get('actuator_torque', 0.0),
            **(NOISY_SENSING if args['sensing'] == 'noisy' else {})}
+    node_rate, ctl_rate = trot_rates()
     dyn = {'robot_description': xml, 'floating_base': True, 'task_frames': feet,
-           'contact_frames': feet, 'contact_force_threshold': 0.1 * weight, **TROT_NODE}
+           'contact_frames': feet, 'contact_force_threshold': 0.1 * weight, **TROT_NODE,
+           **node_rate}
     ctl = {'robot_description': xml, 'gait': 'trot', 'feet': feet,
-           'step_height': num['step_height'],
+           'step_height': num['step_height'], **ctl_rate,
            **({'contact_forces_topic': 'dynamics/contact_forces'} if estimate else {})}
     return [
         NodeAction(package='ros_dynamics', executable='dynamics_node', name='dynamics',

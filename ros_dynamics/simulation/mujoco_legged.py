@@ -247,8 +247,9 @@ class TruthRecord:
     def __init__(self):
         self.rows = {k: [] for k in self.FIELDS}
 
-    def add(self, stamp_ns, plant, push):
-        q, v = plant.state()
+    def add(self, stamp_ns, plant, push, state=None):
+        """One step's row; ``state``: the plant's (q, v) now if the caller has it."""
+        q, v = plant.state() if state is None else state
         for k, x in zip(self.FIELDS, (stamp_ns, plant.com(), q[:7], v[:6],
                                       plant.foot_positions(), plant.foot_forces.copy(),
                                       np.asarray(push, float), plant.tau.copy(),

@@ -7,7 +7,8 @@ messages lay those out in one buffer the step writes into,
 :class:`~ros_dynamics.ros.dynamics_node.messages.ModelMessages`) or a builder that makes it from
 the cycle's outcome.  :class:`~ros_dynamics.ros.dynamics_node.outputs.Outputs` creates a
 publisher per row and, per cycle, publishes each row that has a subscriber, is switched on and
-is due.  ``/diagnostics`` (1 Hz, its own timer) is not a per-cycle output.
+is due; the per-joint-state streams (``paced``) only in the first cycle of each
+``1/publish_rate`` period of the joint states' stamps when that parameter is set.  ``/diagnostics`` (1 Hz, its own timer) is not a per-cycle output.
 
 A builder ``build(messages, out, stamp)`` takes the model's messages, the cycle's outcome
 (``out.result``: :class:`~ros_dynamics.estimation.cycle_state.CycleResult`; ``out.written``:
@@ -38,6 +39,7 @@ class Output:
     latched: bool = False     # transient local, depth 1 (a late subscriber gets the last one)
     updates: bool = False     # due only for a cycle that updated the observer (a residual)
     stands_in: bool = False   # published whatever its switch where ~/dynamics cannot be
+    paced: bool = False       # a per-joint-state stream: at most once per 1/publish_rate
 
     def message_type(self):
         """The message class, or None when its package is not installed (the output is off)."""
@@ -96,9 +98,9 @@ _DYNAMICS = (('position', SLOT_Q), ('velocity', SLOT_V), ('mass_matrix', SLOT_M)
 #: the node's per-cycle outputs (module text), in the order they are published
 OUTPUTS = (
     Output('dynamics', 'ros_dynamics_msgs.msg.Dynamics', 'every cycle',
-           written_or_filled('dynamics'), 'publish_dynamics', _DYNAMICS),
+           written_or_filled('dynamics'), 'publish_dynamics', _DYNAMICS, paced=True),
     Output('task_space', 'ros_dynamics_msgs.msg.TaskSpace', 'every cycle, with task_frames',
-           _task_space),
+           _task_space, paced=True),
     Output('christoffel', 'ros_dynamics_msgs.msg.Christoffel', 'a cycle that made Gamma '
            '(every christoffel_decimation-th while subscribed, else once a second)',
            _christoffel, 'christoffel_stream', latched=True),
@@ -106,13 +108,13 @@ OUTPUTS = (
            'update in contact; once when free (the first, after a release or a reset)',
            _contact_estimate, 'publish_contact_estimate'),
     Output('contact_forces', 'ros_dynamics_msgs.msg.ContactForces', 'every observer update, '
-           'with contact_frames', _contact_forces),
+           'with contact_frames', _contact_forces, paced=True),
     Output('gravity_torque', 'sensor_msgs.msg.JointState', 'every cycle',
            written_or_filled('gravity_torque'), 'publish_gravity_torque',
-           (('effort', SLOT_GRAVITY),), stands_in=True),
+           (('effort', SLOT_GRAVITY),), stands_in=True, paced=True),
     Output('external_torque', 'sensor_msgs.msg.JointState', 'every observer update',
            _residual(written_or_filled('external_torque')), 'publish_external_torque',
-           (('effort', SLOT_RESIDUAL),), updates=True),
+           (('effort', SLOT_RESIDUAL),), updates=True, paced=True),
     Output('markers', 'visualization_msgs.msg.MarkerArray', 'at a contact onset and release, '
            'at most 30 times a second in between', _markers, 'publish_markers'),
     Output('external_wrench', 'geometry_msgs.msg.WrenchStamped', 'at a contact onset, at most '

@@ -8,7 +8,8 @@ list of the outputs that are *live*: switched on by their parameter and listened
 cycle) and publishes it: a message nobody subscribes to is neither made nor published, and
 every live output is made from the cycle that was just made, so none goes stale.  Then the
 cycle's health (:class:`~ros_dynamics.ros.dynamics_node.diagnostics.NodeHealth`, published by
-:meth:`Outputs.tick`; docs/diagnostics.md) and, when a contact is being judged, its drawing
+:meth:`Outputs.tick`; docs/diagnostics.md) and, when a contact is being judged and someone
+subscribes to ``~/markers`` or ``~/external_wrench``, its drawing
 (:mod:`~ros_dynamics.ros.dynamics_node.contact_drawing`).  Outputs holds the current model's
 messages (:class:`~ros_dynamics.ros.dynamics_node.messages.ModelMessages`), not its engine.
 """
@@ -24,6 +25,7 @@ from .output_table import OUTPUTS
 
 ASK_EVERY = 0.05              # s: the publishers without a subscriber are asked again after this
 ASK_FOR = 5.0                 # s after a model's install while they are asked (matched events)
+DRAWN = ('markers', 'external_wrench')     # the outputs made from the contacts' drawing
 
 
 class Stream:
@@ -78,7 +80,9 @@ class Outputs:
         self._msgs = None             # the current model's messages
         self._switched = ()           # the outputs switched on (their parameters)
         self._live = []               # the streams switched on and listened to
+        self._drawn = False           # one of them is a drawing of the contacts (DRAWN)
         self._cycles = 0              # cycles of the current model
+        self._period = None           # publish_rate's period [ns] of the last paced cycle sent
         self._gamma_next = 0.0        # monotonic time of the next unlistened Gamma
         self._force_scale = 0.01      # marker_force_scale of the last published cycle
         self._ask_at = self._ask_until = 0.0   # when to ask the publishers again, until when
@@ -127,6 +131,8 @@ class Outputs:
 
     def _relist(self):
         self._live = [s for s in self._switched if s.listeners > 0]
+        # the contacts are drawn only for someone who looks (~/markers, ~/external_wrench)
+        self._drawn = any(s.output.name in DRAWN for s in self._live)
 
     def _ask(self, now):
         """The publishers of the switched outputs without a subscriber asked for one, every
@@ -184,7 +190,7 @@ class Outputs:
         """Publish what one cycle made (``out``: its outcome; ``out.fields``: its message's,
         the stamp at cycle_kernel.M_SEC, M_NANOSEC) and judge its health (``latency_start``:
         perf_counter at receipt)."""
-        if out.answer != FREE and out.result.contact is not None:
+        if self._drawn and out.answer != FREE and out.result.contact is not None:
             self._draw(out, cfg.marker_force_scale)
         self.send(cfg, out)
         self.health.accepted(_stamp_ns(out), time.perf_counter() - latency_start)
@@ -196,7 +202,7 @@ class Outputs:
         a newer one was waiting); its drawing goes with the next cycle sent."""
         self.health.accepted(_stamp_ns(out), 0.0)
         if out.answer != FREE:
-            if out.result.contact is not None:
+            if self._drawn and out.result.contact is not None:
                 self._draw(out, self._force_scale)
             self._judged(out.result)
 
@@ -212,7 +218,13 @@ class Outputs:
 
         def stamp():
             return int(fields[M_SEC]), int(fields[M_NANOSEC])
+        paced = True                  # the per-joint-state streams are due in this cycle
+        if cfg.publish_rate > 0:      # the first cycle of each 1/publish_rate period of stamps
+            period = int(_stamp_ns(out)) // max(1, round(NS / cfg.publish_rate))
+            paced, self._period = period != self._period, period
         for stream in self._live:
+            if stream.output.paced and not paced:
+                continue
             if stream.written is not None and out.written and not (
                     stream.output.updates and out.result.residual is None):
                 msg = stream.written.tobytes()       # as the compiled step wrote it

@@ -76,6 +76,11 @@ _ENTRIES = (
     P('catch_up_after', 0.01, 'How long (s) joint states may wait in the queue before the node '
       'counts as behind (catch_up); below it each is published in turn.', 'output', 0.0,
       60.0),
+    P('publish_rate', 0.0, 'Rate (Hz) of the per-joint-state streams (~/dynamics, ~/task_space, '
+      '~/contact_forces, ~/external_torque, ~/gravity_torque): the first cycle in each '
+      '1/publish_rate period of the joint states\' stamps is published, the others are '
+      'computed (observer, contact state) but not sent; 0: every joint state. For a '
+      'controller at a divisor of the joint-state rate.', 'output', 0.0, 1e6),
     P('christoffel_stream', True, 'Publish ~/christoffel every christoffel_decimation-th cycle '
       'while someone subscribes, else once a second.'),
     P('christoffel_decimation', 10, 'Stream Gamma every N-th accepted joint state.', 'output',

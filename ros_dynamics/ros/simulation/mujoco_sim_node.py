@@ -42,10 +42,12 @@ from builtin_interfaces.msg import Time  # noqa: E402
 from nav_msgs.msg import Odometry as OdometryMsg  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.serialization import serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.estimation.joint_input import NameMaps  # noqa: E402
 from ros_dynamics.ros import process  # noqa: E402
+from ros_dynamics.ros.dynamics_node.wire import Template  # noqa: E402
 from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 from ros_dynamics.simulation.mujoco_legged import (LeggedPlantOptions,  # noqa: E402
                                                    MujocoLegged, Odometry, TruthRecord)
@@ -166,6 +168,15 @@ class MujocoSim(Node):
         self.done = threading.Event()
         qos = QoSProfile(depth=max(200, int(2.0 * rate)), reliability=ReliabilityPolicy.RELIABLE)
         self.pub_js = self.create_publisher(JointState, 'joint_states', qos)
+        # joint_states written in place and published as bytes (1 kHz: rclpy's message
+        # objects cost more than the step); a middleware without plain CDR gets the objects
+        n = len(self.names)
+        self._js = JointState(name=self.names, position=[0.0] * n, velocity=[0.0] * n,
+                              effort=[0.0] * n)
+        try:
+            self._js_bytes = Template(self._js, serialize_message)
+        except ValueError:
+            self._js_bytes = None
         self.pub_odom = self.create_publisher(OdometryMsg, 'odom', qos)
         self.create_subscription(JointState, '~/effort_command', self._on_command,
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
@@ -237,13 +248,20 @@ class MujocoSim(Node):
             lin, ang = m.twist.twist.linear, m.twist.twist.angular
             lin.x, lin.y, lin.z, ang.x, ang.y, ang.z = (float(x) for x in v6)
             self.pub_odom.publish(m)
-        n, r = len(self.names), self.rng
-        js = JointState()
+        n, r, t = len(self.names), self.rng, self._js_bytes
+        arrays = t.arrays if t is not None else {k: np.zeros(n) for k in
+                                                 ('position', 'velocity', 'effort')}
+        for field, x, noise in (('position', q[7:], 'noise_position'),
+                                ('velocity', v[6:], 'noise_velocity'),
+                                ('effort', tau, 'noise_effort')):
+            np.add(x, self.p(noise) * r.standard_normal(n), out=arrays[field])
+        if t is not None:
+            t.set_stamp(int(stamp_ns // 1_000_000_000), int(stamp_ns % 1_000_000_000))
+            return self.pub_js.publish(t.bytes())
+        js = self._js
         js.header.stamp = stamp(stamp_ns)
-        js.name = self.names
-        js.position = (q[7:] + self.p('noise_position') * r.standard_normal(n)).tolist()
-        js.velocity = (v[6:] + self.p('noise_velocity') * r.standard_normal(n)).tolist()
-        js.effort = (tau + self.p('noise_effort') * r.standard_normal(n)).tolist()
+        js.position, js.velocity, js.effort = (arrays[k].tolist() for k in
+                                               ('position', 'velocity', 'effort'))
         self.pub_js.publish(js)
 
     def loop(self):
@@ -278,7 +296,7 @@ class MujocoSim(Node):
                     self._await(now - max_delay, p('command_wait'))
                 tau = self._command(now, state)
                 push = self.push[2:] if t_push <= plant.t < t_push + d_push else (0.0, 0.0, 0.0)
-                self.truth.add(now, plant, push)
+                self.truth.add(now, plant, push, (q, v))
                 plant.step(tau, push)
                 k += 1
                 self._wall[1] = time.monotonic()
