@@ -8,7 +8,8 @@ messages lay those out in one buffer the step writes into,
 the cycle's outcome.  :class:`~ros_dynamics.ros.dynamics_node.outputs.Outputs` creates a
 publisher per row and, per cycle, publishes each row that has a subscriber, is switched on and
 is due; the per-joint-state streams (``paced``) only in the first cycle of each
-``1/publish_rate`` period of the joint states' stamps when that parameter is set.  ``/diagnostics`` (1 Hz, its own timer) is not a per-cycle output.
+``1/publish_rate`` period of the joint states' stamps when that parameter is set.
+``/diagnostics`` (1 Hz, its own timer) is not a per-cycle output.
 
 A builder ``build(messages, out, stamp)`` takes the model's messages, the cycle's outcome
 (``out.result``: :class:`~ros_dynamics.estimation.cycle_state.CycleResult`; ``out.written``:
