@@ -144,6 +144,7 @@ class MujocoLegged:
         self.foot_forces = np.zeros((len(self.feet), 3))
         self.touching = np.zeros(len(self.feet), dtype=bool)
         self.push_generalized = np.zeros(m.nv)
+        self._pushed = False
 
     def state(self):
         """(q, v) in the project's coordinates."""
@@ -168,20 +169,20 @@ class MujocoLegged:
         :attr:`touching`, and the push's generalized force (project coordinates: the
         velocity's, power invariant) in :attr:`push_generalized`."""
         mj, m, d = self._mj, self.m, self.d
-        self.tau = np.asarray(tau, dtype=float).copy()
+        self.tau = np.array(tau, dtype=float)
         if self.options.effort_limit > 0:           # the actuators saturate
             np.clip(self.tau, -self.options.effort_limit, self.options.effort_limit,
                     out=self.tau)
-        push = np.asarray(push, dtype=float)
-        d.qfrc_applied[:] = 0.0
-        d.qfrc_applied[self._vadr] = self.tau
-        d.xfrc_applied[:] = 0.0
-        d.xfrc_applied[self._root, :3] = push      # at the root's centre of mass
-        f = np.zeros(m.nv)
-        if np.any(push):
-            mj.mj_applyFT(m, d, push, np.zeros(3), d.xipos[self._root], self._root, f)
-        R = d.xmat[self._root].reshape(3, 3)
-        self.push_generalized = np.concatenate([R.T @ f[:3], f[3:6], f[self._vadr]])
+        d.qfrc_applied[self._vadr] = self.tau       # (its other entries stay zero)
+        px, py, pz = (float(x) for x in push)
+        if px or py or pz or self._pushed:          # (Python per step costs more than
+            self._pushed = bool(px or py or pz)     # MuJoCo's: only what changes is written)
+            d.xfrc_applied[self._root, :3] = (px, py, pz)     # at the root's centre of mass
+            f = np.zeros(m.nv)
+            mj.mj_applyFT(m, d, np.array((px, py, pz)), np.zeros(3), d.xipos[self._root],
+                          self._root, f)
+            R = d.xmat[self._root].reshape(3, 3)
+            self.push_generalized = np.concatenate([R.T @ f[:3], f[3:6], f[self._vadr]])
         mj.mj_step(m, d)
         if self.unstable_at is None and d.warning[mj.mjtWarning.mjWARN_BADQACC].number:
             self.unstable_at = self.t     # MuJoCo reset its state: what follows is no motion
