@@ -117,6 +117,26 @@ def test_the_nodes_contact_state_sees_the_trots_touch_downs(results, name):
     assert f['liftoff'][0] <= 0.015 and f['reported_up'] == 0, f
 
 
+def test_the_nodes_unexplained_part_finds_a_push_while_the_robot_trots():
+    """A lateral push of 20 % of the weight for 0.1 s while Solo12 trots forward under the
+    controller: no fall, and the node's unexplained part, as its change from the 0.5 s before
+    the push, finds the push's generalized force through the observer's K/(s+K) (MuJoCo's
+    truth) within 20 % on average over the push, and not late.  Exact sensing and no hidden
+    load (the seeds draw nothing: one run; measured 10.6 %, lag -3 ms, 2026-12-02); with the
+    sensing's noise and lag and the hidden load the figure is 35-52 % over seeds 1-3
+    (benchmarks/trot_mujoco.py, the pushed runs): the trunk's acceleration times the load the
+    URDF does not know is in the unexplained part too."""
+    from ros_dynamics.simulation.mujoco_quadruped import SensingOptions
+    sc = WalkScenario(robot='solo12', commands=FORWARD, duration=5.0,
+                      plant=LeggedPlantOptions(seed=SEED), sensing=SensingOptions())
+    sc.push = (4.0, 0.1, (0.0, 0.2 * 9.81 * 2.5, 0.0))        # Solo12: 2.5 kg
+    out = walk(sc)
+    m = walk_metrics(out, FORWARD)
+    assert m['falls'] == 0
+    assert m['push_mean_change_error'] < 0.20, m['push_mean_change_error']
+    assert abs(m['push_lag']) <= 0.010, m['push_lag']
+
+
 def test_an_unseen_step_up_with_touch_downs_from_the_estimate(results):
     out, f = _get(results, 'solo12 step up, estimate')
     print(f)

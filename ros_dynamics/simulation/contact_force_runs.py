@@ -18,6 +18,7 @@ import numpy as np
 from ..core import bundled_urdf, load_urdf
 from ..estimation.cycle import node_cycle, step_sample
 from ..estimation.cycle_state import ObserverSettings
+from .legged_metrics import observer_filtered, push_in_unexplained
 from .legged_robots import ROBOTS, robot_urdf, stance_pose
 from .mujoco_legged import LeggedPlantOptions, MujocoLegged
 from .mujoco_quadruped import (FEET, MujocoQuadruped, SensingOptions, Sensors,
@@ -257,9 +258,7 @@ def run(plant='mujoco', duration=None, gain=50.0, threshold=None, sensing=None,
                                 odom_twist_noise=odom_twist_noise, **options)
     js = node_cycle(est_model, settings)
     sensors = Sensors(sensing or SensingOptions(), dt)
-    a = np.exp(-gain * dt)
-    filt, pfilt = np.zeros((len(feet), 3)), np.zeros(model.nv)
-    out = {k: [] for k in ('t', 'feet', 'filtered', 'estimate', 'in_contact', 'unexplained',
+    out = {k: [] for k in ('t', 'feet', 'estimate', 'in_contact', 'unexplained',
                            'push', 'phase', 'detected', 'touching', 'height')}
     n = int(round(duration / dt))
     for k in range(n):
@@ -270,16 +269,18 @@ def run(plant='mujoco', duration=None, gain=50.0, threshold=None, sensing=None,
         res = got.result
         if res.forces is None:                  # the first sample starts the observer
             continue
-        filt = a * filt + (1 - a) * feet
-        pfilt = a * pfilt + (1 - a) * push_k
-        for key, val in (('t', t), ('feet', feet), ('filtered', filt.copy()),
+        for key, val in (('t', t), ('feet', feet),
                          ('estimate', res.forces.wrenches[:, :3].copy()),
                          ('in_contact', res.forces.in_contact.copy()),
-                         ('unexplained', res.forces.unexplained.copy()), ('push', pfilt.copy()),
+                         ('unexplained', res.forces.unexplained.copy()), ('push', push_k),
                          ('phase', phase(t - 0.5 * dt)), ('detected', res.contact.in_contact),
                          ('touching', touching), ('height', height)):
             out[key].append(val)
     out = {k: np.array(v) for k, v in out.items()}
+    # the plant's feet forces and push through the observer's K/(s+K): what the estimate and
+    # the unexplained part are judged against
+    out['filtered'] = observer_filtered(out['feet'], gain, dt)
+    out['push'] = observer_filtered(out['push'], gain, dt)
     out.update(weight=plant_weight, threshold=threshold,
                release=settings.release_ratio * threshold, dt=dt, plant=plant)
     return out
@@ -298,12 +299,8 @@ def metrics(out, settle=0.5):
     contact" and the plant has one, and vice versa); contact-state accuracy against the
     plant's contact data (``touching``: MuJoCo's contacts; the rigid simulator's positive
     normal forces); touch-down and lift-off delays (to the estimate's nearest such transition
-    within 0.1 s); the push found in the unexplained part (relative error of its generalized
-    force, over the samples where the filtered push exceeds 90 % of its peak), also as the
-    change of the unexplained part from its mean over the 0.5 s before the push (what a
-    constant model error, a hidden load, leaves), per sample and as the change of the mean
-    (a trot's own ripple averaged out over the push), and the lag of the unexplained part
-    behind the push's K/(s+K) (the shift that fits it best, within ±0.1 s)."""
+    within 0.1 s); the push found in the unexplained part
+    (:func:`~.legged_metrics.push_in_unexplained`)."""
     t, w = out['t'], out['weight']
     m = t >= settle
     err = out['estimate'] - out['filtered']
@@ -324,29 +321,9 @@ def metrics(out, settle=0.5):
                     near = mine[np.argmin(np.abs(t[mine] - t[j]))]
                     if abs(t[near] - t[j]) < 0.1:
                         acc_list.append(t[near] - t[j])
-    push = np.linalg.norm(out['push'], axis=1)
-    sel = push > 0.9 * push.max() if push.max() > 0 else np.zeros(len(t), bool)
-    push_err = change_err = mean_err = lag = None
-    if sel.any():
-        u = out['unexplained']
-        push_err = float(np.linalg.norm(u[sel] - out['push'][sel], axis=1).mean()
-                         / push[sel].mean())
-        start = np.flatnonzero(push > 0)[0]     # the change from the 0.5 s before the push
-        before = (t >= t[start] - 0.5) & (t < t[start])
-        change_err = float(np.linalg.norm(u[sel] - u[before].mean(axis=0) - out['push'][sel],
-                                          axis=1).mean() / push[sel].mean())
-        mean_err = float(np.linalg.norm(u[sel].mean(axis=0) - u[before].mean(axis=0)
-                                        - out['push'][sel].mean(axis=0)) / push[sel].mean())
-        # the lag of the unexplained part behind the push's K/(s+K): the delay in [-0.1, 0.1] s
-        # that fits it best over the push and 0.2 s around it
-        idx = np.flatnonzero(push > 0)
-        win = np.arange(max(idx[0] - 200, 100), min(idx[-1] + 200, len(t) - 100))
-        shifts = np.arange(-100, 101)
-        cost = [np.linalg.norm(u[win + s] - out['push'][win], axis=1).mean() for s in shifts]
-        lag = float(shifts[int(np.argmin(cost))] * out['dt'])
     return dict(rms_per_foot=rms.tolist(), rms_per_phase=phases, state_accuracy=acc,
-                touchdown_delay=down, liftoff_delay=up, push_relative_error=push_err,
-                push_change_error=change_err, push_mean_change_error=mean_err, push_lag=lag)
+                touchdown_delay=down, liftoff_delay=up,
+                **push_in_unexplained(t, out['unexplained'], out['push'], out['dt']))
 
 
 #: a touch-down reported while the foot is this high above the floor or higher is false [m]

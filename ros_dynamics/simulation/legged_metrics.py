@@ -132,7 +132,9 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
     (``commands``: (t, (vx, vy, wz)) ..., held until the next or the end) against it, the
     contact estimate against MuJoCo's contacts after ``settle`` s (agreement, delays, touch-downs
     reported while the foot is >= 1 cm above the ground: its ``clearance`` to the terrain when
-    the walk has it, a foot on a step's corner being on the ground)."""
+    the walk has it, a foot on a step's corner being on the ground) and, where the walk has
+    the node's unexplained part, how it finds a push on the trunk (:func:`push_in_unexplained`
+    against the push's generalized force through the observer's K/(s+K))."""
     t = (np.asarray(out['stamp_ns']) - out['stamp_ns'][0]) * 1e-9
     base = np.asarray(out['base'])
     falls, tilt = count_falls(base, _ground_under(base, out))
@@ -159,7 +161,57 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
                    touchdown_delay_s=_spread(d['touchdown']), liftoff_delay_s=_spread(
                        d['liftoff']), transitions_missed=d['missed'],
                    touchdowns_reported_above_1cm=int(np.sum(on & (height >= 0.01))))
+    if 'unexplained' in out and 'push_generalized' in out:
+        res.update(push_in_unexplained(t, out['unexplained'], observer_filtered(
+            out['push_generalized'], out['observer_gain'], out.get('dt', 1e-3)),
+            out.get('dt', 1e-3)))
     return res
+
+
+def observer_filtered(x, gain, dt):
+    """``x`` (T, ...) through the momentum observer's K/(s+K) at ``gain`` [1/s], discretized
+    at ``dt`` as the node's observer sees a constant force: y_k = a y_{k-1} + (1 - a) x_k,
+    a = exp(-K dt) (what the residual of a force ``x`` is, the reference the unexplained part
+    is judged against)."""
+    x = np.asarray(x, dtype=float)
+    a, y, out = float(np.exp(-gain * dt)), np.zeros(x.shape[1:]), np.empty_like(x)
+    for k in range(len(x)):
+        y = a * y + (1.0 - a) * x[k]
+        out[k] = y
+    return out
+
+
+def push_in_unexplained(t, unexplained, push, dt):
+    """How the unexplained part ``unexplained`` (T, nv) finds a push whose generalized force
+    through K/(s+K) is ``push`` (T, nv, :func:`observer_filtered`; the plant's truth), over
+    the samples where that exceeds 90 % of its peak: its relative error per sample
+    (``push_relative_error``), the same for the change of the unexplained part from its mean
+    over the 0.5 s before the push (``push_change_error``: what a constant model error, a
+    hidden load, leaves is removed), that change of the mean over the push
+    (``push_mean_change_error``: a trot's own ripple averaged out) and the lag of the
+    unexplained part behind the push (``push_lag`` [s], the shift within ±0.1 s that fits it
+    best over the push and 0.2 s around it).  Each None without a push."""
+    t, u, p = np.asarray(t), np.asarray(unexplained), np.asarray(push)
+    norm = np.linalg.norm(p, axis=1)
+    none = dict(push_relative_error=None, push_change_error=None, push_mean_change_error=None,
+                push_lag=None)
+    if not norm.max() > 0:
+        return none
+    sel = norm > 0.9 * norm.max()
+    size = norm[sel].mean()
+    start = np.flatnonzero(norm > 0)[0]
+    before = (t >= t[start] - 0.5) & (t < t[start])
+    change = u - u[before].mean(axis=0)
+    idx = np.flatnonzero(norm > 0)
+    win = np.arange(max(idx[0] - 200, 100), min(idx[-1] + 200, len(t) - 100))
+    shifts = np.arange(-100, 101)
+    cost = [np.linalg.norm(u[win + s] - p[win], axis=1).mean() for s in shifts]
+    return dict(
+        push_relative_error=float(np.linalg.norm(u[sel] - p[sel], axis=1).mean() / size),
+        push_change_error=float(np.linalg.norm(change[sel] - p[sel], axis=1).mean() / size),
+        push_mean_change_error=float(np.linalg.norm(change[sel].mean(axis=0)
+                                                    - p[sel].mean(axis=0)) / size),
+        push_lag=float(shifts[int(np.argmin(cost))] * dt))
 
 
 def _ground_under(base, out):

@@ -76,17 +76,19 @@ def stream_state(model, frames, feet, q, v):
 
 def _node(model, feet, weight, share):
     """The dynamics node's cycle with the feet as contact frames, its contact threshold
-    ``share`` of a foot's share of the weight in a trot (weight / 2)."""
+    ``share`` of a foot's share of the weight in a trot (weight / 2), and its observer gain
+    [1/s]."""
     settings = ObserverSettings(model, contact_frames=tuple(feet),
                                 contact_force_threshold=share * weight / 2.0,
                                 threshold=0.1 * weight / 2.0, odom_twist_noise=0.03)
-    return node_cycle(model, settings)
+    return node_cycle(model, settings), float(np.max(settings.gain))
 
 
 def walk(sc):
     """Run ``sc`` (:class:`WalkScenario`); a dict of per-step arrays: the truth
     (:class:`TruthRecord`'s fields), ``estimate`` (T, 4) the node's in_contact, ``modes``
-    (T, 4) the controller's foot modes, ``answered`` (T,) whether the controller answered that
+    (T, 4) the controller's foot modes, ``unexplained`` (T, nv) the node's unexplained part
+    (``observer_gain``: its observer's K), ``answered`` (T,) whether the controller answered that
     state, ``qp_time`` [s] per answer, and ``feet``, ``dt``, ``mass``, ``ground`` (the terrain
     under each foot, (T, 4)), ``clearance`` (T, 4) each foot sphere's gap to the terrain, the
     step's corner included (:meth:`~.mujoco_legged.LeggedPlantOptions.clearance`).  A run
@@ -104,7 +106,7 @@ def walk(sc):
     for _ in range(int(round(sc.settle / plant.dt))):       # settle on the floor, held by PD
         plant.step(plant.hold(*hold))
     weight = -model.total_mass() * model.gravity[2]
-    node = _node(model, feet, weight, sc.contact_share)
+    node, gain = _node(model, feet, weight, sc.contact_share)
     ctl = LeggedController(feet, effort_limits_from_urdf(xml, model.joint_names), sc.gait,
                            sc.step_height)
     sensors = Sensors(sc.sensing, plant.dt)
@@ -112,7 +114,8 @@ def walk(sc):
     delay = int(round(sc.command_delay / plant.dt))
     truth, pending, tau = TruthRecord(), [], plant.hold(*hold)
     z0 = plant.state()[0][2] - plant_opts.ground(plant.state()[0][0])
-    log = {k: [] for k in ('estimate', 'estimate_force', 'modes', 'answered', 'qp_time')}
+    log = {k: [] for k in ('estimate', 'estimate_force', 'unexplained', 'modes', 'answered',
+                           'qp_time')}
     for k in range(int(round(sc.duration / plant.dt))):
         t = k * plant.dt
         q, v = plant.state()
@@ -125,6 +128,8 @@ def walk(sc):
                                else np.ones(len(feet), bool))
         log['estimate_force'].append(forces.wrenches[:, 2].copy() if forces is not None
                                      else np.zeros(len(feet)))
+        log['unexplained'].append(forces.unexplained.copy() if forces is not None
+                                  else np.zeros(model.nv))
         if k % every == 0:
             state = stream_state(model, frames, feet, qs, vs)
             cmd = _command(sc.commands, t)
@@ -152,6 +157,7 @@ def walk(sc):
                touchdowns={f: dict(ctl.gait.foot[f].touchdowns) for f in feet}
                if hasattr(ctl.gait, 'foot') else None,
                foot_radius=plant_opts.foot_radius, ground_fn=plant_opts.ground,
+               observer_gain=gain,
                clearance=plant_opts.clearance(out['feet']))
     return out
 
