@@ -3,7 +3,7 @@
 for the controller: the check from outside, run by the project (scripts/closed_loop_trot.py).
 
     python benchmarks/trot_dds.py [--robot solo12] [--seeds 1 2 3] [--variants plan push step]
-                                  [--rates 500 250]
+                                  [--rates 500 250] [--real-time-factors 1 0.5] [--name N]
 
 Four processes on the machine's cores: ``sim_mujoco`` (MuJoCo at 1 kHz at the wall clock's
 pace, ``max_delay`` 0: a command acts when it arrives; the actuators saturate at the robot's,
@@ -31,6 +31,11 @@ The machine is shared: a run with the load above the cores' number is disturbed,
 controller statistics say by how much; the cores themselves are shared with other machines, so
 before each run a fixed pure-Python workload is timed (``reference workload``, this process's
 CPU time): the same code takes longer when that figure is larger.
+
+``--real-time-factors``: the simulator's pace, simulated seconds per wall second (default 1,
+the check).  At 0.5 every process has twice the wall time per simulated second: the runs show
+whether the stack holds when the cores are not the limit, and the CPU it then uses per
+simulated second is what it needs to run in real time.
 """
 import argparse
 import json
@@ -73,15 +78,15 @@ def reference_ms():
     return 1e3 * (time.process_time() - t0)
 
 
-def one(robot, variant, seed, folder, rate=500.0):
+def one(robot, variant, seed, folder, rate=500.0, factor=1.0):
     """closed_loop_trot.py's result (its .json) for one run, with the load averages around it
     and the reference workload's time before it."""
-    path = os.path.join(folder, f'{robot}_{variant}_{seed}.json')
+    path = os.path.join(folder, f'{robot}_{variant}_{seed}_{rate:g}_{factor:g}.json')
     cmd = [sys.executable, os.path.join(ROOT, 'scripts', 'closed_loop_trot.py'), '--robot',
            robot, '--real-time', '--hidden-load', '1.0', '--sensing', 'noisy', '--seed',
            str(seed), '--json', path, '--out', os.path.join(folder, f'{robot}_{variant}_{seed}'
                                                                     '.png'),
-           '--control-rate', str(rate), *VARIANTS[variant]]
+           '--control-rate', str(rate), '--real-time-factor', str(factor), *VARIANTS[variant]]
     before, reference = os.getloadavg()[0], reference_ms()
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -99,7 +104,7 @@ def _ms(spread):
     return f'{1e3 * spread[0]:.0f} / {1e3 * spread[1]:.0f}' if spread else '-'
 
 
-def _row(robot, variant, seed, r, rate):
+def _row(robot, variant, seed, r, rate, factor):
     c = r['controller'] or {}
     segs = r['segments']
     v = max(max(abs(s['error'][0]), abs(s['error'][1])) for s in segs)
@@ -108,7 +113,8 @@ def _row(robot, variant, seed, r, rate):
     per = ' / '.join(f'{cpu[k] / sim_s:.2f}' if k in cpu else '-'
                      for k in ('sim', 'dynamics_node', 'wbc_controller', 'listener'))
     d, st = r.get('transport_delay_ms'), c.get('staleness_ms')
-    cells = [robot, variant, f'{rate:g}', str(seed), str(r['falls']), f'{v:.3f}', f'{w:.3f}',
+    cells = [robot, variant, f'{rate:g}', f'{factor:g}', str(seed), str(r['falls']), f'{v:.3f}',
+             f'{w:.3f}',
              f'{100 * c.get("answered_fraction", 0.0):.2f}', str(c.get('owed', 0)),
              f'{st[0]:.1f} / {st[1]:.1f} / {st[2]:.0f}' if st else '-',
              f'{d[0]:.0f} / {d[1]:.0f}' if d else '-',
@@ -128,26 +134,34 @@ def main(argv=None):
     ap.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument('--rates', type=float, nargs='+', default=[500.0],
                     help='the controller\'s rates [Hz] (each variant and seed at each)')
+    ap.add_argument('--real-time-factors', type=float, nargs='+', default=[1.0],
+                    help='the simulator\'s paces (each rate, variant and seed at each)')
+    ap.add_argument('--name', default=None,
+                    help='the result file\'s name (default trot_dds_<robot>)')
     add_out_dir(ap)
     args = ap.parse_args(argv)
     folder = tempfile.mkdtemp(prefix='rd_trot_dds_')
-    lines = ['| robot | variant | controller [Hz] | seed | falls | velocity error max [m/s] | '
-             'yaw rate error max [rad/s] | periods answered [%] | periods owed | staleness '
-             'p50 / p99 / max [ms] | transport delay p50 / p99 [ms] | contact agreement [%] | '
-             'touch-down seen after p50 / p90 [ms] | lift-off seen after p50 / p90 [ms] | '
-             'touch-downs reported >= 1 cm up | simulated s per wall s | MuJoCo blew up at '
-             '[s] | CPU s per simulated s: sim / node / controller / listener | load before / '
-             'after | reference workload [ms] |', '|' + '---|' * 21]
+    columns = ('robot', 'variant', 'controller [Hz]', 'real-time factor', 'seed', 'falls',
+               'velocity error max [m/s]', 'yaw rate error max [rad/s]', 'periods answered [%]',
+               'periods owed', 'staleness p50 / p99 / max [ms]', 'transport delay p50 / p99 [ms]',
+               'contact agreement [%]', 'touch-down seen after p50 / p90 [ms]',
+               'lift-off seen after p50 / p90 [ms]', 'touch-downs reported >= 1 cm up',
+               'simulated s per wall s', 'MuJoCo blew up at [s]',
+               'CPU s per simulated s: sim / node / controller / listener',
+               'load before / after', 'reference workload [ms]')
+    lines = ['| ' + ' | '.join(columns) + ' |', '|' + '---|' * len(columns)]
     t0 = time.monotonic()
-    for rate in args.rates:
-        for variant in args.variants:
-            for seed in args.seeds:
-                log(f'{args.robot} {variant} at {rate:g} Hz, seed {seed}: about a minute of '
-                    f'wall time ({time.monotonic() - t0:.0f} s so far) ...')
-                r = one(args.robot, variant, seed, folder, rate)
-                lines.append(_row(args.robot, variant, seed, r, rate))
-                log('  ' + r['summary'])
-    report(output(args.out_dir, f'trot_dds_{args.robot}.md'),
+    for factor in args.real_time_factors:
+        for rate in args.rates:
+            for variant in args.variants:
+                for seed in args.seeds:
+                    log(f'{args.robot} {variant} at {rate:g} Hz, {factor:g} x real time, seed '
+                        f'{seed}: about {1 / factor:.0f} minute(s) of wall time '
+                        f'({time.monotonic() - t0:.0f} s so far) ...')
+                    r = one(args.robot, variant, seed, folder, rate, factor)
+                    lines.append(_row(args.robot, variant, seed, r, rate, factor))
+                    log('  ' + r['summary'])
+    report(output(args.out_dir, f'{args.name or "trot_dds_" + args.robot}.md'),
            docstring_report(__doc__, body='\n'.join(lines)),
            draws=f'{len(args.seeds)} independent draws of the sensing noise, seeds '
                  f'{", ".join(map(str, args.seeds))}')

@@ -18,7 +18,9 @@ a step in the ground ``--step-rise`` m high, negative: down, at ``--step-edge`` 
 ``--real-time``: the simulator runs at the wall clock's pace and never waits for a command
 (``max_delay`` 0, no least delay): a command acts when it arrives, however late, as on a robot;
 otherwise it does not step while the newest command answers a state more than ``--max-delay``
-s old (the project's closed loops on a loaded machine).
+s old (the project's closed loops on a loaded machine).  ``--real-time-factor`` (with
+``--real-time``): simulated seconds per wall second, e.g. 0.5 to give every process twice the
+CPU per simulated second (what the stack needs, where the machine cannot give it in real time).
 
 Every figure is MuJoCo's truth (its base pose and twist, its contacts, its feet): falls, the
 base's mean velocity in its heading frame and yaw rate against each command, the node's contact
@@ -77,6 +79,8 @@ def _parse(argv=None):
     ap.add_argument('--step-edge', type=float, default=0.45, help='the step\'s x [m]')
     ap.add_argument('--real-time', action='store_true',
                     help='the simulator at the wall clock\'s pace, never waiting for a command')
+    ap.add_argument('--real-time-factor', type=float, default=1.0,
+                    help='with --real-time: simulated seconds per wall second')
     ap.add_argument('--max-delay', type=float, default=0.005,
                     help='without --real-time: the plant waits while the newest command '
                     'answers a state older than this [s]')
@@ -99,7 +103,8 @@ def _files(args, xml, robot, tmp, weight, truth_path):
     _write_params(files['sim'], 'sim', dict(
         robot_description=xml, feet=robot['feet'], foot_radius=robot['foot_radius'],
         pose=[f'{j}={a}' for j, a in robot['pose'].items()], duration=duration + 0.5,
-        real_time_factor=1.0, command_delay=0.0 if args.real_time else 0.002,
+        real_time_factor=args.real_time_factor if args.real_time else 1.0,
+        command_delay=0.0 if args.real_time else 0.002,
         max_delay=0.0 if args.real_time else args.max_delay, hidden_load=args.hidden_load,
         load_offset=list(args.load_offset), link_error=args.link_error, base_push=push,
         step_rise=args.step_rise, step_edge=args.step_edge, wait_for_subscribers=1,
@@ -217,7 +222,7 @@ def run(args, say):
         lis.node, lis.subs, logs, files, 'ros_dynamics.ros.simulation.mujoco_sim_node', args,
         log_dir, say, f'[trot] {args.robot} on MuJoCo: sim_mujoco + dynamics node + '
         f'wbc_controller started; {PLANS[args.plan][1]:g} s, '
-        + ('real time, the plant never waits' if args.real_time else
+        + (f'{args.real_time_factor:g} x real time, the plant never waits' if args.real_time else
            f'the plant waits beyond {args.max_delay * 1e3:g} ms'),
         lambda: say(f'[trot]   {len(lis.raw_contacts)} contact estimates so far, command '
                     f'{lis.command()}'), cpu=lis.cpu)
@@ -291,7 +296,9 @@ def summary_line(r, args):
             + (f', a {100 * args.step_rise:g} cm step' if args.step_rise else '')
             + f', hidden load {args.hidden_load:g} kg, '
             f'{args.sensing} sensing, touch-down from the {args.touchdown}'
-            + (', real time' if args.real_time else '') + f'): falls {r["falls"]}, velocity '
+            + ((', real time' if args.real_time_factor == 1 else
+                f', {args.real_time_factor:g} x real time') if args.real_time else '')
+            + f'): falls {r["falls"]}, velocity '
             f'error max {worst_v:.3f} m/s, yaw rate error max {worst_w:.3f} rad/s, periods '
             f'answered {100 * c.get("answered_fraction", 0.0):.2f} %, contact agreement '
             f'{100 * r.get("contact_agreement", float("nan")):.1f} %'
