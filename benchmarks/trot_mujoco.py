@@ -62,7 +62,7 @@ PLAN = ((0.0, (0.0, 0.0, 0.0)), (3.0, (0.3, 0.0, 0.0)), (7.0, (0.0, 0.2, 0.0)),
         (11.0, (0.0, 0.0, 0.6)), (15.0, (0.0, 0.0, 0.0)))
 FORWARD = ((0.0, (0.0, 0.0, 0.0)), (1.5, (0.3, 0.0, 0.0)))
 #: name: (commands, duration [s], plant options (over a hidden 1 kg trunk load), touch-down,
-#: push[, (command delay [s], control rate [Hz])]); EXACT: exact sensing
+#: push[, (command delay [s], control rate [Hz])]); a name with "exact sensing": no sensing noise
 VARIANTS = {
     'plan': (PLAN, 18.0, dict(), 'estimate', False),
     'links': (PLAN, 18.0, dict(link_error=0.2, load_offset=(0.03, 0.02, 0.02)), 'estimate',
