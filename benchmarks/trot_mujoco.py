@@ -44,6 +44,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -61,23 +62,32 @@ MEASURES = ('ros_dynamics/control', 'ros_dynamics/simulation/legged_walk.py',
 PLAN = ((0.0, (0.0, 0.0, 0.0)), (3.0, (0.3, 0.0, 0.0)), (7.0, (0.0, 0.2, 0.0)),
         (11.0, (0.0, 0.0, 0.6)), (15.0, (0.0, 0.0, 0.0)))
 FORWARD = ((0.0, (0.0, 0.0, 0.0)), (1.5, (0.3, 0.0, 0.0)))
-#: name: (commands, duration [s], plant options (over a hidden 1 kg trunk load), touch-down,
-#: push[, (command delay [s], control rate [Hz])]); a name with "exact sensing": no sensing noise
+class Variant(NamedTuple):
+    """One scenario: the commands, its duration [s], the plant's options (over a hidden 1 kg
+    trunk load), what ends a swing, whether the trunk is pushed, (command delay [s], control
+    rate [Hz]) or None, and whether the sensing is exact (no noise, no lag: the seeds then
+    draw nothing, and one run is the measurement)."""
+    commands: tuple
+    duration: float
+    plant: dict
+    touchdown: str = 'estimate'
+    push: bool = False
+    late: tuple = None
+    exact_sensing: bool = False
+
+
+STEP_UP, STEP_DOWN = dict(step_edge=0.45, step_rise=0.02), dict(step_edge=0.45, step_rise=-0.02)
 VARIANTS = {
-    'plan': (PLAN, 18.0, dict(), 'estimate', False),
-    'links': (PLAN, 18.0, dict(link_error=0.2, load_offset=(0.03, 0.02, 0.02)), 'estimate',
-              False),
-    'push': (FORWARD, 6.0, dict(), 'estimate', True),
-    'push, no load, exact sensing': (FORWARD, 6.0, dict(hidden_load=0.0), 'estimate', True),
-    'step up, estimate': (FORWARD, 5.0, dict(step_edge=0.45, step_rise=0.02), 'estimate',
-                          False),
-    'step up, schedule': (FORWARD, 5.0, dict(step_edge=0.45, step_rise=0.02), 'schedule',
-                          False),
-    'step down, estimate': (FORWARD, 5.0, dict(step_edge=0.45, step_rise=-0.02), 'estimate',
-                            False),
-    'step down, schedule': (FORWARD, 5.0, dict(step_edge=0.45, step_rise=-0.02), 'schedule',
-                            False),
-    **{f'plan, {ms} ms late': (PLAN, 18.0, dict(), 'estimate', False, (ms * 1e-3, 250.0))
+    'plan': Variant(PLAN, 18.0, dict()),
+    'links': Variant(PLAN, 18.0, dict(link_error=0.2, load_offset=(0.03, 0.02, 0.02))),
+    'push': Variant(FORWARD, 6.0, dict(), push=True),
+    'push, no load, exact sensing': Variant(FORWARD, 6.0, dict(hidden_load=0.0), push=True,
+                                            exact_sensing=True),
+    'step up, estimate': Variant(FORWARD, 5.0, STEP_UP),
+    'step up, schedule': Variant(FORWARD, 5.0, STEP_UP, 'schedule'),
+    'step down, estimate': Variant(FORWARD, 5.0, STEP_DOWN),
+    'step down, schedule': Variant(FORWARD, 5.0, STEP_DOWN, 'schedule'),
+    **{f'plan, {ms} ms late': Variant(PLAN, 18.0, dict(), late=(ms * 1e-3, 250.0))
        for ms in (10, 20, 30)},
 }
 
@@ -89,19 +99,19 @@ def one(robot, variant, seed):
     from ros_dynamics.simulation.legged_metrics import walk_metrics
     from ros_dynamics.simulation.legged_walk import NOISY, WalkScenario, walk
     from ros_dynamics.simulation.mujoco_legged import LeggedPlantOptions
-    commands, duration, plant, touchdown, push, *late = VARIANTS[variant]
-    t0 = time.monotonic()
     from ros_dynamics.simulation.mujoco_quadruped import SensingOptions
-    sc = WalkScenario(robot=robot, commands=commands, duration=duration, touchdown=touchdown,
-                      plant=LeggedPlantOptions(**{'hidden_load': 1.0, 'seed': seed, **plant}),
-                      sensing=SensingOptions() if 'exact sensing' in variant else
-                      replace(NOISY, seed=seed))
-    if late:
-        sc.command_delay, sc.control_rate = late[0]
-    if push:
+    v = VARIANTS[variant]
+    t0 = time.monotonic()
+    sc = WalkScenario(robot=robot, commands=v.commands, duration=v.duration,
+                      touchdown=v.touchdown,
+                      plant=LeggedPlantOptions(**{'hidden_load': 1.0, 'seed': seed, **v.plant}),
+                      sensing=SensingOptions() if v.exact_sensing else replace(NOISY, seed=seed))
+    if v.late:
+        sc.command_delay, sc.control_rate = v.late
+    if v.push:
         sc.push = (4.0, 0.1, (0.0, 0.2 * _weight(robot), 0.0))
     out = walk(sc)
-    m = walk_metrics(out, commands)
+    m = walk_metrics(out, v.commands)
     feet = out['foot_names']
     kinds = {k: sum(out['touchdowns'][f][k] for f in feet) for k in out['touchdowns'][feet[0]]}
     return dict(
@@ -191,7 +201,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     # with exact sensing the seeds draw nothing: one run is the measurement
     runs = [(r, v, s) for r in args.robots for v in args.variants
-            for s in (args.seeds[:1] if 'exact sensing' in v else args.seeds)]
+            for s in (args.seeds[:1] if VARIANTS[v].exact_sensing else args.seeds)]
     log(f'{len(runs)} runs, {args.jobs} at a time (a few minutes each on a loaded 2-core '
         'machine) ...')
     rows, t0 = [], time.monotonic()

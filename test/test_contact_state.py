@@ -12,8 +12,9 @@ from ros_dynamics import ContactForceEstimator
 from ros_dynamics.estimation.contact_forces import ObserverUpdate
 from ros_dynamics.estimation.contact_state import (CONFIRM, FrameContactState, ContactStateOptions,
                                                    fast_residual)
-from ros_dynamics.simulation.contact_force_runs import (PUSHED_TROT, Trot, filtered, metrics,
-                                                        run, state_metrics)
+from ros_dynamics.simulation.contact_force_runs import (PUSHED_TROT, Trot, metrics, run,
+                                                        state_metrics)
+from ros_dynamics.simulation.legged_metrics import observer_filtered
 from ros_dynamics.simulation.legged_robots import robot_urdf
 from ros_dynamics.simulation.mujoco_quadruped import FEET, REALISTIC_ODOMETRY, PlantOptions
 from ros_dynamics.simulation.rigid_simulator import trotting_quadruped
@@ -131,7 +132,7 @@ def test_touch_down_and_lift_off_rules(quadruped):
 def test_a_lifted_foots_force_is_remembered_not_unexplained(quadruped):
     """A foot's force ends (a step to zero): the residual holds it for a while, decaying as the
     observer forgets it.  The estimate releases the foot within a few ms, publishes its force
-    through the observer's exact K/(s+K) (contact_force_runs.filtered, an independent
+    through the observer's exact K/(s+K) (legged_metrics.observer_filtered, an independent
     implementation) and leaves nothing of it in the unexplained part."""
     model = quadruped
     q = standing_q(model)
@@ -140,7 +141,7 @@ def test_a_lifted_foots_force_is_remembered_not_unexplained(quadruped):
     dt, n, off = 1e-3, 200, 50
     f = np.tile([1.0, -2.0, 20.0], (n, 4, 1))
     f[off:, 0] = 0.0                                     # LF's force ends at sample 50
-    F = filtered(f, 50.0, dt)
+    F = observer_filtered(f, 50.0, dt)
     tau = np.zeros(model.nv)
     v = np.zeros(model.nv)
     released, worst_u, worst_f = None, 0.0, 0.0

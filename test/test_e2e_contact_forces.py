@@ -13,7 +13,8 @@ from test_node_floating import odom
 
 pytestmark = pytest.mark.system
 
-from ros_dynamics.simulation.contact_force_runs import filtered, record  # noqa: E402
+from ros_dynamics.simulation.contact_force_runs import record  # noqa: E402
+from ros_dynamics.simulation.legged_metrics import observer_filtered  # noqa: E402
 
 FEET = ['LF_foot', 'RF_foot', 'LH_foot', 'RH_foot']
 GAIN, THRESHOLD = 50.0, 8.0
@@ -56,8 +57,8 @@ def test_mujoco_quadruped_over_dds(rclpy_context, ros_env, tmp_path):
         probe.spin_until(lambda: len(got) >= n - 1, timeout=30.0)
     answered = [k for k in range(1, n) if int(stamps[k]) in got]   # the first starts the observer
     assert len(answered) >= 0.99 * (n - 1)
-    ref = filtered(plant['feet'], GAIN, plant['dt'])
-    push = filtered(plant['push'], GAIN, plant['dt'])
+    ref = observer_filtered(plant['feet'], GAIN, plant['dt'])
+    push = observer_filtered(plant['push'], GAIN, plant['dt'])
     est = np.array([[[w.force.x, w.force.y, w.force.z] for w in got[int(stamps[k])].wrenches]
                     for k in answered])
     state = np.array([list(got[int(stamps[k])].in_contact) for k in answered])

@@ -32,8 +32,8 @@ def test_solo12_foot_forces_over_dds_on_mujocos_truth(rclpy_context, ros_env, tm
     from ros_dynamics_msgs.msg import ContactForces
     from sensor_msgs.msg import JointState
 
-    from ros_dynamics.simulation.contact_force_runs import (THRESHOLDS, filtered, lateral_push,
-                                                            weight)
+    from ros_dynamics.simulation.contact_force_runs import THRESHOLDS, lateral_push, weight
+    from ros_dynamics.simulation.legged_metrics import observer_filtered
     from ros_dynamics.simulation.legged_robots import ROBOTS, robot_urdf
     import ros_dynamics as rd
     _, xml = robot_urdf('solo12')
@@ -78,8 +78,8 @@ def test_solo12_foot_forces_over_dds_on_mujocos_truth(rclpy_context, ros_env, tm
     answered = [i for i in range(1, len(stamps)) if int(stamps[i]) in got]
     assert len(answered) >= 0.99 * (len(stamps) - 1), (len(answered), len(stamps))
     dt = 1e-3
-    ref = filtered(truth['foot_forces'][first:], GAIN, dt)     # from zero where the node began
-    pref = filtered(truth['push_generalized'][first:], GAIN, dt)
+    ref = observer_filtered(truth['foot_forces'][first:], GAIN, dt)     # from zero where the node began
+    pref = observer_filtered(truth['push_generalized'][first:], GAIN, dt)
     idx = np.array(answered)
     msgs = [got[int(stamps[i])] for i in answered]
     est = np.array([[[f.force.x, f.force.y, f.force.z] for f in m.wrenches] for m in msgs])

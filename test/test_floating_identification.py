@@ -201,9 +201,9 @@ def test_check_contact_forces_against_mujoco(recording, tmp_path, capsys):
     difference (measured: see the asserts)."""
     from ros_dynamics.identification.calibrate import main
     from ros_dynamics.identification.check import check_contact_forces
-    from ros_dynamics.simulation.contact_force_runs import filtered
+    from ros_dynamics.simulation.legged_metrics import observer_filtered
     model, truth, s, run = (recording[k] for k in ('model', 'truth', 'samples', 'run'))
-    ref = filtered(run['feet'], 50.0, run['dt'])
+    ref = observer_filtered(run['feet'], 50.0, run['dt'])
     w_plant, w_urdf = run['weight'], -model.total_mass() * model.gravity[2]
     ck = check_contact_forces(truth, s, FEET)
     st = ck.stance

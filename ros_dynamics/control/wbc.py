@@ -306,7 +306,11 @@ class TaskSpaceInverseDynamics:
                            time.thread_time() - t0)
 
     def _new_qp(self, w, guess):
-        qp = proxsuite.proxqp.dense.QP(w.nx, w.neq, w.nin)
+        # the primal LDLT backend: the primal-dual one's answer moves in its last bits with
+        # where its memory lies (two answers on identical data, 1e-14 apart, measured), which
+        # a closed loop amplifies; the primal one repeats to the bit
+        qp = proxsuite.proxqp.dense.QP(w.nx, w.neq, w.nin,
+                                       dense_backend=proxsuite.proxqp.dense.DenseBackend.PrimalLDLT)
         qp.settings.eps_abs = self.eps_abs
         qp.settings.eps_rel = 0.0
         qp.settings.max_iter = qp.settings.max_iter_in = QP_MAX_ITER
@@ -317,15 +321,20 @@ class TaskSpaceInverseDynamics:
 
     def _solve_qp(self, w):
         guess = proxsuite.proxqp.InitialGuess
-        if w.qp is None:
-            w.qp = self._new_qp(w, guess.WARM_START_WITH_PREVIOUS_RESULT)
+        fresh = w.qp is None
+        if fresh:
+            # a new solver's first solve starts from the equality-constrained guess: warm
+            # started, it would start from memory no solve has written
+            w.qp = self._new_qp(w, guess.EQUALITY_CONSTRAINED_INITIAL_GUESS)
         else:
             w.qp.update(w.H, w.g, w.A, w.b, w.C, w.lo, w.hi)
         qp = w.qp
         qp.solve()
+        if fresh:
+            qp.settings.initial_guess = guess.WARM_START_WITH_PREVIOUS_RESULT
         ok = proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
         iters = int(qp.results.info.iter)
-        if qp.results.info.status != ok:
+        if qp.results.info.status != ok and not fresh:
             # a warm start from the previous cycle failed once in 3,550-6,800 noisy cycles on
             # the MuJoCo plants: solve this cycle again from the equality-constrained guess
             # (Bambade et al. 2022, the initial guesses), keep that solver if it converged

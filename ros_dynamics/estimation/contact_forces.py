@@ -348,20 +348,25 @@ class ContactForceEstimator:
             g = -(AW @ r)
             C = C[:, cols]
             key = on.tobytes()
-            qp = self._qp.get(key)
+            qp, ps = self._qp.get(key), self._proxsuite
             if qp is None:
-                ps = self._proxsuite
-                qp = ps.proxqp.dense.QP(m, 0, len(lo))
+                # the primal LDLT backend repeats to the bit (the primal-dual one's last
+                # bits move with where its memory lies: wbc.py)
+                qp = ps.proxqp.dense.QP(m, 0, len(lo),
+                                        dense_backend=ps.proxqp.dense.DenseBackend.PrimalLDLT)
                 qp.settings.eps_rel = 0.0
                 qp.settings.max_iter = qp.settings.max_iter_in = QP_MAX_ITER
                 qp.settings.verbose = False
-                qp.settings.initial_guess = ps.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+                # the first solve from no guess (a warm start would start from memory no
+                # solve has written), every later one from the last answer
+                qp.settings.initial_guess = ps.proxqp.InitialGuess.NO_INITIAL_GUESS
                 qp.init(H, g, None, None, C, lo, up)
                 self._qp[key] = qp
             else:
                 qp.update(H=H, g=g)
             qp.settings.eps_abs = QP_TOLERANCE * max(1.0, float(np.abs(g).max()))
             qp.solve()
+            qp.settings.initial_guess = ps.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
             self.status = str(qp.results.info.status).rsplit('.', 1)[-1]
             self.iterations = int(qp.results.info.iter)
             y = qp.results.x

@@ -212,16 +212,6 @@ def _duration(plant, duration, trot):
     return ShiftLiftPush.DURATION if plant in ('mujoco', 'solo12') else 3.0
 
 
-def filtered(x, gain, dt):
-    """The observer's exact discrete K/(s+K) of a sampled series (T, ...) over its periods, from
-    zero at the first sample (observer.py: r_k+1 = e^-K dt r_k + (1 - e^-K dt) w_k)."""
-    a = np.exp(-gain * dt)
-    out = np.zeros_like(x, dtype=float)
-    for k in range(1, len(x)):
-        out[k] = a * out[k - 1] + (1 - a) * x[k]
-    return out
-
-
 def run(plant='mujoco', duration=None, gain=50.0, threshold=None, sensing=None,
         plant_options=None, push=None, frame_model='point', contact_threshold=None,
         odom_twist_noise=0.03, plant_urdf=None, estimator=None, trot=None):

@@ -170,14 +170,14 @@ def walk_metrics(out, commands, settle=0.5, window=2.0):
 
 def observer_filtered(x, gain, dt):
     """``x`` (T, ...) through the momentum observer's K/(s+K) at ``gain`` [1/s], discretized
-    at ``dt`` as the node's observer sees a constant force: y_k = a y_{k-1} + (1 - a) x_k,
-    a = exp(-K dt) (what the residual of a force ``x`` is, the reference the unexplained part
-    is judged against)."""
+    at ``dt`` as the node's observer sees it: r_0 = 0 (the observer's first sample has no
+    momentum before it), r_k = a r_{k-1} + (1 - a) x_k, a = exp(-K dt) (observer.py; what the
+    residual of a force ``x`` is, the reference the foot forces and the unexplained part are
+    judged against)."""
     x = np.asarray(x, dtype=float)
-    a, y, out = float(np.exp(-gain * dt)), np.zeros(x.shape[1:]), np.empty_like(x)
-    for k in range(len(x)):
-        y = a * y + (1.0 - a) * x[k]
-        out[k] = y
+    a, out = float(np.exp(-gain * dt)), np.zeros_like(x)
+    for k in range(1, len(x)):
+        out[k] = a * out[k - 1] + (1.0 - a) * x[k]
     return out
 
 
@@ -199,10 +199,9 @@ def push_in_unexplained(t, unexplained, push, dt):
         return none
     sel = norm > 0.9 * norm.max()
     size = norm[sel].mean()
-    start = np.flatnonzero(norm > 0)[0]
-    before = (t >= t[start] - 0.5) & (t < t[start])
+    idx = np.flatnonzero(norm > 0)                # the samples the push reaches
+    before = (t >= t[idx[0]] - 0.5) & (t < t[idx[0]])
     change = u - u[before].mean(axis=0)
-    idx = np.flatnonzero(norm > 0)
     win = np.arange(max(idx[0] - 200, 100), min(idx[-1] + 200, len(t) - 100))
     shifts = np.arange(-100, 101)
     cost = [np.linalg.norm(u[win + s] - p[win], axis=1).mean() for s in shifts]

@@ -144,7 +144,6 @@ class MujocoLegged:
         self.foot_forces = np.zeros((len(self.feet), 3))
         self.touching = np.zeros(len(self.feet), dtype=bool)
         self.push_generalized = np.zeros(m.nv)
-        self._pushed = False
 
     def state(self):
         """(q, v) in the project's coordinates."""
@@ -175,8 +174,8 @@ class MujocoLegged:
                     out=self.tau)
         d.qfrc_applied[self._vadr] = self.tau       # (its other entries stay zero)
         px, py, pz = (float(x) for x in push)
-        if px or py or pz or self._pushed:          # (Python per step costs more than
-            self._pushed = bool(px or py or pz)     # MuJoCo's: only what changes is written)
+        # (Python per step costs more than MuJoCo's: only what changes is written)
+        if px or py or pz or d.xfrc_applied[self._root, :3].any():
             d.xfrc_applied[self._root, :3] = (px, py, pz)     # at the root's centre of mass
             f = np.zeros(m.nv)
             mj.mj_applyFT(m, d, np.array((px, py, pz)), np.zeros(3), d.xipos[self._root],
