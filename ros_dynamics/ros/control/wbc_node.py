@@ -49,6 +49,7 @@ from builtin_interfaces.msg import Time  # noqa: E402
 from geometry_msgs.msg import PointStamped, Twist  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.serialization import serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.control import StampPairer  # noqa: E402
@@ -61,6 +62,7 @@ from ros_dynamics.ros.control.dynamics_terms import dynamics_msg_type  # noqa: E
 from ros_dynamics.ros.control.wbc_stream import (contact_estimate, dynamics_arrays,  # noqa: E402
                                                  header_stamp, read_serialized,
                                                  stream_state, task_space_msg_type)
+from ros_dynamics.ros.dynamics_node.wire import Template, stamped  # noqa: E402
 from ros_dynamics.ros.parameter_table import Param, ParameterTable  # noqa: E402
 
 #: a contact estimate older than this (stream time) is not used: the gait's schedule then
@@ -194,6 +196,7 @@ class WBCController(Node):
         self.joints, self.ref = None, PointStamped()
         self.ref.header.frame_id = 'world'
         self._last = None                        # (stamp, message) of the last command
+        self._command = None                     # (template or None, JointState): _command_message
         self._cmd_vel = None                     # (monotonic s, (vx, vy, wz))
         self._contact_raw = None                 # the newest ContactForces, serialized
         self._contact = None                     # (stamp ns, {foot: bool}, forces (4, 3))
@@ -317,6 +320,16 @@ class WBCController(Node):
             return command, None, None
         return command, estimate[1], (estimate[0], estimate[2])
 
+    def _command_message(self):
+        """The command's JointState (the joints' names, their efforts) as a serialized template
+        written in place each period (wire.Template: no message object converted per answer),
+        or the message itself where the middleware's serialization is not plain CDR."""
+        msg = JointState(name=self.joints, effort=[0.0] * len(self.joints))
+        try:
+            self._command = (Template(msg, serialize_message), msg)
+        except ValueError:
+            self._command = (None, msg)
+
     def _answer(self, stamp, dyn, ts):
         try:
             state = stream_state(
@@ -326,6 +339,7 @@ class WBCController(Node):
                 self.controller.effort_limit = effort_limits_from_urdf(
                     self.cfg.robot_description, state.names[6:])
                 self.joints = list(state.names[6:])
+                self._command_message()
             started = self.controller.gait is not None
             tau, ref, sol = self.controller.command(stamp, state, *self._inputs(stamp),
                                                     ahead=self.cfg.delay_compensation)
@@ -342,13 +356,18 @@ class WBCController(Node):
                                       throttle_duration_sec=1.0)
         if tau is None:
             return
-        cmd = JointState(name=self.joints, effort=tau.tolist())
-        cmd.header.stamp = Time(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)
+        sec, nanosec = stamp // 1_000_000_000, stamp % 1_000_000_000
+        template, msg = self._command
+        if template is not None:
+            template.arrays['effort'][:] = tau
+        else:
+            msg.effort = tau.tolist()
+        cmd = stamped(template, msg, (sec, nanosec))
         self.pub.publish(cmd)
         self._last = (stamp, cmd)
         self.periods.answer(stamp, time.monotonic() - max(dyn[1], ts[1]),
                             self.get_clock().now().nanoseconds)
-        self.ref.header.stamp = cmd.header.stamp
+        self.ref.header.stamp = Time(sec=sec, nanosec=nanosec)
         self.ref.point.x, self.ref.point.y, self.ref.point.z = (float(x) for x in ref.com)
         self.pub_ref.publish(self.ref)
 

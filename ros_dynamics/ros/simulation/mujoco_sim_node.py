@@ -175,8 +175,10 @@ class MujocoSim(Node):
                               effort=[0.0] * n)
         try:
             self._js_bytes = Template(self._js, serialize_message)
+            self._js_arrays = self._js_bytes.arrays
         except ValueError:
             self._js_bytes = None
+            self._js_arrays = {k: np.zeros(n) for k in ('position', 'velocity', 'effort')}
         self.pub_odom = self.create_publisher(OdometryMsg, 'odom', qos)
         self.create_subscription(JointState, '~/effort_command', self._on_command,
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
@@ -248,9 +250,7 @@ class MujocoSim(Node):
             lin, ang = m.twist.twist.linear, m.twist.twist.angular
             lin.x, lin.y, lin.z, ang.x, ang.y, ang.z = (float(x) for x in v6)
             self.pub_odom.publish(m)
-        n, r, t = len(self.names), self.rng, self._js_bytes
-        arrays = t.arrays if t is not None else {k: np.zeros(n) for k in
-                                                 ('position', 'velocity', 'effort')}
+        n, r, t, arrays = len(self.names), self.rng, self._js_bytes, self._js_arrays
         for field, x, noise in (('position', q[7:], 'noise_position'),
                                 ('velocity', v[6:], 'noise_velocity'),
                                 ('effort', tau, 'noise_effort')):
