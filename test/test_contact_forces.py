@@ -74,6 +74,25 @@ def test_friction_cone_bounds_the_tangential_force(quadruped):
     np.testing.assert_allclose(out.wrenches[0], W, atol=1e-4)
 
 
+def test_fresh_estimators_repeat_to_the_bit(quadruped):
+    """A closed loop grows the last bit of a force into a different walk: a hundred fresh
+    estimators, each kept so that the next one's memory lies elsewhere, give the same forces
+    to the bit on a residual that needs the QP (measured: ProxQP's primal-dual backend gave
+    two answers 1e-14 apart on this residual; a fresh solver started warm from memory no solve
+    had written)."""
+    model = quadruped
+    q = standing_q(model)
+    f = np.array([[30.0, -2.0, 20.0], [0.5, 0.5, 18.0], [-3.0, 1.0, 25.0], [0.0, 0.0, -15.0]])
+    r = sum(rd.link_jacobian(model, q, foot)[:3].T @ fi for foot, fi in zip(FEET, f))
+    answers, kept = set(), []
+    for i in range(100):
+        kept.append(bytearray(8 * (i % 13) + 1))
+        kept.append(ContactForceEstimator(model, FEET, threshold=5.0))
+        answers.add(kept[-1].update(q, r).wrenches.tobytes())
+        assert kept[-1].status == 'PROXQP_SOLVED'     # the first foot is outside the cone
+    assert len(answers) == 1
+
+
 @pytest.mark.parametrize('scale', [1.0, 1e4, 1e8])
 def test_a_diverged_residual_is_solved_in_bounded_iterations(quadruped, scale):
     """(2) is homogeneous in r (its constraints are cones): a residual ``scale`` times larger,
