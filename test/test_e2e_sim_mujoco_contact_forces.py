@@ -78,7 +78,8 @@ def test_solo12_foot_forces_over_dds_on_mujocos_truth(rclpy_context, ros_env, tm
     answered = [i for i in range(1, len(stamps)) if int(stamps[i]) in got]
     assert len(answered) >= 0.99 * (len(stamps) - 1), (len(answered), len(stamps))
     dt = 1e-3
-    ref = observer_filtered(truth['foot_forces'][first:], GAIN, dt)     # from zero where the node began
+    # from zero where the node began
+    ref = observer_filtered(truth['foot_forces'][first:], GAIN, dt)
     pref = observer_filtered(truth['push_generalized'][first:], GAIN, dt)
     idx = np.array(answered)
     msgs = [got[int(stamps[i])] for i in answered]
